@@ -1,0 +1,3 @@
+"""cep: complex event processing with EPL-like rules, a reference evaluator and a Spark runtime."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,357 @@
+"""The syntax tree of a rule file: small frozen dataclasses, built only by the parser.
+
+The parser produces exactly these nodes and nothing else; the checker (``check.py``) turns
+them into the executable IR. Both window spellings (``#length(n)`` and ``.win:length(n)``)
+and both WITHIN spellings (``WITHIN T`` and ``where timer:within(T)``) end up as the same
+nodes, so dialect differences stop at the parser.
+
+Conventions:
+* every node has ``pos`` (start/end line and column of its text);
+* keywords are case-insensitive and are stored lower-cased (operators, window kinds,
+  type names, function names); identifiers (streams, fields, aliases, variables) keep
+  their case;
+* time periods (``10 min``, ``1 hour 30 sec``) are ``Literal`` nodes of type
+  ``"duration"`` whose value is an ``int`` number of microseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from cep.lang.errors import Pos
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A constant. ``type`` is one of int, long, double, string, boolean, null, duration.
+
+    Integer literals that fit in 32 bits are ``int``, larger ones ``long``; a ``duration``
+    value is an int number of microseconds.
+    """
+
+    value: object
+    type: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Name:
+    """A bare identifier: a field of the rule's only stream, a variable, or a pattern tag."""
+
+    name: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Attr:
+    """``base.name``: a field of a stream alias or pattern tag (``LE.text``, ``a.ts``)."""
+
+    base: str
+    name: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class IndexedAttr:
+    """``base[index].name``: a field of the index-th event of a repeated pattern tag."""
+
+    base: str
+    index: int
+    name: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Star:
+    """``*`` inside ``count(*)``, or ``SELECT *`` / ``SELECT alias.*`` (``base`` set)."""
+
+    pos: Pos
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class Unary:
+    """``-x`` (op ``"-"``) or ``NOT x`` (op ``"not"``)."""
+
+    op: str
+    operand: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Arithmetic (``+ - * / %``), string concatenation (``||``), comparison
+    (``= != < <= > >=``; ``<>`` is stored as ``!=``) and logic (``and``, ``or``)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class InList:
+    """``x [NOT] IN (a, b, ...)``."""
+
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Between:
+    """``x [NOT] BETWEEN low AND high`` (inclusive on both ends, as in SQL)."""
+
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Like:
+    """``x [NOT] LIKE pattern`` with SQL wildcards ``%`` and ``_``."""
+
+    operand: Expr
+    pattern: Expr
+    negated: bool
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``x IS [NOT] NULL``."""
+
+    operand: Expr
+    negated: bool
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Case:
+    """``CASE WHEN c THEN v ... [ELSE e] END`` (searched form only)."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function or aggregate call; ``name`` is lower-cased.
+
+    ``count(*)`` has ``args == (Star(...),)``; ``count(DISTINCT x)`` has ``distinct``.
+    """
+
+    name: str
+    args: tuple[Expr, ...]
+    distinct: bool
+    pos: Pos
+
+
+Expr = Union[  # noqa: UP007 - a runtime alias used in isinstance-free type hints
+    Literal, Name, Attr, IndexedAttr, Star, Unary, Binary, InList, Between, Like, IsNull,
+    Case, Call,
+]
+
+# ---------------------------------------------------------------- FROM clause
+
+
+@dataclass(frozen=True)
+class Window:
+    """One data-window view on a stream.
+
+    ``kind`` is one of ``length``, ``length_batch``, ``time``, ``time_batch``,
+    ``lastevent``, ``groupwin`` (``args`` are the key expressions) and ``keepall``.
+    """
+
+    kind: str
+    args: tuple[Expr, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """``Stream[(filter)][#window...] [AS alias]``."""
+
+    stream: str
+    filter: Expr | None
+    windows: tuple[Window, ...]
+    alias: str | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatAtom:
+    """``[tag=]Stream[(filter)]`` inside a pattern."""
+
+    tag: str | None
+    stream: str
+    filter: Expr | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatFollowedBy:
+    """``left -> right``."""
+
+    left: Pattern
+    right: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatAnd:
+    """``left and right``: both occur, in any order."""
+
+    left: Pattern
+    right: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatOr:
+    """``left or right``: either occurs."""
+
+    left: Pattern
+    right: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatNot:
+    """``not operand``: true until the operand occurs."""
+
+    operand: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatEvery:
+    """``every operand``: restart the operand each time it matches."""
+
+    operand: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatRepeat:
+    """``[count] operand``: the operand matched ``count`` times in sequence."""
+
+    count: int
+    operand: Pattern
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class PatWithin:
+    """``operand WITHIN duration`` or ``operand where timer:within(duration)``.
+
+    ``duration`` is an expression (a duration literal, a number of seconds or a
+    variable)."""
+
+    operand: Pattern
+    duration: Expr
+    pos: Pos
+
+
+Pattern = Union[  # noqa: UP007
+    PatAtom, PatFollowedBy, PatAnd, PatOr, PatNot, PatEvery, PatRepeat, PatWithin,
+]
+
+
+@dataclass(frozen=True)
+class PatternSource:
+    """``PATTERN [ pattern ] [AS alias]`` in a FROM clause."""
+
+    pattern: Pattern
+    alias: str | None
+    pos: Pos
+
+
+Source = Union[StreamSource, PatternSource]  # noqa: UP007
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class SelectItem:
+    """One SELECT column: an expression (or ``Star``) and an optional alias."""
+
+    expr: Expr
+    alias: str | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """``@Name('x')`` and friends: ``name`` as written, ``value`` the literal's value."""
+
+    name: str
+    value: object
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    """``name type`` in CREATE SCHEMA; ``type`` lower-cased and normalised
+    (int, long, double, boolean, string, timestamp)."""
+
+    name: str
+    type: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class CreateSchema:
+    """``CREATE SCHEMA Name (field type, ...) [TIMESTAMP field]``."""
+
+    name: str
+    fields: tuple[FieldDecl, ...]
+    timestamp: str | None
+    pos: Pos
+    timestamp_pos: Pos | None = None
+
+
+@dataclass(frozen=True)
+class CreateVariable:
+    """``CREATE VARIABLE type name [= default]``."""
+
+    type: str
+    name: str
+    default: Expr | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class SelectStatement:
+    """A rule: ``[@annotations] [INSERT INTO s] SELECT ... FROM ... [WHERE] [GROUP BY]
+    [HAVING] [PARTITION BY]``."""
+
+    annotations: tuple[Annotation, ...]
+    insert_into: str | None
+    select: tuple[SelectItem, ...]
+    sources: tuple[Source, ...]
+    where: Expr | None
+    group_by: tuple[Expr, ...]
+    having: Expr | None
+    partition_by: tuple[Expr, ...]
+    pos: Pos
+    insert_into_pos: Pos | None = None
+
+
+Statement = Union[CreateSchema, CreateVariable, SelectStatement]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class Module:
+    """A whole rule file: its statements plus the name and text for diagnostics."""
+
+    statements: tuple[Statement, ...]
+    source_name: str
+    source: str

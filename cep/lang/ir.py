@@ -1,0 +1,334 @@
+"""The checked intermediate representation: what the engine operators execute.
+
+The checker (``check.py``) builds it from the AST after resolving every name, typing every
+expression and classifying every rule. Variables are already replaced by their values
+(defaults or ``--set`` overrides), window sizes are plain integers, and each rule knows
+its kind, its input stream(s) and the partition key. Nothing here refers to positions
+or rule text any more, except the names used in output.
+
+Expression nodes are typed (``.type``). Field references name a *qualifier*: ``""`` for
+the single stream of a one-stream rule, the alias of a stream in a ``#lastevent`` join, or
+the tag of a pattern event. The engine resolves ``(qualifier, name)`` against the frame
+it evaluates on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Const:
+    value: object
+    type: str
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    """A field of the event bound to ``qualifier`` (``index`` set for ``tag[i].f``)."""
+
+    qualifier: str
+    name: str
+    type: str
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class Func:
+    """A scalar function from the registry (``cep.engine.functions``), null in → null out."""
+
+    name: str
+    args: tuple[TExpr, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class Coalesce:
+    """The first non-null argument."""
+
+    args: tuple[TExpr, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate over the rule's window rows; ``arg`` is None for ``count(*)``."""
+
+    name: str
+    arg: TExpr | None
+    type: str
+
+
+@dataclass(frozen=True)
+class Op:
+    """Unary (``neg``, ``not``) and binary operators with SQL three-valued logic."""
+
+    op: str
+    args: tuple[TExpr, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class InList:
+    operand: TExpr
+    items: tuple[TExpr, ...]
+    negated: bool
+    type: str = "boolean"
+
+
+@dataclass(frozen=True)
+class Between:
+    operand: TExpr
+    low: TExpr
+    high: TExpr
+    negated: bool
+    type: str = "boolean"
+
+
+@dataclass(frozen=True)
+class Like:
+    """``LIKE`` with a constant pattern, already translated to a regular expression."""
+
+    operand: TExpr
+    regex: str
+    negated: bool
+    type: str = "boolean"
+
+
+@dataclass(frozen=True)
+class IsNull:
+    operand: TExpr
+    negated: bool
+    type: str = "boolean"
+
+
+@dataclass(frozen=True)
+class CaseWhen:
+    whens: tuple[tuple[TExpr, TExpr], ...]
+    default: TExpr | None
+    type: str
+
+
+TExpr = Union[  # noqa: UP007
+    Const, FieldRef, Func, Coalesce, Agg, Op, InList, Between, Like, IsNull, CaseWhen,
+]
+
+
+def children(expr: TExpr) -> list[TExpr]:
+    """The direct sub-expressions of a node (walkers use it instead of matching types)."""
+    if isinstance(expr, Func | Coalesce | Op):
+        return list(expr.args)
+    if isinstance(expr, Agg):
+        return [expr.arg] if expr.arg is not None else []
+    if isinstance(expr, InList):
+        return [expr.operand, *expr.items]
+    if isinstance(expr, Between):
+        return [expr.operand, expr.low, expr.high]
+    if isinstance(expr, Like | IsNull):
+        return [expr.operand]
+    if isinstance(expr, CaseWhen):
+        out = [x for pair in expr.whens for x in pair]
+        return [*out, expr.default] if expr.default is not None else out
+    return []
+
+# ---------------------------------------------------------------- streams
+
+
+@dataclass(frozen=True)
+class StreamDef:
+    """An event type: declared by CREATE SCHEMA or derived by INSERT INTO."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...]
+    timestamp: str | None
+    derived: bool = False
+
+    def field_type(self, name: str) -> str | None:
+        return dict(self.fields).get(name)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One output column: its name and the expression that computes it."""
+
+    name: str
+    expr: TExpr
+
+
+# ---------------------------------------------------------------- windows and patterns
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """``kind`` in length, length_batch, time, time_batch, keepall; ``size`` is a count
+    or microseconds (0 for keepall)."""
+
+    kind: str
+    size: int
+
+    @property
+    def is_batch(self) -> bool:
+        return self.kind in ("length_batch", "time_batch")
+
+    @property
+    def is_time(self) -> bool:
+        return self.kind in ("time", "time_batch")
+
+
+@dataclass(frozen=True)
+class PAtom:
+    """``tag=Stream(filter)``; ``local_filter`` only reads this event, ``bound_filter``
+    also reads earlier tags (evaluated per candidate event)."""
+
+    tag: str
+    stream: str
+    local_filter: TExpr | None
+    bound_filter: TExpr | None
+
+
+@dataclass(frozen=True)
+class PFollowedBy:
+    left: PNode
+    right: PNode
+
+
+@dataclass(frozen=True)
+class PAnd:
+    left: PNode
+    right: PNode
+
+
+@dataclass(frozen=True)
+class POr:
+    left: PNode
+    right: PNode
+
+
+@dataclass(frozen=True)
+class PNot:
+    operand: PNode
+
+
+@dataclass(frozen=True)
+class PEvery:
+    operand: PNode
+
+
+@dataclass(frozen=True)
+class PRepeat:
+    count: int
+    operand: PNode
+
+
+PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat]  # noqa: UP007
+
+# ---------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class DerivedRule:
+    """A stateless rule: filter and project each event of ``stream``.
+
+    With ``target`` set it feeds that derived stream (INSERT INTO) and outputs nothing;
+    without it each passing event is an output row."""
+
+    name: str
+    stream: str
+    filter: TExpr | None
+    columns: tuple[Column, ...]
+    target: str | None
+
+
+@dataclass(frozen=True)
+class WindowRule:
+    """A one-stream rule with a data window and aggregates, evaluated per arriving event
+    (sliding windows) or per closed batch (batch windows), per key."""
+
+    name: str
+    stream: str
+    filter: TExpr | None
+    window: WindowSpec
+    where: TExpr | None
+    having: TExpr | None
+    columns: tuple[Column, ...]
+    key: str | None
+
+
+@dataclass(frozen=True)
+class JoinRule:
+    """``S#lastevent AS LE, W#groupwin(k)#win AS TW WHERE LE.k = TW.k``: each arriving
+    ``trigger_stream`` event against the window rows of its key that came before it."""
+
+    name: str
+    trigger_stream: str
+    trigger_alias: str
+    trigger_filter: TExpr | None
+    trigger_where: TExpr | None
+    window_stream: str
+    window_alias: str
+    window_filter: TExpr | None
+    window: WindowSpec
+    pair_where: TExpr | None
+    having: TExpr | None
+    columns: tuple[Column, ...]
+    key: str | None
+
+
+@dataclass(frozen=True)
+class PatternRule:
+    """``SELECT ... FROM PATTERN [...] PARTITION BY k``: one output row per match."""
+
+    name: str
+    pattern: PNode
+    within_us: int | None
+    streams: tuple[str, ...]
+    tags: tuple[str, ...]
+    repeated_tags: tuple[str, ...]
+    where: TExpr | None
+    columns: tuple[Column, ...]
+    key: str | None
+
+
+StatefulRule = Union[WindowRule, JoinRule, PatternRule]  # noqa: UP007
+Rule = Union[DerivedRule, WindowRule, JoinRule, PatternRule]  # noqa: UP007
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    type: str
+    value: object
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    """A checked rule file, ready to run.
+
+    ``derived`` rules run before routing, in statement order; ``stateful`` rules run in
+    the engines; ``outputs`` are the names of every rule that emits output rows."""
+
+    source_name: str
+    streams: dict[str, StreamDef]
+    input_streams: tuple[str, ...]
+    variables: dict[str, Variable]
+    derived: tuple[DerivedRule, ...]
+    stateful: tuple[StatefulRule, ...]
+    key: str | None
+    outputs: tuple[str, ...] = field(default=())
+
+    def stateful_streams(self) -> tuple[str, ...]:
+        """Streams the engines need, in a stable order."""
+        seen: dict[str, None] = {}
+        for rule in self.stateful:
+            if isinstance(rule, WindowRule):
+                seen[rule.stream] = None
+            elif isinstance(rule, JoinRule):
+                seen[rule.trigger_stream] = None
+                seen[rule.window_stream] = None
+            else:
+                for s in rule.streams:
+                    seen[s] = None
+        return tuple(seen)

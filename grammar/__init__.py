@@ -1,0 +1,1 @@
+"""The Lark grammar of the rule language, shipped inside the wheel as ``cep.grammar``."""

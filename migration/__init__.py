@@ -1,0 +1,1 @@
+"""Key-state handoff through MongoDB and the embedded server lifecycle."""

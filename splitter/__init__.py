@@ -1,0 +1,1 @@
+"""Routing, load statistics, balancing strategies and the trace simulator."""
