@@ -1,0 +1,236 @@
+"""The embedded MongoDB-compatible server that a local ``cep run`` uses for key handoff.
+
+What SecantusDB 0.7.0b3 is (read from its wheel; ``pip show -f SecantusDB``)
+-------------------------------------------------------------------------------
+* A MongoDB wire-protocol server written in Python (``secantus.server.SecantusDBServer``)
+  over WiredTiger (the C library mongod ships, vendored in the wheel as ``wiredtiger``).
+  Entry points: the console script ``secantusd-py`` / ``python -m secantus``
+  (``--host --port --storage-path --cache-size --standalone --log-level …``), or the
+  Python API ``SecantusDBServer(host, port=0, storage_path, *, replica_set_name,
+  durable, cache_size, client_idle_timeout_s, …)`` with ``start()`` / ``stop()`` /
+  ``port`` / ``uri`` and a context manager. ``port=0`` binds an OS-chosen port and
+  ``server.port`` reads it back; that is what we use, so there is no free-port race.
+  (The Rust ``secantusd-rs`` server is not in the wheel.)
+* Storage: a WiredTiger home directory (``storage_path``; ``":memory:"`` gives WT's
+  in-memory engine in a temp dir). ``durable=False`` turns the journal and the
+  close-checkpoint off — right for a data dir that is deleted at stop.
+* By default it advertises itself as a one-member replica set ``secantus`` and writes
+  an oplog entry per document; ``replica_set_name=None`` (``--standalone``) drops both,
+  and pymongo then sees a plain ``Single`` server.
+* Checked by hand with pymongo 4.20 (it reports itself as mongod 8.2.11): ``ping``,
+  insert, find, update/replace with upsert, delete_many, ``bulk_write`` (ordered and
+  not, batched by the driver), ``find_one_and_update/replace/delete``, create_index
+  (a unique secondary index rejects a duplicate). A duplicate ``_id`` or unique key
+  answers code 11000, so pymongo raises ``DuplicateKeyError``. Listed by its README,
+  not checked: aggregation, transactions, change streams (replica-set mode only),
+  SCRAM auth and TLS (off by default).
+  ``maxBsonObjectSize`` is 16 MiB (+16 KiB headroom); a larger document is refused by
+  the driver (``DocumentTooLarge``).
+* Write concern: ``w: 1``, ``w: "majority"`` and ``j: true`` are accepted and mean
+  "applied" (``j`` is durable only with the journal on); numeric ``w > 1`` answers
+  ``UnsatisfiableWriteConcern`` like a one-node set; ``w: 0`` is unacknowledged.
+* Not supported: replica sets/sharding, text/hashed/wildcard indexes, ``$where``/JS,
+  ``OP_COMPRESSED``.
+* Performance traps measured on this machine (they shaped ``migration.store``):
+  - a query or upsert on a *sub-document* ``_id`` is a collection scan (1000 upserts
+    took 56 s against 0.3 s with string ``_id`` s), so the store uses string ids;
+  - ``{_id: {$in: [...]}}`` is quadratic in the list length (1000 ids: 1.9 s; 40
+    queries of 25 ids: 0.15 s), so the store splits ``$in`` lists;
+  - ``_id`` range queries and deletes use the ``_id`` index.
+* Each connection gets a thread and is dropped after 300 s idle by default; we raise
+  that to a day (a slow micro-batch must not lose its pooled connections).
+
+The server runs in its own process (``python -m migration._daemon``) rather than in
+ours: it is pure Python, and inside the driver process it would compete with the
+driver for the GIL. See ``migration._daemon`` for how the child dies with its parent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from pymongo import MongoClient
+from pymongo.errors import PyMongoError
+
+_STDERR_TAIL_CHARS = 2000
+
+
+class EmbeddedMongoError(RuntimeError):
+    """The embedded server did not start (the message carries its stderr tail)."""
+
+
+class EmbeddedMongo:
+    """A SecantusDB server in a child process on 127.0.0.1, with data in a temp dir.
+
+    ``with EmbeddedMongo() as mongo: StateStore(mongo.uri, run_id=…)``. The server is
+    stopped by ``stop()``, by leaving the ``with`` block (also on KeyboardInterrupt),
+    at interpreter exit (``atexit``), and — when this process is killed outright —
+    by the child itself within about a quarter of a second.
+    """
+
+    def __init__(
+        self,
+        *,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 5.0,
+        cache_size: str = "1G",
+    ) -> None:
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.cache_size = cache_size
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._port: int | None = None
+        self._owner_pid = 0
+        self._lock = threading.Lock()
+
+    @property
+    def uri(self) -> str:
+        if self._port is None:
+            raise RuntimeError("EmbeddedMongo is not running")
+        return f"mongodb://127.0.0.1:{self._port}/"
+
+    @property
+    def pid(self) -> int | None:
+        """The server process id while it runs (tests use it to prove it is gone)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def workdir(self) -> Path | None:
+        """Temp dir holding the WiredTiger data and the server's stderr log."""
+        return self._workdir
+
+    def start(self) -> EmbeddedMongo:
+        with self._lock:
+            if self._proc is not None:
+                raise RuntimeError("EmbeddedMongo is already started")
+            self._workdir = Path(tempfile.mkdtemp(prefix="cep-mongo-"))
+            self._owner_pid = os.getpid()
+            # Registered before the child exists: a Ctrl-C anywhere below still
+            # leads to stop() through the except clause or interpreter exit.
+            atexit.register(self.stop)
+        try:
+            self._spawn()
+            self._await_ping()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self) -> None:
+        assert self._workdir is not None
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        with open(self._workdir / "server.log", "wb") as log:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "migration._daemon",
+                    "--workdir",
+                    str(self._workdir),
+                    "--parent-pid",
+                    str(os.getpid()),
+                    "--cache-size",
+                    self.cache_size,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                close_fds=True,
+            )
+        self._port = self._read_port(time.monotonic() + self.startup_timeout)
+
+    def _read_port(self, deadline: float) -> int:
+        """Read the ``<port>\\n`` line the child prints once it listens."""
+        assert self._proc is not None and self._proc.stdout is not None
+        line = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._proc.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._failure(f"no port announced within {self.startup_timeout:g} s")
+                if not sel.select(remaining):
+                    continue
+                chunk = os.read(self._proc.stdout.fileno(), 64)
+                if not chunk:
+                    self._proc.wait(timeout=self.stop_timeout)
+                    raise self._failure(f"server exited with code {self._proc.returncode}")
+                line += chunk
+        self._proc.stdout.close()
+        return int(line)
+
+    def _await_ping(self) -> None:
+        """The child announces its port after ``listen()``; prove it also answers."""
+        timeout_ms = max(1, int(self.startup_timeout * 1000))
+        client: MongoClient = MongoClient(
+            self.uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms
+        )
+        try:
+            client.admin.command("ping")
+        except PyMongoError as exc:
+            raise self._failure(f"server does not answer ping: {exc}") from None
+        finally:
+            client.close()
+
+    def _failure(self, what: str) -> EmbeddedMongoError:
+        tail = ""
+        if self._workdir is not None:
+            try:
+                text = (self._workdir / "server.log").read_text(errors="replace")
+                tail = text[-_STDERR_TAIL_CHARS:].strip()
+            except OSError:
+                tail = ""
+        detail = f"\n--- server stderr (tail) ---\n{tail}" if tail else " (no stderr output)"
+        return EmbeddedMongoError(f"embedded SecantusDB failed to start: {what}{detail}")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent.
+
+        In a forked copy of the owner (which inherits this object and its atexit
+        hook) it does nothing: the server belongs to the process that started it.
+        """
+        if os.getpid() != self._owner_pid:
+            return
+        with self._lock:
+            proc, workdir = self._proc, self._workdir
+            self._proc = self._workdir = self._port = None
+            atexit.unregister(self.stop)
+        if proc is not None:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedMongo:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

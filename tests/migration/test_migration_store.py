@@ -1,0 +1,262 @@
+"""StateStore against a real embedded SecantusDB."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from migration.server import EmbeddedMongo
+from migration.store import (
+    CHUNK_BYTES,
+    MissingStateError,
+    MongoUnavailableError,
+    StateStore,
+    StoreError,
+    decode_key_map,
+    encode_key_map,
+    mask_uri,
+)
+
+# -- key maps ----------------------------------------------------------------------
+
+
+def test_key_map_is_write_once(store: StateStore) -> None:
+    first = np.array([0, 1, 2, 3, 4], dtype=np.int32)
+    assert store.put_key_map(7, first) is True
+    assert store.put_key_map(7, np.zeros(5, dtype=np.int32)) is False
+    assert store.put_key_map(7, b"other bytes") is False
+    np.testing.assert_array_equal(decode_key_map(store.get_key_map(7)), first)
+    assert store.get_key_map(8) is None
+    with pytest.raises(TypeError, match="dict"):
+        store.put_key_map(9, {"a": 1})  # type: ignore[arg-type]
+
+
+def test_key_map_of_a_million_keys_round_trips_compressed(store: StateStore) -> None:
+    rng = np.random.default_rng(1)
+    key_map = rng.integers(0, 5, size=1_000_000).astype(np.int8)
+    data = encode_key_map(key_map)
+    assert len(data) < key_map.nbytes  # 3 bits of entropy per byte: zlib wins
+    assert store.put_key_map(0, data)
+    got = decode_key_map(store.get_key_map(0))
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, key_map)
+
+
+def test_key_map_larger_than_a_document_is_chunked_and_write_once(store: StateStore) -> None:
+    big = os.urandom(CHUNK_BYTES + 1000)
+    assert store.put_key_map(3, big)
+    assert store.put_key_map(3, os.urandom(CHUNK_BYTES + 1000)) is False
+    assert store.get_key_map(3) == big
+
+
+# -- key states --------------------------------------------------------------------
+
+
+def test_states_round_trip_including_20_mb_and_empty(store: StateStore) -> None:
+    big = os.urandom(20 * 1024 * 1024)
+    states = {1: b"one", 2: b"", "k": b"\x00" * 100, 3: big}
+    store.put_states(5, states)
+    assert store.get_states(5, [1, 2, "k", 3]) == states
+    assert store.get_states(5, ["k"]) == {"k": states["k"]}
+    assert store.get_states(5, []) == {}
+
+
+def test_missing_state_names_the_missing_keys(store: StateStore) -> None:
+    store.put_states(2, {1: b"a"})
+    with pytest.raises(MissingStateError, match=r"batch 2: keys 7, 'x'") as info:
+        store.get_states(2, [1, 7, "x"])
+    assert info.value.keys == [7, "x"]
+    with pytest.raises(MissingStateError):
+        store.get_states(3, [1])  # same key, other batch
+
+
+def test_replay_rewrites_the_same_documents(store: StateStore) -> None:
+    states = {k: os.urandom(1000) for k in range(50)}
+    states[99] = os.urandom(CHUNK_BYTES + 10)
+    store.put_states(4, states)
+    docs_before = _count_docs(store)
+    store.put_states(4, states)
+    assert _count_docs(store) == docs_before
+    assert store.get_states(4, list(states)) == states
+
+
+def test_replay_with_different_bytes_switches_chunked_state_whole(store: StateStore) -> None:
+    store.put_states(4, {1: os.urandom(CHUNK_BYTES + 10)})
+    second = os.urandom(CHUNK_BYTES * 2 + 10)
+    store.put_states(4, {1: second})
+    assert store.get_states(4, [1]) == {1: second}
+
+
+def test_int_and_str_keys_are_distinct(store: StateStore) -> None:
+    store.put_states(0, {5: b"int", "5": b"str", np.int64(6): b"numpy"})
+    got = store.get_states(0, ["5", 5, 6])
+    assert got == {5: b"int", "5": b"str", 6: b"numpy"}
+    assert type(next(k for k in got if k == 5 and not isinstance(k, str))) is int
+    with pytest.raises(MissingStateError):
+        store.get_states(0, ["6"])
+    with pytest.raises(TypeError, match="bool"):
+        store.put_states(0, {True: b"x"})
+    with pytest.raises(TypeError, match="float"):
+        store.get_states(0, [1.5])
+
+
+def test_gc_deletes_old_batches_and_maps_of_this_run_only(
+    store: StateStore, mongo: EmbeddedMongo
+) -> None:
+    other = StateStore(mongo.uri, run_id=store.run_id + "x")
+    try:
+        for t in range(5):
+            store.put_states(t, {1: b"s%d" % t, 2: os.urandom(CHUNK_BYTES + 1)})
+            store.put_key_map(t, np.full(3, t))
+            other.put_states(t, {1: b"other"})
+        deleted = store.gc(before_batch=3, keep_key_maps=2)
+        # Per batch two heads and the two chunks of key 2's state; then map 0.
+        assert deleted == 3 * (2 + 2) + 1
+        for t in range(3):
+            with pytest.raises(MissingStateError):
+                store.get_states(t, [1])
+        assert store.get_states(3, [1])[1] == b"s3"
+        assert len(store.get_states(4, [2])[2]) == CHUNK_BYTES + 1
+        assert store.get_key_map(0) is None
+        assert [decode_key_map(store.get_key_map(v))[0] for v in (1, 2, 3, 4)] == [1, 2, 3, 4]
+        assert other.get_states(0, [1]) == {1: b"other"}
+        assert other.drop_run() == 5
+    finally:
+        other.close()
+
+
+def test_drop_run_removes_everything_of_the_run(store: StateStore) -> None:
+    store.put_states(1, {1: b"x", 2: os.urandom(CHUNK_BYTES + 1)})
+    store.put_key_map(1, b"m")
+    assert store.drop_run() == 2 + 2 + 1  # heads, two chunks, the map
+    assert store.get_key_map(1) is None
+
+
+def test_store_survives_pickling(store: StateStore) -> None:
+    store.put_states(1, {1: b"x"})
+    copy = pickle.loads(pickle.dumps(store))
+    try:
+        assert copy.get_states(1, [1]) == {1: b"x"}
+    finally:
+        copy.close()
+
+
+def test_writes_default_to_majority_unless_the_uri_says_otherwise(mongo: EmbeddedMongo) -> None:
+    for uri, expected in [(mongo.uri, "majority"), (mongo.uri + "?w=1", 1)]:
+        with StateStore(uri, run_id="r") as s:
+            assert s._db().write_concern.document.get("w") == expected
+
+
+def test_invalid_run_id_and_batch_are_rejected(mongo: EmbeddedMongo, store: StateStore) -> None:
+    with pytest.raises(ValueError, match="run_id"):
+        StateStore(mongo.uri, run_id="a/b")
+    with pytest.raises(ValueError, match="batch"):
+        store.put_states(-1, {1: b""})
+
+
+def test_latency_1000_keys_of_10_kb(store: StateStore) -> None:
+    states = {k: os.urandom(10 * 1024) for k in range(1000)}
+    start = time.perf_counter()
+    store.put_states(1, states)
+    put_s = time.perf_counter() - start
+    start = time.perf_counter()
+    assert store.get_states(1, list(states)) == states
+    get_s = time.perf_counter() - start
+    print(f"put_states {put_s:.3f} s, get_states {get_s:.3f} s for 1000 x 10 KB")
+    # Loose bound: catches the 50x cliffs of sub-document ids and long $in lists.
+    assert put_s + get_s < 10
+
+
+def _count_docs(store: StateStore) -> int:
+    db = store._db()
+    return sum(db[name].count_documents({}) for name in ("states", "state_chunks"))
+
+
+# -- failures ----------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+_OPERATIONS = {
+    "put_key_map": lambda s: s.put_key_map(1, b"m"),
+    "get_key_map": lambda s: s.get_key_map(1),
+    "put_states": lambda s: s.put_states(1, {1: b"x"}),
+    "get_states": lambda s: s.get_states(1, [1]),
+    "gc": lambda s: s.gc(5),
+    "drop_run": lambda s: s.drop_run(),
+}
+
+
+@pytest.mark.parametrize("operation", list(_OPERATIONS))
+def test_unreachable_server_fails_fast_with_masked_uri(operation: str) -> None:
+    uri = f"mongodb://cep:hunter2@127.0.0.1:{_closed_port()}/?authSource=admin"
+    store = StateStore(uri, run_id="r", connect_timeout_ms=500, server_selection_timeout_ms=500)
+    start = time.monotonic()
+    with pytest.raises(MongoUnavailableError) as info:
+        _OPERATIONS[operation](store)
+    elapsed = time.monotonic() - start
+    assert elapsed < 2.5, f"{operation} took {elapsed:.2f} s"
+    message = str(info.value)
+    assert "mongodb://cep:***@127.0.0.1:" in message
+    assert operation in message
+    assert "hunter2" not in message
+    assert "\n" not in message
+    assert info.value.__suppress_context__  # no pymongo traceback chained
+    store.close()
+
+
+def test_server_stopped_mid_use_raises_unavailable() -> None:
+    with EmbeddedMongo() as server:
+        store = StateStore(
+            server.uri, run_id="r", connect_timeout_ms=500, server_selection_timeout_ms=500
+        )
+        store.put_states(1, {1: b"x"})
+        assert store.get_states(1, [1]) == {1: b"x"}
+    start = time.monotonic()
+    with pytest.raises(MongoUnavailableError, match="get_states"):
+        store.get_states(1, [1])
+    with pytest.raises(MongoUnavailableError, match="put_states"):
+        store.put_states(2, {1: b"x"})
+    assert time.monotonic() - start < 5
+    store.close()
+
+
+def test_bad_uri_is_a_store_error_without_password() -> None:
+    store = StateStore("mongodb://u:pw@@@", run_id="r")
+    with pytest.raises(StoreError) as info:
+        store.get_key_map(0)
+    assert "pw" not in str(info.value).replace("mongodb://u:***", "")
+
+
+@pytest.mark.parametrize(
+    ("uri", "masked"),
+    [
+        ("mongodb://127.0.0.1:27017/", "mongodb://127.0.0.1:27017/"),
+        ("mongodb://user:pass@host", "mongodb://user:***@host"),
+        (
+            "mongodb://user@host/?authMechanism=MONGODB-X509",
+            "mongodb://user@host/?authMechanism=MONGODB-X509",
+        ),
+        (
+            "mongodb+srv://u:p%40ss@cluster.example.net/cep?tls=true&authSource=admin",
+            "mongodb+srv://u:***@cluster.example.net/cep?tls=true&authSource=admin",
+        ),
+        ("mongodb://u:p@ss/w@h1:1,h2:2/db", "mongodb://u:***@h1:1,h2:2/db"),
+        (
+            "mongodb://h/?tlsCertificateKeyFilePassword=s3&w=majority",
+            "mongodb://h/?tlsCertificateKeyFilePassword=***&w=majority",
+        ),
+        ("not a uri", "not a uri"),
+    ],
+)
+def test_mask_uri(uri: str, masked: str) -> None:
+    assert mask_uri(uri) == masked
