@@ -170,12 +170,13 @@ class _Checker:
             expr = self._expr(stmt.default, _Scope({}, ()))
             if not isinstance(expr, ir.Const):
                 raise RuleError("a variable's default must be a constant", stmt.default.pos)
-            if not (expr.type == t or (t in NUMERIC and expr.type in NUMERIC)):
-                if not (t == "long" and expr.type == "duration"):
-                    raise RuleError(
-                        f"variable '{stmt.name}' is {t} but its default is {expr.type}",
-                        stmt.default.pos,
-                    )
+            fits = expr.type == t or (t in NUMERIC and expr.type in NUMERIC) or (
+                t == "long" and expr.type == "duration")
+            if not fits:
+                raise RuleError(
+                    f"variable '{stmt.name}' is {t} but its default is {expr.type}",
+                    stmt.default.pos,
+                )
             value = float(expr.value) if t == "double" else expr.value
         self.variables[stmt.name] = ir.Variable(stmt.name, t, value)
 
@@ -389,7 +390,16 @@ class _Checker:
             return ir.WindowSpec("keepall", 0)
         if len(w.args) != 1:
             raise RuleError(f"#{w.kind} takes one argument", w.pos)
-        arg = self._expr(w.args[0], _Scope({}, ()))
+        try:
+            arg = self._expr(w.args[0], _Scope({}, ()))
+        except RuleError as err:
+            if not (isinstance(w.args[0], ast.Name)
+                    and stream.field_type(w.args[0].name) is not None):
+                raise
+            raise RuleError(
+                f"the size of #{w.kind} must be a constant or a variable, not a field",
+                w.args[0].pos,
+            ) from err
         if not isinstance(arg, ir.Const):
             raise RuleError(
                 f"the size of #{w.kind} must be a constant or a variable", w.args[0].pos
@@ -501,7 +511,8 @@ class _Checker:
         if stmt.group_by:
             gk = self._key_field(stmt.group_by, trig_stream, "GROUP BY")
             if gk != key:
-                raise RuleError(f"GROUP BY {gk} differs from #groupwin({key})", stmt.group_by[0].pos)
+                raise RuleError(f"GROUP BY {gk} differs from #groupwin({key})",
+                                stmt.group_by[0].pos)
         t_scope = self._single_scope(trig_stream, trig.alias)
         w_scope = self._single_scope(win_stream, win.alias)
         quals = {t_alias: (t_alias, trig_stream), w_alias: (w_alias, win_stream)}
@@ -584,7 +595,8 @@ class _Checker:
         key: str | None = None
         if stmt.partition_by:
             if len(stmt.partition_by) != 1:
-                raise RuleError("PARTITION BY takes exactly one key field", stmt.partition_by[1].pos)
+                raise RuleError("PARTITION BY takes exactly one key field",
+                                stmt.partition_by[1].pos)
             key_expr = stmt.partition_by[0]
             key = key_expr.name if isinstance(key_expr, ast.Name) else None
             if key is None:
@@ -687,8 +699,10 @@ class _Checker:
             left = self._pattern_node(node.left, tags, earlier, repeated)
             right = self._pattern_node(node.right, tags, earlier, repeated)
             if isinstance(node, ast.PatOr):
-                if isinstance(node.left, ast.PatNot) or isinstance(node.right, ast.PatNot):
-                    raise RuleError("'not' is supported only as an operand of 'and'", node.pos)
+                for side in (node.left, node.right):
+                    if isinstance(side, ast.PatNot):
+                        raise RuleError("'not' is supported only as an operand of 'and'",
+                                        side.pos)
                 return ir.POr(left, right)
             if isinstance(node.left, ast.PatNot) and isinstance(node.right, ast.PatNot):
                 raise RuleError("'and' needs at least one operand that is not 'not'", node.pos)
@@ -1050,7 +1064,8 @@ class _Checker:
 
 
 def _without_aggregates(scope: _Scope, clause: str) -> _Scope:
-    if scope.aggregate is None:
+    """The same scope with aggregates forbidden, saying where (for the hint)."""
+    if scope.aggregate is None and clause != "an aggregate's argument":
         return scope
     hint = f"aggregate functions are not allowed in {clause}"
     if clause == "WHERE":

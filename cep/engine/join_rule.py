@@ -1,0 +1,131 @@
+"""``S#lastevent AS LE, W#groupwin(k)#win AS TW WHERE LE.k = TW.k``: an arriving event
+against the window rows of its key that came before it.
+
+Semantics: every event of the trigger stream that passes its filter and the WHERE
+conjuncts that only read ``LE`` is evaluated once. Its window is the key's ``W`` window as
+it stood just before the event (rows strictly earlier in (seq, sub) order; for
+``#length(H)`` the last H of them; for ``#time(T)`` those with effective time above the
+trigger's time − T), so an event never meets itself. The remaining WHERE conjuncts filter
+the (trigger, window row) pairs that feed the aggregates; an empty window still
+produces a row (count 0, other aggregates NULL) for HAVING to judge.
+
+Pairs are materialised in chunks so memory stays bounded for large windows.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from cep.engine.aggregates import compute_aggregates
+from cep.engine.emit import emit, timestamp_col
+from cep.engine.expr import Env, collect_aggregates, truth
+from cep.engine.output import empty_output
+from cep.engine.table import KEY, Table, concat, nrows, take
+from cep.engine.windows import KeyedWindow, Merged, count_before, order_value
+from cep.lang import ir
+
+PAIRS_PER_CHUNK = 2_000_000
+
+
+class JoinOperator:
+    """Runs one :class:`ir.JoinRule` for all keys of an engine."""
+
+    def __init__(self, rule: ir.JoinRule, trigger_stream: ir.StreamDef,
+                 window_stream: ir.StreamDef) -> None:
+        self.rule = rule
+        self.trigger_stream = trigger_stream
+        self.window_stream = window_stream
+        self.window = KeyedWindow(rule.window, window_stream.timestamp)
+        self.aggs = collect_aggregates([rule.having, *(c.expr for c in rule.columns)])
+
+    def process(self, trigger_rows: Table, window_rows: Table) -> Table:
+        """One batch: both tables have every column of their stream (maybe no rows)."""
+        rule = self.rule
+        window_rows = _filtered(window_rows, rule.window_filter, ())
+        trigger_rows = _filtered(trigger_rows, rule.trigger_filter, (rule.trigger_alias,),
+                                 rule.trigger_where)
+        if nrows(trigger_rows) == 0 and nrows(window_rows) == 0:
+            return empty_output()
+        merged = self.window.merge(window_rows, trigger_rows[KEY])
+        out = self._evaluate(merged, trigger_rows) if nrows(trigger_rows) else empty_output()
+        self.window.retain(merged)
+        return out
+
+    def _evaluate(self, merged: Merged, triggers: Table) -> Table:
+        codes = merged.query_codes
+        start = count_before(merged.codes, order_value(merged.table), codes,
+                             np.full(len(codes), np.iinfo(np.int64).min), inclusive=False)
+        hi = count_before(merged.codes, order_value(merged.table), codes,
+                          order_value(triggers), inclusive=False)
+        clock = self._clock(merged, triggers, start, hi)
+        lo = self.window.sliding_segments(merged, codes, hi, start, clock)
+        parts = []
+        for a, b in _chunks(hi - lo, PAIRS_PER_CHUNK):
+            parts.append(self._chunk(merged, take(triggers, slice(a, b)), lo[a:b], hi[a:b]))
+        return concat(parts)
+
+    def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
+               hi: np.ndarray) -> np.ndarray:
+        """Each trigger's key time: the newest window row before it, or its own time."""
+        if self.rule.window.kind != "time":
+            return np.zeros(len(hi), dtype=np.int64)
+        before = np.where(hi > start, merged.time[np.maximum(hi - 1, 0)] if len(merged.time)
+                          else 0, np.iinfo(np.int64).min)
+        ts_field = self.trigger_stream.timestamp
+        own = triggers[ts_field] if ts_field is not None else before
+        return np.maximum(before, own)
+
+    def _chunk(self, merged: Merged, triggers: Table, lo: np.ndarray,
+               hi: np.ndarray) -> Table:
+        rule = self.rule
+        lengths = hi - lo
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        pair_trigger = np.repeat(np.arange(len(lo)), lengths)
+        pair_row = np.repeat(lo - offsets[:-1], lengths) + np.arange(offsets[-1])
+        pairs = Env(int(offsets[-1]))
+        pairs.bind_table(rule.trigger_alias, take(triggers, pair_trigger))
+        pairs.bind_table(rule.window_alias, take(merged.table, pair_row))
+        pair_mask = truth(rule.pair_where, pairs)
+        aggs = compute_aggregates(self.aggs, pairs, pair_mask, offsets[:-1], offsets[1:])
+        trig_env = Env(len(lo))
+        trig_env.bind_table(rule.trigger_alias, triggers)
+        return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
+                    timestamp_col(triggers, self.trigger_stream.timestamp))
+
+    # ---- per-key state
+
+    def keys(self) -> set:
+        return self.window.keys()
+
+    def export(self, keys: list) -> dict[object, object]:
+        return dict(self.window.export(keys))
+
+    def import_states(self, states: dict[object, object]) -> None:
+        self.window.import_rows(list(states.values()))
+
+
+def _chunks(lengths: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Split triggers into runs whose pair counts add up to about ``budget``."""
+    if len(lengths) == 0:
+        return []
+    total = np.cumsum(lengths)
+    bounds = [0]
+    while bounds[-1] < len(lengths):
+        base = total[bounds[-1] - 1] if bounds[-1] else 0
+        nxt = int(np.searchsorted(total, base + budget, side="right"))
+        bounds.append(max(nxt, bounds[-1] + 1))
+    return list(itertools.pairwise(bounds))
+
+
+def _filtered(rows: Table, condition: ir.TExpr | None, aliases: tuple[str, ...],
+              also: ir.TExpr | None = None) -> Table:
+    """Rows passing a stream filter (unqualified names) and an alias-qualified condition."""
+    if condition is None and also is None:
+        return rows
+    env = Env(nrows(rows))
+    env.bind_table("", rows)
+    for alias in aliases:
+        env.bind_table(alias, rows)
+    return take(rows, truth(condition, env) & truth(also, env))

@@ -1,0 +1,84 @@
+"""Output rows of rules: ``rule``, ``key``, ``seq``, ``ts`` and the selected columns.
+
+Engines return one table per batch with columns ``rule`` (str), ``key`` (object), ``seq``
+(int64), ``ts`` (int64 µs, with ``ts__null``) and ``values``: the selected columns as one
+JSON object text, in SELECT order. One string column keeps the table's shape fixed for
+every rule, so the Spark runtime can ship it with a static schema, and two runs are
+compared by comparing these rows as multisets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from cep.engine.expr import Col
+from cep.engine.table import Table, object_array
+
+OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def format_timestamp(us: int) -> str:
+    """ISO-8601 UTC; milliseconds unless the value needs microseconds (per value, so the
+    text of a timestamp never depends on its neighbours)."""
+    moment = EPOCH + timedelta(microseconds=int(us))
+    if us % 1000:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def python_values(col: Col, type_name: str) -> list[object]:
+    """JSON-ready Python values of a column (NULL → None, timestamps → ISO text)."""
+    values = col.values.tolist()
+    if type_name == "timestamp":
+        values = [format_timestamp(v) for v in values]
+    if col.nulls is not None:
+        for i in np.flatnonzero(col.nulls).tolist():
+            values[i] = None
+    return values
+
+
+def build_output(rule: str, keys: np.ndarray, seq: np.ndarray, ts: Col | None,
+                 columns: Sequence[tuple[str, str, Col]]) -> Table:
+    """An output table for one rule's rows; ``columns`` are (name, type, values)."""
+    n = len(seq)
+    names = [name for name, _, _ in columns]
+    per_column = [python_values(col, t) for _, t, col in columns]
+    texts = [
+        json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False,
+                   separators=(",", ":"))
+        for row in zip(*per_column, strict=True)
+    ] if per_column else ["{}"] * n
+    if ts is None:
+        ts_values, ts_nulls = np.zeros(n, np.int64), np.ones(n, bool)
+    else:
+        ts_values, ts_nulls = ts.values.astype(np.int64), ts.null_mask()
+    return {
+        "rule": object_array([rule] * n),
+        "key": np.asarray(keys, dtype=object),
+        "seq": np.asarray(seq, dtype=np.int64),
+        "ts": ts_values,
+        "ts__null": ts_nulls,
+        "values": object_array(texts),
+    }
+
+
+def empty_output() -> Table:
+    return build_output("", np.empty(0, object), np.empty(0, np.int64), None, [])
+
+
+def output_records(table: Table) -> list[dict]:
+    """Output rows as dicts in the file format: rule, key, seq, ts, then the columns."""
+    records = []
+    for rule, key, seq, ts, ts_null, values in zip(
+        *(table[c].tolist() for c in OUTPUT_COLUMNS), strict=True
+    ):
+        record = {"rule": rule, "key": key, "seq": seq,
+                  "ts": None if ts_null else format_timestamp(ts)}
+        record.update(json.loads(values))
+        records.append(record)
+    return records

@@ -1,0 +1,142 @@
+"""Columnar event tables: the engine's unit of data.
+
+A table is a ``dict`` of equal-length numpy arrays. A field ``f`` whose values can be NULL
+carries a boolean mask ``f__null`` beside it (the value slot then holds a placeholder).
+Internal columns start with ``__``: ``__seq`` (the global arrival order of the input event
+a row came from), ``__sub`` (orders rows of one input event fed into one stream by several
+INSERT INTO rules), ``__key`` (the partition key value) and ``__time`` (effective event
+time, see ``windows``).
+
+Dtypes by language type: int/long/timestamp/duration → int64 (timestamps and durations in
+microseconds), double → float64, boolean → bool, string → object (Python ``str``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SEQ = "__seq"
+SUB = "__sub"
+KEY = "__key"
+TIME = "__time"
+NULL_SUFFIX = "__null"
+
+Table = dict[str, np.ndarray]
+
+DTYPES: dict[str, type | str] = {
+    "int": np.int64,
+    "long": np.int64,
+    "timestamp": np.int64,
+    "duration": np.int64,
+    "double": np.float64,
+    "boolean": np.bool_,
+    "string": object,
+    "null": object,
+}
+
+PLACEHOLDERS: dict[str, object] = {
+    "int": 0, "long": 0, "timestamp": 0, "duration": 0, "double": 0.0,
+    "boolean": False, "string": "", "null": None,
+}
+
+
+def nrows(table: Table) -> int:
+    """Number of rows (every table has ``__seq``, or at least one column)."""
+    if SEQ in table:
+        return len(table[SEQ])
+    return len(next(iter(table.values()))) if table else 0
+
+
+def take(table: Table, index: np.ndarray) -> Table:
+    """Rows at ``index`` (an int array or a boolean mask), every column."""
+    return {name: values[index] for name, values in table.items()}
+
+
+def concat(tables: list[Table]) -> Table:
+    """Row-wise concatenation; a null mask missing from some parts is filled with False."""
+    tables = [t for t in tables if t]
+    if not tables:
+        return {}
+    if len(tables) == 1:
+        return dict(tables[0])
+    names: dict[str, None] = {}
+    for t in tables:
+        names.update(dict.fromkeys(t))
+    out: Table = {}
+    for name in names:
+        parts = []
+        for t in tables:
+            if name in t:
+                parts.append(t[name])
+            elif name.endswith(NULL_SUFFIX):
+                parts.append(np.zeros(nrows(t), dtype=bool))
+            else:
+                raise KeyError(f"column {name} missing from a table part")
+        out[name] = np.concatenate(parts) if parts[0].dtype != object else _concat_objects(parts)
+    return out
+
+
+def _concat_objects(parts: list[np.ndarray]) -> np.ndarray:
+    out = np.empty(sum(len(p) for p in parts), dtype=object)
+    i = 0
+    for p in parts:
+        out[i : i + len(p)] = p
+        i += len(p)
+    return out
+
+
+def empty(fields: list[tuple[str, str]], extra: tuple[str, ...] = (SEQ, SUB, KEY)) -> Table:
+    """A table with no rows and the given fields plus internal columns."""
+    out: Table = {}
+    for name in extra:
+        out[name] = np.empty(0, dtype=object if name == KEY else np.int64)
+    for name, t in fields:
+        out[name] = np.empty(0, dtype=DTYPES[t])
+    return out
+
+
+def object_array(values: list[object]) -> np.ndarray:
+    """A 1-d object array that never turns a list of tuples into a 2-d array."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def factorize(keys: np.ndarray) -> np.ndarray:
+    """Dense int codes for key values (equal keys → equal codes; None is a key too)."""
+    import pandas as pd
+
+    if keys.dtype != object:
+        codes, _ = pd.factorize(keys)
+        return codes.astype(np.int64)
+    # pandas treats None/NaN as missing (-1); give it its own code
+    codes, uniques = pd.factorize(keys, use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    missing = codes < 0
+    if missing.any():
+        codes[missing] = len(uniques)
+    return codes
+
+
+def group_starts(codes: np.ndarray) -> np.ndarray:
+    """For rows sorted by key code, the index of the first row of each row's group."""
+    n = len(codes)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    boundary = np.empty(n, dtype=bool)
+    boundary[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    return np.repeat(starts, np.diff(np.append(starts, n)))
+
+
+def group_ends(codes: np.ndarray) -> np.ndarray:
+    """For rows sorted by key code, one past the last row of each row's group."""
+    n = len(codes)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    boundary = np.empty(n, dtype=bool)
+    boundary[-1] = True
+    np.not_equal(codes[:-1], codes[1:], out=boundary[:-1])
+    ends = np.flatnonzero(boundary) + 1
+    return np.repeat(ends, np.diff(np.concatenate(([0], ends))))

@@ -1,0 +1,82 @@
+"""A one-stream rule with a data window: aggregates per key, per arriving event.
+
+Sliding windows (``#length``, ``#time``, ``#keepall``) evaluate the rule for every
+arriving event that passes the stream filter and WHERE, over its key's window including
+that event. Batch windows evaluate once when a batch closes: ``#length_batch(n)`` on its
+n-th event, ``#time_batch(T)`` on the first event of a later bucket (the closing event is
+the trigger, the closed bucket is the window; a bucket is only closed by a later event of
+the same key). In every case WHERE also decides which window rows feed the aggregates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cep.engine.aggregates import compute_aggregates
+from cep.engine.emit import emit, timestamp_col
+from cep.engine.expr import Env, collect_aggregates, truth
+from cep.engine.output import empty_output
+from cep.engine.table import Table, nrows, take
+from cep.engine.windows import KeyedWindow, Merged, batch_runs
+from cep.lang import ir
+
+
+class WindowOperator:
+    """Runs one :class:`ir.WindowRule` for all keys of an engine."""
+
+    def __init__(self, rule: ir.WindowRule, stream: ir.StreamDef) -> None:
+        self.rule = rule
+        self.stream = stream
+        self.window = KeyedWindow(rule.window, stream.timestamp)
+        self.aggs = collect_aggregates([rule.having, *(c.expr for c in rule.columns)])
+
+    def process(self, rows: Table) -> Table:
+        if nrows(rows) == 0:
+            return empty_output()
+        env = Env(nrows(rows))
+        env.bind_table("", rows)
+        rows = take(rows, truth(self.rule.filter, env))
+        merged = self.window.merge(rows)
+        out = self._evaluate(merged)
+        self.window.retain(merged)
+        return out
+
+    def _evaluate(self, merged: Merged) -> Table:
+        rule, spec = self.rule, self.rule.window
+        env = Env(len(merged.codes))
+        env.bind_table("", merged.table)
+        where = truth(rule.where, env)
+        idx = np.arange(len(merged.codes))
+        if spec.kind == "length_batch":
+            trig = np.flatnonzero(merged.is_new & ((idx - merged.gstart + 1) % spec.size == 0))
+            hi = trig + 1
+            lo = hi - spec.size
+        elif spec.kind == "time_batch":
+            runs = batch_runs(merged, spec.size)
+            closes = np.zeros(len(idx), dtype=bool)
+            closes[1:] = (runs[1:] == idx[1:]) & (merged.gstart[1:] < idx[1:])
+            trig = np.flatnonzero(merged.is_new & closes)
+            hi = trig
+            lo = runs[trig - 1] if len(trig) else trig
+        else:
+            trig = np.flatnonzero(merged.is_new & where)
+            hi = trig + 1
+            lo = self.window.sliding_segments(merged, merged.codes[trig], hi,
+                                              merged.gstart[trig], merged.time[trig])
+        aggs = compute_aggregates(self.aggs, env, where, lo, hi)
+        triggers = take(merged.table, trig)
+        trig_env = Env(len(trig))
+        trig_env.bind_table("", triggers)
+        return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
+                    timestamp_col(triggers, self.stream.timestamp))
+
+    # ---- per-key state
+
+    def keys(self) -> set:
+        return self.window.keys()
+
+    def export(self, keys: list) -> dict[object, object]:
+        return dict(self.window.export(keys))
+
+    def import_states(self, states: dict[object, object]) -> None:
+        self.window.import_rows(list(states.values()))

@@ -1,0 +1,195 @@
+"""Per-key data windows, vectorised across every key an engine owns.
+
+All keys' retained rows of one window live in one table sorted by (key, seq, sub). A batch
+is merged into it, each triggering row gets its window as a segment ``[lo, hi)`` of the
+merged rows, and afterwards only the rows a future event can still see are retained.
+
+Event time per key never goes backwards: a row's *effective time* (``__time``) is the
+largest timestamp seen for its key up to and including it. For in-order streams that is
+the event's own timestamp, so ``#time(T)`` holds the rows with timestamp in ``(t − T, t]``
+(Esper's ``ext_timed``); a late event is treated as arriving at its key's current time.
+``#time_batch(T)`` buckets are aligned to multiples of T since the epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from cep.engine.table import (
+    KEY,
+    SEQ,
+    SUB,
+    TIME,
+    Table,
+    concat,
+    factorize,
+    group_ends,
+    group_starts,
+    take,
+)
+from cep.lang import ir
+
+SUB_RANGE = 1 << 10  # rows of one input event in one stream (INSERT INTO rules) stay < this
+
+
+def order_value(table: Table) -> np.ndarray:
+    """(seq, sub) folded into one int64 that sorts like the pair."""
+    return table[SEQ] * SUB_RANGE + table[SUB]
+
+
+def count_before(row_codes: np.ndarray, row_values: np.ndarray, query_codes: np.ndarray,
+                 query_values: np.ndarray, inclusive: bool) -> np.ndarray:
+    """For each query, how many rows sort before it by (code, value).
+
+    Rows must be sorted by (code, value). ``inclusive`` counts rows equal to the query too.
+    One lexsort of rows and queries together; no Python loop.
+    """
+    n_rows = len(row_codes)
+    if len(query_codes) == 0:
+        return np.empty(0, dtype=np.int64)
+    codes = np.concatenate((row_codes, query_codes))
+    values = np.concatenate((row_values, query_values))
+    # queries sort before equal rows (exclusive) or after them (inclusive)
+    flag = np.concatenate((np.full(n_rows, 0 if inclusive else 1, np.int8),
+                           np.full(len(query_codes), 1 if inclusive else 0, np.int8)))
+    order = np.lexsort((flag, values, codes))
+    is_row = order < n_rows
+    rows_before = np.cumsum(is_row) - is_row
+    out = np.empty(len(query_codes), dtype=np.int64)
+    out[order[~is_row] - n_rows] = rows_before[~is_row]
+    return out
+
+
+@dataclass
+class Merged:
+    """Retained rows plus a batch's rows of one window, sorted by (key, seq, sub)."""
+
+    table: Table
+    codes: np.ndarray
+    is_new: np.ndarray
+    gstart: np.ndarray
+    gend: np.ndarray
+    time: np.ndarray
+    query_codes: np.ndarray  # codes of extra keys passed to merge (join triggers)
+
+
+class KeyedWindow:
+    """The retained rows of one window for all keys of an engine."""
+
+    def __init__(self, spec: ir.WindowSpec, timestamp: str | None) -> None:
+        self.spec = spec
+        self.timestamp = timestamp
+        self.rows: Table = {}
+
+    # ---- batch processing
+
+    def merge(self, new_rows: Table, query_keys: np.ndarray | None = None) -> Merged:
+        """Merge a batch into the retained rows and compute effective times."""
+        n_old = len(self.rows[SEQ]) if self.rows else 0
+        new = dict(new_rows)
+        n_new = len(new[SEQ])
+        if self.timestamp is not None:
+            new[TIME] = new[self.timestamp]
+        else:
+            new[TIME] = np.zeros(n_new, dtype=np.int64)
+        table = concat([self.rows, new]) if n_old else new
+        if not table:
+            table = new
+        is_new = np.concatenate((np.zeros(n_old, bool), np.ones(n_new, bool)))
+        keys = table[KEY]
+        extra = query_keys if query_keys is not None else np.empty(0, dtype=object)
+        all_codes = factorize(_concat_keys(keys, extra))
+        codes, query_codes = all_codes[: len(keys)], all_codes[len(keys):]
+        order = np.lexsort((table[SUB], table[SEQ], codes))
+        table = take(table, order)
+        codes = codes[order]
+        is_new = is_new[order]
+        if self.timestamp is not None and len(codes):
+            time = pd.Series(table[TIME]).groupby(codes).cummax().to_numpy()
+            table[TIME] = time
+        gend = group_ends(codes)
+        gstart = group_starts(codes)
+        return Merged(table, codes, is_new, gstart, gend, table[TIME], query_codes)
+
+    def sliding_segments(self, merged: Merged, codes: np.ndarray, hi: np.ndarray,
+                         gstart: np.ndarray, clock: np.ndarray) -> np.ndarray:
+        """``lo`` of each window that ends (exclusive) at ``hi`` in the merged rows.
+
+        ``codes`` are the triggers' key codes, ``gstart`` the first merged row of their key
+        and ``clock`` their key's effective time when they arrive."""
+        kind, size = self.spec.kind, self.spec.size
+        if kind == "length":
+            return np.maximum(gstart, hi - size)
+        if kind == "keepall":
+            return gstart
+        # time: the first row of the key whose effective time is > clock − T
+        first_alive = count_before(merged.codes, merged.time, codes, clock - size,
+                                   inclusive=True)
+        return np.minimum(np.maximum(gstart, first_alive), hi)
+
+    def retain(self, merged: Merged) -> None:
+        """Keep only rows a later event's window can still contain."""
+        idx = np.arange(len(merged.codes))
+        kind, size = self.spec.kind, self.spec.size
+        if kind == "length":
+            keep = merged.gend - idx <= size
+        elif kind == "time":
+            last_time = merged.time[merged.gend - 1] if len(idx) else merged.time
+            keep = merged.time > last_time - size
+        elif kind == "length_batch":
+            length = merged.gend - merged.gstart
+            keep = (idx - merged.gstart) >= (length // size) * size
+        elif kind == "time_batch":
+            runs = batch_runs(merged, size)
+            keep = runs == runs[merged.gend - 1] if len(idx) else idx.astype(bool)
+        else:
+            keep = np.ones(len(idx), dtype=bool)
+        self.rows = take(merged.table, keep)
+
+    # ---- per-key state
+
+    def keys(self) -> set:
+        return set(self.rows[KEY].tolist()) if self.rows else set()
+
+    def export(self, keys: list) -> dict[object, Table]:
+        """The retained rows of each key (removed from this window)."""
+        if not self.rows or not keys:
+            return {}
+        codes = factorize(_concat_keys(self.rows[KEY], np.array(keys, dtype=object)))
+        n = len(self.rows[KEY])
+        row_codes, key_codes = codes[:n], codes[n:]
+        out = {}
+        leaving = np.isin(row_codes, key_codes)
+        for key, code in zip(keys, key_codes, strict=True):
+            out[key] = take(self.rows, row_codes == code)
+        self.rows = take(self.rows, ~leaving)
+        return out
+
+    def import_rows(self, parts: list[Table]) -> None:
+        """Add keys' rows (from ``export`` elsewhere); sorted again at the next merge."""
+        parts = [p for p in parts if p and len(p[SEQ])]
+        if parts:
+            self.rows = concat([self.rows, *parts]) if self.rows else concat(parts)
+
+
+def batch_runs(merged: Merged, size: int) -> np.ndarray:
+    """For ``#time_batch``: the index of the first row of each row's (key, bucket) run."""
+    n = len(merged.codes)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    bucket = np.floor_divide(merged.time, size)
+    boundary = np.empty(n, dtype=bool)
+    boundary[0] = True
+    boundary[1:] = (merged.codes[1:] != merged.codes[:-1]) | (bucket[1:] != bucket[:-1])
+    starts = np.flatnonzero(boundary)
+    return np.repeat(starts, np.diff(np.append(starts, n)))
+
+
+def _concat_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(len(a) + len(b), dtype=object)
+    out[: len(a)] = a
+    out[len(a):] = b
+    return out
