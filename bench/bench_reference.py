@@ -1,0 +1,94 @@
+"""Reference evaluator throughput: 1M events, 4096 keys, one core.
+
+Two rules: a per-key length-window aggregate and a per-key sequence pattern. Events are
+built in memory (typed columns, as the input reader produces them), so the figures are
+the evaluator's own; where the time goes is printed from cProfile's top entries.
+Writes bench/results/reference.json.
+
+    python bench/bench_reference.py [--events 1000000] [--keys 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cep.engine.table import SEQ, SUB
+from cep.lang.compile import compile_text
+from cep.reference import run_reference
+
+SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
+RULES = {
+    "length_window_aggregate": SCHEMA + """
+        @Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top
+        FROM S#groupwin(k)#length(10) HAVING avg(v) > 0.9;""",
+    "sequence_pattern": SCHEMA + """
+        @Name('seq') SELECT a.v AS av, c.v AS cv
+        FROM PATTERN [ every a=S(kind = 1) -> b=S(kind = 2) -> c=S(kind = 3)
+                       WITHIN 10 sec ] PARTITION BY k;""",
+}
+
+
+def make_events(n: int, keys: int, seed: int = 7) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        SEQ: np.arange(n, dtype=np.int64),
+        SUB: np.zeros(n, dtype=np.int64),
+        "k": rng.integers(0, keys, n).astype(np.int64),
+        "ts": (np.arange(n, dtype=np.int64) * 1000),  # 1 ms apart
+        "v": rng.random(n),
+        "kind": rng.integers(0, 8, n).astype(np.int64),
+    }
+
+
+def measure(name: str, text: str, events: dict, batch_size: int | None) -> dict:
+    module = compile_text(text, name)
+    profile = cProfile.Profile()
+    start = time.perf_counter()
+    profile.enable()
+    out = run_reference(module, {"S": events}, batch_size)
+    profile.disable()
+    seconds = time.perf_counter() - start
+    n = len(events[SEQ])
+    stats = pstats.Stats(profile).sort_stats("tottime")
+    top = []
+    for (file, line, func), (_, _, tottime, _, _) in list(stats.stats.items()):
+        top.append((tottime, f"{Path(file).name}:{line}({func})"))
+    top.sort(reverse=True)
+    result = {
+        "rule": name, "events": n, "batch_size": batch_size, "seconds": round(seconds, 3),
+        "events_per_s": round(n / seconds), "outputs": len(out["seq"]),
+        "top_self_time": [{"where": w, "seconds": round(t, 3)} for t, w in top[:8]],
+    }
+    print(f"{name:26s} batch={batch_size!s:>8}: {n:,} events in {seconds:6.2f}s = "
+          f"{n / seconds:>10,.0f} events/s, {result['outputs']:,} outputs")
+    for entry in result["top_self_time"][:5]:
+        print(f"    {entry['seconds']:7.3f}s  {entry['where']}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=4096)
+    args = parser.parse_args()
+    events = make_events(args.events, args.keys)
+    results = []
+    for name, text in RULES.items():
+        for batch in (None, 100_000):
+            results.append(measure(name, text, events, batch))
+    out = Path(__file__).parent / "results" / "reference.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"events": args.events, "keys": args.keys,
+                               "results": results}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

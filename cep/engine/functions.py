@@ -1,0 +1,395 @@
+"""Scalar functions callable from rules: built-ins, the text UDFs and user UDFs.
+
+The expression compiler resolves a call by name with :func:`lookup`, asks the function for
+its result type (``result_type(arg_types)``, which raises ``TypeError`` with a message for
+people when the arguments do not fit, e.g. "argument 1 must be string, got int"; the
+checker prefixes the function name) and at run time calls ``impl`` on numpy arrays.
+
+Calling convention (what ``impl`` may assume)
+    * Arguments are equal-length 1-D numpy arrays in the engine's representation
+      (int/long/timestamp → int64, double → float64, boolean → bool, string → object of
+      ``str``), or plain Python scalars for constant arguments.
+    * Nulls never reach ``impl``: the compiler masks them (null in → null out). The
+      slots behind a mask hold placeholders (0, 0.0, False, ""), so every function
+      accepts any value of its argument types without raising.
+    * The result is a numpy array of the result type's dtype, as long as the array
+      arguments; if every argument is a scalar it is a 0-d array (it broadcasts).
+
+Type names are the schema types ``int, long, double, boolean, string, timestamp`` plus
+``null`` (the type of the NULL literal), which every parameter accepts. Numeric
+parameters take int, long or double; a function that keeps its argument's type
+(``abs``, ``sign``, ``floor``, ``ceil``, ``round``) returns ``null`` for a null argument.
+
+Semantics chosen (and why)
+    * ``substr(s, start[, len])``: 1-based; the characters at positions
+      ``[start, start + len)`` that exist (PostgreSQL's rule, so ``substr('hello', 0, 3)``
+      is ``'he'``); a negative ``len`` gives ``''`` rather than an error, because a
+      placeholder must not fail a batch.
+    * ``round(x[, d])``: half away from zero at ``d`` decimal digits (SQL ``ROUND``; Java's
+      ``Math.round`` rounds -2.5 to -2, which surprises people writing rules). Integers
+      stay integers; negative ``d`` rounds to tens, hundreds, …; for doubles the scaling by
+      ``10**d`` is binary floating point (``round(2.675, 2)`` is 2.67).
+    * ``floor``/``ceil`` keep doubles as doubles (Java ``Math.floor``).
+    * ``sqrt``, ``exp``, ``ln``, ``log10``, ``power`` always return double; outside their
+      domain ``impl`` returns NaN or ±Infinity like Java (no warning, no error), because
+      it cannot return a null; ``cep.engine.expr`` turns non-finite doubles into NULL.
+    * ``concat`` formats non-strings as Esper/Java would for booleans (``true``) and
+      integers, and doubles with Python's shortest round-trip ``repr`` (``1.5``, ``1e+20``,
+      ``NaN``, ``Infinity``); a timestamp argument is formatted as its int64 microseconds.
+    * ``replace(s, '', b)`` returns ``s`` (SQL), not Python's insert-between-every-char.
+    * ``trim`` strips Unicode whitespace at both ends; ``length`` counts code points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from cep.engine import text
+
+TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
+_NUMERIC = ("int", "long", "double")
+_INTEGER = ("int", "long")
+_DTYPES: dict[str, Any] = {
+    "int": np.int64,
+    "long": np.int64,
+    "timestamp": np.int64,
+    "double": np.float64,
+    "boolean": np.bool_,
+    "string": object,
+}
+_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
+_VARIADIC = 1 << 16  # max_args of functions taking any number of arguments
+
+
+@dataclass(frozen=True)
+class ScalarFunction:
+    """A function rules can call: arity, typing rule and vectorised implementation."""
+
+    name: str
+    min_args: int
+    max_args: int
+    result_type: Callable[[list[str]], str]
+    impl: Callable[..., np.ndarray]
+
+
+# ---------------------------------------------------------------- typing helpers
+
+
+def _check_arity(lo: int, hi: int, types: list[str]) -> None:
+    n = len(types)
+    if lo <= n <= hi:
+        return
+    if lo == hi:
+        want = f"{lo} argument{'s' if lo != 1 else ''}"
+    elif hi == _VARIADIC:
+        want = f"at least {lo} argument{'s' if lo != 1 else ''}"
+    else:
+        want = f"{lo} to {hi} arguments"
+    raise TypeError(f"takes {want}, got {n}")
+
+
+def _check_arg(i: int, got: str, allowed: tuple[str, ...]) -> None:
+    if got != "null" and got not in allowed:
+        raise TypeError(f"argument {i + 1} must be {' or '.join(allowed)}, got {got}")
+
+
+def _typing(
+    params: list[tuple[str, ...]], optional: int, result: str | Callable[..., str]
+) -> Callable[[list[str]], str]:
+    """A ``result_type`` for fixed parameters (the last ``optional`` may be omitted).
+
+    ``result`` is a type name, or a function of the argument types for type-preserving
+    functions.
+    """
+
+    def result_type(types: list[str]) -> str:
+        _check_arity(len(params) - optional, len(params), types)
+        for i, (got, allowed) in enumerate(zip(types, params, strict=False)):
+            _check_arg(i, got, allowed)
+        return result if isinstance(result, str) else result(types)
+
+    return result_type
+
+
+def _same_as_first(types: list[str]) -> str:
+    return types[0]
+
+
+# ---------------------------------------------------------------- vectorising helpers
+
+
+def _length(args: tuple[Any, ...]) -> int | None:
+    """Length of the first array argument, or None when all arguments are scalars."""
+    for a in args:
+        if isinstance(a, np.ndarray) and a.ndim:
+            return len(a)
+    return None
+
+
+def _columns(args: tuple[Any, ...]) -> tuple[int | None, list[Any]]:
+    """Each argument as an iterable of Python values (scalars repeated)."""
+    n = _length(args)
+    if n is None:
+        return None, [(a,) for a in args]
+    return n, [a.tolist() if isinstance(a, np.ndarray) else repeat(a, n) for a in args]
+
+
+def _map(fn: Callable[..., Any], dtype: Any, *args: Any) -> np.ndarray:
+    """Apply a Python function element-wise over broadcast arguments."""
+    n, cols = _columns(args)
+    if n is None:
+        return np.array(fn(*args), dtype=dtype)
+    if dtype is object:
+        out = np.empty(n, dtype=object)
+        out[:] = list(map(fn, *cols))
+        return out
+    return np.fromiter(map(fn, *cols), dtype=dtype, count=n)
+
+
+# ---------------------------------------------------------------- string functions
+
+
+def _substr(s: str, start: int, length: int | None = None) -> str:
+    begin = max(start - 1, 0)
+    if length is None:
+        return s[begin:]
+    return s[begin : max(start - 1 + length, begin)]
+
+
+def _replace(s: str, a: str, b: str) -> str:
+    return s.replace(a, b) if a else s
+
+
+def _format_float(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return repr(v)
+
+
+def _as_strings(a: Any) -> Any:
+    """One concat argument as strings (an object array, or a scalar str)."""
+    if isinstance(a, np.ndarray):
+        if a.dtype == object:
+            return a
+        if a.dtype == np.bool_:
+            return np.where(a, "true", "false").astype(object)
+        if np.issubdtype(a.dtype, np.floating):
+            return np.array([_format_float(v) for v in a.tolist()], dtype=object)
+        return np.array([str(v) for v in a.tolist()], dtype=object)
+    if isinstance(a, bool | np.bool_):
+        return "true" if a else "false"
+    if isinstance(a, float | np.floating):
+        return _format_float(float(a))
+    return str(a)
+
+
+def _concat(*args: Any) -> np.ndarray:
+    parts = [_as_strings(a) for a in args]
+    n, cols = _columns(tuple(parts))
+    if n is None:
+        return np.array("".join(parts), dtype=object)
+    out = np.empty(n, dtype=object)
+    out[:] = ["".join(row) for row in zip(*cols, strict=True)]
+    return out
+
+
+def _string_fn(fn: Callable[..., Any], dtype: Any) -> Callable[..., np.ndarray]:
+    def impl(*args: Any) -> np.ndarray:
+        return _map(fn, dtype, *args)
+
+    return impl
+
+
+# ---------------------------------------------------------------- math functions
+
+
+def _is_int(x: Any) -> bool:
+    return np.issubdtype(np.asarray(x).dtype, np.integer)
+
+
+def _round(x: Any, digits: Any = 0) -> np.ndarray:
+    x = np.asarray(x)
+    d = np.asarray(digits, dtype=np.int64)
+    if _is_int(x):
+        x = x.astype(np.int64)
+        p = np.power(np.int64(10), np.clip(-d, 0, 18))
+        mag = (np.abs(x) + p // 2) // p * p
+        return np.where(x < 0, -mag, mag)
+    x = x.astype(np.float64)
+    scale = np.power(10.0, d.astype(np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x * scale
+        a = np.abs(y)
+        f = np.floor(a)
+        r = np.copysign(f + (a - f >= 0.5), y) / scale + 0.0  # + 0.0: no -0.0
+    # already integral at this scale (or inf/nan): rounding changes nothing
+    return np.where(np.isfinite(y) & (a < 2.0**52), r, x)
+
+
+def _keep_ints(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[Any], np.ndarray]:
+    """floor/ceil: integers are already integral; doubles go through ``fn``."""
+
+    def impl(x: Any) -> np.ndarray:
+        x = np.asarray(x)
+        return x.astype(np.int64) if _is_int(x) else fn(x.astype(np.float64))
+
+    return impl
+
+
+def _to_double(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Double-valued math with Java's NaN/Infinity instead of warnings."""
+
+    def impl(*args: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*(np.asarray(a, dtype=np.float64) for a in args)))
+
+    return impl
+
+
+def _abs(x: Any) -> np.ndarray:
+    return np.abs(np.asarray(x))
+
+
+def _sign(x: Any) -> np.ndarray:
+    return np.sign(np.asarray(x))
+
+
+# ---------------------------------------------------------------- text UDFs
+
+
+def _similarity(a: Any, b: Any) -> np.ndarray:
+    out = text.similarity(a, b)
+    return out.reshape(()) if _length((a, b)) is None else out
+
+
+def _lsh_bucket(s: Any, n: Any) -> np.ndarray:
+    if _length((s,)) is None:
+        if _length((n,)) is None:
+            return text.lsh_bucket(s, n).reshape(())
+        s = np.full(len(n), s, dtype=object)
+    return text.lsh_bucket(s, n)
+
+
+# ---------------------------------------------------------------- the registry
+
+_S, _N, _I = ("string",), _NUMERIC, _INTEGER
+
+
+def _builtins() -> dict[str, ScalarFunction]:
+    def fixed(name: str, params: list[tuple[str, ...]], optional: int, result: Any, impl: Any):
+        return ScalarFunction(
+            name,
+            len(params) - optional,
+            len(params),
+            _typing(params, optional, result),
+            impl,
+        )
+
+    def concat_type(types: list[str]) -> str:
+        _check_arity(1, _VARIADIC, types)
+        for i, t in enumerate(types):
+            _check_arg(i, t, (*TYPES, "null"))
+        return "string"
+
+    fns = [
+        fixed("lower", [_S], 0, "string", _string_fn(str.lower, object)),
+        fixed("upper", [_S], 0, "string", _string_fn(str.upper, object)),
+        fixed("trim", [_S], 0, "string", _string_fn(str.strip, object)),
+        fixed("length", [_S], 0, "int", _string_fn(len, np.int64)),
+        fixed("substr", [_S, _I, _I], 1, "string", _string_fn(_substr, object)),
+        ScalarFunction("concat", 1, _VARIADIC, concat_type, _concat),
+        fixed("replace", [_S, _S, _S], 0, "string", _string_fn(_replace, object)),
+        fixed("startswith", [_S, _S], 0, "boolean", _string_fn(str.startswith, np.bool_)),
+        fixed("endswith", [_S, _S], 0, "boolean", _string_fn(str.endswith, np.bool_)),
+        fixed("contains", [_S, _S], 0, "boolean", _string_fn(str.__contains__, np.bool_)),
+        fixed("abs", [_N], 0, _same_as_first, _abs),
+        fixed("sign", [_N], 0, _same_as_first, _sign),
+        fixed("round", [_N, _I], 1, _same_as_first, _round),
+        fixed("floor", [_N], 0, _same_as_first, _keep_ints(np.floor)),
+        fixed("ceil", [_N], 0, _same_as_first, _keep_ints(np.ceil)),
+        fixed("sqrt", [_N], 0, "double", _to_double(np.sqrt)),
+        fixed("exp", [_N], 0, "double", _to_double(np.exp)),
+        fixed("ln", [_N], 0, "double", _to_double(np.log)),
+        fixed("log10", [_N], 0, "double", _to_double(np.log10)),
+        fixed("power", [_N, _N], 0, "double", _to_double(np.power)),
+        fixed("similarity", [_S, _S], 0, "double", _similarity),
+        fixed("lsh_bucket", [_S, _I], 0, "int", _lsh_bucket),
+    ]
+    return {f.name: f for f in fns}
+
+
+FUNCTIONS: dict[str, ScalarFunction] = _builtins()
+BUILTIN_NAMES = frozenset(FUNCTIONS)
+
+
+def lookup(name: str) -> ScalarFunction | None:
+    """The function called ``name`` (case-insensitive), or None."""
+    return FUNCTIONS.get(name.lower())
+
+
+# ---------------------------------------------------------------- user UDFs
+
+_ACCEPTS: dict[str, tuple[str, ...]] = {
+    "int": ("int",),
+    "long": ("int", "long"),
+    "double": _NUMERIC,
+    "boolean": ("boolean",),
+    "string": ("string",),
+    "timestamp": ("timestamp",),
+}
+
+
+def register_udf(
+    name: str,
+    fn: Callable[..., Any],
+    arg_types: list[str],
+    result_type: str,
+    *,
+    vectorized: bool = False,
+) -> None:
+    """Make the Python function ``fn`` callable from rules as ``name(...)``.
+
+    ``arg_types`` fixes the arity and the parameter types (an int argument widens to a
+    long or double parameter: it is converted before the call). With ``vectorized=True``
+    ``fn`` receives numpy arrays / scalars as described in the module docstring and
+    returns an array; otherwise it is called once per element with Python values. Either
+    way the result is converted to ``result_type``'s dtype. ``fn`` also sees the
+    placeholder values behind nulls, so it must not raise on them.
+
+    Registering an existing UDF name replaces it; built-in names are refused.
+    For the Spark runtime the compiled rule must carry the function (cloudpickle), so
+    ``fn`` should be importable or picklable.
+    """
+    key = name.lower()
+    if not _NAME_RE.fullmatch(key):
+        raise ValueError(f"UDF name {name!r} is not an identifier")
+    if key in BUILTIN_NAMES:
+        raise ValueError(f"{key}() is a built-in function and cannot be redefined")
+    for t in (*arg_types, result_type):
+        if t not in TYPES:
+            raise ValueError(f"unknown type {t!r} in UDF {key}(); types are {', '.join(TYPES)}")
+    params = [_ACCEPTS[t] for t in arg_types]
+    dtypes = [_DTYPES[t] for t in arg_types]
+    out_dtype = _DTYPES[result_type]
+    ufunc = None if vectorized else np.frompyfunc(fn, len(arg_types), 1)
+
+    def impl(*args: Any) -> np.ndarray:
+        conv = [
+            np.asarray(a, dtype=dt) if isinstance(a, np.ndarray) else a
+            for a, dt in zip(args, dtypes, strict=True)
+        ]
+        out = fn(*conv) if ufunc is None else ufunc(*conv)
+        return np.asarray(out).astype(out_dtype, copy=False)
+
+    FUNCTIONS[key] = ScalarFunction(
+        key, len(arg_types), len(arg_types), _typing(params, 0, result_type), impl
+    )

@@ -1,0 +1,98 @@
+"""The dead-letter sink: where input records that fail validation go, with the reason.
+
+A run must never lose a record silently: every input line ends up either as an event or
+here (blank lines are the one exception; they are counted in :attr:`DeadLetter.skipped`).
+Each rejected record becomes one JSON line
+
+    {"source": file, "line": n, "kind": k, "reason": "...", "record": raw text}
+
+with ``line`` 1-based in its file (for Parquet: the 1-based row number), ``kind`` a short
+category (see :data:`KINDS`) for counting, ``reason`` a sentence naming the field and the
+value, and ``record`` the raw text cut to 1000 characters. The file is opened for
+appending at the first rejected record (a clean input leaves no file behind). With
+``path=None`` only the counts are kept (tests, ``cep check``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from types import TracebackType
+from typing import IO
+
+RECORD_LIMIT = 1000
+
+#: Reason kinds, the keys of :attr:`DeadLetter.reasons`.
+KINDS = (
+    "invalid_utf8",  # the line is not UTF-8
+    "not_json",  # the line does not parse as JSON
+    "not_object",  # valid JSON, but not an object
+    "bad_row",  # CSV: wrong number of columns
+    "missing_field",  # a schema field is absent
+    "null_timestamp",  # the TIMESTAMP field is null
+    "wrong_type",  # a value of the wrong kind (string for int, fraction for int, ...)
+    "out_of_range",  # an integer outside int (32-bit) / long (64-bit), a timestamp overflow
+    "bad_timestamp",  # a string that is neither ISO-8601 nor a number
+)
+
+
+class DeadLetter:
+    """Collects rejected records: appends them to ``path`` (JSON lines) and counts them."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.count = 0
+        self.skipped = 0
+        self.reasons: Counter[str] = Counter()
+        self._file: IO[str] | None = None
+
+    def add(self, source: str, line: int, kind: str, reason: str, record: str) -> None:
+        """Record one rejected input record."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown dead-letter kind {kind!r}")
+        self.count += 1
+        self.reasons[kind] += 1
+        if self.path is None:
+            return
+        if self._file is None:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+        entry = {
+            "source": source,
+            "line": line,
+            "kind": kind,
+            "reason": reason,
+            "record": record[:RECORD_LIMIT],
+        }
+        self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+    def skip(self, n: int = 1) -> None:
+        """Count ``n`` blank input lines that were skipped (not records, not rejected)."""
+        self.skipped += n
+
+    def summary(self) -> str:
+        """One line for the run summary: rejected by kind, and skipped blank lines."""
+        if self.count:
+            kinds = ", ".join(f"{k}: {n}" for k, n in self.reasons.most_common())
+            text = f"{self.count} record(s) rejected ({kinds})"
+        else:
+            text = "no records rejected"
+        if self.path is not None and self.count:
+            text += f", see {self.path}"
+        return f"{text}; {self.skipped} blank line(s) skipped"
+
+    def close(self) -> None:
+        """Flush and close the file (counts stay readable)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> DeadLetter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

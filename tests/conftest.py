@@ -1,0 +1,37 @@
+"""Shared test helpers: run rule text over Python event dicts with the reference runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cep.engine.output import output_records
+from cep.io.inputs import load_inputs
+from cep.lang.compile import compile_text
+from cep.reference import run_reference
+
+DATA = Path(__file__).parent / "data"
+RULES = Path(__file__).parent.parent / "rules"
+
+
+def write_events(path: Path, events: list[dict]) -> Path:
+    """Events as JSON lines; an int ``ts`` is read as epoch milliseconds."""
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def run_epl(tmp_path):
+    """``run_epl(rule_text, events, batch_size=None, **overrides) -> list of output dicts``."""
+    counter = iter(range(1_000_000))
+
+    def run(text: str, events: list[dict], batch_size: int | None = None,
+            **overrides: str) -> list[dict]:
+        module = compile_text(text, "<test>", {k: str(v) for k, v in overrides.items()})
+        path = write_events(tmp_path / f"events{next(counter)}.jsonl", events)
+        loaded = load_inputs(module, [str(path)], None)
+        return output_records(run_reference(module, loaded.tables, batch_size))
+
+    return run

@@ -1,0 +1,281 @@
+"""Text UDFs (cep.engine.text): similarity, the window fast path, MinHash LSH buckets."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from datasketch import MinHash
+
+from cep.engine import text
+from cep.engine.text import (
+    N_FEATURES,
+    extend_window,
+    lsh_bucket,
+    max_similarity_to_window,
+    minhash_signatures,
+    similarity,
+    tokenize_batch,
+)
+
+
+def arr(*texts: str) -> np.ndarray:
+    return np.array(texts, dtype=object)
+
+
+def corpus(n: int, seed: int, vocab: int = 2000, dup_rate: float = 0.5) -> np.ndarray:
+    """Synthetic 15-word tweets (Zipf words), about ``dup_rate`` of them near-copies of an
+    earlier one (one word changed)."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(vocab)], dtype=object)
+    weights = 1.0 / np.arange(1, vocab + 1)
+    fresh = words[rng.choice(vocab, size=(n, 15), p=weights / weights.sum())]
+    out: list[str] = []
+    for i in range(n):
+        if out and rng.random() < dup_rate:
+            toks = out[rng.integers(len(out))].split()
+            toks[rng.integers(len(toks))] = words[rng.integers(vocab)]
+        else:
+            toks = list(fresh[i])
+        out.append(" ".join(toks))
+    return np.array(out, dtype=object)
+
+
+def mutate(t: str, k: int, rng: np.random.Generator) -> str:
+    toks = t.split()
+    for i in rng.choice(len(toks), k, replace=False):
+        toks[i] = f"x{rng.integers(10**9)}"
+    return " ".join(toks)
+
+
+# ---------------------------------------------------------------- similarity
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("the cat sat", "the cat sat", 1.0),
+        ("the cat sat", "dogs run fast", 0.0),
+        ("Hello, World!", "hello world", 1.0),  # case and punctuation do not matter
+        ("a a b", "a b b", 0.8),  # (2*1 + 1*2) / (sqrt(5) * sqrt(5))
+        ("a b", "a c", 0.5),
+        ("", "", 0.0),  # two empty texts: 0.0, not NaN
+        ("", "something", 0.0),
+        ("!!! ???", "...", 0.0),  # no tokens at all
+        ("x1 y2", "X1 y2 z3", 2 / math.sqrt(6)),
+    ],
+)
+def test_similarity_hand_cases(a: str, b: str, expected: float) -> None:
+    got = similarity(arr(a), arr(b))
+    assert got.dtype == np.float64 and got.shape == (1,)
+    assert got[0] == pytest.approx(expected, abs=1e-15)
+
+
+def test_similarity_exact_values() -> None:
+    assert similarity(arr("a a b"), arr("a b b"))[0] == 0.8
+    assert similarity(arr("same text here"), arr("SAME text, here!"))[0] == 1.0
+
+
+def test_tokens_are_lowercase_ascii_alnum_runs() -> None:
+    assert text.tokens("Hello, World! it's #1 café") == ["hello", "world", "it", "s", "1", "caf"]
+
+
+def test_similarity_vectorised_equals_scalar_and_broadcasts() -> None:
+    a, b = corpus(200, seed=1), corpus(200, seed=2)
+    vec = similarity(a, b)
+    one_by_one = np.array([similarity(arr(x), arr(y))[0] for x, y in zip(a, b, strict=True)])
+    assert np.array_equal(vec, one_by_one)
+    # a constant first argument is broadcast over the window
+    const = similarity(a[0], b)
+    assert np.array_equal(const, similarity(np.repeat(a[:1], len(b)), b))
+    assert np.array_equal(similarity(b, a[0]), const)  # and it is symmetric, bit for bit
+    assert similarity(arr(), arr()).shape == (0,)
+
+
+def test_similarity_matches_an_exact_vocabulary() -> None:
+    """Hashing changes nothing unless two tokens collide (none in this corpus)."""
+    a, b = corpus(300, seed=3, vocab=5000), corpus(300, seed=4, vocab=5000)
+
+    def exact(x: str, y: str) -> float:
+        cx, cy = Counter(text.tokens(x)), Counter(text.tokens(y))
+        dot = float(sum(cx[t] * cy[t] for t in cx))
+        n2x = float(sum(v * v for v in cx.values()))
+        n2y = float(sum(v * v for v in cy.values()))
+        return float(text._cosine(np.array([dot]), np.array([n2x]), np.array([n2y]))[0])
+
+    got = similarity(a, b)
+    want = np.array([exact(x, y) for x, y in zip(a, b, strict=True)])
+    assert np.array_equal(got, want)
+
+
+def test_hash_collisions_are_rare(capsys: pytest.CaptureFixture[str]) -> None:
+    """Column collisions among 10**6 distinct tokens ≈ V²/(2·N_FEATURES) ≈ 233 pairs."""
+    vocab = 1_000_000
+    hashes = text._hash_tokens([f"tok{i}" for i in range(vocab)])
+    cols = hashes % np.uint64(N_FEATURES)
+    _, counts = np.unique(cols, return_counts=True)
+    colliding_pairs = int((counts * (counts - 1) // 2).sum())
+    expected = vocab * (vocab - 1) / 2 / N_FEATURES
+    with capsys.disabled():
+        print(
+            f"\n[text] {colliding_pairs} colliding token pairs among {vocab:,} tokens "
+            f"(expected {expected:.0f}, i.e. {colliding_pairs / (vocab * (vocab - 1) / 2):.1e}"
+            " of all pairs)"
+        )
+    assert colliding_pairs < 2 * expected
+    # and the 32-bit MinHash inputs are distinct for almost all tokens too
+    assert len(np.unique(hashes >> np.uint64(32))) > vocab - 1000
+
+
+# ---------------------------------------------------------------- term vectors
+
+
+def test_tokenize_batch_counts() -> None:
+    m = tokenize_batch(arr("a a b", "", "B b b c"))
+    assert isinstance(m, sp.csr_matrix) and m.shape == (3, N_FEATURES)
+    assert m.indices.dtype == np.int32 and m.has_sorted_indices
+    assert sorted(m[0].data.tolist()) == [1.0, 2.0]
+    assert m[1].nnz == 0
+    assert sorted(m[2].data.tolist()) == [1.0, 3.0]
+    assert text.squared_norms(m).tolist() == [5.0, 0.0, 10.0]
+    assert tokenize_batch(arr()).shape == (0, N_FEATURES)
+
+
+def brute_force_max(texts: np.ndarray, n_window: int, horizon: int) -> np.ndarray:
+    """Max of similarity() over the visible rows, computed pair by pair."""
+    out = []
+    for i in range(n_window, len(texts)):
+        lo = max(0, i - horizon)
+        if lo == i:
+            out.append(np.nan)
+        else:
+            sims = similarity(np.repeat(texts[i : i + 1], i - lo), texts[lo:i])
+            out.append(sims.max())
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    ("n_window", "n_new", "horizon"),
+    [(0, 1, 5), (0, 40, 5), (30, 40, 5), (3, 10, 50), (500, 700, 500), (10, 600, 37)],
+)
+def test_window_fast_path_is_bit_identical(n_window: int, n_new: int, horizon: int) -> None:
+    texts = corpus(n_window + n_new, seed=n_window + n_new + horizon, vocab=300)
+    window = tokenize_batch(texts[:n_window])
+    new = tokenize_batch(texts[n_window:])
+    fast = max_similarity_to_window(window, new, horizon)
+    slow = brute_force_max(texts, n_window, horizon)
+    assert np.array_equal(fast, slow, equal_nan=True)
+    assert np.isnan(fast).sum() == (1 if n_window == 0 else 0)
+
+
+def test_window_fast_path_with_batches_equals_one_pass() -> None:
+    """Feeding a key's events batch by batch (window carried over) changes nothing."""
+    texts = corpus(900, seed=9, vocab=400)
+    horizon = 100
+    whole = max_similarity_to_window(tokenize_batch(texts[:0]), tokenize_batch(texts), horizon)
+    window = tokenize_batch(texts[:0])
+    parts = []
+    for s in range(0, 900, 137):
+        new = tokenize_batch(texts[s : s + 137])
+        parts.append(max_similarity_to_window(window, new, horizon))
+        window = extend_window(window, new, horizon)
+        assert window.shape[0] == min(horizon, s + new.shape[0])
+    assert np.array_equal(np.concatenate(parts), whole, equal_nan=True)
+
+
+def test_window_horizon_must_be_positive() -> None:
+    m = tokenize_batch(arr("a"))
+    with pytest.raises(ValueError):
+        max_similarity_to_window(m, m, 0)
+
+
+# ---------------------------------------------------------------- MinHash LSH
+
+
+def test_minhash_equals_datasketch() -> None:
+    texts = [*corpus(50, seed=5), "", "one", "Repeated repeated REPEATED words"]
+    sig = minhash_signatures(np.array(texts, dtype=object), 16)
+    for t, s in zip(texts, sig, strict=True):
+        m = MinHash(num_perm=16, seed=7, hashfunc=text.token_hash32, scheme="affine32")
+        m.update_batch(text.tokens(t))
+        assert np.array_equal(m.hashvalues, s), t
+
+
+def test_lsh_bucket_range_and_types() -> None:
+    texts = corpus(2000, seed=6)
+    for n in (1, 2, 7, 4096, 2**31 - 1):
+        b = lsh_bucket(texts, n)
+        assert b.dtype == np.int64 and b.shape == (2000,)
+        assert b.min() >= 0 and b.max() < n
+    b = lsh_bucket(texts, 4096)
+    assert len(np.unique(b)) > 500  # spreads over many buckets
+    per_row = lsh_bucket(texts[:10], np.array([5, 0, -3, 7, 9, 11, 13, 1, 2, 3]))
+    assert per_row[1] == 0 and per_row[2] == 0  # placeholder n < 1 behaves as n = 1
+    with pytest.raises(ValueError):
+        lsh_bucket(texts, 0)
+
+
+def test_empty_text_has_a_fixed_bucket() -> None:
+    b = lsh_bucket(arr("", "!!!", "  ", "a"), 4096)
+    assert b[0] == b[1] == b[2]
+    assert b[0] == GOLDEN[""]
+
+
+GOLDEN = {  # pinned: a change means every stored key map / window state is invalid
+    "": 3041,
+    "breaking news earthquake hits the city": 1617,
+    "Breaking NEWS: earthquake hits the city!!": 1617,
+    "the quick brown fox jumps over the lazy dog": 3664,
+}
+
+
+def test_lsh_bucket_golden_values() -> None:
+    texts = np.array(list(GOLDEN), dtype=object)
+    assert lsh_bucket(texts, 4096).tolist() == list(GOLDEN.values())
+
+
+def test_lsh_bucket_is_deterministic_across_processes() -> None:
+    texts = list(corpus(200, seed=8))
+    code = (
+        "import json, sys, numpy as np\n"
+        "from cep.engine.text import lsh_bucket\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "print(json.dumps(lsh_bucket(np.array(texts, dtype=object), 4096).tolist()))\n"
+    )
+    here = lsh_bucket(np.array(texts, dtype=object), 4096).tolist()
+    for seed in ("0", "12345"):  # Python's str hash randomisation must not matter
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(texts),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        assert json.loads(out.stdout) == here
+
+
+def test_near_duplicates_share_buckets(capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(11)
+    base = corpus(3000, seed=12, vocab=20000, dup_rate=0.0)
+    near = np.array([mutate(t, 1, rng) for t in base], dtype=object)
+    n = 4096
+    b_base, b_near = lsh_bucket(base, n), lsh_bucket(near, n)
+    near_rate = float((b_base == b_near).mean())
+    random_rate = float((b_base == np.roll(b_base, 1)).mean())
+    with capsys.disabled():
+        print(
+            f"\n[text] same bucket: near-duplicates (1 of 15 words changed) {near_rate:.3f}, "
+            f"unrelated pairs {random_rate:.4f}"
+        )
+    assert near_rate > 0.6
+    assert random_rate < 0.05
+    assert near_rate > 10 * random_rate
