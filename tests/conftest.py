@@ -12,9 +12,6 @@ from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import run_reference
 
-DATA = Path(__file__).parent / "data"
-RULES = Path(__file__).parent.parent / "rules"
-
 
 def write_events(path: Path, events: list[dict]) -> Path:
     """Events as JSON lines; an int ``ts`` is read as epoch milliseconds."""

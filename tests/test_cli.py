@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import DATA, RULES
+DATA = Path(__file__).parent / "data"
+RULES = Path(__file__).parent.parent / "rules"
+
 
 
 def cep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

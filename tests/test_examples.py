@@ -4,10 +4,10 @@ the input is cut into batches or on keys moving between engines mid-stream."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, RULES
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine, sort_output
@@ -24,6 +24,9 @@ SAMPLES = {
     "sensor_average.epl": "readings.jsonl",
     "delay_streak.epl": "flights.jsonl",
 }
+
+DATA = Path(__file__).parent / "data"
+RULES = Path(__file__).parent.parent / "rules"
 
 
 def test_every_rule_file_has_a_sample():
