@@ -8,18 +8,18 @@ Python traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 from cep.engine.output import output_records
 from cep.io.inputs import InputError, load_inputs
+from cep.io.sinks import FORMATS, write_metrics, write_records
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
 from cep.reference import run_reference
+from cep.spark.runtime import DEFAULT_BATCH_SIZE, SparkRunError, run_on_spark
 
 EXIT_RULE_ERROR = 2
 EXIT_RUN_ERROR = 1
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuleError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_RULE_ERROR
-    except InputError as err:
+    except (InputError, SparkRunError) as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR
     except KeyboardInterrupt:
@@ -58,17 +58,30 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--input", action="append", required=True, metavar="SRC",
                      help="a JSON-lines/CSV/Parquet path, directory or glob; with several "
                      "input streams write STREAM=SRC (repeatable)")
-    run.add_argument("--runner", choices=["local"], default="local",
-                     help="local: the in-process reference evaluator")
-    run.add_argument("--output", metavar="PATH", help="write events as JSON lines here "
+    run.add_argument("--runner", choices=["spark", "local"], default="spark",
+                     help="spark (default): N stateful engines on Apache Spark; "
+                     "local: the in-process reference evaluator")
+    run.add_argument("--engines", type=int, default=5, metavar="N",
+                     help="CEP engines (Spark stateful groups), default 5")
+    run.add_argument("--master", default="local[*]", help="Spark master, default local[*]")
+    run.add_argument("--batch-size", type=int, default=None, metavar="N",
+                     help=f"events per micro-batch (spark default {DEFAULT_BATCH_SIZE:,}; "
+                     "local default: all at once)")
+    run.add_argument("--output", metavar="PATH", help="where events go "
                      "(default: standard output)")
+    run.add_argument("--format", choices=FORMATS, default="jsonl",
+                     help="jsonl (default), parquet or console")
+    run.add_argument("--checkpoint", metavar="DIR",
+                     help="keep staged input, Spark checkpoint and output parts here, so an "
+                     "interrupted run resumes")
+    run.add_argument("--metrics", metavar="PATH", help="per-batch metrics as JSON lines")
     run.add_argument("--dead-letter", metavar="PATH",
                      help="where malformed input records go (default: OUTPUT.dead.jsonl, "
                      "or cep-dead-letter.jsonl)")
-    run.add_argument("--batch-size", type=int, default=None, metavar="N",
-                     help="events per batch (default: all at once)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help="override a variable (repeatable)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--verbose", action="store_true", help="show Spark's own logs")
     run.set_defaults(handler=_run)
     return parser
 
@@ -128,31 +141,29 @@ def _run(args: argparse.Namespace) -> int:
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output else "cep-dead-letter.jsonl")
     loaded = load_inputs(module, args.input, dead_path)
-    outputs = run_reference(module, loaded.tables, args.batch_size)
-    records = output_records(outputs)
-    _write_jsonl(records, args.output)
+    if args.runner == "local":
+        records = output_records(run_reference(module, loaded.tables, args.batch_size))
+        metrics = [{"batch": 0, "events_in": loaded.accepted, "events_out": len(records)}]
+    else:
+        run = run_on_spark(module, loaded.tables, engines=args.engines,
+                           batch_size=args.batch_size or DEFAULT_BATCH_SIZE,
+                           master=args.master, checkpoint=args.checkpoint,
+                           verbose=args.verbose, progress=not args.quiet)
+        records, metrics = run.records, run.metrics
+    write_records(records, args.output, args.format)
+    if args.metrics:
+        write_metrics(metrics, args.metrics)
     elapsed = time.perf_counter() - started
-    per_rule = Counter(r["rule"] for r in records)
     summary = {
         "events": loaded.accepted,
         "dead_lettered": loaded.rejected,
         "skipped_blank": loaded.skipped,
         "outputs": len(records),
-        "outputs_per_rule": dict(per_rule),
+        "outputs_per_rule": dict(Counter(r["rule"] for r in records)),
         "seconds": round(elapsed, 3),
     }
     print(_summary_text(summary, dead_path if loaded.rejected else None), file=sys.stderr)
     return 0
-
-
-def _write_jsonl(records: list[dict], path: str | None) -> None:
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if path is None:
-        sys.stdout.write(lines)
-        sys.stdout.flush()
-    else:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(lines, encoding="utf-8")
 
 
 def _summary_text(summary: dict, dead_path: str | None) -> str:

@@ -67,7 +67,7 @@ def test_run_dead_letters_malformed_records_and_counts_them(tmp_path):
     ]) + "\n")
     out = tmp_path / "out.jsonl"
     result = cep("run", str(RULES / "sensor_average.epl"), "--input", str(messy),
-                 "--output", str(out), "--set", "limit=-100")
+                 "--runner", "local", "--output", str(out), "--set", "limit=-100")
     assert result.returncode == 0, result.stderr
     dead = [json.loads(line) for line in Path(f"{out}.dead.jsonl").read_text().splitlines()]
     assert len(dead) == 4
@@ -78,8 +78,8 @@ def test_run_dead_letters_malformed_records_and_counts_them(tmp_path):
     clean = tmp_path / "clean.jsonl"
     clean.write_text("\n".join(good[:3]) + "\n")
     out2 = tmp_path / "out2.jsonl"
-    assert cep("run", str(RULES / "sensor_average.epl"), "--input", str(clean), "--output",
-               str(out2), "--set", "limit=-100").returncode == 0
+    assert cep("run", str(RULES / "sensor_average.epl"), "--input", str(clean), "--runner",
+               "local", "--output", str(out2), "--set", "limit=-100").returncode == 0
     strip = [{k: v for k, v in json.loads(x).items() if k != "seq"}
              for x in out.read_text().splitlines()]
     strip2 = [{k: v for k, v in json.loads(x).items() if k != "seq"}
@@ -89,7 +89,8 @@ def test_run_dead_letters_malformed_records_and_counts_them(tmp_path):
 
 def test_run_bad_set_and_missing_input(tmp_path):
     result = cep("run", str(RULES / "busy_topic.epl"), "--input",
-                 str(DATA / "tweets_small.jsonl"), "--set", "threshhold=4")
+                 str(DATA / "tweets_small.jsonl"), "--runner", "local", "--set", "threshhold=4")
     assert result.returncode == 2 and "did you mean 'threshold'" in result.stderr
-    result = cep("run", str(RULES / "busy_topic.epl"), "--input", str(tmp_path / "none.jsonl"))
+    result = cep("run", str(RULES / "busy_topic.epl"), "--input", str(tmp_path / "none.jsonl"),
+                 "--runner", "local")
     assert result.returncode == 1 and "Traceback" not in result.stderr

@@ -55,6 +55,20 @@ class Engine:
                 outputs.append(op.process({s: streams[s] for s in rule.streams}))  # type: ignore[arg-type]
         return sort_output(concat(outputs) or empty_output(), self.rule_order)
 
+    def snapshot(self) -> bytes:
+        """The whole engine's state in one blob (every key at once: far cheaper per batch
+        than exporting keys one by one)."""
+        parts = [op.snapshot() for _, op in self.operators]
+        return pickle.dumps((STATE_FORMAT, parts), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, blob: bytes) -> None:
+        """Continue from a :meth:`snapshot` of an engine running the same module."""
+        version, parts = pickle.loads(blob)
+        if version != STATE_FORMAT or len(parts) != len(self.operators):
+            raise ValueError("the engine snapshot does not belong to this rule file")
+        for (_, op), part in zip(self.operators, parts, strict=True):
+            op.restore(part)
+
     def keys(self) -> set:
         """Keys with any retained state."""
         out: set = set()

@@ -23,13 +23,13 @@ from cep.engine.emit import emit, timestamp_col
 from cep.engine.expr import Env, collect_aggregates, truth
 from cep.engine.output import empty_output
 from cep.engine.table import KEY, Table, concat, nrows, take
-from cep.engine.windows import KeyedWindow, Merged, count_before, order_value
+from cep.engine.windows import KeyedWindow, Merged, WindowState, count_before, order_value
 from cep.lang import ir
 
 PAIRS_PER_CHUNK = 2_000_000
 
 
-class JoinOperator:
+class JoinOperator(WindowState):
     """Runs one :class:`ir.JoinRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.JoinRule, trigger_stream: ir.StreamDef,
@@ -93,17 +93,6 @@ class JoinOperator:
         trig_env.bind_table(rule.trigger_alias, triggers)
         return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
                     timestamp_col(triggers, self.trigger_stream.timestamp))
-
-    # ---- per-key state
-
-    def keys(self) -> set:
-        return self.window.keys()
-
-    def export(self, keys: list) -> dict[object, object]:
-        return dict(self.window.export(keys))
-
-    def import_states(self, states: dict[object, object]) -> None:
-        self.window.import_rows(list(states.values()))
 
 
 def _chunks(lengths: np.ndarray, budget: int) -> list[tuple[int, int]]:

@@ -186,7 +186,13 @@ class PatternOperator:
             ts = Col(ts.values[keep]) if ts is not None else None
         return emit(rule.name, rule.columns, None, triggers, env, {}, ts)
 
-    # ---- per-key state
+    # ---- state
+
+    def snapshot(self) -> object:
+        return self.states
+
+    def restore(self, states: object) -> None:
+        self.states = states  # type: ignore[assignment]
 
     def keys(self) -> set:
         return set(self.states)

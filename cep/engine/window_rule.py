@@ -17,11 +17,11 @@ from cep.engine.emit import emit, timestamp_col
 from cep.engine.expr import Env, collect_aggregates, truth
 from cep.engine.output import empty_output
 from cep.engine.table import Table, nrows, take
-from cep.engine.windows import KeyedWindow, Merged, batch_runs
+from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs
 from cep.lang import ir
 
 
-class WindowOperator:
+class WindowOperator(WindowState):
     """Runs one :class:`ir.WindowRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.WindowRule, stream: ir.StreamDef) -> None:
@@ -69,14 +69,3 @@ class WindowOperator:
         trig_env.bind_table("", triggers)
         return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
                     timestamp_col(triggers, self.stream.timestamp))
-
-    # ---- per-key state
-
-    def keys(self) -> set:
-        return self.window.keys()
-
-    def export(self, keys: list) -> dict[object, object]:
-        return dict(self.window.export(keys))
-
-    def import_states(self, states: dict[object, object]) -> None:
-        self.window.import_rows(list(states.values()))

@@ -175,6 +175,27 @@ class KeyedWindow:
             self.rows = concat([self.rows, *parts]) if self.rows else concat(parts)
 
 
+class WindowState:
+    """Key-state plumbing of an operator whose whole state is one :class:`KeyedWindow`."""
+
+    window: KeyedWindow
+
+    def keys(self) -> set:
+        return self.window.keys()
+
+    def export(self, keys: list) -> dict[object, object]:
+        return dict(self.window.export(keys))
+
+    def import_states(self, states: dict[object, object]) -> None:
+        self.window.import_rows(list(states.values()))  # type: ignore[arg-type]
+
+    def snapshot(self) -> object:
+        return self.window.rows
+
+    def restore(self, rows: object) -> None:
+        self.window.rows = rows  # type: ignore[assignment]
+
+
 def batch_runs(merged: Merged, size: int) -> np.ndarray:
     """For ``#time_batch``: the index of the first row of each row's (key, bucket) run."""
     n = len(merged.codes)

@@ -1,0 +1,45 @@
+"""Where complex events go: JSON lines, Parquet or the console.
+
+Records are dicts in output order: ``rule``, ``key``, ``seq``, ``ts``, then the rule's
+columns. JSON lines keep each rule's own columns; Parquet needs one table, so it gets the
+union of all columns (NULL where a rule has no such column).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+FORMATS = ("jsonl", "parquet", "console")
+
+
+def write_records(records: list[dict], path: str | None, fmt: str) -> None:
+    """Write events; ``path`` None means standard output (JSON lines)."""
+    if fmt == "console" or path is None:
+        sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        frame = pd.DataFrame.from_records(records) if records else pd.DataFrame(
+            columns=["rule", "key", "seq", "ts"])
+        if "key" in frame and frame["key"].map(type).nunique() > 1:
+            frame["key"] = frame["key"].map(json.dumps)  # mixed key types: keep them exact
+        frame.to_parquet(target, index=False)
+        return
+    tmp = target.with_name("." + target.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(target)
+
+
+def write_metrics(metrics: list[dict], path: str) -> None:
+    """Per-batch metrics as JSON lines."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(json.dumps(m) + "\n" for m in metrics), encoding="utf-8")

@@ -1,0 +1,54 @@
+"""The Splitter's data path inside Spark: stateless rules, keys, engine of every row.
+
+Runs in ``mapInPandas`` on each staged part, in parallel and with no shuffle. For every
+engine it emits exactly one row (its slice of every stream, pickled), so every engine runs
+in every micro-batch even when it got no events (it may have state to import or export).
+Output rows of stateless rules ride along with engine 0's row.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from cep.engine.derive import add_keys, derive_streams
+from cep.engine.table import KEY, Table, concat, take
+from cep.lang import ir
+
+ROUTED_SCHEMA = "engine int, payload binary"
+
+# key values of a batch → engine index of each (vectorised)
+KeyRouter = Callable[[np.ndarray, int], np.ndarray]
+
+
+def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
+               engine_of: KeyRouter, batch: int) -> list[tuple[int, bytes]]:
+    """(label, payload) for every engine, from one staged part."""
+    streams, stateless = derive_streams(module, inputs)
+    keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
+    owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
+    passthrough = concat(stateless) if stateless else None
+    rows = []
+    for e, label in enumerate(labels):
+        mine = {n: take(t, owners[n] == e) for n, t in keyed.items()}
+        extra = passthrough if e == 0 else None
+        rows.append((label, pickle.dumps((batch, mine, extra), protocol=5)))
+    return rows
+
+
+def router(module: ir.CompiledModule, labels: list[int], engine_of: KeyRouter
+           ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """The ``mapInPandas`` function over staged parts."""
+
+    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for frame in frames:
+            for batch, payload in zip(frame["batch"].tolist(), frame["payload"].tolist(),
+                                      strict=True):
+                inputs = pickle.loads(payload)
+                rows = route_part(module, inputs, labels, engine_of, int(batch))
+                yield pd.DataFrame(rows, columns=["engine", "payload"])
+
+    return run
