@@ -8,9 +8,12 @@ log4j configuration at ERROR so Spark's start-up chatter stays hidden without --
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -33,6 +36,28 @@ def _quiet_log_config() -> str:
     return str(path)
 
 
+SPARK_LOG = Path(tempfile.gettempdir()) / "cep-spark.log"
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while the JVM starts.
+
+    The JVM and every Python worker it forks inherit the descriptor, so their banners,
+    warnings and prints go to the log, while this process gets its terminal back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
 def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
@@ -42,6 +67,9 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
     """Get or create the session; ``engines`` sets the shuffle partitions for new queries."""
     # pandas' FutureWarnings from Spark's Arrow path would flood worker stderr
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
+    if not verbose:
+        # workers print a line per stateful task; the JVM's banner goes to the log too
+        SPARK_LOG.write_text("")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local_master(master):
@@ -64,7 +92,13 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
         option = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
         builder = builder.config("spark.driver.extraJavaOptions", option).config(
             "spark.executor.extraJavaOptions", option)
-    spark = builder.getOrCreate()
+    # pyspark warns on every pandas 3 call; the pinned versions are the tested ones
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    if verbose:
+        spark = builder.getOrCreate()
+    else:
+        with _stderr_to(SPARK_LOG):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     spark.conf.set("spark.sql.shuffle.partitions", str(engines))
     return spark

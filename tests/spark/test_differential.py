@@ -69,7 +69,18 @@ def test_engine_labels_land_in_their_own_partition(spark):
         rows = spark.createDataFrame([(v,) for v in labels], "v int").selectExpr(
             f"pmod(hash(v), {n}) AS p").collect()
         assert [r.p for r in rows] == list(range(n))
-    values = list(range(-50, 50)) + [2**31 - 1, -(2**31)]
+    values = [*range(-50, 50), 2**31 - 1, -(2**31)]
     got = spark.createDataFrame([(v,) for v in values], "v int").selectExpr(
         "hash(v) AS h").collect()
     assert [r.h for r in got] == [murmur3_int(v) for v in values]
+
+
+def test_python_api_on_spark_matches_local(spark):
+    import cep
+
+    rules = cep.compile_rules(ROOT / "rules" / "sensor_average.epl")
+    source = str(ROOT / "tests" / "data" / "readings.jsonl")
+    on_spark = rules.run(source, runner="spark", engines=2, batch_size=30, master="local[2]")
+    local = rules.run(source, runner="local")
+    assert len(local) > 0
+    assert on_spark.to_dict("records") == local.to_dict("records")
