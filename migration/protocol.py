@@ -1,7 +1,10 @@
 """Which keys an engine imports and exports in a batch (DESIGN §2, migration protocol).
 
-A key map ``M[t]`` is a numpy int array: ``M[t][k]`` is the engine that owns dense key
-id ``k`` in batch ``t``. The Balancer writes ``M[t+2]`` in batch ``t``'s
+A key map ``M[t]`` (:class:`KeyMap`) says which engine owns each key in batch ``t``: the
+KG default ``stable_hash(key) mod N`` unless the Balancer overrode it. Only overrides are
+stored, keyed by the key's JSON text, so a map is small, covers keys nobody has seen yet
+(routers on executors meet new keys before the driver does) and needs no shared dense
+key ids. The Balancer writes ``M[t+2]`` in batch ``t``'s
 ``foreachBatch``, write-once. In batch ``t`` engine ``e``
 
 1. imports every key with ``owner(M[t], k) == e != owner(M[t-1], k)`` from document
@@ -20,16 +23,10 @@ old and new owner; the tests check that on random maps.
 
 What the short statement leaves open, and the rules this module and its callers use:
 
-* **Maps of different lengths.** Dense ids are handed out as keys appear, so a newer
-  map is longer. A key beyond a map's end is owned by its KG default
-  (``hash(key) mod N``) — the router must treat it the same way. Pass that default per
-  dense id as ``default``; both sides pad with it, so importer and exporter agree. This
-  only holds if dense ids are never reassigned and the hash is stable across processes
-  (not Python's randomised ``hash`` of a str).
-* **Keys new in batch t.** A key first seen in ``t`` is beyond ``M[t]`` and
+* **Keys new in batch t.** A key first seen in ``t`` has no override in ``M[t]`` or
   ``M[t+1]`` (both were decided before it existed): it is owned by its default in both,
   so it neither moves nor needs a document. It can first move in ``t+2``.
-* **Batch 0.** There is no ``M[-1]`` and no state anywhere: pass ``prev_map=None``
+* **Batch 0.** There is no ``M[-1]`` and no state anywhere: pass ``prev=None``
   and nothing is imported. ``M[0]`` and ``M[1]`` must be written before batch 0 (the
   Balancer first writes ``M[2]``). A missing map is an error, never "assume KG".
 * **Export without local state.** The export set comes from the maps alone: an
@@ -51,58 +48,82 @@ What the short statement leaves open, and the rules this module and its callers 
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+
 import numpy as np
+import pandas as pd
+
+from splitter.hashing import kg_engine
 
 
-def owners(key_map: np.ndarray, n_keys: int, default: np.ndarray | None = None) -> np.ndarray:
-    """Owner of dense ids ``0 … n_keys-1``: the map, then ``default`` beyond its end."""
-    key_map = np.asarray(key_map)
-    if len(key_map) >= n_keys:
-        return key_map[:n_keys]
-    if default is None:
-        raise ValueError(
-            f"key map covers {len(key_map)} keys, {n_keys} needed: pass default= "
-            "(the KG engine of every dense key id) to pad it"
-        )
-    default = np.asarray(default)
-    if len(default) < n_keys:
-        raise ValueError(f"default covers {len(default)} keys, {n_keys} needed")
-    return np.concatenate([key_map, default[len(key_map) : n_keys]])
+def key_text(key: object) -> str:
+    """A key's identity as text (JSON keeps 5 and "5" apart)."""
+    return json.dumps(key)
 
 
-def _moved_to_or_from(
-    e: int, owner_now: np.ndarray, owner_other: np.ndarray, default: np.ndarray | None
-) -> np.ndarray:
-    """Dense ids owned by ``e`` in ``owner_now`` and by someone else in ``owner_other``."""
-    n_keys = max(len(owner_now), len(owner_other))
-    now = owners(owner_now, n_keys, default)
-    other = owners(owner_other, n_keys, default)
-    return np.flatnonzero((now == e) & (other != e))
+@dataclass(frozen=True)
+class KeyMap:
+    """Owner of every key: ``overrides`` (key JSON text → engine), else key grouping."""
+
+    n_engines: int
+    overrides: dict[str, int] = field(default_factory=dict)
+
+    def owners(self, keys: np.ndarray) -> np.ndarray:
+        """Engine of each key value, vectorised (overrides looked up per distinct key)."""
+        out = kg_engine(keys, self.n_engines).astype(np.int32)
+        if self.overrides and len(keys):
+            out = _apply_overrides(keys, out, self.overrides)
+        return out
+
+    def owner(self, text: str) -> int:
+        """Engine of one key given as JSON text."""
+        if text in self.overrides:
+            return self.overrides[text]
+        return int(kg_engine(np.array([json.loads(text)], dtype=object), self.n_engines)[0])
+
+    def encode(self) -> bytes:
+        return json.dumps({"n": self.n_engines, "overrides": self.overrides},
+                          sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> KeyMap:
+        raw = json.loads(data)
+        return cls(int(raw["n"]), {k: int(v) for k, v in raw["overrides"].items()})
 
 
-def imports(
-    e: int,
-    prev_map: np.ndarray | None,
-    cur_map: np.ndarray,
-    default: np.ndarray | None = None,
-) -> np.ndarray:
-    """Dense ids engine ``e`` imports in batch t (from documents of batch t-1), sorted.
+def _apply_overrides(keys: np.ndarray, owners: np.ndarray,
+                     overrides: dict[str, int]) -> np.ndarray:
+    """Replace the KG owner of overridden keys; text is built per distinct key only."""
+    codes, uniques = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)
+    target = np.array([overrides.get(key_text(_plain(u)), -1) for u in uniques],
+                      dtype=np.int32)
+    picked = target[codes]
+    hit = picked >= 0
+    if not hit.any():
+        return owners
+    owners = owners.copy()
+    owners[hit] = picked[hit]
+    return owners
 
-    ``prev_map`` is ``M[t-1]``, None in batch 0; ``cur_map`` is ``M[t]``.
-    """
-    if prev_map is None:
-        return np.empty(0, dtype=np.intp)
-    return _moved_to_or_from(e, np.asarray(cur_map), np.asarray(prev_map), default)
+
+def _plain(value: object) -> object:
+    """pandas reports a missing key as NaN; the key itself was None."""
+    return None if isinstance(value, float) and value != value else value
 
 
-def exports(
-    e: int,
-    cur_map: np.ndarray,
-    next_map: np.ndarray,
-    default: np.ndarray | None = None,
-) -> np.ndarray:
-    """Dense ids engine ``e`` exports at the end of batch t (as documents of t), sorted.
+def _moved(e: int, now: KeyMap, other: KeyMap) -> list[str]:
+    """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``."""
+    candidates = sorted(set(now.overrides) | set(other.overrides))
+    return [k for k in candidates if now.owner(k) == e != other.owner(k)]
 
-    ``cur_map`` is ``M[t]``, ``next_map`` is ``M[t+1]``.
-    """
-    return _moved_to_or_from(e, np.asarray(cur_map), np.asarray(next_map), default)
+
+def imports(e: int, prev: KeyMap | None, cur: KeyMap) -> list[str]:
+    """Keys engine ``e`` imports in batch t (documents of t-1); ``prev`` is ``M[t-1]``,
+    None in batch 0; ``cur`` is ``M[t]``."""
+    return [] if prev is None else _moved(e, cur, prev)
+
+
+def exports(e: int, cur: KeyMap, nxt: KeyMap) -> list[str]:
+    """Keys engine ``e`` exports at the end of batch t (as documents of t)."""
+    return _moved(e, cur, nxt)

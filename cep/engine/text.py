@@ -67,6 +67,7 @@ machine shared with other jobs)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from hashlib import blake2b
@@ -75,7 +76,6 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from datasketch import MinHash
 
 TOKEN_RE = re.compile(r"[a-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
@@ -85,12 +85,17 @@ BAND_ROWS = 2
 
 _U64 = np.uint64
 _MAX_HASH32 = np.uint32(0xFFFFFFFF)
-# datasketch's permutations for (num_perm=16, seed=7, affine32): drawn once from the same
-# seeded RandomState datasketch uses, so the values equal a real MinHash's.
-_PERM_A, _PERM_B = (
-    np.asarray(p, dtype=np.uint32)
-    for p in MinHash(num_perm=NUM_PERM, seed=SEED, scheme="affine32").permutations
-)
+
+
+@functools.cache
+def _permutations() -> tuple[np.ndarray, np.ndarray]:
+    """datasketch's permutations for (num_perm=16, seed=7, affine32), from the same seeded
+    RandomState datasketch uses, so the values equal a real MinHash's. Imported on first
+    use: datasketch takes ~0.4 s to import and most rules never hash text."""
+    from datasketch import MinHash
+
+    a, b = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="affine32").permutations
+    return np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
 
 # token -> 64-bit hash. A cache of a pure function (so it cannot change results); bounded
 # so a long run over an open vocabulary does not grow without limit.
@@ -289,7 +294,8 @@ def minhash_signatures(texts: Iterable[str] | np.ndarray, num_perm: int = NUM_PE
     sig = np.full((len(arr), num_perm), _MAX_HASH32, dtype=np.uint32)
     if len(hashes):
         hv = _fmix32((hashes >> _U64(32)).astype(np.uint32))
-        phv = hv[:, None] * _PERM_A[None, :num_perm] + _PERM_B[None, :num_perm]
+        perm_a, perm_b = _permutations()
+        phv = hv[:, None] * perm_a[None, :num_perm] + perm_b[None, :num_perm]
         nonempty = lengths > 0
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
         sig[nonempty] = np.minimum.reduceat(phv, starts, axis=0)

@@ -25,6 +25,9 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
+from cep.spark.keymaps import key_map
+from migration.protocol import exports, imports
+from migration.store import StateStore
 
 OUTPUT_SCHEMA = ("kind string, engine int, rule string, key string, seq long, ts long, "
                  "ts_null boolean, payload string")
@@ -33,9 +36,11 @@ OUTPUT_SCHEMA = ("kind string, engine int, rule string, key string, seq long, ts
 class EngineProcessor(StatefulProcessor):
     """Runs :class:`Engine` for one engine label per micro-batch."""
 
-    def __init__(self, module: ir.CompiledModule, labels: list[int]) -> None:
+    def __init__(self, module: ir.CompiledModule, labels: list[int],
+                 store: StateStore | None = None) -> None:
         self.module = module
         self.engine_of_label = {label: e for e, label in enumerate(labels)}
+        self.store = store  # None: keys never move (key grouping, PKG)
 
     def init(self, handle) -> None:
         self.state = handle.getValueState("engine", "blob binary")
@@ -45,9 +50,10 @@ class EngineProcessor(StatefulProcessor):
         engine_index = self.engine_of_label[int(key[0])]
         streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
         passthrough: list[Table] = []
+        batch = -1
         for frame in rows:
             for payload in frame["payload"].tolist():
-                _batch, mine, extra = pickle.loads(payload)
+                batch, mine, extra = pickle.loads(payload)
                 for name, table in mine.items():
                     streams[name].append(table)
                 if extra:
@@ -56,12 +62,17 @@ class EngineProcessor(StatefulProcessor):
         engine = Engine(self.module)
         if self.state.exists():
             engine.restore(self.state.get()[0])
+        moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
+        if self.store is not None:
+            moves["imported_keys"] = import_moved_keys(self.store, engine, engine_index, batch)
         events = engine.process(batch_streams)
+        if self.store is not None:
+            moves.update(export_moved_keys(self.store, engine, engine_index, batch))
         self.state.update((engine.snapshot(),))
         busy = time.perf_counter() - started
         out = [event_frame(concat([*passthrough, events]) if passthrough else events,
                            engine_index)]
-        out.append(stats_frame(engine_index, batch_streams, busy))
+        out.append(stats_frame(engine_index, batch_streams, busy, moves))
         yield arrow_safe(pd.concat(out, ignore_index=True))
 
     def close(self) -> None:
@@ -94,10 +105,33 @@ def event_frame(events: Table, engine_index: int) -> pd.DataFrame:
     })
 
 
-def stats_frame(engine_index: int, streams: dict[str, Table], busy: float) -> pd.DataFrame:
+def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> int:
+    """Adopt the keys that move to engine ``e`` in this batch (DESIGN §2, step 1)."""
+    prev = key_map(store, batch - 1) if batch > 0 else None
+    keys = imports(e, prev, key_map(store, batch))
+    if keys:
+        blobs = store.get_states(batch - 1, keys)  # a missing document fails the task
+        engine.import_keys({json.loads(k): blob for k, blob in blobs.items()})
+    return len(keys)
+
+
+def export_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> dict:
+    """Hand over the keys that leave engine ``e`` after this batch (step 3)."""
+    keys = exports(e, key_map(store, batch), key_map(store, batch + 1))
+    if not keys:
+        return {"exported_keys": 0, "exported_bytes": 0}
+    values = [json.loads(k) for k in keys]
+    blobs = engine.export_keys(values)
+    store.put_states(batch, {text: blobs[value] for text, value in zip(keys, values,
+                                                                       strict=True)})
+    return {"exported_keys": len(keys), "exported_bytes": sum(len(b) for b in blobs.values())}
+
+
+def stats_frame(engine_index: int, streams: dict[str, Table], busy: float,
+                moves: dict) -> pd.DataFrame:
     keys = [t[KEY] for t in streams.values() if t and nrows(t)]
     rows = sum(len(k) for k in keys)
-    stats = {"rows": rows, "busy_s": round(busy, 6),
+    stats = {"rows": rows, "busy_s": round(busy, 6), **moves,
              "key_load": key_counts(np.concatenate(keys)) if keys else {}}
     return pd.DataFrame({"kind": ["stats"], "engine": np.array([engine_index], np.int32),
                          "rule": [None], "key": [None], "seq": np.array([-1], np.int64),

@@ -17,6 +17,10 @@ import pandas as pd
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat, take
 from cep.lang import ir
+from cep.spark.keymaps import key_map
+from migration.store import StateStore
+from splitter.hashing import kg_engine, stable_hash
+from splitter.pkg import PartialKeyGrouping
 
 ROUTED_SCHEMA = "engine int, payload binary"
 
@@ -52,3 +56,33 @@ def router(module: ir.CompiledModule, labels: list[int], engine_of: KeyRouter
                 yield pd.DataFrame(rows, columns=["engine", "payload"])
 
     return run
+
+
+def key_grouping(n_engines: int) -> KeyRouter:
+    """Plain key grouping: a stable hash of the key, modulo the number of engines."""
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return kg_engine(keys, n_engines)
+
+    return engine_of
+
+
+def map_grouping(store: StateStore) -> KeyRouter:
+    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides)."""
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return key_map(store, batch).owners(keys)
+
+    return engine_of
+
+
+def partial_key_grouping(n_engines: int, seed: int = 0) -> KeyRouter:
+    """PKG: each event to the less loaded of its key's two hash choices, by this router's
+    own load estimates. It splits keys across engines, so stateful rules see partial
+    state and their events differ from key grouping's (the point of comparing it)."""
+    pkg = PartialKeyGrouping(n_engines, seed)  # estimates persist in this worker process
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return pkg.route(stable_hash(keys))
+
+    return engine_of

@@ -11,6 +11,8 @@ stopped; without it everything lives in a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import shutil
 import tempfile
@@ -18,17 +20,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from cep.engine.table import SEQ, Table
 from cep.lang import ir
+from cep.spark.balancer import Balancer
 from cep.spark.labels import engine_labels
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
-from cep.spark.routing import ROUTED_SCHEMA, KeyRouter, router
-from cep.spark.session import spark_session
-from cep.spark.sink import BatchHook, BatchSink, Progress
+from cep.spark.routing import (
+    ROUTED_SCHEMA,
+    key_grouping,
+    map_grouping,
+    partial_key_grouping,
+    router,
+)
+from cep.spark.session import is_local_master, spark_session
+from cep.spark.sink import BatchSink, Progress
 from cep.spark.staging import STAGED_SCHEMA, stage_batches
-from splitter.hashing import kg_engine
+from migration.server import EmbeddedMongo
+from migration.store import StateStore
 
 DEFAULT_BATCH_SIZE = 200_000
 
@@ -49,15 +57,6 @@ class SparkRun:
     seconds: float
 
 
-def key_grouping(n_engines: int) -> KeyRouter:
-    """Plain key grouping: a stable hash of the key, modulo the number of engines."""
-
-    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
-        return kg_engine(keys, n_engines)
-
-    return engine_of
-
-
 def run_on_spark(
     module: ir.CompiledModule,
     inputs: dict[str, Table],
@@ -68,15 +67,41 @@ def run_on_spark(
     checkpoint: str | None = None,
     verbose: bool = False,
     progress: bool = True,
-    engine_of: KeyRouter | None = None,
-    hooks: list[BatchHook] | None = None,
+    strategy: str = "kg",
+    threshold: float = 15.0,
+    stat_window: int = 1,
+    mongo_uri: str | None = None,
 ) -> SparkRun:
-    """Run the module over the inputs on Spark and return every event."""
+    """Run the module over the inputs on Spark and return every event.
+
+    ``strategy`` picks the routing: ``kg`` (key grouping), ``pkg`` (partial key grouping,
+    splits keys) or a key-moving strategy (``dlb-h``, ``dlb-l``, ``lptf``, ...) whose
+    moved keys' state travels through MongoDB (``mongo_uri``, or an embedded server)."""
     started = time.perf_counter()
+    if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):
+        raise SparkRunError(
+            f"strategy {strategy} moves key state through MongoDB, and the embedded server "
+            f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
     spark = spark_session(master, engines, verbose)
     session_s = time.perf_counter() - started
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="cep-run-"))
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if not checkpoint:
+            cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
+        store, hooks = None, []
+        if strategy == "kg":
+            engine_of = key_grouping(engines)
+        elif strategy == "pkg":
+            engine_of = partial_key_grouping(engines)
+        else:
+            uri = mongo_uri or cleanup.enter_context(EmbeddedMongo()).uri
+            store = cleanup.enter_context(StateStore(uri, run_id=_run_id(workdir)))
+            balancer = Balancer(store, strategy, engines, threshold, stat_window)
+            balancer.prepare()
+            hooks.append(balancer)
+            engine_of = map_grouping(store)
+            if not checkpoint:
+                cleanup.callback(store.drop_run)
         stage = workdir / "stage"
         parts = max(1, min(spark.sparkContext.defaultParallelism, 8))
         if not any(stage.glob("*.parquet")):
@@ -89,10 +114,9 @@ def run_on_spark(
                          hooks)
         source = (spark.readStream.schema(STAGED_SCHEMA)
                   .option("maxFilesPerTrigger", parts).parquet(str(stage)))
-        routed = source.mapInPandas(router(module, labels, engine_of or key_grouping(engines)),
-                                    ROUTED_SCHEMA)
+        routed = source.mapInPandas(router(module, labels, engine_of), ROUTED_SCHEMA)
         result = routed.groupBy("engine").transformWithStateInPandas(
-            EngineProcessor(module, labels), OUTPUT_SCHEMA, "Append", "None")
+            EngineProcessor(module, labels, store), OUTPUT_SCHEMA, "Append", "None")
         query_wall = time.time()
         query = (result.writeStream.foreachBatch(sink)
                  .option("checkpointLocation", str(workdir / "checkpoint"))
@@ -106,9 +130,12 @@ def run_on_spark(
         return SparkRun(records=read_events(workdir), metrics=metrics, events=total,
                         session_s=session_s, first_batch_s=max(first, 0.0),
                         seconds=time.perf_counter() - started)
-    finally:
-        if not checkpoint:
-            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_id(workdir: Path) -> str:
+    """Derived from the run's directory, so a restart from a checkpoint finds its maps and
+    state documents again."""
+    return hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:16]
 
 
 def read_events(workdir: Path) -> list[dict]:

@@ -82,12 +82,16 @@ class BatchSink:
                  started: float) -> dict:
         rows = np.zeros(self.n_engines, dtype=np.int64)
         busy = np.zeros(self.n_engines)
+        moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         for engine, payload in zip(stats["engine"].tolist(), stats["payload"].tolist(),
                                    strict=True):
             info = json.loads(payload)
             rows[engine] += info["rows"]
             busy[engine] += info["busy_s"]
+            for name in moved:
+                moved[name] += info.get(name, 0)
         return {
+            **moved,
             "batch": batch_id,
             "events_in": int(rows.sum()),
             "events_out": len(events),
