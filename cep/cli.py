@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 from cep.engine.output import output_records
 from cep.io.inputs import InputError, load_inputs
@@ -20,6 +21,10 @@ from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
 from cep.reference import run_reference
 from cep.spark.runtime import DEFAULT_BATCH_SIZE, SparkRunError, run_on_spark
+from cep.verify import failures, format_table, to_json, verify
+from splitter.strategies import STRATEGIES
+
+STRATEGY_NAMES = [*STRATEGIES, "pkg"]
 
 EXIT_RULE_ERROR = 2
 EXIT_RUN_ERROR = 1
@@ -80,10 +85,36 @@ def _parser() -> argparse.ArgumentParser:
                      "or cep-dead-letter.jsonl)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help="override a variable (repeatable)")
+    _balancing_options(run)
+    run.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
+                     help="how keys are spread over engines (default kg: key grouping)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--verbose", action="store_true", help="show Spark's own logs")
     run.set_defaults(handler=_run)
+
+    verify = sub.add_parser("verify", help="run strategies on Spark and compare their "
+                            "events with key grouping's")
+    verify.add_argument("file", help="the .epl rule file")
+    verify.add_argument("--input", action="append", required=True, metavar="SRC")
+    verify.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg",
+                        help="comma-separated, default kg,dlb-h,dlb-l,lptf,pkg")
+    verify.add_argument("--engines", type=int, default=5, metavar="N")
+    verify.add_argument("--master", default="local[*]")
+    verify.add_argument("--batch-size", type=int, default=None, metavar="N")
+    verify.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    verify.add_argument("--json", metavar="PATH", help="also write the table as JSON")
+    _balancing_options(verify)
+    verify.set_defaults(handler=_verify)
     return parser
+
+
+def _balancing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threshold", type=float, default=15.0, metavar="PCT",
+                        help="rebalance when the engines' load RSTD exceeds this (default 15)")
+    parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
+                        help="batches of per-key load the Balancer looks at (default 1)")
+    parser.add_argument("--mongo-uri", metavar="URI",
+                        help="MongoDB for key-state handoff (default: an embedded server)")
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -148,7 +179,9 @@ def _run(args: argparse.Namespace) -> int:
         run = run_on_spark(module, loaded.tables, engines=args.engines,
                            batch_size=args.batch_size or DEFAULT_BATCH_SIZE,
                            master=args.master, checkpoint=args.checkpoint,
-                           verbose=args.verbose, progress=not args.quiet)
+                           verbose=args.verbose, progress=not args.quiet,
+                           strategy=args.strategy, threshold=args.threshold,
+                           stat_window=args.stat_window, mongo_uri=args.mongo_uri)
         records, metrics = run.records, run.metrics
     write_records(records, args.output, args.format)
     if args.metrics:
@@ -163,6 +196,29 @@ def _run(args: argparse.Namespace) -> int:
         "seconds": round(elapsed, 3),
     }
     print(_summary_text(summary, dead_path if loaded.rejected else None), file=sys.stderr)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    module = compile_file(args.file, _overrides(args.set))
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
+    if unknown:
+        raise InputError(f"unknown strategy {unknown[0]}; choose from "
+                         f"{', '.join(STRATEGY_NAMES)}")
+    loaded = load_inputs(module, args.input, "cep-dead-letter.jsonl")
+    results = verify(module, loaded.tables, strategies, engines=args.engines,
+                     batch_size=args.batch_size or DEFAULT_BATCH_SIZE, master=args.master,
+                     threshold=args.threshold, stat_window=args.stat_window,
+                     mongo_uri=args.mongo_uri, progress=False)
+    print(format_table(results))
+    if args.json:
+        Path(args.json).write_text(to_json(results) + "\n")
+    broken = failures(results)
+    if broken:
+        print(f"cep: {', '.join(broken)} changed the events: key-preserving strategies "
+              "must match key grouping exactly", file=sys.stderr)
+        return EXIT_RUN_ERROR
     return 0
 
 

@@ -1,1 +1,1 @@
-"""The Spark runtime."""
+"""The Spark runtime: compiled rules as PySpark Structured Streaming stateful engines."""

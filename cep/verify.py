@@ -1,0 +1,95 @@
+"""``cep verify``: run several routing strategies on Spark and compare each with KG.
+
+Key grouping defines the right events; a key-preserving strategy (one that moves whole
+keys with their state) must produce exactly the same multiset of events. PKG splits keys
+and may differ: the table shows by how much (missing and extra events).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from cep.engine.table import Table
+from cep.lang import ir
+from cep.spark.runtime import run_on_spark
+from splitter.strategies import KEY_PRESERVING
+
+
+@dataclass
+class StrategyResult:
+    strategy: str
+    events: int
+    equal_to_kg: bool
+    missing: int
+    extra: int
+    avg_rstd: float
+    max_rstd: float
+    rebalances: int
+    keys_moved: int
+    state_bytes_moved: int
+    seconds: float
+
+    @property
+    def key_preserving(self) -> bool:
+        return self.strategy in KEY_PRESERVING
+
+
+def _multiset(records: list[dict]) -> Counter:
+    return Counter(json.dumps(r, sort_keys=True) for r in records)
+
+
+def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list[str],
+           **run_options: object) -> list[StrategyResult]:
+    """Run every strategy (KG first, as the reference) and compare."""
+    order = ["kg", *[s for s in strategies if s != "kg"]]
+    results: list[StrategyResult] = []
+    reference: Counter | None = None
+    for name in order:
+        started = time.perf_counter()
+        run = run_on_spark(module, inputs, strategy=name, **run_options)  # type: ignore[arg-type]
+        got = _multiset(run.records)
+        if reference is None:
+            reference = got
+        rstds = np.array([m["rstd"] for m in run.metrics]) if run.metrics else np.zeros(1)
+        results.append(StrategyResult(
+            strategy=name,
+            events=len(run.records),
+            equal_to_kg=got == reference,
+            missing=sum((reference - got).values()),
+            extra=sum((got - reference).values()),
+            avg_rstd=round(float(rstds.mean()), 2),
+            max_rstd=round(float(rstds.max()), 2),
+            rebalances=sum(1 for m in run.metrics if m.get("rebalanced")),
+            keys_moved=sum(m.get("exported_keys", 0) for m in run.metrics),
+            state_bytes_moved=sum(m.get("exported_bytes", 0) for m in run.metrics),
+            seconds=round(time.perf_counter() - started, 1),
+        ))
+    return [r for r in results if r.strategy in strategies]
+
+
+def format_table(results: list[StrategyResult]) -> str:
+    header = ("strategy", "events", "= KG", "missing", "extra", "avg RSTD", "max RSTD",
+              "rebalances", "keys moved", "state bytes", "time s")
+    rows = [header]
+    for r in results:
+        rows.append((r.strategy, str(r.events), "yes" if r.equal_to_kg else "NO",
+                     str(r.missing), str(r.extra), f"{r.avg_rstd:.1f}%", f"{r.max_rstd:.1f}%",
+                     str(r.rebalances), str(r.keys_moved), f"{r.state_bytes_moved:,}",
+                     f"{r.seconds:.1f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
+                     for row in rows)
+
+
+def failures(results: list[StrategyResult]) -> list[str]:
+    """Key-preserving strategies whose events differ from KG's (a broken promise)."""
+    return [r.strategy for r in results if r.key_preserving and not r.equal_to_kg]
+
+
+def to_json(results: list[StrategyResult]) -> str:
+    return json.dumps([asdict(r) for r in results], indent=2)
