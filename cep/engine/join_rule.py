@@ -20,9 +20,10 @@ import numpy as np
 
 from cep.engine.aggregates import compute_aggregates
 from cep.engine.emit import emit, timestamp_col
-from cep.engine.expr import Env, collect_aggregates, truth
+from cep.engine.expr import Col, Env, collect_aggregates, truth
 from cep.engine.output import empty_output
-from cep.engine.table import KEY, Table, concat, nrows, take
+from cep.engine.table import KEY, NULL_SUFFIX, Table, concat, nrows, take
+from cep.engine.text import max_similarity_segments
 from cep.engine.windows import KeyedWindow, Merged, WindowState, count_before, order_value
 from cep.lang import ir
 
@@ -39,6 +40,9 @@ class JoinOperator(WindowState):
         self.window_stream = window_stream
         self.window = KeyedWindow(rule.window, window_stream.timestamp)
         self.aggs = collect_aggregates([rule.having, *(c.expr for c in rule.columns)])
+        # aggregates with a vectorised kernel that needs no (trigger, row) pairs
+        self.fast = {agg: spec for agg in self.aggs
+                     if (spec := _fast_spec(agg, rule)) is not None}
 
     def process(self, trigger_rows: Table, window_rows: Table) -> Table:
         """One batch: both tables have every column of their stream (maybe no rows)."""
@@ -61,10 +65,34 @@ class JoinOperator(WindowState):
                           order_value(triggers), inclusive=False)
         clock = self._clock(merged, triggers, start, hi)
         lo = self.window.sliding_segments(merged, codes, hi, start, clock)
+        fast = self._fast_values(merged, triggers, lo, hi)
+        slow = [agg for agg in self.aggs if agg not in fast]
+        if not slow:
+            return self._emit(triggers, fast)
         parts = []
         for a, b in _chunks(hi - lo, PAIRS_PER_CHUNK):
-            parts.append(self._chunk(merged, take(triggers, slice(a, b)), lo[a:b], hi[a:b]))
+            window = slice(a, b)
+            aggs = self._pair_aggregates(slow, merged, take(triggers, window), lo[window],
+                                         hi[window])
+            aggs.update({agg: _slice(col, window) for agg, col in fast.items()})
+            parts.append(self._emit(take(triggers, window), aggs))
         return concat(parts)
+
+    def _fast_values(self, merged: Merged, triggers: Table, lo: np.ndarray,
+                     hi: np.ndarray) -> dict[ir.Agg, Col]:
+        out = {}
+        for agg, (trigger_field, window_field) in self.fast.items():
+            if agg.name == "count":
+                out[agg] = Col(hi - lo)
+                continue
+            if (trigger_field + NULL_SUFFIX in triggers
+                    or window_field + NULL_SUFFIX in merged.table):
+                continue  # NULL texts: the general pair path handles them
+            best = max_similarity_segments(triggers[trigger_field],
+                                           merged.table[window_field], lo, hi)
+            empty = np.isnan(best)
+            out[agg] = Col(np.where(empty, 0.0, best), empty if empty.any() else None)
+        return out
 
     def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
                hi: np.ndarray) -> np.ndarray:
@@ -77,8 +105,9 @@ class JoinOperator(WindowState):
         own = triggers[ts_field] if ts_field is not None else before
         return np.maximum(before, own)
 
-    def _chunk(self, merged: Merged, triggers: Table, lo: np.ndarray,
-               hi: np.ndarray) -> Table:
+    def _pair_aggregates(self, aggs: list[ir.Agg], merged: Merged, triggers: Table,
+                         lo: np.ndarray, hi: np.ndarray) -> dict[ir.Agg, Col]:
+        """Aggregates over explicit (trigger, window row) pairs, for any expression."""
         rule = self.rule
         lengths = hi - lo
         offsets = np.concatenate(([0], np.cumsum(lengths)))
@@ -88,8 +117,11 @@ class JoinOperator(WindowState):
         pairs.bind_table(rule.trigger_alias, take(triggers, pair_trigger))
         pairs.bind_table(rule.window_alias, take(merged.table, pair_row))
         pair_mask = truth(rule.pair_where, pairs)
-        aggs = compute_aggregates(self.aggs, pairs, pair_mask, offsets[:-1], offsets[1:])
-        trig_env = Env(len(lo))
+        return compute_aggregates(aggs, pairs, pair_mask, offsets[:-1], offsets[1:])
+
+    def _emit(self, triggers: Table, aggs: dict[ir.Agg, Col]) -> Table:
+        rule = self.rule
+        trig_env = Env(nrows(triggers))
         trig_env.bind_table(rule.trigger_alias, triggers)
         return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
                     timestamp_col(triggers, self.trigger_stream.timestamp))
@@ -106,6 +138,26 @@ def _chunks(lengths: np.ndarray, budget: int) -> list[tuple[int, int]]:
         nxt = int(np.searchsorted(total, base + budget, side="right"))
         bounds.append(max(nxt, bounds[-1] + 1))
     return list(itertools.pairwise(bounds))
+
+
+def _fast_spec(agg: ir.Agg, rule: ir.JoinRule) -> tuple[str, str] | None:
+    """``count(*)`` or ``max(similarity(LE.a, TW.b))`` with no pair filter: computed from
+    window segments directly (the First Story Detection shape)."""
+    if rule.pair_where is not None:
+        return None
+    if agg.name == "count" and agg.arg is None:
+        return ("", "")
+    arg = agg.arg
+    if agg.name != "max" or not (isinstance(arg, ir.Func) and arg.name == "similarity"):
+        return None
+    refs = {a.qualifier: a.name for a in arg.args if isinstance(a, ir.FieldRef)}
+    if len(arg.args) != 2 or set(refs) != {rule.trigger_alias, rule.window_alias}:
+        return None
+    return refs[rule.trigger_alias], refs[rule.window_alias]
+
+
+def _slice(col: Col, window: slice) -> Col:
+    return Col(col.values[window], None if col.nulls is None else col.nulls[window])
 
 
 def _filtered(rows: Table, condition: ir.TExpr | None, aliases: tuple[str, ...],

@@ -211,6 +211,13 @@ def similarity(a: np.ndarray | str, b: np.ndarray | str) -> np.ndarray:
     return _cosine(dot, n2[ia], n2[ib])
 
 
+def _compact_columns(m: sp.csr_matrix) -> sp.csr_matrix:
+    """The same rows over only the token columns present: products against a hashed
+    2**31-wide vocabulary would otherwise allocate index arrays of that width."""
+    cols, inv = np.unique(m.indices, return_inverse=True)
+    return sp.csr_matrix((m.data, inv.astype(np.int32), m.indptr), shape=(m.shape[0], len(cols)))
+
+
 def max_similarity_to_window(window: sp.csr_matrix, new: sp.csr_matrix, horizon: int) -> np.ndarray:
     """For each new row, its maximum cosine against the ``horizon`` rows before it.
 
@@ -232,11 +239,7 @@ def max_similarity_to_window(window: sp.csr_matrix, new: sp.csr_matrix, horizon:
     out = np.full(m, np.nan)
     if m == 0:
         return out
-    rows = sp.vstack([window, new], format="csr") if nb else new
-    cols, inv = np.unique(rows.indices, return_inverse=True)
-    rows = sp.csr_matrix(
-        (rows.data, inv.astype(np.int32), rows.indptr), shape=(rows.shape[0], len(cols))
-    )
+    rows = _compact_columns(sp.vstack([window, new], format="csr") if nb else new)
     n2 = squared_norms(rows)
     seen = np.minimum(horizon, nb + np.arange(m))  # rows visible to each new event
     out[seen > 0] = 0.0
@@ -253,6 +256,43 @@ def max_similarity_to_window(window: sp.csr_matrix, new: sp.csr_matrix, horizon:
         gi, gj = gi[vis], gj[vis]
         cos = _cosine(prod.data[vis], n2[nb + gi], n2[gj])
         np.maximum.at(out, gi, cos)
+    return out
+
+
+def max_similarity_segments(queries: np.ndarray, rows: np.ndarray, lo: np.ndarray,
+                            hi: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """For each query text ``i``, its maximum cosine against ``rows[lo[i]:hi[i]]``.
+
+    The vectorised form of ``max(similarity(LE.text, TW.text))`` over a #lastevent join's
+    windows, for all keys of a batch at once: every distinct text is tokenised once,
+    queries are taken in order of window start, ``chunk`` at a time, and each chunk is one
+    sparse product against the rows its windows span, masked to each query's own
+    window. NaN where a window is empty; values are bit-identical to :func:`similarity`
+    (same integer dot products, same cosine).
+    """
+    m = len(queries)
+    out = np.full(m, np.nan)
+    nonempty = hi > lo
+    out[nonempty] = 0.0
+    if not nonempty.any():
+        return out
+    codes, uniques = pd.factorize(np.concatenate([_as_text_array(queries),
+                                                  _as_text_array(rows)]))
+    vectors = _compact_columns(tokenize_batch(np.asarray(uniques, dtype=object)))
+    n2 = squared_norms(vectors)
+    query_codes, row_codes = codes[:m], codes[m:]
+    order = np.flatnonzero(nonempty)
+    order = order[np.lexsort((hi[order], lo[order]))]
+    for start in range(0, len(order), chunk):
+        picked = order[start:start + chunk]
+        first, last = int(lo[picked].min()), int(hi[picked].max())
+        product = (vectors[query_codes[picked]] @ vectors[row_codes[first:last]].T).tocoo()
+        q = picked[product.row]
+        j = first + product.col
+        inside = (j >= lo[q]) & (j < hi[q])
+        q, j = q[inside], j[inside]
+        cos = _cosine(product.data[inside], n2[query_codes[q]], n2[row_codes[j]])
+        np.maximum.at(out, q, cos)
     return out
 
 

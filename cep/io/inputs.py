@@ -8,12 +8,14 @@ argument is ``STREAM=PATH``. Malformed records go to the dead-letter file (see
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table
 from cep.io.deadletter import DeadLetter
+from cep.io.generators import generate, generator_name
 from cep.io.sources import read_events
 from cep.lang import ir
 from cep.reference import merge_inputs
@@ -29,6 +31,7 @@ class LoadedInputs:
     accepted: int
     rejected: int
     skipped: int
+    truth_ids: np.ndarray | None = None  # a generator's ground truth, when it has one
 
 
 def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, str]:
@@ -60,17 +63,34 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
     """Read every input, dead-lettering bad records, and number events globally."""
     sources = parse_input_specs(module, specs)
     tables: dict[str, Table] = {}
+    truth = None
     with DeadLetter(dead_letter_path) as dead:
         for name, source in sources.items():
             stream = module.streams[name]
-            try:
-                frame = read_events(source, list(stream.fields), stream.timestamp, dead)
-            except FileNotFoundError as err:
-                raise InputError(str(err)) from None
+            if generator_name(source) and not Path(source).exists():
+                try:
+                    generated = generate(source)
+                except ValueError as err:
+                    raise InputError(f"--input {source}: {err}") from None
+                _check_generated_fields(source, generated.frame, stream)
+                frame, truth = generated.frame, generated.truth_ids
+            else:
+                try:
+                    frame = read_events(source, list(stream.fields), stream.timestamp, dead)
+                except FileNotFoundError as err:
+                    raise InputError(str(err)) from None
             tables[name] = frame_to_table(frame, stream)
-        rejected, skipped = dead.count, getattr(dead, "skipped", 0)
+        rejected, skipped = dead.count, dead.skipped
     accepted = sum(len(t[SEQ]) for t in tables.values())
-    return LoadedInputs(merge_inputs(tables, module.streams), accepted, rejected, skipped)
+    return LoadedInputs(merge_inputs(tables, module.streams), accepted, rejected, skipped,
+                        truth)
+
+
+def _check_generated_fields(source: str, frame: pd.DataFrame, stream: ir.StreamDef) -> None:
+    missing = [name for name, _ in stream.fields if name not in frame]
+    if missing:
+        raise InputError(f"--input {source} has no field {', '.join(missing)} for stream "
+                         f"{stream.name}; it provides {', '.join(frame.columns[1:])}")
 
 
 def frame_to_table(frame: pd.DataFrame, stream: ir.StreamDef) -> Table:
