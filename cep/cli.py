@@ -19,6 +19,7 @@ from cep.io.sinks import FORMATS, write_metrics, write_records
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
+from cep.quality import precision_recall
 from cep.reference import run_reference
 from cep.spark.runtime import DEFAULT_BATCH_SIZE, SparkRunError, run_on_spark
 from cep.verify import failures, format_table, to_json, verify
@@ -184,8 +185,10 @@ def _run(args: argparse.Namespace) -> int:
                            stat_window=args.stat_window, mongo_uri=args.mongo_uri)
         records, metrics = run.records, run.metrics
     write_records(records, args.output, args.format)
+    quality = precision_recall(records, loaded.truth_ids) if loaded.truth_ids is not None \
+        else None
     if args.metrics:
-        write_metrics(metrics, args.metrics)
+        write_metrics([*metrics, {"quality": quality}] if quality else metrics, args.metrics)
     elapsed = time.perf_counter() - started
     summary = {
         "events": loaded.accepted,
@@ -196,6 +199,10 @@ def _run(args: argparse.Namespace) -> int:
         "seconds": round(elapsed, 3),
     }
     print(_summary_text(summary, dead_path if loaded.rejected else None), file=sys.stderr)
+    for rule, q in (quality or {}).items():
+        print(f"  {rule} vs ground truth: precision {q['precision']:.3f}, recall "
+              f"{q['recall']:.3f} ({q['detected']:,} detected, {q['truth']:,} true)",
+              file=sys.stderr)
     return 0
 
 

@@ -38,7 +38,7 @@ from cep.spark.staging import STAGED_SCHEMA, stage_batches
 from migration.server import EmbeddedMongo
 from migration.store import StateStore
 
-DEFAULT_BATCH_SIZE = 200_000
+DEFAULT_BATCH_SIZE = 100_000
 
 
 class SparkRunError(Exception):
