@@ -8,6 +8,7 @@ Python traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
@@ -23,6 +24,8 @@ from cep.quality import precision_recall
 from cep.reference import run_reference
 from cep.spark.runtime import DEFAULT_BATCH_SIZE, SparkRunError, run_on_spark
 from cep.verify import failures, format_table, to_json, verify
+from migration.server import EmbeddedMongoError
+from migration.store import StoreError
 from splitter.strategies import STRATEGIES
 
 STRATEGY_NAMES = [*STRATEGIES, "pkg"]
@@ -39,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuleError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_RULE_ERROR
-    except (InputError, SparkRunError) as err:
+    except (InputError, SparkRunError, StoreError, EmbeddedMongoError) as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR
     except KeyboardInterrupt:
@@ -106,6 +109,21 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     _balancing_options(verify)
     verify.set_defaults(handler=_verify)
+
+    simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
+                              "without Spark (the paper's periodic-Zipf setting by default)")
+    simulate.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg")
+    simulate.add_argument("--events", type=int, default=2_950_000)
+    simulate.add_argument("--keys", type=int, default=4096)
+    simulate.add_argument("--engines", type=int, default=5)
+    simulate.add_argument("--window", type=int, default=10_000, metavar="EVENTS",
+                          help="events per statistics window (default 10,000)")
+    simulate.add_argument("--threshold", type=float, default=15.0, metavar="PCT")
+    simulate.add_argument("--seed", type=int, default=7)
+    simulate.add_argument("--trace", metavar="PATH",
+                          help="a .npy array of key ids per event instead of periodic Zipf")
+    simulate.add_argument("--json", metavar="PATH", help="also write the summaries as JSON")
+    simulate.set_defaults(handler=_simulate)
     return parser
 
 
@@ -227,6 +245,44 @@ def _verify(args: argparse.Namespace) -> int:
               "must match key grouping exactly", file=sys.stderr)
         return EXIT_RUN_ERROR
     return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from splitter.simulate import periodic_zipf_trace, simulate
+
+    if args.trace:
+        trace = np.load(args.trace)
+    else:
+        trace = periodic_zipf_trace(args.events, args.keys, seed=args.seed)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
+    if unknown:
+        raise InputError(f"unknown strategy {unknown[0]}; choose from "
+                         f"{', '.join(STRATEGY_NAMES)}")
+    columns = ("avg_rstd", "max_rstd", "avg_rstd_lower_bound", "rebalances",
+               "avg_pct_keys_moved_per_rebalance", "max_pct_keys_moved_per_rebalance",
+               "events_moved", "makespan", "decision_ms_mean")
+    summaries = {}
+    print("strategy  " + "  ".join(f"{_short(c):>12}" for c in columns))
+    for name in strategies:
+        result = simulate(trace, name, n_engines=args.engines, window=args.window,
+                          threshold=args.threshold, seed=args.seed)
+        summaries[name] = result.summary
+        cells = [result.summary.get(c, "") for c in columns]
+        print(f"{name:8s}  " + "  ".join(
+            f"{c:>12.2f}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summaries, indent=2, default=str) + "\n")
+    return 0
+
+
+def _short(column: str) -> str:
+    return (column.replace("_per_rebalance", "").replace("avg_", "avg ")
+            .replace("max_", "max ").replace("pct_keys_moved", "% keys mv")
+            .replace("rstd_lower_bound", "RSTD bound").replace("decision_ms_mean", "decide ms")
+            .replace("_", " "))
 
 
 def _summary_text(summary: dict, dead_path: str | None) -> str:
