@@ -94,3 +94,16 @@ def test_run_bad_set_and_missing_input(tmp_path):
     result = cep("run", str(RULES / "busy_topic.epl"), "--input", str(tmp_path / "none.jsonl"),
                  "--runner", "local")
     assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def test_unreachable_mongodb_gives_a_clear_message_quickly(tmp_path):
+    import time
+
+    started = time.perf_counter()
+    result = cep("run", str(RULES / "fsd.epl"), "--input", str(DATA / "tweets_small.jsonl"),
+                 "--strategy", "dlb-h",
+                 "--mongo-uri", "mongodb://cep:secret@127.0.0.1:9/?serverSelectionTimeoutMS=300")
+    assert result.returncode == 1
+    assert "MongoDB unreachable at mongodb://cep:***@127.0.0.1:9" in result.stderr
+    assert "secret" not in result.stderr and "Traceback" not in result.stderr
+    assert time.perf_counter() - started < 30

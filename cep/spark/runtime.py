@@ -82,8 +82,6 @@ def run_on_spark(
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
-    spark = spark_session(master, engines, verbose)
-    session_s = time.perf_counter() - started
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="cep-run-"))
     with contextlib.ExitStack() as cleanup:
         if not checkpoint:
@@ -102,6 +100,10 @@ def run_on_spark(
             engine_of = map_grouping(store)
             if not checkpoint:
                 cleanup.callback(store.drop_run)
+        # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
+        session_started = time.perf_counter()
+        spark = spark_session(master, engines, verbose)
+        session_s = time.perf_counter() - session_started
         stage = workdir / "stage"
         parts = max(1, min(spark.sparkContext.defaultParallelism, 8))
         if not any(stage.glob("*.parquet")):
