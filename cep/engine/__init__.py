@@ -1,1 +1,2 @@
-"""cep.engine"""
+"""Engine operators: the one home of rule semantics (windows, aggregates, joins,
+patterns, functions), shared by the reference evaluator and the Spark runtime."""

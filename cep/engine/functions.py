@@ -52,18 +52,11 @@ from typing import Any
 import numpy as np
 
 from cep.engine import text
+from cep.engine.table import DTYPES
 
 TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
 _NUMERIC = ("int", "long", "double")
 _INTEGER = ("int", "long")
-_DTYPES: dict[str, Any] = {
-    "int": np.int64,
-    "long": np.int64,
-    "timestamp": np.int64,
-    "double": np.float64,
-    "boolean": np.bool_,
-    "string": object,
-}
 _NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
 _VARIADIC = 1 << 16  # max_args of functions taking any number of arguments
 
@@ -378,8 +371,8 @@ def register_udf(
         if t not in TYPES:
             raise ValueError(f"unknown type {t!r} in UDF {key}(); types are {', '.join(TYPES)}")
     params = [_ACCEPTS[t] for t in arg_types]
-    dtypes = [_DTYPES[t] for t in arg_types]
-    out_dtype = _DTYPES[result_type]
+    dtypes = [DTYPES[t] for t in arg_types]
+    out_dtype = DTYPES[result_type]
     ufunc = None if vectorized else np.frompyfunc(fn, len(arg_types), 1)
 
     def impl(*args: Any) -> np.ndarray:

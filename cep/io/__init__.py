@@ -1,1 +1,1 @@
-"""cep.io"""
+"""Inputs (typed readers with dead letters, built-in generators) and sinks."""

@@ -84,6 +84,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from cep.engine.table import DTYPES
 from cep.io.deadletter import DeadLetter
 
 FIELD_TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
@@ -107,14 +108,6 @@ _FMT_ALIASES = {
     "ndjson": "json",
     "csv": "csv",
     "parquet": "parquet",
-}
-_DTYPES: dict[str, Any] = {
-    "int": np.int64,
-    "long": np.int64,
-    "timestamp": np.int64,
-    "double": np.float64,
-    "boolean": np.bool_,
-    "string": object,
 }
 _PLACEHOLDER: dict[str, Any] = {
     "int": 0,
@@ -208,7 +201,7 @@ def _convert(arr: pa.Array, ftype: str, name: str, text_cells: bool) -> _Column:
     arr = _strings(arr)
     n = len(arr)
     null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else np.zeros(n, bool)
-    col = _Column(np.full(n, _PLACEHOLDER[ftype], dtype=_DTYPES[ftype]), null)
+    col = _Column(np.full(n, _PLACEHOLDER[ftype], dtype=DTYPES[ftype]), null)
     t = arr.type
     is_text = pa.types.is_string(t) and text_cells
     if ftype in ("int", "long"):
@@ -727,7 +720,7 @@ class _Reader:
         the shared converters after packing them in the arrow types the fast path uses."""
         n = len(objs)
         accepts = _JSON_ACCEPTS[ftype]
-        col = _Column(np.full(n, _PLACEHOLDER[ftype], dtype=_DTYPES[ftype]), np.zeros(n, bool))
+        col = _Column(np.full(n, _PLACEHOLDER[ftype], dtype=DTYPES[ftype]), np.zeros(n, bool))
         groups: dict[pa.DataType, tuple[list[int], list[Any]]] = {}
         problems: dict[str, tuple[list[int], list[str]]] = {}
 
@@ -1040,14 +1033,14 @@ def read_events(
     names = [name for name, _ in reader.fields]
     empty = _Piece(
         np.zeros(0, dtype=np.int64),
-        {name: np.empty(0, dtype=_DTYPES[ftype]) for name, ftype in reader.fields},
+        {name: np.empty(0, dtype=DTYPES[ftype]) for name, ftype in reader.fields},
         {name: np.zeros(0, dtype=bool) for name in names},
     )
     whole = _concat(parts, names) if len(parts) > 1 else parts[0] if parts else empty
     n = len(whole.lines)
     columns: dict[str, pd.Series] = {"seq": pd.Series(np.arange(n, dtype=np.int64))}
     for name, ftype in reader.fields:
-        dtype = _DTYPES[ftype]
+        dtype = DTYPES[ftype]
         values, nulls = whole.values[name].astype(dtype, copy=False), whole.nulls[name]
         columns[name] = pd.Series(values, dtype=dtype, copy=False)
         if nulls.any():

@@ -1,1 +1,1 @@
-"""cep.lang"""
+"""The rule language front end: grammar → parser → AST → checker → IR, with located errors."""

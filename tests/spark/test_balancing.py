@@ -15,12 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cep.engine.output import output_records
-from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_file
-from cep.reference import run_reference
 from cep.spark.runtime import run_on_spark
-from cep.spark.session import spark_session
 from splitter import strategies
 
 ROOT = Path(__file__).parent.parent.parent
@@ -32,26 +27,14 @@ SKEWED = {
 }
 
 
-@pytest.fixture(scope="module")
-def spark():
-    return spark_session("local[2]", 3)
-
-
-def _skewed(rule: str):
-    module = compile_file(ROOT / "rules" / rule)
-    path = ROOT / "tests" / "data" / "skewed" / SKEWED[rule]
-    tables = load_inputs(module, [str(path)], None).tables
-    return module, tables, output_records(run_reference(module, tables))
-
-
 def _moves(run) -> int:
     return sum(m["exported_keys"] for m in run.metrics)
 
 
 @pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf"])
 @pytest.mark.parametrize("rule", sorted(SKEWED))
-def test_key_moving_strategies_give_exactly_the_kg_events(spark, rule, strategy):
-    module, tables, expected = _skewed(rule)
+def test_key_moving_strategies_give_exactly_the_kg_events(spark, example, rule, strategy):
+    module, tables, expected = example(rule, f"skewed/{SKEWED[rule]}")
     run = run_on_spark(module, tables, engines=3, batch_size=30, master="local[2]",
                        strategy=strategy, threshold=5.0, progress=False)
     assert _moves(run) > 0, "the skewed input must force key moves"
@@ -73,9 +56,9 @@ def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, cap
 
 
 @pytest.mark.parametrize("rule", ["busy_topic.epl", "delay_streak.epl"])
-def test_keys_moving_every_batch_and_back_change_nothing(spark, rule, monkeypatch):
+def test_keys_moving_every_batch_and_back_change_nothing(spark, example, rule, monkeypatch):
     monkeypatch.setitem(strategies.STRATEGIES, "chaos", _chaos)
-    module, tables, expected = _skewed(rule)
+    module, tables, expected = example(rule, f"skewed/{SKEWED[rule]}")
     run = run_on_spark(module, tables, engines=5, batch_size=20, master="local[2]",
                        strategy="chaos", progress=False)
     # maps 0 and 1 are fixed before the first decision, so moves start in batch 2
@@ -84,8 +67,8 @@ def test_keys_moving_every_batch_and_back_change_nothing(spark, rule, monkeypatc
     assert run.records == expected
 
 
-def test_pkg_splits_keys_and_changes_stateful_events(spark, capsys):
-    module, tables, expected = _skewed("fsd.epl")
+def test_pkg_splits_keys_and_changes_stateful_events(spark, example, capsys):
+    module, tables, expected = example("fsd.epl", "skewed/tweets.jsonl")
     run = run_on_spark(module, tables, engines=3, batch_size=30, master="local[2]",
                        strategy="pkg", progress=False)
     got = Counter(repr(sorted(r.items())) for r in run.records)

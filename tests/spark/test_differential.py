@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cep.engine.output import output_records
 from cep.engine.table import SEQ, take
-from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_file
-from cep.reference import run_reference
 from cep.spark.labels import engine_labels, murmur3_int
 from cep.spark.runtime import run_on_spark
-from cep.spark.session import spark_session
 
 ROOT = Path(__file__).parent.parent.parent
 SAMPLES = {
@@ -29,21 +24,10 @@ SAMPLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def spark():
-    return spark_session("local[2]", 5)
-
-
-def _example(rule: str):
-    module = compile_file(ROOT / "rules" / rule)
-    tables = load_inputs(module, [str(ROOT / "tests" / "data" / SAMPLES[rule])], None).tables
-    return module, tables, output_records(run_reference(module, tables))
-
-
 @pytest.mark.parametrize(("engines", "batch_size"), [(1, 40), (2, 17), (5, 25)])
 @pytest.mark.parametrize("rule", sorted(SAMPLES))
-def test_spark_equals_reference(spark, rule, engines, batch_size):
-    module, tables, expected = _example(rule)
+def test_spark_equals_reference(spark, example, rule, engines, batch_size):
+    module, tables, expected = example(rule, SAMPLES[rule])
     run = run_on_spark(module, tables, engines=engines, batch_size=batch_size,
                        master="local[2]", progress=False)
     assert run.records == expected
@@ -51,8 +35,8 @@ def test_spark_equals_reference(spark, rule, engines, batch_size):
     assert sum(m["events_in"] for m in run.metrics) >= run.events
 
 
-def test_rows_shuffled_inside_batches_give_identical_events(spark):
-    module, tables, expected = _example("delay_streak.epl")
+def test_rows_shuffled_inside_batches_give_identical_events(spark, example):
+    module, tables, expected = example("delay_streak.epl", SAMPLES["delay_streak.epl"])
     shuffled = {}
     for name, table in tables.items():
         order = list(range(len(table[SEQ])))
