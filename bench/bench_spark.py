@@ -1,0 +1,817 @@
+"""cep on Spark against the same rule hand-written in PySpark, and against Spark's floor.
+
+1M events (``k`` long in [0, 4096), ``ts`` timestamp 1 ms apart, ``v`` double uniform in
+[0, 1)), one per-key length-window rule, local[2], 5 engines / 5 shuffle partitions, the
+same micro-batch size and the same SparkSession for every query:
+
+(a) ``cep``: :func:`cep.spark.runtime.run_on_spark` (router ``mapInPandas`` → 5 engines
+    in ``transformWithStateInPandas`` → ``foreachBatch`` sink). Its events are compared
+    with the reference evaluator's, record for record.
+(b) ``hand``: what a user would write instead: typed Parquet, one file per micro-batch,
+    ``groupBy("k").applyInPandasWithState`` keeping the last 10 ``v`` of each key in
+    state (as float64 bytes: see HAND_STATE), one output row per event whose window
+    average is > 0.9; ``foreachBatch`` collects (``toPandas``) and counts. Its rows are
+    compared with the reference's (key, ts, n, mean, top).
+(c) floors, on the same Parquet files and batches:
+    ``floor``    read + shuffle every event into 5 groups (cep's engine labels, one group
+                 per shuffle partition) + ``applyInPandasWithState`` whose function reads
+                 every row, stores a row count and emits nothing: the cheapest honest
+                 "read + shuffle + Python stateful no-op" (the ratio a/c uses this one);
+    ``floor-key`` the same no-op grouped by ``k`` (4096 groups: the per-group cost (b) pays);
+    ``floor-jvm`` ``repartition(5, "k")`` + ``foreachBatch`` count: no Python, no state.
+
+Timing. The session is started once (``spark_session``, the first thing ``run_on_spark``
+does; timed as *session start*), then cep runs cold (its first micro-batch pays the
+Python workers' imports and the first stateful batch). Then each query runs once on a tiny
+input (warm-up), and the measured queries run warm, round-robin, ``--rounds`` times; the
+tables show each query's best round (the machine is shared: see the load average).
+*total* = query start → terminated (cep: the whole ``run_on_spark`` call on a pre-staged
+checkpoint directory, so staging is reported apart, as for the Parquet files of b/c);
+*first batch* = start → first batch's sink done; *steady* = events of batches 2.. over
+the time from the first batch's sink to the last's. Spark's own per-batch figures come
+from a StreamingQueryListener (``durationMs``, state operator commit time).
+
+``cep-aipws`` is a what-if, not cep's code path: cep's router, Engine and sink with the
+engines in ``applyInPandasWithState`` instead of ``transformWithStateInPandas``.
+``--stages`` turns Spark's event log on and adds every stage's time and SQL metrics
+(RocksDB commit phases, Python time) per batch. ``--spark-conf KEY=VALUE`` runs with an
+extra session setting and files the results under ``what_if_spark_conf`` of an existing
+output file instead of replacing it.
+
+Writes bench/results/spark.json.
+
+    python bench/bench_spark.py [--events 1000000] [--batch-sizes 200000,500000] [--stages]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cep.engine.engine import Engine
+from cep.engine.output import output_records
+from cep.engine.table import SEQ, SUB, Table, concat, take
+from cep.lang.compile import compile_text
+from cep.reference import batch_bounds, run_reference
+from cep.spark.labels import engine_labels
+from cep.spark.routing import key_grouping, route_part
+from cep.spark.runtime import run_on_spark
+from cep.spark.session import spark_session
+from cep.spark.staging import stage_batches
+
+SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
+RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top
+FROM S#groupwin(k)#length(10) HAVING avg(v) > 0.9;"""
+WINDOW = 10
+THRESHOLD = 0.9
+MASTER = "local[2]"
+ENGINES = 5
+TYPED_SCHEMA = "k long, ts timestamp, v double"
+HAND_OUTPUT = "k long, ts timestamp, n long, mean double, top double"
+# the natural state is ``buf array<double>``, but PySpark 4.3's worker lower-cases the
+# state schema JSON it is sent (EvalConf.state_value_schema → Conf.get(lower_str=True)),
+# so "elementType" becomes "elementtype" and every task fails with KeyError: the buffer
+# is kept as the float64 bytes instead
+HAND_STATE = "buf binary"
+QUERIES = ("cep", "hand", "floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm",
+           "cep-aipws")
+FLOORS = ("floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
+
+
+# --------------------------------------------------------------------------- inputs
+
+def make_events(n: int, keys: int, seed: int = 7) -> Table:
+    rng = np.random.default_rng(seed)
+    return {
+        SEQ: np.arange(n, dtype=np.int64),
+        SUB: np.zeros(n, dtype=np.int64),
+        "k": rng.integers(0, keys, n).astype(np.int64),
+        "ts": np.arange(n, dtype=np.int64) * 1000,  # µs, 1 ms apart
+        "v": rng.random(n),
+    }
+
+
+def stage_typed(table: Table, batch_size: int, directory: Path) -> int:
+    """One typed Parquet file per micro-batch, modification times increasing."""
+    directory.mkdir(parents=True, exist_ok=True)
+    bounds = batch_bounds({"S": table}, batch_size)
+    base = time.time() - len(bounds) - 10
+    for b, (lo, hi) in enumerate(bounds):
+        frame = pd.DataFrame({
+            "k": table["k"][lo:hi],
+            "ts": pd.to_datetime(table["ts"][lo:hi], unit="us", utc=True),
+            "v": table["v"][lo:hi],
+        })
+        path = directory / f"batch-{b:07d}.parquet"
+        tmp = path.with_name("." + path.name)
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+        os.utime(path, (base + b, base + b))
+    return len(bounds)
+
+
+# --------------------------------------------------------------------------- (b), (c)
+
+def window_rule(key, frames, state):
+    """(b): per key, the last 10 ``v`` live in state; emit each event whose window's
+    average exceeds 0.9, with the window's count, average and maximum."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    frame = pd.concat(list(frames), ignore_index=True)
+    if not frame["ts"].is_monotonic_increasing:  # runs from several map partitions
+        frame = frame.sort_values("ts", kind="stable", ignore_index=True)
+    v = frame["v"].to_numpy(dtype=np.float64)
+    prev = np.frombuffer(state.get[0], dtype=np.float64) if state.exists else np.empty(0)
+    history = np.concatenate([prev, v])
+    state.update((history[-WINDOW:].tobytes(),))
+    padded = np.concatenate([np.full(WINDOW - 1, np.nan), history])
+    windows = sliding_window_view(padded, WINDOW)[len(prev):]
+    n = WINDOW - np.isnan(windows).sum(axis=1)
+    mean = np.nansum(windows, axis=1) / n
+    hit = mean > THRESHOLD
+    if hit.any():
+        top = np.nanmax(windows[hit], axis=1)
+        yield pd.DataFrame({"k": np.full(int(hit.sum()), key[0], dtype=np.int64),
+                            "ts": frame["ts"].to_numpy()[hit], "n": n[hit].astype(np.int64),
+                            "mean": mean[hit], "top": top})
+
+
+def stateful_noop(key, frames, state):
+    """(c): read every row, keep a row count in state, emit nothing."""
+    rows = sum(len(frame) for frame in frames)
+    seen = state.get[0] if state.exists else 0
+    state.update((seen + rows,))
+    yield from ()
+
+
+def tws_noop(blob_bytes: int):
+    """(c) with cep's operator: ``transformWithStateInPandas``, one ValueState per group
+    (read, then rewritten with ``blob_bytes`` random bytes), rows read, nothing emitted."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Noop(StatefulProcessor):
+        def init(self, handle) -> None:
+            self.state = handle.getValueState("blob", "blob binary")
+            self.blob = np.random.default_rng(1).bytes(blob_bytes)
+
+        def handleInputRows(self, key, rows, timerValues):
+            for _ in rows:
+                pass
+            if self.state.exists():
+                self.state.get()
+            self.state.update((self.blob,))
+            yield from ()
+
+        def close(self) -> None:
+            pass
+
+    return Noop()
+
+
+class BatchCollector:
+    """``foreachBatch`` for b/c: collect once, count, remember when each batch ended."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.frames: list[pd.DataFrame] = []
+        self.rows_out = 0
+        self.batches: list[dict] = []
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        started = time.perf_counter()
+        frame = batch_df.toPandas()
+        self.rows_out += len(frame)
+        if self.keep:
+            self.frames.append(frame)
+        self.batches.append({"batch": batch_id, "rows_out": len(frame),
+                             "sink_s": time.perf_counter() - started,
+                             "wall_time": time.time()})
+
+
+class CountSink(BatchCollector):
+    """``foreachBatch`` for floor-jvm: count on the JVM, nothing comes to Python."""
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        started = time.perf_counter()
+        rows = batch_df.count()
+        self.rows_out += rows
+        self.batches.append({"batch": batch_id, "rows_out": rows,
+                             "sink_s": time.perf_counter() - started,
+                             "wall_time": time.time()})
+
+
+def run_plain(spark, kind: str, stage: Path, workdir: Path, blob_bytes: int = 0
+              ) -> tuple[dict, BatchCollector]:
+    """(b) or one of the floors over the typed Parquet batches."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    started = time.perf_counter()
+    wall_start = time.time()
+    source = (spark.readStream.schema(TYPED_SCHEMA).option("maxFilesPerTrigger", 1)
+              .parquet(str(stage)))
+    sink: BatchCollector
+    labels = F.array(*[F.lit(label) for label in engine_labels(ENGINES)])
+    engine = F.element_at(labels, F.pmod(F.hash("k"), F.lit(ENGINES)) + 1)
+    if kind == "hand":
+        result = source.groupBy("k").applyInPandasWithState(
+            window_rule, HAND_OUTPUT, HAND_STATE, "Append", GroupStateTimeout.NoTimeout)
+        sink = BatchCollector(keep=True)
+    elif kind == "floor":
+        result = source.withColumn("engine", engine).groupBy("engine").applyInPandasWithState(
+            stateful_noop, "k long", "rows long", "Append", GroupStateTimeout.NoTimeout)
+        sink = BatchCollector(keep=False)
+    elif kind in ("floor-tws", "floor-tws-blob"):
+        size = blob_bytes if kind == "floor-tws-blob" else 8
+        result = source.withColumn("engine", engine).groupBy("engine") \
+            .transformWithStateInPandas(tws_noop(size), "k long", "Append", "None")
+        sink = BatchCollector(keep=False)
+    elif kind == "floor-key":
+        result = source.groupBy("k").applyInPandasWithState(
+            stateful_noop, "k long", "rows long", "Append", GroupStateTimeout.NoTimeout)
+        sink = BatchCollector(keep=False)
+    elif kind == "floor-jvm":
+        result = source.repartition(ENGINES, "k")
+        sink = CountSink(keep=False)
+    else:
+        raise ValueError(kind)
+    query = (result.writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(workdir / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    return timing(seconds, wall_start, sink.batches, sink.rows_out), sink
+
+
+def timing(seconds: float, wall_start: float, batches: list[dict], rows_out: int) -> dict:
+    ends = [b["wall_time"] for b in batches]
+    first = ends[0] - wall_start if ends else 0.0
+    return {"seconds": seconds, "first_batch_s": first,
+            "steady_span_s": ends[-1] - ends[0] if len(ends) > 1 else 0.0,
+            "batch_ends_s": [round(t - wall_start, 3) for t in ends],
+            "sink_s": [round(b["sink_s"], 4) for b in batches],
+            "batches": len(batches), "rows_out": rows_out}
+
+
+# --------------------------------------------------------------------------- (a)
+
+def run_cep(module, table: Table, batch_size: int, workdir: Path | None) -> dict:
+    """``run_on_spark``; with ``workdir`` the input is staged there first (timed apart)."""
+    checkpoint = None
+    staging_s = None
+    if workdir is not None:
+        checkpoint = str(workdir)
+        started = time.perf_counter()
+        stage_batches({"S": table}, batch_size, 2, workdir / "stage")  # parts as on local[2]
+        staging_s = time.perf_counter() - started
+    wall_start = time.time()
+    run = run_on_spark(module, {"S": table}, engines=ENGINES, batch_size=batch_size,
+                       master=MASTER, checkpoint=checkpoint, progress=False)
+    result = timing(run.seconds, wall_start + run.session_s, run.metrics,
+                    sum(m["events_out"] for m in run.metrics))
+    result["first_batch_s"] = run.first_batch_s  # query start → first batch's sink done
+    result.update({
+        "session_s": run.session_s,
+        "staging_s": staging_s,
+        "busy_s_per_engine": [m["busy_s_per_engine"] for m in run.metrics],
+        "rows_per_engine": [m["rows_per_engine"] for m in run.metrics],
+        "cep_sink_s": [m["sink_s"] for m in run.metrics],
+    })
+    result["sink_s"] = result.pop("cep_sink_s")
+    result["records"] = run.records
+    return result
+
+
+def run_cep_aipws(spark, module, table: Table, batch_size: int, workdir: Path) -> dict:
+    """What-if (not cep's code path): cep's router, Engine and sink, with the engines in
+    ``applyInPandasWithState`` (one pickled snapshot per engine) instead of
+    ``transformWithStateInPandas``. Same output, so it is checked against the reference."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from cep.spark.processor import OUTPUT_SCHEMA, arrow_safe, event_frame, stats_frame
+    from cep.spark.routing import ROUTED_SCHEMA, router
+    from cep.spark.runtime import read_events
+    from cep.spark.sink import BatchSink, Progress
+    from cep.spark.staging import STAGED_SCHEMA
+
+    staging_started = time.perf_counter()
+    n_batches = stage_batches({"S": table}, batch_size, 2, workdir / "stage")
+    staging_s = time.perf_counter() - staging_started
+    labels = engine_labels(ENGINES)
+    engine_of_label = {label: e for e, label in enumerate(labels)}
+
+    def engine_fn(key, frames, state):
+        started = time.perf_counter()
+        e = engine_of_label[int(key[0])]
+        parts: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
+        for frame in frames:
+            for payload in frame["payload"].tolist():
+                _, mine, _ = pickle.loads(payload)
+                for name, t in mine.items():
+                    parts[name].append(t)
+        streams = {n: concat(p) for n, p in parts.items()}
+        engine = Engine(module)
+        if state.exists:
+            engine.restore(state.get[0])
+        events = engine.process(streams)
+        state.update((engine.snapshot(),))
+        busy = time.perf_counter() - started
+        moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
+        yield arrow_safe(pd.concat([event_frame(events, e),
+                                    stats_frame(e, streams, busy, moves)], ignore_index=True))
+
+    started = time.perf_counter()
+    wall_start = time.time()
+    order = {name: i for i, name in enumerate(module.outputs)}
+    sink = BatchSink(workdir, ENGINES, order, Progress(len(table[SEQ]), n_batches, False))
+    source = (spark.readStream.schema(STAGED_SCHEMA).option("maxFilesPerTrigger", 2)
+              .parquet(str(workdir / "stage")))
+    routed = source.mapInPandas(router(module, labels, key_grouping(ENGINES)), ROUTED_SCHEMA)
+    result = routed.groupBy("engine").applyInPandasWithState(
+        engine_fn, OUTPUT_SCHEMA, "blob binary", "Append", GroupStateTimeout.NoTimeout)
+    query = (result.writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(workdir / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    records = read_events(workdir)
+    seconds = time.perf_counter() - started
+    metrics = [json.loads(p.read_text()) for p in sorted((workdir / "metrics").glob("*.json"))]
+    result_figures = timing(seconds, wall_start, metrics, sum(m["events_out"] for m in metrics))
+    result_figures.update({
+        "staging_s": staging_s,
+        "busy_s_per_engine": [m["busy_s_per_engine"] for m in metrics],
+        "rows_per_engine": [m["rows_per_engine"] for m in metrics],
+        "sink_s": [m["sink_s"] for m in metrics],
+        "records": records,
+    })
+    return result_figures
+
+
+# --------------------------------------------------------------------------- listener
+
+def progress_listener(spark):
+    """Collect every query's progress (JSON dicts) by run id, and the order queries start."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Collect(StreamingQueryListener):
+        def __init__(self) -> None:
+            self.started: list[str] = []
+            self.query_ids: dict[str, str] = {}  # run id → query id
+            self.terminated: set[str] = set()
+            self.progress: dict[str, list[dict]] = {}
+            self.lock = threading.Lock()
+
+        def onQueryStarted(self, event) -> None:
+            with self.lock:
+                self.started.append(str(event.runId))
+                self.query_ids[str(event.runId)] = str(event.id)
+
+        def onQueryProgress(self, event) -> None:
+            with self.lock:
+                p = json.loads(event.progress.json)
+                self.progress.setdefault(p["runId"], []).append(p)
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            with self.lock:
+                self.terminated.add(str(event.runId))
+
+    listener = Collect()
+    spark.streams.addListener(listener)
+    return listener
+
+
+def take_progress(listener, since: int) -> tuple[list[dict], str | None]:
+    """Progress of the first query started after ``since`` queries had started. The
+    listener bus is ordered and asynchronous: wait for that query's termination event,
+    which comes after all its progress events. Also returns the query's id."""
+    deadline = time.time() + 30
+    run_id = None
+    while time.time() < deadline:
+        with listener.lock:
+            if len(listener.started) > since:
+                run_id = listener.started[since]
+                if run_id in listener.terminated:
+                    break
+        time.sleep(0.05)
+    with listener.lock:
+        got = list(listener.progress.get(run_id, [])) if run_id else []
+    out = []
+    for p in got:
+        state = p.get("stateOperators") or [{}]
+        out.append({
+            "batch": p["batchId"], "rows_in": p["numInputRows"],
+            "duration_ms": p["durationMs"],
+            "state_commit_ms": sum(s.get("commitTimeMs", 0) for s in state),
+            "state_rows_total": sum(s.get("numRowsTotal", 0) for s in state),
+            "state_memory_bytes": sum(s.get("memoryUsedBytes", 0) for s in state),
+        })
+    return out, listener.query_ids.get(run_id) if run_id else None
+
+
+# --------------------------------------------------------------------------- stages
+
+def stage_breakdown(directory: Path, query_id: str) -> list[dict]:
+    """Per micro-batch of one query, its Spark stages from the event log: operators,
+    tasks, wall time, summed task run/CPU/GC time and the SQL timing metrics (ms)."""
+    jobs: dict[int, int] = {}  # stage id → batch id
+    stages: dict[int, dict] = {}
+    for path in (p for p in directory.rglob("*") if p.is_file()):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("Event")
+            if kind == "SparkListenerJobStart":
+                props = event.get("Properties") or {}
+                if props.get("sql.streaming.queryId") != query_id:
+                    continue
+                batch = int(props.get("streaming.sql.batchId", -1))
+                for stage_id in event.get("Stage IDs", []):
+                    jobs[stage_id] = batch
+            elif kind == "SparkListenerStageCompleted":
+                info = event["Stage Info"]
+                stages[info["Stage ID"]] = info
+    rows = []
+    for stage_id in sorted(jobs):
+        info = stages.get(stage_id)
+        if info is None or "Submission Time" not in info:
+            continue  # skipped stage (its shuffle output was reused)
+        ops = sorted({json.loads(r["Scope"])["name"] for r in info.get("RDD Info", [])
+                      if r.get("Scope")})
+        metrics: dict[str, float] = {}
+        for acc in info.get("Accumulables", []):
+            name = acc.get("Name", "")
+            try:
+                value = float(acc.get("Value"))
+            except (TypeError, ValueError):
+                continue
+            if name in ("internal.metrics.executorRunTime", "internal.metrics.jvmGCTime",
+                        "internal.metrics.executorDeserializeTime"):
+                metrics[name.rsplit(".", 1)[1] + "_ms"] = value
+            elif name == "internal.metrics.executorCpuTime":
+                metrics["executorCpuTime_ms"] = round(value / 1e6, 1)
+            elif name == "internal.metrics.shuffle.write.writeTime":
+                metrics["shuffleWriteTime_ms"] = round(value / 1e6, 1)
+            elif not name.startswith("internal.") and ("time" in name or "duration" in name):
+                metrics[name] = value
+        rows.append({"batch": jobs[stage_id], "stage": stage_id, "operators": ops,
+                     "tasks": info.get("Number of Tasks"),
+                     "wall_ms": info["Completion Time"] - info["Submission Time"],
+                     **metrics})
+    return rows
+
+
+# --------------------------------------------------------------------------- checks
+
+def reference_rows(ref: Table) -> pd.DataFrame:
+    values = [json.loads(v) for v in ref["values"].tolist()]
+    return pd.DataFrame({"k": [v["k"] for v in values], "ts": ref["ts"].astype(np.int64),
+                         "n": [v["n"] for v in values], "mean": [v["mean"] for v in values],
+                         "top": [v["top"] for v in values]})
+
+
+def hand_matches(frames: list[pd.DataFrame], expected: pd.DataFrame) -> bool:
+    """(b)'s rows equal the reference's: same (k, ts, n), mean and top within 1e-9."""
+    got = pd.concat(frames, ignore_index=True) if frames else expected.iloc[:0]
+    if len(got) != len(expected):
+        return False
+    got = got.assign(ts=pd.to_datetime(got["ts"], utc=True).astype("datetime64[us, UTC]")
+                     .astype("int64"))
+    a = got.sort_values(["ts", "k"], ignore_index=True)
+    b = expected.sort_values(["ts", "k"], ignore_index=True)
+    same_keys = (a[["k", "ts", "n"]].to_numpy(np.int64) == b[["k", "ts", "n"]]
+                 .to_numpy(np.int64)).all()
+    close = np.allclose(a[["mean", "top"]].to_numpy(float), b[["mean", "top"]]
+                        .to_numpy(float), rtol=0, atol=1e-9)
+    return bool(same_keys and close)
+
+
+# --------------------------------------------------------------------------- profile
+
+def profile_engine_batch(module, table: Table, batch_size: int) -> dict:
+    """cep's per-batch Python work, in this process, for one steady batch (the 2nd):
+    routing one staged part, and for one engine unpickle, restore, process, snapshot."""
+    bounds = batch_bounds({"S": table}, batch_size)
+    labels = engine_labels(ENGINES)
+    route = key_grouping(ENGINES)
+    engine_state: list[bytes | None] = [None] * ENGINES
+    figures: dict = {}
+    for b, (lo, hi) in enumerate(bounds[:2]):
+        mid = (lo + hi) // 2
+        parts = [take(table, (table[SEQ] >= x) & (table[SEQ] < y))
+                 for x, y in ((lo, mid), (mid, hi))]
+        t0 = time.perf_counter()
+        staged = [pickle.dumps({"S": p}, protocol=5) for p in parts]
+        t1 = time.perf_counter()
+        routed = [route_part(module, pickle.loads(s), labels, route, b) for s in staged]
+        t2 = time.perf_counter()
+        e = 0
+        t3 = time.perf_counter()
+        streams = engine_input(routed, e)
+        t4 = time.perf_counter()
+        engine = Engine(module)
+        if engine_state[e] is not None:
+            engine.restore(engine_state[e])
+        t5 = time.perf_counter()
+        engine.process(streams)
+        t6 = time.perf_counter()
+        blob = engine.snapshot()
+        engine_state[e] = blob
+        t7 = time.perf_counter()
+        for other in range(1, ENGINES):  # the other engines' state, for the next batch
+            eng = Engine(module)
+            if engine_state[other] is not None:
+                eng.restore(engine_state[other])
+            eng.process(engine_input(routed, other))
+            engine_state[other] = eng.snapshot()
+        figures = {
+            "batch": b,
+            "stage_pickle_s_per_part": (t1 - t0) / 2,
+            "route_s_per_part": (t2 - t1) / 2,
+            "engine_unpickle_concat_s": t4 - t3,
+            "engine_restore_s": t5 - t4,
+            "engine_process_s": t6 - t5,
+            "engine_snapshot_s": t7 - t6,
+            "snapshot_bytes": len(blob),
+            "engine_rows": sum(len(t[SEQ]) for t in streams.values()),
+            "routed_payload_bytes": sum(len(r[e][1]) for r in routed),
+        }
+    return figures
+
+
+def engine_input(routed: list[list[tuple[int, bytes]]], e: int) -> dict[str, Table]:
+    """What engine ``e`` receives from every routed part, as the processor builds it."""
+    pieces = [pickle.loads(rows[e][1])[1] for rows in routed]
+    return {name: concat([p[name] for p in pieces]) for name in pieces[0]}
+
+
+# --------------------------------------------------------------------------- driver
+
+def summarise(kind: str, events: int, run: dict) -> dict:
+    steady_events = events - events / run["batches"] if run["batches"] else 0
+    out = {
+        "seconds": round(run["seconds"], 3),
+        "events_per_s": round(events / run["seconds"]),
+        "first_batch_s": round(run["first_batch_s"], 3),
+        "steady_events_per_s": (round(steady_events / run["steady_span_s"])
+                                if run["steady_span_s"] else None),
+        "batches": run["batches"], "rows_out": run["rows_out"],
+        "batch_ends_s": run["batch_ends_s"], "sink_s": run["sink_s"],
+    }
+    for extra in ("session_s", "staging_s", "busy_s_per_engine", "rows_per_engine",
+                  "spark_progress", "stages", "equal_to_reference"):
+        if run.get(extra) is not None:
+            value = run[extra]
+            out[extra] = round(value, 3) if isinstance(value, float) else value
+    return out
+
+
+def stage_summary(stages: list[dict]) -> list[dict]:
+    """Median over steady batches (all but the first) of each stage's figures, stages
+    told apart by their operators."""
+    if not stages:
+        return []
+    first = min(st["batch"] for st in stages)
+    steady = [st for st in stages if st["batch"] > first] or stages
+    groups: dict[str, list[dict]] = {}
+    for st in steady:
+        groups.setdefault(",".join(st["operators"]), []).append(st)
+    out = []
+    for ops, rows in groups.items():
+        names = sorted({k for r in rows for k in r} - {"batch", "stage", "operators"})
+        med = {k: statistics.median(r.get(k, 0) or 0 for r in rows) for k in names}
+        out.append({"operators": ops, "stages_per_batch": len(rows) / len({
+            r["batch"] for r in rows}), **med})
+    return out
+
+
+def spark_overhead(progress: list[dict]) -> dict:
+    """Median over steady batches of Spark's per-batch durations (ms)."""
+    steady = progress[1:] or progress
+    if not steady:
+        return {}
+    keys = sorted({k for p in steady for k in p["duration_ms"]})
+    med = {k: statistics.median(p["duration_ms"].get(k, 0) for p in steady) for k in keys}
+    med["state_commit_ms"] = statistics.median(p["state_commit_ms"] for p in steady)
+    return med
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=4096)
+    parser.add_argument("--batch-sizes", default="200000",
+                        help="comma-separated micro-batch sizes (events)")
+    parser.add_argument("--rounds", type=int, default=2, help="warm rounds per batch size")
+    parser.add_argument("--queries", default=",".join(QUERIES))
+    parser.add_argument("--stages", action="store_true",
+                        help="event log on: per-batch Spark stage times of every query")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark setting for the session (what-if runs)")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "spark.json"))
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.batch_sizes.split(",")]
+    queries = [q for q in args.queries.split(",") if q]
+    load = os.getloadavg()
+    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+          f"({os.cpu_count()} CPUs)")
+
+    table = make_events(args.events, args.keys)
+    module = compile_text(RULE, "agg")
+    started = time.perf_counter()
+    ref = run_reference(module, {"S": table})
+    reference_s = time.perf_counter() - started
+    expected_records = output_records(ref)
+    expected_rows = reference_rows(ref)
+    print(f"reference evaluator: {len(expected_records):,} events out in {reference_s:.2f}s")
+
+    root = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    event_log = root / "event-log"
+    submit = [f"--conf {c}" for c in args.spark_conf]
+    if args.stages:
+        event_log.mkdir(parents=True)
+        submit += [f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file:{event_log}",
+                   "--conf spark.eventLog.compress=false",
+                   "--conf spark.eventLog.rolling.enabled=false"]
+    if submit:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join([*submit, "pyspark-shell"])
+    results: dict = {
+        "events": args.events, "keys": args.keys, "master": MASTER, "engines": ENGINES,
+        "shuffle_partitions": ENGINES, "rule": RULE.split("\n", 1)[1],
+        "load_average_at_start": [round(x, 2) for x in load],
+        "cpus": os.cpu_count(), "machine": f"{platform.machine()} Python "
+        f"{platform.python_version()}", "reference_events_out": len(expected_records),
+        "reference_s": round(reference_s, 3), "spark_conf": args.spark_conf,
+        "by_batch_size": {},
+    }
+    try:
+        started = time.perf_counter()
+        spark = spark_session(MASTER, ENGINES)
+        session_s = time.perf_counter() - started
+        listener = progress_listener(spark)
+        print(f"session start: {session_s:.2f}s")
+
+        # cold: the first cep query of the session (Python workers start, imports, first
+        # stateful batch); run_on_spark stages the input itself, as `cep run` does
+        mark = len(listener.started)
+        cold = run_cep(module, table, sizes[0], None)
+        cold["spark_progress"] = take_progress(listener, mark)[0]
+        cold["equal_to_reference"] = cold.pop("records") == expected_records
+        results["cold_cep"] = {"session_start_s": round(session_s, 3),
+                               "batch_size": sizes[0],
+                               **summarise("cep", args.events, cold)}
+        print(f"cold cep (batch {sizes[0]:,}): session start {session_s:.2f}s, "
+              f"first batch {cold['first_batch_s']:.2f}s, run {cold['seconds']:.2f}s "
+              f"(incl. staging), equal to reference: {cold['equal_to_reference']}")
+
+        # warm-up: every query once on a tiny input
+        tiny = {k: v[:20_000] for k, v in table.items()}
+        warm_stage = root / "warm-stage"
+        stage_typed(tiny, 10_000, warm_stage)
+        for kind in queries:
+            t0 = time.perf_counter()
+            mark = len(listener.started)
+            if kind == "cep":
+                run_cep(module, tiny, 10_000, root / "warm-cep")
+            elif kind == "cep-aipws":
+                run_cep_aipws(spark, module, tiny, 10_000, root / "warm-cep-aipws")
+            else:
+                run_plain(spark, kind, warm_stage, root / f"warm-{kind}", 8)
+            take_progress(listener, mark)
+            print(f"warm-up {kind}: {time.perf_counter() - t0:.2f}s")
+
+        for size in sizes:
+            profile = profile_engine_batch(module, table, size)
+            stage = root / f"typed-{size}"
+            t0 = time.perf_counter()
+            n_files = stage_typed(table, size, stage)
+            typed_staging_s = time.perf_counter() - t0
+            runs: dict[str, list[dict]] = {k: [] for k in queries}
+            for r in range(args.rounds):
+                for kind in queries:
+                    workdir = root / f"{kind}-{size}-{r}"
+                    mark = len(listener.started)
+                    if kind == "cep":
+                        run = run_cep(module, table, size, workdir)
+                        run["equal_to_reference"] = run.pop("records") == expected_records
+                    elif kind == "cep-aipws":
+                        run = run_cep_aipws(spark, module, table, size, workdir)
+                        run["equal_to_reference"] = run.pop("records") == expected_records
+                    else:
+                        run, sink = run_plain(spark, kind, stage, workdir,
+                                              profile["snapshot_bytes"])
+                        if kind == "hand":
+                            run["equal_to_reference"] = hand_matches(sink.frames,
+                                                                     expected_rows)
+                    run["spark_progress"], query_id = take_progress(listener, mark)
+                    if args.stages and query_id:
+                        run["stages"] = stage_breakdown(event_log, query_id)
+                    runs[kind].append(run)
+                    print(f"  batch {size:,} round {r + 1} {kind:10s}: {run['seconds']:6.2f}s "
+                          f"first {run['first_batch_s']:5.2f}s, {run['batches']} batches, "
+                          f"{run['rows_out']:,} out", flush=True)
+                    shutil.rmtree(workdir, ignore_errors=True)
+            best = {k: min(v, key=lambda x: x["seconds"]) for k, v in runs.items() if v}
+            entry: dict = {"batch_size": size, "batches": n_files,
+                           "typed_parquet_staging_s": round(typed_staging_s, 3),
+                           "rounds": args.rounds, "queries": {}}
+            for kind, run in best.items():
+                entry["queries"][kind] = summarise(kind, args.events, run)
+                entry["queries"][kind]["all_rounds_s"] = [round(x["seconds"], 3)
+                                                          for x in runs[kind]]
+                entry["queries"][kind]["spark_median_steady_ms"] = spark_overhead(
+                    run["spark_progress"])
+                if run.get("stages"):
+                    entry["queries"][kind]["stages_median_steady"] = stage_summary(
+                        run["stages"])
+            q = entry["queries"]
+            if "cep" in q:
+                cep_eq = all(x["equal_to_reference"] for x in runs["cep"])
+                q["cep"]["equal_to_reference"] = cep_eq
+                if "hand" in q:
+                    q["hand"]["equal_to_reference"] = all(x["equal_to_reference"]
+                                                          for x in runs["hand"])
+                    q["hand"]["same_count_as_cep"] = q["hand"]["rows_out"] == q["cep"]["rows_out"]
+                    entry["a_over_b"] = round(q["cep"]["seconds"] / q["hand"]["seconds"], 3)
+                    entry["a_over_b_steady"] = ratio(q["hand"], q["cep"])
+                    entry["target_a_le_1_2_b"] = entry["a_over_b"] <= 1.2
+                for floor in FLOORS:
+                    if floor in q:
+                        name = "a_over_c" if floor == "floor" else f"a_over_{floor}"
+                        entry[name] = round(q["cep"]["seconds"] / q[floor]["seconds"], 3)
+                        entry[name + "_steady"] = ratio(q[floor], q["cep"])
+            if "cep-aipws" in q and "cep" in q:
+                entry["what_if_aipws_over_cep"] = round(
+                    q["cep-aipws"]["seconds"] / q["cep"]["seconds"], 3)
+                if "floor" in q:
+                    entry["what_if_aipws_over_c"] = round(
+                        q["cep-aipws"]["seconds"] / q["floor"]["seconds"], 3)
+            entry["cep_profile_one_batch"] = {
+                k: (round(v, 4) if isinstance(v, float) else v) for k, v in profile.items()}
+            results["by_batch_size"][str(size)] = entry
+            print_table(entry, args.events)
+        results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.spark_conf and out.exists():  # a what-if run joins the baseline's file
+        baseline = json.loads(out.read_text(encoding="utf-8"))
+        baseline.setdefault("what_if_spark_conf", {})[" ".join(args.spark_conf)] = results
+        results = baseline
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+def ratio(base: dict, cep: dict) -> float | None:
+    """cep's steady-state time per event over ``base``'s."""
+    if not base.get("steady_events_per_s") or not cep.get("steady_events_per_s"):
+        return None
+    return round(base["steady_events_per_s"] / cep["steady_events_per_s"], 3)
+
+
+def print_table(entry: dict, events: int) -> None:
+    print(f"\nbatch size {entry['batch_size']:,} ({entry['batches']} batches), "
+          f"best of {entry['rounds']} warm rounds")
+    print(f"{'query':10s} {'total s':>8s} {'events/s':>10s} {'first s':>8s} "
+          f"{'steady ev/s':>12s} {'out':>6s}  spark ms/batch (trigger/addBatch/commit)")
+    for kind, q in entry["queries"].items():
+        med = q.get("spark_median_steady_ms", {})
+        steady = f"{q['steady_events_per_s']:,}" if q["steady_events_per_s"] else "-"
+        print(f"{kind:10s} {q['seconds']:8.2f} {q['events_per_s']:>10,} "
+              f"{q['first_batch_s']:8.2f} {steady:>12s} {q['rows_out']:>6,}  "
+              f"{med.get('triggerExecution', 0):.0f}/{med.get('addBatch', 0):.0f}/"
+              f"{med.get('state_commit_ms', 0):.0f}")
+    for name, value in entry.items():
+        if name.startswith(("a_over", "what_if")):
+            print(f"  {name} = {value}")
+    if "target_a_le_1_2_b" in entry:
+        print(f"  target cep <= 1.2x hand-written: {entry['target_a_le_1_2_b']}")
+    print(f"  profile: {entry['cep_profile_one_batch']}")
+    for kind, q in entry["queries"].items():
+        for st in q.get("stages_median_steady", []):
+            extra = {k: v for k, v in st.items() if k not in ("operators", "tasks", "wall_ms",
+                                                                "stages_per_batch")}
+            print(f"  stage {kind:10s} [{st['operators'][:60]}] tasks {st['tasks']:.0f} "
+                  f"wall {st['wall_ms']:.0f} ms {extra}")
+    print()
+
+
+if __name__ == "__main__":
+    main()
