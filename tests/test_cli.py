@@ -107,3 +107,20 @@ def test_unreachable_mongodb_gives_a_clear_message_quickly(tmp_path):
     assert "MongoDB unreachable at mongodb://cep:***@127.0.0.1:9" in result.stderr
     assert "secret" not in result.stderr and "Traceback" not in result.stderr
     assert time.perf_counter() - started < 30
+
+
+def test_spark_run_dead_letters_bad_records_and_keeps_good_events(tmp_path):
+    good = (DATA / "readings.jsonl").read_text().splitlines()
+    messy = tmp_path / "messy.jsonl"
+    messy.write_text("\n".join([*good[:20], "not json", '{"sensor": "s1"}',
+                                '{"sensor": "s1", "ts": 5, "temp": "hot", "ok": true}',
+                                *good[20:40]]) + "\n")
+    out, local = tmp_path / "spark.jsonl", tmp_path / "local.jsonl"
+    for runner, path in (("spark", out), ("local", local)):
+        result = cep("run", str(RULES / "sensor_average.epl"), "--input", str(messy),
+                     "--runner", runner, "--engines", "2", "--batch-size", "15",
+                     "--output", str(path), "--quiet")
+        assert result.returncode == 0, result.stderr
+        assert "3 malformed records dead-lettered" in result.stderr
+        assert "40 events" in result.stderr
+    assert out.read_text() == local.read_text() and out.read_text()
