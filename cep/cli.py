@@ -124,6 +124,13 @@ def _parser() -> argparse.ArgumentParser:
                           help="a .npy array of key ids per event instead of periodic Zipf")
     simulate.add_argument("--json", metavar="PATH", help="also write the summaries as JSON")
     simulate.set_defaults(handler=_simulate)
+
+    report = sub.add_parser("report", help="draw PNG plots from runs' --metrics files")
+    report.add_argument("metrics", nargs="+", help="metrics JSON-lines files (one per run)")
+    report.add_argument("-o", "--output", required=True, metavar="DIR")
+    report.add_argument("--threshold", type=float, default=15.0, metavar="PCT",
+                        help="the θ line on the RSTD plot (default 15)")
+    report.set_defaults(handler=_report)
     return parser
 
 
@@ -283,6 +290,18 @@ def _short(column: str) -> str:
             .replace("max_", "max ").replace("pct_keys_moved", "% keys mv")
             .replace("rstd_lower_bound", "RSTD bound").replace("decision_ms_mean", "decide ms")
             .replace("_", " "))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from cep.report import draw
+
+    try:
+        paths = draw(args.metrics, args.output, args.threshold)
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(f"cannot draw the report: {err}") from err
+    for path in paths:
+        print(path)
+    return 0
 
 
 def _summary_text(summary: dict, dead_path: str | None) -> str:
