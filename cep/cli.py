@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from cep.bench import format_bench
 from cep.engine.output import output_records
 from cep.io.inputs import InputError, load_inputs
 from cep.io.sinks import FORMATS, write_metrics, write_records
@@ -108,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     verify.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     _balancing_options(verify)
-    verify.set_defaults(handler=_verify)
+    verify.set_defaults(handler=_verify, table=format_table)
 
     simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
                               "without Spark (the paper's periodic-Zipf setting by default)")
@@ -124,6 +125,19 @@ def _parser() -> argparse.ArgumentParser:
                           help="a .npy array of key ids per event instead of periodic Zipf")
     simulate.add_argument("--json", metavar="PATH", help="also write the summaries as JSON")
     simulate.set_defaults(handler=_simulate)
+
+    bench = sub.add_parser("bench", help="strategies side by side on Spark, next to the "
+                           "DLB paper's Table 1")
+    bench.add_argument("file", help="the .epl rule file")
+    bench.add_argument("--input", action="append", required=True, metavar="SRC")
+    bench.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg")
+    bench.add_argument("--engines", type=int, default=5, metavar="N")
+    bench.add_argument("--master", default="local[*]")
+    bench.add_argument("--batch-size", type=int, default=None, metavar="N")
+    bench.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    _balancing_options(bench)
+    bench.set_defaults(handler=_verify, table=format_bench)
 
     report = sub.add_parser("report", help="draw PNG plots from runs' --metrics files")
     report.add_argument("metrics", nargs="+", help="metrics JSON-lines files (one per run)")
@@ -243,7 +257,7 @@ def _verify(args: argparse.Namespace) -> int:
                      batch_size=args.batch_size or DEFAULT_BATCH_SIZE, master=args.master,
                      threshold=args.threshold, stat_window=args.stat_window,
                      mongo_uri=args.mongo_uri, progress=False)
-    print(format_table(results))
+    print(args.table(results))
     if args.json:
         Path(args.json).write_text(to_json(results) + "\n")
     broken = failures(results)

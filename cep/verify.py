@@ -33,6 +33,9 @@ class StrategyResult:
     keys_moved: int
     state_bytes_moved: int
     seconds: float
+    processed: int = 0
+    events_per_s: float = 0.0
+    load_moved: int = 0
 
     @property
     def key_preserving(self) -> bool:
@@ -68,6 +71,9 @@ def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list
             keys_moved=sum(m.get("exported_keys", 0) for m in run.metrics),
             state_bytes_moved=sum(m.get("exported_bytes", 0) for m in run.metrics),
             seconds=round(time.perf_counter() - started, 1),
+            processed=run.events,
+            events_per_s=round(run.events / max(run.seconds, 1e-9), 1),
+            load_moved=sum(m.get("load_moved", 0) for m in run.metrics),
         ))
     return [r for r in results if r.strategy in strategies]
 
