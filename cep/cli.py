@@ -99,16 +99,7 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="run strategies on Spark and compare their "
                             "events with key grouping's")
-    verify.add_argument("file", help="the .epl rule file")
-    verify.add_argument("--input", action="append", required=True, metavar="SRC")
-    verify.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg",
-                        help="comma-separated, default kg,dlb-h,dlb-l,lptf,pkg")
-    verify.add_argument("--engines", type=int, default=5, metavar="N")
-    verify.add_argument("--master", default="local[*]")
-    verify.add_argument("--batch-size", type=int, default=None, metavar="N")
-    verify.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    verify.add_argument("--json", metavar="PATH", help="also write the table as JSON")
-    _balancing_options(verify)
+    _strategy_comparison_options(verify)
     verify.set_defaults(handler=_verify, table=format_table)
 
     simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
@@ -128,15 +119,7 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="strategies side by side on Spark, next to the "
                            "DLB paper's Table 1")
-    bench.add_argument("file", help="the .epl rule file")
-    bench.add_argument("--input", action="append", required=True, metavar="SRC")
-    bench.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg")
-    bench.add_argument("--engines", type=int, default=5, metavar="N")
-    bench.add_argument("--master", default="local[*]")
-    bench.add_argument("--batch-size", type=int, default=None, metavar="N")
-    bench.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    _balancing_options(bench)
+    _strategy_comparison_options(bench)
     bench.set_defaults(handler=_verify, table=format_bench)
 
     report = sub.add_parser("report", help="draw PNG plots from runs' --metrics files")
@@ -146,6 +129,20 @@ def _parser() -> argparse.ArgumentParser:
                         help="the θ line on the RSTD plot (default 15)")
     report.set_defaults(handler=_report)
     return parser
+
+
+def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """What verify and bench share: they run the same strategies the same way."""
+    parser.add_argument("file", help="the .epl rule file")
+    parser.add_argument("--input", action="append", required=True, metavar="SRC")
+    parser.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg",
+                        help="comma-separated, default kg,dlb-h,dlb-l,lptf,pkg")
+    parser.add_argument("--engines", type=int, default=5, metavar="N")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--batch-size", type=int, default=None, metavar="N")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    _balancing_options(parser)
 
 
 def _balancing_options(parser: argparse.ArgumentParser) -> None:
