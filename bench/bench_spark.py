@@ -574,8 +574,11 @@ def summarise(kind: str, events: int, run: dict) -> dict:
         "batches": run["batches"], "rows_out": run["rows_out"],
         "batch_ends_s": run["batch_ends_s"], "sink_s": run["sink_s"],
     }
+    if run.get("stages"):  # the first batch's stages; steady ones are summarised apart
+        first = min(st["batch"] for st in run["stages"])
+        out["stages_first_batch"] = [st for st in run["stages"] if st["batch"] == first]
     for extra in ("session_s", "staging_s", "busy_s_per_engine", "rows_per_engine",
-                  "spark_progress", "stages", "equal_to_reference"):
+                  "spark_progress", "equal_to_reference"):
         if run.get(extra) is not None:
             value = run[extra]
             out[extra] = round(value, 3) if isinstance(value, float) else value
