@@ -96,8 +96,6 @@ class KeyedWindow:
         else:
             new[TIME] = np.zeros(n_new, dtype=np.int64)
         table = concat([self.rows, new]) if n_old else new
-        if not table:
-            table = new
         is_new = np.concatenate((np.zeros(n_old, bool), np.ones(n_new, bool)))
         keys = table[KEY]
         extra = query_keys if query_keys is not None else np.empty(0, dtype=object)

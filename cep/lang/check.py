@@ -692,7 +692,7 @@ class _Checker:
             return ir.PAtom(tag, stream.name, local, bound)
         if isinstance(node, ast.PatFollowedBy):
             left = self._pattern_node(node.left, tags, earlier, repeated)
-            right_earlier = earlier | _tags_of(node.left, tags)
+            right_earlier = earlier | _tags_of(node.left)
             right = self._pattern_node(node.right, tags, right_earlier, repeated)
             return ir.PFollowedBy(left, right)
         if isinstance(node, ast.PatAnd | ast.PatOr):
@@ -1193,14 +1193,14 @@ def _is_key_equality(cond: ir.TExpr, a: str, b: str, key: str) -> bool:
     return {left.qualifier, right.qualifier} == {a, b} and left.name == right.name == key
 
 
-def _tags_of(node: ast.Pattern, tags: dict[str, tuple[ir.StreamDef, bool]]) -> set[str]:
+def _tags_of(node: ast.Pattern) -> set[str]:
     if isinstance(node, ast.PatAtom):
         return {node.tag} if node.tag else set()
     if isinstance(node, ast.PatNot):
         return set()  # a 'not' binds nothing usable later
     if isinstance(node, ast.PatEvery | ast.PatRepeat | ast.PatWithin):
-        return _tags_of(node.operand, tags)
-    return _tags_of(node.left, tags) | _tags_of(node.right, tags)
+        return _tags_of(node.operand)
+    return _tags_of(node.left) | _tags_of(node.right)
 
 
 def _schema_type(t: str) -> str:

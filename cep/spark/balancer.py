@@ -45,7 +45,7 @@ class Balancer:
     def __call__(self, batch: int, stats: pd.DataFrame, metrics: dict) -> None:
         counts = self._batch_loads(stats)
         nxt = key_map(self.store, batch + 1)
-        current = np.array([nxt.owner(t) for t in self.texts], dtype=np.int32)
+        current = self._owners(nxt)
         load = self.statistics.load
         proposal = np.asarray(self.strategy(load, current, self.n_engines,
                                             threshold=self.threshold))
@@ -53,7 +53,7 @@ class Balancer:
                      for i in np.flatnonzero(proposal != self.kg).tolist()}
         if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
-            proposal = np.array([decided.owner(t) for t in self.texts], dtype=np.int32)
+            proposal = self._owners(decided)
         moved = proposal != current
         metrics.update({
             "strategy": self.name,
@@ -65,6 +65,16 @@ class Balancer:
         })
         if batch >= 1:  # batch t may be replayed: documents of t-1 must stay
             self.store.gc(batch - 1)
+
+    def _owners(self, key_map: KeyMap) -> np.ndarray:
+        """Engine of every known key under ``key_map``: the KG engines already computed
+        per dense id, with the map's overrides applied (no key is hashed again)."""
+        owners = self.kg.copy()
+        for text, engine in key_map.overrides.items():
+            i = self.ids.get(text)
+            if i is not None:
+                owners[i] = engine
+        return owners
 
     def _batch_loads(self, stats: pd.DataFrame) -> dict[str, int]:
         """Merge the engines' per-key counts and record them in the statistics."""
