@@ -23,7 +23,7 @@ from cep.engine.emit import emit, timestamp_col
 from cep.engine.expr import Col, Env, collect_aggregates, truth
 from cep.engine.output import empty_output
 from cep.engine.table import KEY, NULL_SUFFIX, Table, concat, nrows, take
-from cep.engine.text import max_similarity_segments
+from cep.engine.text import max_similarity_in_segments, term_rows
 from cep.engine.windows import KeyedWindow, Merged, WindowState, count_before, order_value
 from cep.lang import ir
 
@@ -43,11 +43,16 @@ class JoinOperator(WindowState):
         # aggregates with a vectorised kernel that needs no (trigger, row) pairs
         self.fast = {agg: spec for agg in self.aggs
                      if (spec := _fast_spec(agg, rule)) is not None}
+        # window texts the fast similarity kernel reads are kept as term rows
+        self.term_fields = sorted({w for t, w in self.fast.values() if w})
+        self.window_fields = _window_fields(rule, window_stream, set(self.fast))
 
     def process(self, trigger_rows: Table, window_rows: Table) -> Table:
         """One batch: both tables have every column of their stream (maybe no rows)."""
         rule = self.rule
         window_rows = _filtered(window_rows, rule.window_filter, ())
+        window_rows = _projected(_with_terms(window_rows, self.term_fields),
+                                 self.window_fields)
         trigger_rows = _filtered(trigger_rows, rule.trigger_filter, (rule.trigger_alias,),
                                  rule.trigger_where)
         if nrows(trigger_rows) == 0 and nrows(window_rows) == 0:
@@ -85,11 +90,13 @@ class JoinOperator(WindowState):
             if agg.name == "count":
                 out[agg] = Col(hi - lo)
                 continue
-            if (trigger_field + NULL_SUFFIX in triggers
-                    or window_field + NULL_SUFFIX in merged.table):
-                continue  # NULL texts: the general pair path handles them
-            best = max_similarity_segments(triggers[trigger_field],
-                                           merged.table[window_field], lo, hi)
+            texts = triggers[trigger_field]
+            if trigger_field + NULL_SUFFIX in triggers:
+                texts = np.where(triggers[trigger_field + NULL_SUFFIX], None, texts)
+            best = max_similarity_in_segments(
+                term_rows(texts), merged.query_codes,
+                (merged.table[TERMS + window_field], merged.table[NORM2 + window_field]),
+                merged.codes, lo, hi)
             empty = np.isnan(best)
             out[agg] = Col(np.where(empty, 0.0, best), empty if empty.any() else None)
         return out
@@ -154,6 +161,47 @@ def _fast_spec(agg: ir.Agg, rule: ir.JoinRule) -> tuple[str, str] | None:
     if len(arg.args) != 2 or set(refs) != {rule.trigger_alias, rule.window_alias}:
         return None
     return refs[rule.trigger_alias], refs[rule.window_alias]
+
+
+TERMS = "__terms:"  # window columns of term_rows(field): packed term columns ...
+NORM2 = "__norm2:"  # ... and squared norms (NaN for NULL), computed once per row
+
+
+def _window_fields(rule: ir.JoinRule, stream: ir.StreamDef,
+                   fast: set[ir.Agg]) -> frozenset[str]:
+    """The window stream's fields the rule reads once a row is in the window (its filter
+    has already run), outside the fast aggregates (which read term rows instead): only
+    these are kept, because the retained rows are the engine's state, pickled every batch
+    and shipped when a key moves (FSD keeps 500 tweets per key and needs none of their
+    fields, only their term rows)."""
+    names = {stream.timestamp} if stream.timestamp else set()
+    stack = [e for e in (rule.pair_where, rule.having, *(c.expr for c in rule.columns)) if e]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, ir.FieldRef) and expr.qualifier == rule.window_alias:
+            names.add(expr.name)
+        if expr not in fast:
+            stack.extend(ir.children(expr))
+    return frozenset(names)
+
+
+def _with_terms(rows: Table, fields: list[str]) -> Table:
+    """``rows`` plus the term-row columns of ``fields`` (NULL texts get NaN norms)."""
+    if not fields:
+        return rows
+    out = dict(rows)
+    for field in fields:
+        texts = rows[field]
+        if field + NULL_SUFFIX in rows:
+            texts = np.where(rows[field + NULL_SUFFIX], None, texts)
+        out[TERMS + field], out[NORM2 + field] = term_rows(texts)
+    return out
+
+
+def _projected(rows: Table, fields: frozenset[str]) -> Table:
+    """``rows`` without the fields nobody reads (internal ``__`` columns always stay)."""
+    return {name: col for name, col in rows.items()
+            if name.startswith("__") or name.removesuffix(NULL_SUFFIX) in fields}
 
 
 def _slice(col: Col, window: slice) -> Col:

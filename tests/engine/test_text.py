@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from datasketch import MinHash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cep.engine import text
 from cep.engine.text import (
     N_FEATURES,
-    extend_window,
     lsh_bucket,
-    max_similarity_to_window,
     minhash_signatures,
     similarity,
     tokenize_batch,
@@ -85,6 +85,19 @@ def test_similarity_exact_values() -> None:
 
 def test_tokens_are_lowercase_ascii_alnum_runs() -> None:
     assert text.tokens("Hello, World! it's #1 café") == ["hello", "world", "it", "s", "1", "caf"]
+    # characters that Unicode lower-cases to ASCII letters are still separators
+    assert text.tokens("İstanbul 5\u212a") == ["stanbul", "5"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=40), max_size=12))
+def test_batch_tokeniser_equals_the_definition(texts: list[str]) -> None:
+    """The byte-level batch tokeniser splits every text exactly like :func:`text.tokens`
+    (text boundaries included: a token never runs from one text into the next)."""
+    lengths, hashes = text._tokenised(np.array(texts, dtype=object))
+    want = [text.token_hash64(t) for s in texts for t in text.tokens(s)]
+    assert lengths.tolist() == [len(text.tokens(s)) for s in texts]
+    assert hashes.tolist() == want
 
 
 def test_similarity_vectorised_equals_scalar_and_broadcasts() -> None:
@@ -148,52 +161,47 @@ def test_tokenize_batch_counts() -> None:
     assert tokenize_batch(arr()).shape == (0, N_FEATURES)
 
 
-def brute_force_max(texts: np.ndarray, n_window: int, horizon: int) -> np.ndarray:
-    """Max of similarity() over the visible rows, computed pair by pair."""
+def brute_force_max(queries: np.ndarray, rows: np.ndarray, lo: np.ndarray,
+                    hi: np.ndarray) -> np.ndarray:
+    """Max of similarity() over each query's segment, pair by pair (NaN if none)."""
     out = []
-    for i in range(n_window, len(texts)):
-        lo = max(0, i - horizon)
-        if lo == i:
+    for q, a, b in zip(queries, lo, hi, strict=True):
+        texts = [t for t in rows[a:b] if t is not None]
+        if q is None or not texts:
             out.append(np.nan)
         else:
-            sims = similarity(np.repeat(texts[i : i + 1], i - lo), texts[lo:i])
-            out.append(sims.max())
+            out.append(similarity(np.repeat(np.array([q], dtype=object), len(texts)),
+                                  np.array(texts, dtype=object)).max())
     return np.array(out)
 
 
-@pytest.mark.parametrize(
-    ("n_window", "n_new", "horizon"),
-    [(0, 1, 5), (0, 40, 5), (30, 40, 5), (3, 10, 50), (500, 700, 500), (10, 600, 37)],
-)
-def test_window_fast_path_is_bit_identical(n_window: int, n_new: int, horizon: int) -> None:
-    texts = corpus(n_window + n_new, seed=n_window + n_new + horizon, vocab=300)
-    window = tokenize_batch(texts[:n_window])
-    new = tokenize_batch(texts[n_window:])
-    fast = max_similarity_to_window(window, new, horizon)
-    slow = brute_force_max(texts, n_window, horizon)
-    assert np.array_equal(fast, slow, equal_nan=True)
-    assert np.isnan(fast).sum() == (1 if n_window == 0 else 0)
+def test_term_rows_pack_columns_and_norms() -> None:
+    terms, norm2 = text.term_rows(np.array(["a a b", "", None, "B b b c"], dtype=object))
+    assert [len(t) // 4 for t in terms] == [3, 0, 0, 4]
+    assert norm2[[0, 1, 3]].tolist() == [5.0, 0.0, 10.0] and np.isnan(norm2[2])
 
 
-def test_window_fast_path_with_batches_equals_one_pass() -> None:
-    """Feeding a key's events batch by batch (window carried over) changes nothing."""
-    texts = corpus(900, seed=9, vocab=400)
-    horizon = 100
-    whole = max_similarity_to_window(tokenize_batch(texts[:0]), tokenize_batch(texts), horizon)
-    window = tokenize_batch(texts[:0])
-    parts = []
-    for s in range(0, 900, 137):
-        new = tokenize_batch(texts[s : s + 137])
-        parts.append(max_similarity_to_window(window, new, horizon))
-        window = extend_window(window, new, horizon)
-        assert window.shape[0] == min(horizon, s + new.shape[0])
-    assert np.array_equal(np.concatenate(parts), whole, equal_nan=True)
-
-
-def test_window_horizon_must_be_positive() -> None:
-    m = tokenize_batch(arr("a"))
-    with pytest.raises(ValueError):
-        max_similarity_to_window(m, m, 0)
+@pytest.mark.parametrize(("keys", "rows_per_key", "queries", "seed"),
+                         [(1, 0, 5, 1), (1, 40, 30, 2), (7, 60, 50, 3), (40, 30, 400, 4)])
+def test_segment_kernel_is_bit_identical_to_similarity(keys, rows_per_key, queries, seed):
+    """Random segments inside each query's key, NULL texts among queries and rows, a
+    tiny pair budget so queries go in many chunks: every value equals the pair-by-pair
+    max of similarity() exactly."""
+    rng = np.random.default_rng(seed)
+    rows = corpus(keys * rows_per_key, seed=seed, vocab=60).astype(object)
+    rows[rng.random(len(rows)) < 0.1] = None
+    row_group = np.repeat(np.arange(keys), rows_per_key)
+    query_group = rng.integers(0, keys, queries)
+    start = query_group * rows_per_key
+    lo = start + rng.integers(0, rows_per_key + 1, queries)
+    hi = np.minimum(lo + rng.integers(0, rows_per_key + 1, queries), start + rows_per_key)
+    texts = corpus(queries, seed=seed + 100, vocab=60).astype(object)
+    texts[rng.random(queries) < 0.1] = None
+    fast = text.max_similarity_in_segments(text.term_rows(texts), query_group,
+                                           text.term_rows(rows), row_group, lo, hi,
+                                           pair_budget=50)
+    assert np.array_equal(fast, brute_force_max(texts, rows, lo, hi), equal_nan=True)
+    assert (fast[~np.isnan(fast)] > 0).any() or rows_per_key == 0
 
 
 # ---------------------------------------------------------------- MinHash LSH

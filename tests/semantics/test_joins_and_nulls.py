@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 JOIN_RULE = """
 CREATE SCHEMA T (id long, ts timestamp, k int, text string) TIMESTAMP ts;
 @Name('novel')
@@ -30,6 +33,23 @@ def test_lastevent_join_window_is_per_key_and_bounded(run_epl):
     # key 2 never saw "a b" before; for id 5 the last 2 of key 1 are "c d", "e f"
     assert [r["id"] for r in out] == [1, 2, 3, 4, 5]
     assert [r["n"] for r in out] == [0, 0, 1, 2, 2]
+
+
+@pytest.mark.parametrize("batch_size", [None, 7, 50])
+def test_similarity_kernel_equals_the_pair_by_pair_path(run_epl, batch_size):
+    """``max(similarity(LE.text, TW.text))`` runs in a vectorised kernel over term rows
+    (the window keeps no texts); a pair filter that is always true forces the general
+    pair-by-pair evaluation. Both give the same events, NULL texts included."""
+    rng = np.random.default_rng(5)
+    words = ["red", "apple", "blue", "sky", "green", "tea", "cup", "a", "b"]
+    events = [{"id": i, "ts": i, "k": int(rng.integers(0, 4)),
+               "text": None if rng.random() < 0.15 else
+               " ".join(rng.choice(words, int(rng.integers(0, 5))))} for i in range(300)]
+    forced = JOIN_RULE.replace("WHERE LE.k = TW.k", "WHERE LE.k = TW.k AND TW.id >= 0")
+    fast = run_epl(JOIN_RULE.replace("#length(2)", "#length(20)"), events, batch_size)
+    slow = run_epl(forced.replace("#length(2)", "#length(20)"), events, batch_size)
+    assert fast == slow and len(fast) > 10
+    assert any(r["best"] is None for r in fast) and any(r["best"] for r in fast)
 
 
 def test_join_where_only_on_trigger_filters_triggers(run_epl):
