@@ -318,7 +318,7 @@ def run_cep_aipws(spark, module, table: Table, batch_size: int, workdir: Path) -
         parts: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
         for frame in frames:
             for payload in frame["payload"].tolist():
-                _, mine, _ = pickle.loads(payload)
+                _, mine, _, _ = pickle.loads(payload)
                 for name, t in mine.items():
                     parts[name].append(t)
         streams = {n: concat(p) for n, p in parts.items()}
@@ -330,7 +330,8 @@ def run_cep_aipws(spark, module, table: Table, batch_size: int, workdir: Path) -
         busy = time.perf_counter() - started
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         yield arrow_safe(pd.concat([event_frame(events, e),
-                                    stats_frame(e, streams, busy, moves)], ignore_index=True))
+                                    stats_frame(e, streams, busy, moves, {})],
+                                   ignore_index=True))
 
     started = time.perf_counter()
     wall_start = time.time()

@@ -46,33 +46,41 @@ class EngineProcessor(StatefulProcessor):
         self.state = handle.getValueState("engine", "blob binary")
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        started = time.perf_counter()
+        clock = StageClock()
         engine_index = self.engine_of_label[int(key[0])]
         streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
         passthrough: list[Table] = []
-        batch = -1
+        batch, route_s = -1, 0.0
         for frame in rows:
             for payload in frame["payload"].tolist():
-                batch, mine, extra = pickle.loads(payload)
+                batch, mine, extra, part_route_s = pickle.loads(payload)
+                route_s += part_route_s
                 for name, table in mine.items():
                     streams[name].append(table)
                 if extra:
                     passthrough.append(extra)
         batch_streams = {n: concat(parts) for n, parts in streams.items()}
+        clock.lap("unpack")
         engine = Engine(self.module)
         if self.state.exists():
             engine.restore(self.state.get()[0])
+        clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         if self.store is not None:
             moves["imported_keys"] = import_moved_keys(self.store, engine, engine_index, batch)
+            clock.lap("import")
         events = engine.process(batch_streams)
+        clock.lap("process")
         if self.store is not None:
             moves.update(export_moved_keys(self.store, engine, engine_index, batch))
+            clock.lap("export")
         self.state.update((engine.snapshot(),))
-        busy = time.perf_counter() - started
+        clock.lap("snapshot")
         out = [event_frame(concat([*passthrough, events]) if passthrough else events,
                            engine_index)]
-        out.append(stats_frame(engine_index, batch_streams, busy, moves))
+        clock.lap("output")
+        stages = {**clock.laps, "route": route_s}  # routing ran before, in the router tasks
+        out.append(stats_frame(engine_index, batch_streams, clock.total, moves, stages))
         yield arrow_safe(pd.concat(out, ignore_index=True))
 
     def close(self) -> None:
@@ -127,11 +135,30 @@ def export_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> 
     return {"exported_keys": len(keys), "exported_bytes": sum(len(b) for b in blobs.values())}
 
 
+class StageClock:
+    """Seconds spent in each stage of an engine's batch, for the time breakdown that
+    ``cep bench`` reports (Spark's own costs, such as the state store commit, come from
+    the query's progress reports instead)."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.laps[stage] = round(now - self.last, 6)
+        self.last = now
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self.started
+
+
 def stats_frame(engine_index: int, streams: dict[str, Table], busy: float,
-                moves: dict) -> pd.DataFrame:
+                moves: dict, stages: dict[str, float]) -> pd.DataFrame:
     keys = [t[KEY] for t in streams.values() if t and nrows(t)]
     rows = sum(len(k) for k in keys)
-    stats = {"rows": rows, "busy_s": round(busy, 6), **moves,
+    stats = {"rows": rows, "busy_s": round(busy, 6), **moves, "stages": stages,
              "key_load": key_counts(np.concatenate(keys)) if keys else {}}
     return pd.DataFrame({"kind": ["stats"], "engine": np.array([engine_index], np.int32),
                          "rule": [None], "key": [None], "seq": np.array([-1], np.int64),

@@ -9,6 +9,7 @@ Output rows of stateless rules ride along with engine 0's row.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -30,17 +31,18 @@ KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
                engine_of: KeyRouter, batch: int) -> list[tuple[int, bytes]]:
-    """(label, payload) for every engine, from one staged part."""
+    """(label, payload) for every engine, from one staged part. Engine 0's payload also
+    carries the part's stateless output and the seconds routing took (for the metrics)."""
+    started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
     keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
     owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
     passthrough = concat(stateless) if stateless else None
-    rows = []
-    for e, label in enumerate(labels):
-        mine = {n: take(t, owners[n] == e) for n, t in keyed.items()}
-        extra = passthrough if e == 0 else None
-        rows.append((label, pickle.dumps((batch, mine, extra), protocol=5)))
-    return rows
+    mine = [{n: take(t, owners[n] == e) for n, t in keyed.items()} for e in range(len(labels))]
+    elapsed = time.perf_counter() - started
+    return [(label, pickle.dumps((batch, mine[e], passthrough if e == 0 else None,
+                                  elapsed if e == 0 else 0.0), protocol=5))
+            for e, label in enumerate(labels)]
 
 
 def router(module: ir.CompiledModule, labels: list[int], engine_of: KeyRouter
