@@ -23,7 +23,7 @@ PAPER_SECONDS = 40 * 60
 
 def format_bench(results: list[StrategyResult]) -> str:
     header = ("strategy", "tweets", "tweets/s", "events", "= KG", "avg RSTD", "keys moved",
-              "load moved", "state bytes", "| paper tweets/s", "paper events",
+              "load moved", "state bytes", "makespan s", "| paper tweets/s", "paper events",
               "paper RSTD")
     rows = [header]
     for r in results:
@@ -32,10 +32,22 @@ def format_bench(results: list[StrategyResult]) -> str:
             r.strategy, f"{r.processed:,}", f"{r.events_per_s:,.0f}", f"{r.events:,}",
             "yes" if r.equal_to_kg else f"NO (+{r.extra}/-{r.missing})",
             f"{r.avg_rstd:.1f}%", f"{r.keys_moved:,}", f"{r.load_moved:,}",
-            f"{r.state_bytes_moved:,}",
+            f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
             f"| {paper[0] / PAPER_SECONDS:,.0f}" if paper else "|",
             f"{paper[1]:,}" if paper else "", f"{paper[2]:.2f}%" if paper else "",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
-                     for row in rows)
+    table = "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
+                      for row in rows)
+    return f"{table}\n\n{format_stages(results)}"
+
+
+def format_stages(results: list[StrategyResult]) -> str:
+    """Where the engines' time went, per strategy: seconds summed over batches and
+    engines for each stage (routing ran in the router tasks, before the engines)."""
+    stages = sorted({stage for r in results for stage in r.stage_s})
+    lines = ["time by stage (s): " + "  ".join(stages)]
+    for r in results:
+        lines.append(f"{r.strategy:>8}: " + "  ".join(
+            f"{r.stage_s.get(stage, 0.0):.1f}".rjust(len(stage)) for stage in stages))
+    return "\n".join(lines)

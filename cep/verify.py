@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -36,6 +36,9 @@ class StrategyResult:
     processed: int = 0
     events_per_s: float = 0.0
     load_moved: int = 0
+    makespan_s: float = 0.0  # Σ over batches of the busiest engine's seconds
+    batch_makespan_s: list[float] = field(default_factory=list)
+    stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
 
     @property
     def key_preserving(self) -> bool:
@@ -59,6 +62,10 @@ def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list
         if reference is None:
             reference = got
         rstds = np.array([m["rstd"] for m in run.metrics]) if run.metrics else np.zeros(1)
+        slowest = [max(m["busy_s_per_engine"], default=0.0) for m in run.metrics]
+        stages: Counter = Counter()
+        for m in run.metrics:
+            stages.update(m.get("stage_s", {}))
         results.append(StrategyResult(
             strategy=name,
             events=len(run.records),
@@ -74,6 +81,9 @@ def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list
             processed=run.events,
             events_per_s=round(run.events / max(run.seconds, 1e-9), 1),
             load_moved=sum(m.get("load_moved", 0) for m in run.metrics),
+            makespan_s=round(sum(slowest), 3),
+            batch_makespan_s=[round(x, 4) for x in slowest],
+            stage_s={k: round(v, 3) for k, v in stages.items()},
         ))
     return [r for r in results if r.strategy in strategies]
 
