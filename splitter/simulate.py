@@ -18,7 +18,14 @@ time.  State moved depends on what the rule keeps per key:
 
 Each window also gets the trace's own lower bounds for any key-preserving map: ``max / mean``
 engine load ``>= max(1, N · p1)`` and the RSTD bound that implies
-(:func:`~splitter.stats.rstd_lower_bound`), ``p1`` being the window's heaviest key share.
+(:func:`~splitter.stats.rstd_lower_bound`), ``p1`` being the window's heaviest key share
+(bounds for equal shares).
+
+Heterogeneous engines: ``engine_cost[e]`` is engine e's busy time per event, so a window's
+busy time per engine is its events times that, and the busy makespan (sum over windows of
+the busiest engine's busy time) is how long the run takes.  ``capacity="measured"`` feeds
+those busy times to a :class:`~splitter.capacity.CapacityModel` after every window and
+balances relative to its shares from then on; ``"equal"`` balances events.
 """
 
 from __future__ import annotations
@@ -28,15 +35,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from splitter.capacity import CapacityModel
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
 from splitter.stats import (
     LoadStatistics,
+    capacity_weights,
     max_over_mean_bound,
     rstd,
     rstd_lower_bound,
 )
-from splitter.strategies import get_strategy
+from splitter.strategies import SERIES_WINDOWS, get_strategy
 
 PAPER_RATE = 2_950_000 / 40
 """Events per "minute" in the paper's Zipf experiment: ~2.95 M tweets in a 40-minute run
@@ -49,7 +58,7 @@ class SimResult:
 
     strategy: str
     engine_loads: np.ndarray  # (windows, N) events routed to each engine
-    rstd: np.ndarray  # (windows,) RSTD % of the window's (capacity-relative) engine loads
+    rstd: np.ndarray  # (windows,) RSTD % of the window's engine loads relative to `shares`
     lower_bound_max_over_mean: np.ndarray  # (windows,) max(1, N·p1)
     rstd_lower_bound: np.ndarray  # (windows,) RSTD % no key-preserving map can beat
     keys_moved: np.ndarray  # (windows,) keys whose engine changed after this window
@@ -57,6 +66,8 @@ class SimResult:
     state_moved: np.ndarray  # (windows,) events of state shipped for those keys
     split_keys_pct: np.ndarray  # (windows,) % of the window's keys sent to > 1 engine (pkg)
     decision_ms: np.ndarray  # (windows,) time to compute the next map
+    busy: np.ndarray  # (windows, N) busy time of each engine: events · engine_cost
+    shares: np.ndarray  # (windows, N) target load shares in force (equal unless measured)
     summary: dict[str, float | int | str] = field(default_factory=dict)
 
 
@@ -68,6 +79,7 @@ def _split_keys_pct(ids: np.ndarray, engines: np.ndarray, n_engines: int) -> flo
 
 
 STATE_MODELS = ("length", "time")
+CAPACITY_MODES = ("equal", "measured")
 
 
 def _state_of_keys(
@@ -89,13 +101,17 @@ def simulate(
     *,
     history: int = 1,
     seed: int = 0,
+    engine_cost: np.ndarray | None = None,
+    capacity: str = "equal",
 ) -> SimResult:
     """Replay ``key_trace`` (event → dense key id) under ``strategy`` (a name in
     :data:`~splitter.strategies.STRATEGIES`, or ``"pkg"``).
 
     ``history`` windows (optionally ``decay``-weighted) make up the load statistics each
     decision sees; ``seed`` seeds PKG's hash functions.  The initial map is KG:
-    ``kg_engine(key id)``.
+    ``kg_engine(key id)``.  ``engine_cost`` (busy time per event, per engine; default all 1)
+    and ``capacity`` (``"equal"`` or ``"measured"``): see the module docstring.  PKG routes by
+    its own load estimates and ignores capacity.
     """
     trace = np.asarray(key_trace)
     if trace.ndim != 1 or (trace.size and (trace.dtype.kind not in "iu" or trace.min() < 0)):
@@ -104,6 +120,11 @@ def simulate(
         raise ValueError("window must be >= 1 event")
     if state_model not in STATE_MODELS:
         raise ValueError(f"state_model must be one of {STATE_MODELS}, got {state_model!r}")
+    if capacity not in CAPACITY_MODES:
+        raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
+    cost = np.ones(n_engines) if engine_cost is None else np.asarray(engine_cost, np.float64)
+    if cost.shape != (n_engines,) or not np.all(np.isfinite(cost)) or np.any(cost <= 0):
+        raise ValueError(f"engine_cost must be {n_engines} positive finite values")
     n_keys = int(trace.max()) + 1 if trace.size else 0
     starts = range(0, len(trace), window)
     n_windows = len(starts)
@@ -111,10 +132,13 @@ def simulate(
     decide = None if router is not None else get_strategy(strategy)
     key_hashes = stable_hash(np.arange(n_keys))
     key_map = kg_engine(np.arange(n_keys), n_engines)
-    stats = LoadStatistics(history, decay)
+    stats = LoadStatistics(history, decay, series_windows=SERIES_WINDOWS.get(strategy, 0))
     stats.ensure_keys(n_keys)
+    model = CapacityModel(n_engines) if capacity == "measured" else None
+    target: np.ndarray | None = None  # capacity shares in force; None = equal
 
     loads = np.zeros((n_windows, n_engines))
+    shares = np.full((n_windows, n_engines), 1.0 / n_engines)
     rstds, lb_ratio, lb_rstd, split, ms = (np.zeros(n_windows) for _ in range(5))
     moved, moved_pct, state_moved = (np.zeros(n_windows) for _ in range(3))
     for t, start in enumerate(starts):
@@ -125,7 +149,12 @@ def simulate(
         else:
             engines = key_map[ids]
         loads[t] = np.bincount(engines, minlength=n_engines)
-        rstds[t] = rstd(loads[t])
+        if target is not None:
+            shares[t] = target
+        rstds[t] = rstd(loads[t] * capacity_weights(target, n_engines))
+        if model is not None:
+            model.observe(loads[t], loads[t] * cost)
+            target = model.shares()
         window_count = np.bincount(ids, minlength=n_keys)
         lb_ratio[t] = max_over_mean_bound(window_count, n_engines)
         lb_rstd[t] = rstd_lower_bound(window_count, n_engines)
@@ -134,8 +163,10 @@ def simulate(
             continue  # PKG has no map; after the last window there is nothing to route
         seen = stats.seen
         state = _state_of_keys(state_model, seen, window_count, H)
+        series = stats.series if strategy in SERIES_WINDOWS else None
         tic = time.perf_counter()
-        new_map = decide(stats.load, key_map, n_engines, threshold=threshold, state_size=state)
+        new_map = decide(stats.load, key_map, n_engines, threshold=threshold, state_size=state,
+                         capacity=target, load_series=series)
         ms[t] = 1000.0 * (time.perf_counter() - tic)
         changed = np.flatnonzero(new_map != key_map)
         moved[t] = len(changed)
@@ -146,7 +177,8 @@ def simulate(
     result = SimResult(
         strategy=strategy, engine_loads=loads, rstd=rstds, lower_bound_max_over_mean=lb_ratio,
         rstd_lower_bound=lb_rstd, keys_moved=moved, keys_moved_pct=moved_pct,
-        state_moved=state_moved, split_keys_pct=split, decision_ms=ms,
+        state_moved=state_moved, split_keys_pct=split, decision_ms=ms, busy=loads * cost,
+        shares=shares,
     )
     result.summary.update(summarize(result, threshold))
     result.summary.update(n_engines=n_engines, window=window, events=len(trace))
@@ -159,7 +191,8 @@ def summarize(result: SimResult, threshold: float) -> dict[str, float | int | st
     ``feasible`` windows are those whose RSTD lower bound is at most ``threshold``: the only
     windows where a key-preserving strategy *can* meet θ.  The makespan lower bound sums, per
     window, ``max(1, N·p1) · mean engine load`` (neither the heaviest key nor the average can
-    be beaten by a key-preserving map; PKG splits keys and may go below it).
+    be beaten by a key-preserving map; PKG splits keys and may go below it).  The busy
+    makespan is the same sum over busy times, i.e. with each engine's cost per event.
     """
     rebal = result.keys_moved > 0
     feasible = result.rstd_lower_bound <= threshold
@@ -192,6 +225,7 @@ def summarize(result: SimResult, threshold: float) -> dict[str, float | int | st
         "makespan_lower_bound": float(
             (result.lower_bound_max_over_mean * loads.mean(axis=1)).sum()
         ),
+        "busy_makespan": float(result.busy.max(axis=1).sum()),
         "avg_split_keys_pct": mean(result.split_keys_pct),
         "decision_ms_mean": mean(decided),
         "decision_ms_p99": float(np.percentile(decided, 99)) if decided.size else 0.0,

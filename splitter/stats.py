@@ -12,6 +12,7 @@ so integer loads stay exact) and scaled by ``1 / (N · share_e)`` otherwise.  Pu
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 import numpy as np
 
@@ -103,16 +104,23 @@ class LoadStatistics:
     a key that left the window has exactly zero load, which the strategies rely on (zero-load
     keys are never moved).  Key ids are dense ``0..K-1``; ``K`` grows when a larger id appears.
     ``seen`` counts every event ever recorded per key (the length-window state model needs it).
+    ``series`` is the per-batch counts themselves, for strategies that look at how each key's
+    load moves over time (CLB); ``series_windows`` keeps that many batches for it even when the
+    load window is shorter (the load still sums only the newest ``window``).
     """
 
-    def __init__(self, window: int = 1, decay: float | None = None) -> None:
+    def __init__(self, window: int = 1, decay: float | None = None, *,
+                 series_windows: int = 0) -> None:
         if window < 1:
             raise ValueError("window must be >= 1 batch")
         if decay is not None and not 0.0 < decay <= 1.0:
             raise ValueError("decay must be in (0, 1]")
+        if series_windows < 0:
+            raise ValueError("series_windows must be >= 0")
         self.window = window
         self.decay = 1.0 if decay is None else float(decay)
-        self._batches: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=window)
+        self._batches: deque[tuple[np.ndarray, np.ndarray]] = deque(
+            maxlen=max(window, series_windows))
         self._seen = np.zeros(0, dtype=np.int64)
 
     @property
@@ -140,8 +148,19 @@ class LoadStatistics:
     def load(self) -> np.ndarray:
         """Per-key load over the window (float64, length ``n_keys``)."""
         out = np.zeros(self.n_keys)
-        for age, (ids, counts) in enumerate(reversed(self._batches)):
+        newest = islice(reversed(self._batches), self.window)
+        for age, (ids, counts) in enumerate(newest):
             out[ids] += counts * self.decay**age  # ids are distinct within a batch
+        return out
+
+    @property
+    def series(self) -> np.ndarray:
+        """Per-batch event counts of every kept batch, oldest first: float64, shape
+        ``(batches kept, n_keys)`` (not decayed; at most ``max(window, series_windows)``
+        rows)."""
+        out = np.zeros((len(self._batches), self.n_keys))
+        for row, (ids, counts) in enumerate(self._batches):
+            out[row, ids] = counts
         return out
 
     @property

@@ -55,7 +55,7 @@ def test_kg_never_moves_and_reports_bounds(trace: np.ndarray) -> None:
     assert s["makespan"] >= s["makespan_lower_bound"]
 
 
-@pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf"])
+@pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"])
 def test_balancers_beat_kg_and_respect_the_bound(trace: np.ndarray, strategy: str) -> None:
     kg = simulate(trace, "kg", n_engines=4, window=5_000).summary
     result = simulate(trace, strategy, n_engines=4, window=5_000)

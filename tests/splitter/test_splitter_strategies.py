@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splitter.stats import engine_loads, imbalance
-from splitter.strategies import KEY_PRESERVING, STRATEGIES, dlb_h, dlb_l, get_strategy, kg, lptf
+from splitter.strategies import (
+    KEY_PRESERVING,
+    PERIODS,
+    STRATEGIES,
+    dlb_h,
+    dlb_l,
+    get_strategy,
+    kg,
+    lptf,
+)
 
 # Shared hand example: 3 engines, 6 keys.
 #   key     k0 k1 k2 k3 k4 k5
@@ -106,10 +115,23 @@ def test_kg_returns_a_copy() -> None:
 
 
 def test_registry() -> None:
-    assert set(STRATEGIES) == {"kg", "dlb-h", "dlb-l", "lptf"} == set(KEY_PRESERVING)
+    names = {"kg", "dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"}
+    assert set(STRATEGIES) == names == set(KEY_PRESERVING)
     assert "pkg" not in KEY_PRESERVING
-    with pytest.raises(KeyError, match="known: dlb-h"):
+    assert get_strategy("dlb-h") is dlb_h
+    with pytest.raises(KeyError, match="known: clb, dlb-h"):
         get_strategy("nope")
+
+
+def test_clb_comes_wrapped_to_decide_every_m_windows() -> None:
+    # Each get_strategy call is a new run with its own count: decisions on calls m, 2m, ...
+    every = PERIODS["clb"]
+    load, current = np.array([5.0, 5.0, 1.0]), np.zeros(3, dtype=np.int64)
+    decide = get_strategy("clb")
+    changed = [bool(np.any(decide(load, current, 2) != current)) for _ in range(2 * every)]
+    assert changed == ([False] * (every - 1) + [True]) * 2
+    fresh = get_strategy("clb")
+    assert fresh is not decide and np.array_equal(fresh(load, current, 2), current)
 
 
 @pytest.mark.parametrize(
@@ -223,7 +245,7 @@ def test_every_strategy_returns_a_total_map_and_never_mutates(problem, name) -> 
 
 
 @settings(max_examples=200, deadline=None, database=None)
-@given(general_problems(), st.sampled_from(["dlb-h", "dlb-l", "lptf"]))
+@given(general_problems(), st.sampled_from(["dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"]))
 def test_balancing_strategies_never_worsen_rstd_nor_move_idle_keys(problem, name) -> None:
     load, current, n, theta, capacity = problem
     out = STRATEGIES[name](load, current, n, threshold=theta, capacity=capacity)
