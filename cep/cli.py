@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -23,7 +24,12 @@ from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
 from cep.quality import precision_recall
 from cep.reference import run_reference
-from cep.spark.runtime import DEFAULT_BATCH_SIZE, SparkRunError, run_on_spark
+from cep.spark.runtime import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MONGO_TIMEOUT,
+    SparkRunError,
+    run_on_spark,
+)
 from cep.verify import failures, format_table, to_json, verify
 from migration.server import EmbeddedMongoError
 from migration.store import StoreError
@@ -93,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     _balancing_options(run)
     run.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
                      help="how keys are spread over engines (default kg: key grouping)")
+    run.add_argument("--mongo-timeout", type=float, default=DEFAULT_MONGO_TIMEOUT,
+                     metavar="SECONDS", help="longest wait for MongoDB to be found, connect "
+                     f"or answer (default {DEFAULT_MONGO_TIMEOUT:g}; options in the URI win)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--verbose", action="store_true", help="show Spark's own logs")
     run.set_defaults(handler=_run)
@@ -104,7 +113,14 @@ def _parser() -> argparse.ArgumentParser:
 
     simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
                               "without Spark (the paper's periodic-Zipf setting by default)")
-    simulate.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg")
+    simulate.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,elb,clb,milp,pkg",
+                          help=f"comma-separated, from {','.join(STRATEGY_NAMES)}")
+    simulate.add_argument("--capacity", choices=["equal", "measured"], default="equal",
+                          help="balance to equal shares, or to shares from each engine's "
+                               "measured busy time per event (default equal)")
+    simulate.add_argument("--engine-cost", metavar="C0,C1,...",
+                          help="simulated busy time per event of each engine, e.g. 1,1,3,1,1 "
+                               "for one engine 3x slower (default all 1)")
     simulate.add_argument("--events", type=int, default=2_950_000)
     simulate.add_argument("--keys", type=int, default=4096)
     simulate.add_argument("--engines", type=int, default=5)
@@ -136,7 +152,8 @@ def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .epl rule file")
     parser.add_argument("--input", action="append", required=True, metavar="SRC")
     parser.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg",
-                        help="comma-separated, default kg,dlb-h,dlb-l,lptf,pkg")
+                        help=f"comma-separated, from {','.join(STRATEGY_NAMES)} "
+                             "(default kg,dlb-h,dlb-l,lptf,pkg)")
     parser.add_argument("--engines", type=int, default=5, metavar="N")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N")
@@ -150,8 +167,9 @@ def _balancing_options(parser: argparse.ArgumentParser) -> None:
                         help="rebalance when the engines' load RSTD exceeds this (default 15)")
     parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
                         help="batches of per-key load the Balancer looks at (default 1)")
-    parser.add_argument("--mongo-uri", metavar="URI",
-                        help="MongoDB for key-state handoff (default: an embedded server)")
+    parser.add_argument("--mongo-uri", metavar="URI", default=os.environ.get("CEP_MONGO_URI"),
+                        help="MongoDB for key-state handoff (default: $CEP_MONGO_URI, which "
+                        "keeps a password out of the process list, else an embedded server)")
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -218,7 +236,8 @@ def _run(args: argparse.Namespace) -> int:
                            master=args.master, checkpoint=args.checkpoint,
                            verbose=args.verbose, progress=not args.quiet,
                            strategy=args.strategy, threshold=args.threshold,
-                           stat_window=args.stat_window, mongo_uri=args.mongo_uri)
+                           stat_window=args.stat_window, mongo_uri=args.mongo_uri,
+                           mongo_timeout=args.mongo_timeout)
         records, metrics = run.records, run.metrics
     write_records(records, args.output, args.format)
     quality = precision_recall(records, loaded.truth_ids) if loaded.truth_ids is not None \
@@ -279,14 +298,16 @@ def _simulate(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"unknown strategy {unknown[0]}; choose from "
                          f"{', '.join(STRATEGY_NAMES)}")
+    cost = _engine_cost(args.engine_cost, args.engines)
     columns = ("avg_rstd", "max_rstd", "avg_rstd_lower_bound", "rebalances",
                "avg_pct_keys_moved_per_rebalance", "max_pct_keys_moved_per_rebalance",
-               "events_moved", "makespan", "decision_ms_mean")
+               "events_moved", "makespan", "busy_makespan", "decision_ms_mean")
     summaries = {}
     print("strategy  " + "  ".join(f"{_short(c):>12}" for c in columns))
     for name in strategies:
         result = simulate(trace, name, n_engines=args.engines, window=args.window,
-                          threshold=args.threshold, seed=args.seed)
+                          threshold=args.threshold, seed=args.seed, engine_cost=cost,
+                          capacity=args.capacity)
         summaries[name] = result.summary
         cells = [result.summary.get(c, "") for c in columns]
         print(f"{name:8s}  " + "  ".join(
@@ -294,6 +315,18 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2, default=str) + "\n")
     return 0
+
+
+def _engine_cost(text: str | None, n_engines: int) -> list[float] | None:
+    if not text:
+        return None
+    try:
+        cost = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"--engine-cost wants numbers like 1,1,3,1,1, got {text!r}") from None
+    if len(cost) != n_engines or min(cost) <= 0:
+        raise InputError(f"--engine-cost needs {n_engines} positive numbers, got {text!r}")
+    return cost
 
 
 def _short(column: str) -> str:

@@ -14,7 +14,7 @@ RULES = Path(__file__).parent.parent / "rules"
 
 def cep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cep.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, cwd=cwd, timeout=600)  # Spark runs on a busy 2-core box
 
 
 def test_check_describes_rules_key_and_streams():

@@ -1,0 +1,108 @@
+"""First Story Detection at the DLB paper's scale, on Spark: throughput, balance, makespan.
+
+Runs ``cep verify`` (the same code as ``cep bench``) on the built-in ``tweets`` workload for
+each strategy and prints, per strategy: tweets/s end to end (the whole ``run_on_spark``
+call: staging, session, every batch), first stories and equality with KG, avg RSTD, keys
+moved, the projected 5-engine makespan (Σ over batches of the busiest engine's seconds),
+and where the engines' time went (routing, unpacking, state restore and snapshot,
+processing, migration, output). With ``--mode zipf-periodic`` the makespan is also given
+for the batches that lie inside the Zipf 1.5 phases (a batch belongs to the phase in force
+for most of its tweets).
+
+Targets (issue 5): ≥ 25,000 tweets/s under KG and DLB; DLB ≥ 0.95× KG on ``default``;
+DLB's makespan in the 1.5 phase ≥ 1.3× better than KG's.
+
+Run: ``python bench/bench_fsd.py --n 2950000 --mode default --strategies kg,dlb-h``.
+Writes ``bench/results/fsd-<mode>-<n>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from cep.bench import format_bench
+from cep.io.inputs import load_inputs
+from cep.io.tweets import zipf_exponent
+from cep.lang.compile import compile_file
+from cep.verify import verify
+
+ROOT = Path(__file__).parent.parent
+
+
+def batch_exponents(timestamps: np.ndarray, batch_size: int) -> list[float]:
+    """The Zipf exponent in force for most tweets of each batch."""
+    exponents = zipf_exponent(timestamps)
+    out = []
+    for start in range(0, len(exponents), batch_size):
+        values, counts = np.unique(exponents[start:start + batch_size], return_counts=True)
+        out.append(float(values[np.argmax(counts)]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2_950_000)
+    parser.add_argument("--mode", default="default", choices=["default", "zipf-periodic"])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--strategies", default="kg,dlb-h,dlb-l")
+    parser.add_argument("--batch-size", type=int, default=100_000)
+    parser.add_argument("--threshold", type=float, default=15.0)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    module = compile_file(ROOT / "rules" / "fsd.epl")
+    started = time.perf_counter()
+    loaded = load_inputs(module, [f"tweets:n={args.n},mode={args.mode},seed={args.seed}"],
+                         None)
+    generate_s = time.perf_counter() - started
+    print(f"generated {args.n:,} tweets ({args.mode}) in {generate_s:.1f}s", flush=True)
+    strategies = [s for s in args.strategies.split(",") if s]
+    results = verify(module, loaded.tables, strategies, engines=5,
+                     batch_size=args.batch_size, master=args.master,
+                     threshold=args.threshold, progress=True)
+    print(format_bench(results))
+
+    exponents = batch_exponents(loaded.tables["Tweet"]["ts"], args.batch_size)
+    kg = next((r for r in results if r.strategy == "kg"), None)
+    summary = {}
+    for r in results:
+        steep = [m for m, e in zip(r.batch_makespan_s, exponents, strict=False) if e == 1.5]
+        summary[r.strategy] = {
+            "tweets_per_s": r.events_per_s,
+            "rate_vs_kg": round(r.events_per_s / kg.events_per_s, 3) if kg else None,
+            "makespan_s": r.makespan_s,
+            "makespan_zipf_1_5_s": round(sum(steep), 3),
+            "equal_to_kg": r.equal_to_kg,
+        }
+    if kg:
+        kg_steep = summary["kg"]["makespan_zipf_1_5_s"]
+        for row in summary.values():
+            row["makespan_gain_vs_kg"] = round(kg.makespan_s / row["makespan_s"], 3) \
+                if row["makespan_s"] else None
+            row["makespan_gain_zipf_1_5"] = round(kg_steep / row["makespan_zipf_1_5_s"], 3) \
+                if row["makespan_zipf_1_5_s"] else None
+    for name, row in summary.items():
+        print(f"{name:>6}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
+
+    out = Path(args.out or ROOT / "bench" / "results" / f"fsd-{args.mode}-{args.n}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "tweets": args.n, "mode": args.mode, "seed": args.seed,
+        "batch_size": args.batch_size, "threshold": args.threshold, "master": args.master,
+        "generate_s": round(generate_s, 2), "batch_exponents": exponents,
+        "summary": summary, "strategies": [asdict(r) for r in results],
+        "machine": f"{platform.machine()} {platform.python_version()}",
+    }, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
