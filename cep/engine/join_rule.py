@@ -104,7 +104,7 @@ class JoinOperator(WindowState):
     def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
                hi: np.ndarray) -> np.ndarray:
         """Each trigger's key time: the newest window row before it, or its own time."""
-        if self.rule.window.kind != "time":
+        if self.window.horizon is None:  # only #time and a TTL-bounded #keepall need it
             return np.zeros(len(hi), dtype=np.int64)
         before = np.where(hi > start, merged.time[np.maximum(hi - 1, 0)] if len(merged.time)
                           else 0, np.iinfo(np.int64).min)

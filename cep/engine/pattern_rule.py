@@ -49,7 +49,7 @@ class PatternOperator:
         self.unfiltered_streams = {
             a.stream for a in _atoms(rule.pattern)
             if a.local_filter is None or a.bound_filter is not None}
-        self.pattern = nfa.compile_pattern(root, within_us=rule.within_us)
+        self.pattern = nfa.compile_pattern(root, within_us=rule.horizon_us)
         self.states: dict[object, nfa.PatternState] = {}
 
     # ---- compile the IR pattern into matcher nodes

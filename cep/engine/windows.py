@@ -8,7 +8,8 @@ Event time per key never goes backwards: a row's *effective time* (``__time``) i
 largest timestamp seen for its key up to and including it. For in-order streams that is
 the event's own timestamp, so ``#time(T)`` holds the rows with timestamp in ``(t − T, t]``
 (Esper's ``ext_timed``); a late event is treated as arriving at its key's current time.
-``#time_batch(T)`` buckets are aligned to multiples of T since the epoch.
+``#time_batch(T)`` buckets are aligned to multiples of T since the epoch. A ``#keepall``
+given a state time-to-live (``WindowSpec.ttl_us``) is retained and read like ``#time(ttl)``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class KeyedWindow:
         self.spec = spec
         self.timestamp = timestamp
         self.rows: Table = {}
+        # How far back in event time a sliding window reaches: #time's size, or the state
+        # TTL that turns an unbounded #keepall into the same time-bounded window.
+        self.horizon = spec.size if spec.kind == "time" else spec.ttl_us
 
     # ---- batch processing
 
@@ -118,13 +122,12 @@ class KeyedWindow:
 
         ``codes`` are the triggers' key codes, ``gstart`` the first merged row of their key
         and ``clock`` their key's effective time when they arrive."""
-        kind, size = self.spec.kind, self.spec.size
-        if kind == "length":
-            return np.maximum(gstart, hi - size)
-        if kind == "keepall":
+        if self.spec.kind == "length":
+            return np.maximum(gstart, hi - self.spec.size)
+        if self.horizon is None:  # keepall without a TTL
             return gstart
         # time: the first row of the key whose effective time is > clock − T
-        first_alive = count_before(merged.codes, merged.time, codes, clock - size,
+        first_alive = count_before(merged.codes, merged.time, codes, clock - self.horizon,
                                    inclusive=True)
         return np.minimum(np.maximum(gstart, first_alive), hi)
 
@@ -134,9 +137,9 @@ class KeyedWindow:
         kind, size = self.spec.kind, self.spec.size
         if kind == "length":
             keep = merged.gend - idx <= size
-        elif kind == "time":
+        elif self.horizon is not None:  # time, or keepall under a TTL
             last_time = merged.time[merged.gend - 1] if len(idx) else merged.time
-            keep = merged.time > last_time - size
+            keep = merged.time > last_time - self.horizon
         elif kind == "length_batch":
             length = merged.gend - merged.gstart
             keep = (idx - merged.gstart) >= (length // size) * size

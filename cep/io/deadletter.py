@@ -33,6 +33,7 @@ KINDS = (
     "wrong_type",  # a value of the wrong kind (string for int, fraction for int, ...)
     "out_of_range",  # an integer outside int (32-bit) / long (64-bit), a timestamp overflow
     "bad_timestamp",  # a string that is neither ISO-8601 nor a number
+    "too_large",  # a record over the reader's max_record_bytes
 )
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table
 from cep.io.deadletter import DeadLetter
 from cep.io.generators import generate, generator_name
-from cep.io.sources import read_events
+from cep.io.sources import MAX_RECORD_BYTES, read_events
 from cep.lang import ir
 from cep.reference import merge_inputs
 
@@ -59,8 +59,10 @@ def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, 
 
 
 def load_inputs(module: ir.CompiledModule, specs: list[str],
-                dead_letter_path: str | None) -> LoadedInputs:
-    """Read every input, dead-lettering bad records, and number events globally."""
+                dead_letter_path: str | None,
+                max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
+    """Read every input, dead-lettering bad records (records over ``max_record_bytes``
+    among them), and number events globally."""
     sources = parse_input_specs(module, specs)
     tables: dict[str, Table] = {}
     truth = None
@@ -76,7 +78,8 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
                 frame, truth = generated.frame, generated.truth_ids
             else:
                 try:
-                    frame = read_events(source, list(stream.fields), stream.timestamp, dead)
+                    frame = read_events(source, list(stream.fields), stream.timestamp, dead,
+                                        max_record_bytes=max_record_bytes)
                 except FileNotFoundError as err:
                     raise InputError(str(err)) from None
             tables[name] = frame_to_table(frame, stream)

@@ -51,6 +51,14 @@ How JSON lines are read, and why it is fast and exact at the same time
     in 1.3 s. ``tests/io/test_sources.py::test_load_rate`` prints the rate for 100k lines,
     ``test_load_rate_1m`` (``-m slow``) for a million.
 
+Record size
+    A record larger than ``max_record_bytes`` (default :data:`MAX_RECORD_BYTES`, 1 MiB)
+    is a ``too_large`` dead letter: a JSON or CSV line by its bytes (without the newline),
+    a Parquet row by the bytes of its string values. An over-long JSON line is read past
+    in chunks, never held whole, so one line of gigabytes costs no more memory than a
+    chunk; real events are a few hundred bytes, and the bound keeps one huge text field
+    from swelling every window that holds it.
+
 CSV goes through pyarrow's CSV reader (all columns as strings, then the same converters);
 a file whose rows do not map one to one onto its lines (quoted values spanning lines)
 is re-read with :mod:`csv`. Parquet is typed already; values are still checked (an int
@@ -74,7 +82,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -93,6 +101,8 @@ CHUNK_BYTES = 8 << 20  # JSON lines are parsed in chunks of about this size
 PER_LINE_MAX = 256  # a failing block of at most this many lines is parsed line by line
 FAST_MIN = 32  # smaller blocks go line by line at once (cheaper than a pyarrow call)
 SHOW_LIMIT = 80  # offending values are quoted in reasons up to this many characters
+MAX_RECORD_BYTES = 1 << 20  # default bound on one record (see "Record size" above)
+HEAD_BYTES = 4096  # what is kept of a record too large to read (the dead letter cuts it)
 
 _FORMATS = {
     ".jsonl": "json",
@@ -481,6 +491,57 @@ def _utf8_ok(data: bytes) -> bool:
     return True
 
 
+def _utf8_error(line: bytes) -> int | None:
+    """Where a line stops being UTF-8 (None if it is UTF-8)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start
+    return None
+
+
+@dataclass
+class _Oversized:
+    """A line over the record limit, read past: its first bytes and its size."""
+
+    head: bytes
+    size: int
+
+
+def _line_chunks(fh: IO[bytes], limit: int) -> Iterator[bytes | _Oversized]:
+    """A binary file as chunks of whole lines (about CHUNK_BYTES each), in order.
+
+    A line that grows past ``limit`` before its newline comes alone as an
+    :class:`_Oversized` and is skipped chunk by chunk, so memory stays within the limit
+    plus two chunks whatever the file holds. (Shorter over-limit lines stay inside their
+    chunk; the caller rejects them by length.)
+    """
+    carry = b""
+    while True:
+        block = fh.read(CHUNK_BYTES)
+        if not block:
+            if carry:
+                yield carry
+            return
+        buf = carry + block if carry else block
+        cut = buf.rfind(b"\n") + 1
+        if cut:
+            yield buf[:cut]
+            carry = buf[cut:]
+        elif len(buf) <= limit:
+            carry = buf
+        else:
+            head, size = buf[:HEAD_BYTES], len(buf)
+            while block and (newline := block.find(b"\n")) < 0:
+                block = fh.read(CHUNK_BYTES)
+                size += len(block)
+            if not block:  # the file ends inside the line
+                yield _Oversized(head, size)
+                return
+            yield _Oversized(head, size - len(block) + newline)
+            carry = block[newline + 1:]
+
+
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r")
 
@@ -521,7 +582,11 @@ _JSON_ACCEPTS = {
 class _Reader:
     """Reads files of one schema, sending rejects to the dead letter."""
 
-    def __init__(self, fields: Schema, timestamp: str | None, dead: DeadLetter) -> None:
+    def __init__(self, fields: Schema, timestamp: str | None, dead: DeadLetter,
+                 max_record_bytes: int = MAX_RECORD_BYTES) -> None:
+        if max_record_bytes < 1:
+            raise ValueError(f"max_record_bytes must be positive, got {max_record_bytes}")
+        self.max_record_bytes = max_record_bytes
         self.fields = [(name, ftype.lower()) for name, ftype in fields]
         for name, ftype in self.fields:
             if ftype not in FIELD_TYPES:
@@ -539,6 +604,11 @@ class _Reader:
     def reject(self, line: int, kind: str, reason: str, record: bytes | str) -> None:
         text = _text(record) if isinstance(record, bytes) else record
         self.dead.add(self.source, int(line), kind, reason, text)
+
+    def reject_too_large(self, line: int, size: int, record: bytes | str) -> None:
+        """Dead-letter a record over ``max_record_bytes`` (``record`` may be its head)."""
+        reason = f"record of {size} bytes is over the limit of {self.max_record_bytes} bytes"
+        self.reject(line, "too_large", reason, record[:HEAD_BYTES])
 
     def accept_columns(
         self,
@@ -583,21 +653,13 @@ class _Reader:
 
     def read_json(self, path: str) -> None:
         first_line = 1
-        carry = b""
         with open(path, "rb") as fh:
-            while True:
-                block = fh.read(CHUNK_BYTES)
-                buf = carry + block if carry else block
-                if not block:
-                    if buf:
-                        self.json_chunk(buf, first_line)
-                    return
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    carry = buf
-                    continue
-                chunk, carry = buf[:cut], buf[cut:]
-                first_line += self.json_chunk(chunk, first_line)
+            for chunk in _line_chunks(fh, self.max_record_bytes):
+                if isinstance(chunk, _Oversized):
+                    self.reject_too_large(first_line, chunk.size, chunk.head)
+                    first_line += 1
+                else:
+                    first_line += self.json_chunk(chunk, first_line)
 
     def json_chunk(self, chunk: bytes, first_line: int) -> int:
         """Read one chunk of whole lines; returns its number of lines."""
@@ -611,13 +673,17 @@ class _Reader:
         def raw(i: int) -> bytes:
             return chunk[starts[i] : ends[i]]
 
+        large = ends - starts > self.max_record_bytes
         # every line starts with "{": no blank or indented lines, no continuation lines
-        if (buf[starts] == ord("{")).all() and self.json_fast(chunk, numbers, raw):
+        if (not large.any() and (buf[starts] == ord("{")).all()
+                and self.json_fast(chunk, numbers, raw)):
             return len(ends)
+        for i in np.flatnonzero(large).tolist():
+            self.reject_too_large(numbers[i], int(ends[i] - starts[i]), raw(i))
         lines = [raw(i) for i in range(len(ends))]
         blank = np.array([not line.strip() for line in lines], dtype=bool)
-        self.dead.skip(int(blank.sum()))
-        keep = np.flatnonzero(~blank)
+        self.dead.skip(int((blank & ~large).sum()))
+        keep = np.flatnonzero(~blank & ~large)
         self.json_bisect([lines[i] for i in keep.tolist()], numbers[keep])
         return len(ends)
 
@@ -777,17 +843,21 @@ class _Reader:
             lines.pop()
         if not lines:
             return
-        # lines that are not UTF-8 are rejected here and blanked out for the parser
+        # lines too large or not UTF-8 are rejected here and blanked out for the parser
         rejected: set[int] = set()
-        if not _utf8_ok(data):
+        utf8 = _utf8_ok(data)
+        if not utf8 or len(data) > self.max_record_bytes:
             for i, line in enumerate(lines):
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    self.reject(i + 1, "invalid_utf8", f"invalid UTF-8 at byte {err.start}", line)
-                    rejected.add(i)
-                    lines[i] = b""
-            data = b"\n".join(lines) + b"\n"
+                if len(line) > self.max_record_bytes:
+                    self.reject_too_large(i + 1, len(line), line)
+                elif not utf8 and (start := _utf8_error(line)) is not None:
+                    self.reject(i + 1, "invalid_utf8", f"invalid UTF-8 at byte {start}", line)
+                else:
+                    continue
+                rejected.add(i)
+                lines[i] = b""
+            if rejected:
+                data = b"\n".join(lines) + b"\n"
         empty = np.array([not line.rstrip(b"\r") for line in lines], dtype=bool)
         nonempty = np.flatnonzero(empty == 0)  # 0-based indices of lines pyarrow sees
         if not len(nonempty):
@@ -923,16 +993,24 @@ class _Reader:
         def raw(i: int) -> str:
             return json.dumps(table.slice(i, 1).to_pylist()[0], default=str)
 
+        sizes = np.zeros(table.num_rows, dtype=np.int64)
+        for name in present:
+            column = _strings(table.column(name).combine_chunks())
+            if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
+                sizes += pc.binary_length(column).fill_null(0).to_numpy(zero_copy_only=False)
+        large = sizes > self.max_record_bytes
+        for i in np.flatnonzero(large).tolist():
+            self.reject_too_large(i + 1, int(sizes[i]), raw(i))
         if missing:
             reason = f"missing field '{missing[0]}'"
-            for i in range(table.num_rows):
+            for i in np.flatnonzero(~large).tolist():
                 self.reject(i + 1, "missing_field", reason, raw(i))
             return
         cols = {
             name: _convert(table.column(name), ftype, name, text_cells=False)
             for name, ftype in self.fields
         }
-        self.accept_columns(cols, rows, raw)
+        self.accept_columns(cols, rows, raw, undecided=large)
 
     # -------------------------------------------------------------- per file
 
@@ -1018,13 +1096,15 @@ def read_events(
     timestamp: str | None,
     dead_letter: DeadLetter,
     fmt: str | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> pd.DataFrame:
     """Read, validate and type the events in ``paths`` (see the module docstring).
 
     ``fields`` is the stream's schema as ``(name, type)`` pairs, ``timestamp`` its
-    TIMESTAMP field (never null). Bad records go to ``dead_letter``.
+    TIMESTAMP field (never null). Bad records go to ``dead_letter``, records over
+    ``max_record_bytes`` among them.
     """
-    reader = _Reader(fields, timestamp, dead_letter)
+    reader = _Reader(fields, timestamp, dead_letter, max_record_bytes)
     parts = [
         piece
         for path in expand_paths(paths)

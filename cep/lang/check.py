@@ -39,11 +39,19 @@ RESERVED_COLUMNS = ("rule", "key", "seq", "ts")
 
 
 def compile_module(
-    module: ast.Module, overrides: Mapping[str, str] | None = None
+    module: ast.Module, overrides: Mapping[str, str] | None = None,
+    state_ttl_us: int | None = None,
 ) -> ir.CompiledModule:
-    """Check a parsed rule file; ``overrides`` are ``--set name=value`` strings."""
+    """Check a parsed rule file; ``overrides`` are ``--set name=value`` strings.
+
+    ``state_ttl_us`` bounds the state that no rule bounds itself (``#keepall`` windows,
+    patterns without WITHIN) to that much event time per key; see README "State
+    time-to-live". Windows and patterns with a bound of their own are left as written.
+    """
+    if state_ttl_us is not None and state_ttl_us <= 0:
+        raise ValueError(f"the state time-to-live must be positive, got {state_ttl_us} µs")
     try:
-        return _Checker(module, dict(overrides or {})).run()
+        return _Checker(module, dict(overrides or {}), state_ttl_us).run()
     except RuleError as err:
         raise err.located(module.source_name, module.source) from None
 
@@ -76,9 +84,11 @@ class _Scope:
 
 
 class _Checker:
-    def __init__(self, module: ast.Module, overrides: dict[str, str]) -> None:
+    def __init__(self, module: ast.Module, overrides: dict[str, str],
+                 state_ttl_us: int | None = None) -> None:
         self.module = module
         self.overrides = overrides
+        self.state_ttl_us = state_ttl_us
         self.streams: dict[str, ir.StreamDef] = {}
         self.input_streams: list[str] = []
         self.variables: dict[str, ir.Variable] = {}
@@ -387,7 +397,9 @@ class _Checker:
         if w.kind == "keepall":
             if w.args:
                 raise RuleError("#keepall takes no arguments", w.pos)
-            return ir.WindowSpec("keepall", 0)
+            if self.state_ttl_us is not None:
+                self._ttl_needs_time([stream], w.pos, "#keepall")
+            return ir.WindowSpec("keepall", 0, self.state_ttl_us)
         if len(w.args) != 1:
             raise RuleError(f"#{w.kind} takes one argument", w.pos)
         try:
@@ -615,6 +627,10 @@ class _Checker:
                         f"WITHIN needs event time, but stream '{s}' has no TIMESTAMP",
                         source.pos,
                     )
+        ttl_us = self.state_ttl_us if within_us is None else None
+        if ttl_us is not None:
+            self._ttl_needs_time([self.streams[s] for s in streams], source.pos,
+                                 "a pattern without WITHIN")
         repeated = frozenset(t for t, (_, rep) in tags.items() if rep)
         quals = {t: (t, s) for t, (s, _) in tags.items()}
         scope = _Scope(quals, tuple(quals), repeated=repeated)
@@ -635,8 +651,21 @@ class _Checker:
                 where=where,
                 columns=columns,
                 key=key,
+                ttl_us=ttl_us,
             )
         )
+
+    def _ttl_needs_time(self, streams: list[ir.StreamDef], pos: Pos, what: str) -> None:
+        """The state time-to-live counts event time, so the state it bounds needs it."""
+        for stream in streams:
+            if stream.timestamp is None:
+                raise RuleError(
+                    f"the state time-to-live needs event time, but stream '{stream.name}' "
+                    f"({what}) has no TIMESTAMP",
+                    pos,
+                    hint=f"declare it: CREATE SCHEMA {stream.name} (...) TIMESTAMP field, "
+                    "or run without the state time-to-live",
+                )
 
     def _collect_tags(
         self, node: ast.Pattern, tags: dict[str, tuple[ir.StreamDef, bool]], repeated: bool
@@ -1144,15 +1173,20 @@ def _duration_us(arg: ir.Const, pos: Pos) -> int:
 
 
 def _like_regex(pattern: str) -> str:
-    out = []
-    for ch in pattern:
-        if ch == "%":
-            out.append(".*")
-        elif ch == "_":
-            out.append(".")
-        else:
-            out.append(re.escape(ch))
-    return "".join(out)
+    """A LIKE pattern as a regular expression for ``fullmatch`` that never backtracks
+    more than linearly.
+
+    The plain translation (``%`` → ``.*``) lets ``'%a%a%a%a%a%b'`` take minutes on an
+    80-character text. Between two ``%`` a piece has a fixed length, so its leftmost
+    occurrence is as good as any later one: each middle piece is found with a lazy scan
+    in an atomic group, which commits to that occurrence. Only the last ``.*`` backtracks.
+    """
+    pieces = ["".join("." if ch == "_" else re.escape(ch) for ch in piece)
+              for piece in pattern.split("%")]
+    if len(pieces) == 1:
+        return pieces[0]
+    middle = "".join(f"(?>.*?{piece})" for piece in pieces[1:-1] if piece)
+    return f"{pieces[0]}{middle}.*{pieces[-1]}"
 
 
 def _conjuncts(expr: ast.Expr | None) -> Iterable[ast.Expr]:

@@ -8,21 +8,30 @@ from pathlib import Path
 from cep.lang.check import compile_module
 from cep.lang.errors import RuleError
 from cep.lang.ir import CompiledModule
-from cep.lang.parser import parse
+from cep.lang.parser import MAX_TEXT_CHARS, parse
 
 
 def compile_text(text: str, source_name: str = "<rule>",
-                 overrides: Mapping[str, str] | None = None) -> CompiledModule:
-    """Parse and check rule text; every problem is a located :class:`RuleError`."""
-    return compile_module(parse(text, source_name), overrides)
+                 overrides: Mapping[str, str] | None = None,
+                 state_ttl_us: int | None = None) -> CompiledModule:
+    """Parse and check rule text; every problem is a located :class:`RuleError`.
+
+    ``state_ttl_us``: the state time-to-live (see :func:`cep.lang.check.compile_module`).
+    """
+    return compile_module(parse(text, source_name), overrides, state_ttl_us)
 
 
-def compile_file(path: str | Path, overrides: Mapping[str, str] | None = None
-                 ) -> CompiledModule:
-    """Compile a ``.epl`` file (UTF-8)."""
+def compile_file(path: str | Path, overrides: Mapping[str, str] | None = None,
+                 state_ttl_us: int | None = None) -> CompiledModule:
+    """Compile a ``.epl`` file (UTF-8). A file larger than the parser accepts is refused
+    by its size, before it is read."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        size = path.stat().st_size
+        if size > 4 * MAX_TEXT_CHARS:  # UTF-8 takes at most 4 bytes a character
+            raise RuleError(f"the rule file is too large ({size} bytes; the limit is "
+                            f"{MAX_TEXT_CHARS} characters)", source_name=str(path))
+        text = path.read_bytes().decode("utf-8-sig")  # an editor's byte-order mark is no rule
     except FileNotFoundError:
         raise RuleError(f"no such rule file: {path}", source_name=str(path)) from None
     except UnicodeDecodeError as err:
@@ -31,4 +40,4 @@ def compile_file(path: str | Path, overrides: Mapping[str, str] | None = None
     except OSError as err:
         raise RuleError(f"cannot read the rule file: {err.strerror}",
                         source_name=str(path)) from None
-    return compile_text(text, str(path), overrides)
+    return compile_text(text, str(path), overrides, state_ttl_us)

@@ -9,6 +9,7 @@ the front end is a bug.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -61,20 +62,52 @@ class RuleError(Exception):
         lines = [line.rstrip("\r") for line in self.source.split("\n")]
         out = [head]
         if 1 <= self.pos.line <= len(lines):
-            text = lines[self.pos.line - 1].expandtabs(1)
-            gutter = f"{self.pos.line:>4} | "
-            out.append(gutter + text)
             width = 1
             if self.pos.end_line == self.pos.line and self.pos.end_column > self.pos.column:
                 width = self.pos.end_column - self.pos.column
-            width = max(1, min(width, len(text) - self.pos.column + 1))
-            out.append(" " * (len(gutter) + self.pos.column - 1) + "^" * width)
+            text, column, width = _excerpt(lines[self.pos.line - 1], self.pos.column, width)
+            gutter = f"{self.pos.line:>4} | "
+            out.append(gutter + text)
+            width = max(1, min(width, len(text) - column + 1))
+            out.append(" " * (len(gutter) + column - 1) + "^" * width)
         if self.hint:
             out.append(f"  hint: {self.hint}")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.render()
+
+
+#: Widest source line a diagnostic shows; a longer one is cut around the column.
+SHOWN_LINE_CHARS = 200
+
+
+def _excerpt(line: str, column: int, width: int) -> tuple[str, int, int]:
+    """The part of a source line to show under a message, with the column and caret width
+    moved into it.
+
+    A one-line file of megabytes must not be printed whole, and control or format
+    characters (NUL, a right-to-left override) must not reach the terminal, where they
+    would garble or reorder the line: each becomes one U+FFFD, so columns stay right.
+    """
+    text = "".join(
+        "\ufffd" if unicodedata.category(ch) in _UNSHOWN else ch
+        for ch in line.expandtabs(1)
+    )
+    if len(text) <= SHOWN_LINE_CHARS:
+        return text, column, width
+    start = min(max(0, column - 1 - SHOWN_LINE_CHARS // 2), len(text) - SHOWN_LINE_CHARS)
+    end = start + SHOWN_LINE_CHARS
+    head = "..." if start else ""
+    tail = "..." if end < len(text) else ""
+    column = column - start + len(head)
+    width = min(width, SHOWN_LINE_CHARS + len(head) - column + 1)
+    return head + text[start:end] + tail, column, width
+
+
+# Unicode categories of characters never printed raw: control, format, line and
+# paragraph separators, surrogates, private use and unassigned.
+_UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:

@@ -164,10 +164,15 @@ class Column:
 @dataclass(frozen=True)
 class WindowSpec:
     """``kind`` in length, length_batch, time, time_batch, keepall; ``size`` is a count
-    or microseconds (0 for keepall)."""
+    or microseconds (0 for keepall).
+
+    ``ttl_us`` (only on ``keepall``, from the state time-to-live option) bounds a window
+    that has no bound of its own: a row leaves once its key's event time is ``ttl_us``
+    past it, exactly as in ``#time(ttl)``."""
 
     kind: str
     size: int
+    ttl_us: int | None = None
 
     @property
     def is_batch(self) -> bool:
@@ -279,7 +284,10 @@ class JoinRule:
 
 @dataclass(frozen=True)
 class PatternRule:
-    """``SELECT ... FROM PATTERN [...] PARTITION BY k``: one output row per match."""
+    """``SELECT ... FROM PATTERN [...] PARTITION BY k``: one output row per match.
+
+    ``ttl_us`` (only without WITHIN, from the state time-to-live option) bounds how long a
+    partial match is kept: the pattern runs as if it had ``WITHIN ttl``."""
 
     name: str
     pattern: PNode
@@ -290,6 +298,12 @@ class PatternRule:
     where: TExpr | None
     columns: tuple[Column, ...]
     key: str | None
+    ttl_us: int | None = None
+
+    @property
+    def horizon_us(self) -> int | None:
+        """How long a partial match may live: WITHIN, else the TTL, else for ever."""
+        return self.within_us if self.within_us is not None else self.ttl_us
 
 
 StatefulRule = Union[WindowRule, JoinRule, PatternRule]  # noqa: UP007

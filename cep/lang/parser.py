@@ -5,7 +5,8 @@ the frozen AST nodes. Whatever is wrong with the text comes out as a :class:`Rul
 ``file:line:col`` and nothing else does: Lark's exceptions are rewritten into sentences
 for people (friendly terminal names, dedicated messages for frequent slips), the checks a
 grammar cannot express well (window kinds and arity, type names, literal ranges) are made
-here, and input size and nesting depth are capped so no input can exhaust the stack.
+here, and the text's size, its number of tokens, each token's length and the nesting
+depth are capped, so that no input can exhaust the stack or take more than about a second.
 Rule text is never evaluated as Python: numbers and strings are decoded by this module.
 """
 
@@ -27,15 +28,32 @@ from lark.visitors import Transformer_NonRecursive
 from cep.lang import ast
 from cep.lang.errors import Pos, RuleError, did_you_mean
 
-__all__ = ["MAX_DEPTH", "MAX_TEXT_CHARS", "parse"]
+__all__ = ["MAX_DEPTH", "MAX_TEXT_CHARS", "MAX_TOKENS", "TOKEN_LIMITS", "parse",
+           "parse_duration"]
 
 #: Longest accepted rule text, in characters. Real rule files are a few kB; the cap keeps a
 #: wrong path (a data file given as rules) from costing minutes before it fails.
 MAX_TEXT_CHARS = 2 * 1024 * 1024
 
-#: Deepest accepted syntax tree. Later passes (checker, dataclass ``==`` and ``repr``)
-#: recurse over the AST, so depth is bounded here, far above anything written by hand.
+#: Most tokens accepted in one rule text. Lark's LALR parser costs some 40-80 µs a token
+#: in Python, so this cap, not the character count, is what bounds the time to parse
+#: and check a file (about a second at worst on a busy 2-core machine); the example
+#: rules have 90-160 tokens each, so it leaves room for some 70 rules in a file.
+MAX_TOKENS = 10_000
+
+#: Longest accepted token of each kind, in characters. A string literal may carry a long
+#: text to compare with; names and numbers never need more, and capping them keeps every
+#: message that quotes one short.
+TOKEN_LIMITS = {"STRING": 65_536, "NAME": 256, "NUMBER": 256}
+_TOKEN_KINDS = {"STRING": "string literal", "NAME": "name", "NUMBER": "number"}
+
+#: Deepest accepted syntax tree. Later passes (checker, dataclass ``==`` and ``repr``,
+#: the expression evaluator and the pattern matcher) recurse over the tree, so depth is
+#: bounded here, far above anything written by hand.
 MAX_DEPTH = 200
+
+#: Longest quotation of rule text inside a message (the caret line shows the rest).
+_QUOTE_CHARS = 40
 
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
@@ -116,6 +134,29 @@ def parse(text: str, source_name: str = "<rule>") -> ast.Module:
     return ast.Module(tuple(statements), source_name, text)
 
 
+def parse_duration(text: str) -> int:
+    """A time period written as in rules (``10 min``, ``1 hour 30 min``; the space before
+    the unit may be left out on a command line: ``90sec``) in microseconds.
+
+    Raises ValueError with a message for anything else, or a period that is not positive.
+    """
+    parts = _PERIOD_PART.findall(text)
+    if not parts or _PERIOD_PART.sub("", text).strip():
+        raise ValueError(f"not a time period: {text!r} (write e.g. '10 min'; {_UNITS_HELP})")
+    total = sum(Fraction(number) * _UNIT_MICROS[unit.lower()] for number, unit in parts)
+    if total <= 0 or total.denominator != 1 or total > _LONG_MAX:
+        raise ValueError(f"a time period must be a positive whole number of microseconds "
+                         f"within range, got {text!r}")
+    return int(total)
+
+
+_PERIOD_PART = re.compile(
+    r"\s*([0-9]{1,18}(?:\.[0-9]{1,18})?)\s*(" + "|".join(sorted(_UNIT_MICROS, key=len,
+                                                                  reverse=True)) + r")\b",
+    re.IGNORECASE,
+)
+
+
 @functools.cache
 def _lark() -> Lark:
     """The LALR parser, built once on first use (about 0.2 s) and shared afterwards."""
@@ -183,7 +224,8 @@ def _parse_tree(text: str) -> Tree:
     interactive = _lark().parse_interactive(text)
     accepted = _Accepted()
     try:
-        for token in interactive.lexer_thread.lex(interactive.parser_state):
+        for count, token in enumerate(interactive.lexer_thread.lex(interactive.parser_state)):
+            _check_token_size(token, count)
             interactive.feed_token(token)
             accepted.add(token)
         return interactive.feed_eof(accepted.last)
@@ -191,6 +233,29 @@ def _parse_tree(text: str) -> Tree:
         raise _bad_character(text, exc) from None
     except UnexpectedToken as exc:
         raise _unexpected_token(exc.token, accepted) from None
+
+
+def _check_token_size(token: Token, count: int) -> None:
+    """Refuse the token that passes MAX_TOKENS, and tokens longer than TOKEN_LIMITS, before
+    the parser spends time on them."""
+    if count >= MAX_TOKENS:
+        raise RuleError(
+            f"rule text has too many tokens (more than {MAX_TOKENS})",
+            _tpos(token),
+            hint="split the rules over several files",
+        )
+    limit = TOKEN_LIMITS.get(token.type)
+    if limit is not None and len(token.value) > limit:
+        raise RuleError(
+            f"{_TOKEN_KINDS[token.type]} is too long ({len(token.value)} characters; "
+            f"the limit is {limit})",
+            Pos(token.line, token.column, token.line, token.column + 1),
+        )
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to a length a message can quote."""
+    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 3] + "..."
 
 
 def _build(tree: Tree) -> list[ast.Statement]:
@@ -285,7 +350,7 @@ def _describe_token(token: Token) -> str:
     if token.type == "$END":
         return "end of input"
     text = _terminal_text(token.type)
-    value = token.value if len(token.value) <= 40 else token.value[:37] + "..."
+    value = _clip(token.value)
     if _is_keyword(text):
         return f"keyword {value.upper()}"
     if text == "NAME":
@@ -420,8 +485,8 @@ def _bad_character(text: str, exc: UnexpectedCharacters) -> RuleError:
         glued = re.fullmatch(r"([0-9.]+)([A-Za-z]+)", word)
         if glued and glued.group(2).lower() in _UNIT_MICROS:
             hint = f"put a space between the number and the unit: '{glued[1]} {glued[2]}'"
-            return RuleError(f"invalid number '{word}'", where, hint=hint)
-        return RuleError(f"invalid number '{word}'", where)
+            return RuleError(f"invalid number '{_clip(word)}'", where, hint=hint)
+        return RuleError(f"invalid number '{_clip(word)}'", where)
     if char == "&":
         return RuleError("unexpected character '&'", pos, hint="write AND, not &&")
     shown = f"'{char}'" if char.isprintable() and not char.isspace() else f"U+{ord(char):04X}"
@@ -495,11 +560,11 @@ def _number(token: Token) -> ast.Literal:
             value = int(text)
             return ast.Literal(value, "int" if value <= _INT_MAX else "long", _tpos(token))
         raise RuleError(
-            f"integer {text} is out of range (the largest is {_LONG_MAX})", _tpos(token)
+            f"integer {_clip(text)} is out of range (the largest is {_LONG_MAX})", _tpos(token)
         )
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise RuleError(f"number {text} is out of range for a double", _tpos(token))
+        raise RuleError(f"number {_clip(text)} is out of range for a double", _tpos(token))
     return ast.Literal(value, "double", _tpos(token))
 
 

@@ -1,0 +1,245 @@
+"""Hostile rule text: whatever a rule file holds, compiling it ends within seconds, either
+with a module or with a RuleError that renders as ``file:line:col: error:`` plus a short
+source excerpt and a caret, never with another exception (RecursionError above all), and
+no part of the text is ever run as Python."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cep.engine.output import output_records
+from cep.engine.table import SEQ
+from cep.lang import ir
+from cep.lang.compile import compile_file, compile_text
+from cep.lang.errors import SHOWN_LINE_CHARS, RuleError
+from cep.lang.parser import MAX_DEPTH, MAX_TEXT_CHARS, MAX_TOKENS, TOKEN_LIMITS
+from cep.reference import run_reference
+
+ROOT = Path(__file__).parent.parent.parent
+SCHEMA = "CREATE SCHEMA T (k string, a long, ts timestamp, s string) TIMESTAMP ts;\n"
+SECONDS = 5.0  # the bound on compiling any one text, on the shared 2-core machine
+
+
+def _statements(n: int) -> str:
+    return SCHEMA + "".join(f"@Name('r{i}') SELECT a, s FROM T WHERE a > {i};\n"
+                            for i in range(n))
+
+
+# name → (rule text, None if it compiles, else a piece of the error message)
+HOSTILE: dict[str, tuple[Callable[[], str], str | None]] = {
+    "10k nested parentheses": (
+        lambda: SCHEMA + "SELECT " + "(" * 10_000 + "a" + ")" * 10_000 + " AS x FROM T;",
+        "too many tokens"),
+    "4k nested parentheses": (
+        lambda: SCHEMA + "SELECT " + "(" * 4_000 + "a" + ")" * 4_000 + " AS x FROM T;", None),
+    "9k parentheses never closed": (
+        lambda: SCHEMA + "SELECT " + "(" * 9_000 + "a FROM T;", "is not closed"),
+    "10k nested parenthesised sums": (
+        lambda: SCHEMA + "SELECT " + "(a + " * 10_000 + "a" + ")" * 10_000 + " AS x FROM T;",
+        "too many tokens"),
+    "1k nested parenthesised sums": (
+        lambda: SCHEMA + "SELECT " + "(a + " * 1_000 + "a" + ")" * 1_000 + " AS x FROM T;",
+        "nested too deeply"),
+    "1k nested calls": (
+        lambda: SCHEMA + "SELECT " + "abs(" * 1_000 + "a" + ")" * 1_000 + " AS x FROM T;",
+        "nested too deeply"),
+    "1k nested CASE": (
+        lambda: SCHEMA + "SELECT " + "CASE WHEN a > 1 THEN " * 1_000 + "1" + " END" * 1_000
+        + " AS x FROM T;", "nested too deeply"),
+    "1k nested every": (
+        lambda: SCHEMA + "SELECT x.a AS a FROM PATTERN [" + "every " * 1_000 + "x=T];",
+        "nested too deeply"),
+    "10 MB string literal": (
+        lambda: SCHEMA + "SELECT '" + "y" * 10_000_000 + "' AS x FROM T;", "too long"),
+    "1 MB string literal": (
+        lambda: SCHEMA + "SELECT '" + "y" * 1_000_000 + "' AS x FROM T;",
+        "string literal is too long"),
+    "60 kB string literal": (
+        lambda: SCHEMA + "SELECT a FROM T WHERE s = '" + "y" * 60_000 + "';", None),
+    "1e400": (lambda: SCHEMA + "SELECT 1e400 AS x FROM T;", "out of range for a double"),
+    "10**1000": (lambda: SCHEMA + "SELECT 1" + "0" * 1000 + " AS x FROM T;",
+                 "number is too long"),
+    "a 200-digit integer": (lambda: SCHEMA + "SELECT " + "9" * 200 + " AS x FROM T;",
+                            "is out of range"),
+    "a 1 MB name": (lambda: SCHEMA + "SELECT " + "a" * 1_000_000 + " FROM T;",
+                    "name is too long"),
+    "a 1 MB number glued to a letter": (lambda: SCHEMA + "SELECT " + "9" * 1_000_000 + "x;",
+                                        "invalid number"),
+    "a 5 MB file of statements": (lambda: _statements(120_000), "too long"),
+    "just too many tokens": (lambda: _statements(MAX_TOKENS // 10), "too many tokens"),
+    "just few enough tokens": (lambda: _statements(MAX_TOKENS // 17), None),
+    "100k OR terms": (lambda: SCHEMA + "SELECT a FROM T WHERE " + " OR ".join(
+        ["a = 1"] * 100_000) + ";", "too many tokens"),
+    "a 3 MB comment": (lambda: SCHEMA + "/*" + "x" * 3_000_000 + "*/ SELECT a FROM T;",
+                       "too long"),
+    "a 1 MB comment": (lambda: SCHEMA + "/*" + "x" * 1_000_000 + "*/ SELECT a FROM T;", None),
+    "an unclosed 1 MB comment": (lambda: SCHEMA + "SELECT a FROM T; /*" + "x" * 1_000_000,
+                                 "unterminated comment"),
+    "NUL bytes": (lambda: SCHEMA + "SELECT a FROM T\x00\x00;", "unexpected character U+0000"),
+    "a NUL in a string": (lambda: SCHEMA + "SELECT a FROM T WHERE s = 'a\x00b';", None),
+    "a right-to-left override": (lambda: SCHEMA + "SELECT a FROM T WHERE s = 'x'\u202e;",
+                                 "unexpected character U+202E"),
+    "a zero-width space": (lambda: SCHEMA + "SELECT\u200b a FROM T;",
+                           "unexpected character U+200B"),
+    "a non-ASCII name": (lambda: SCHEMA + "SELECT a AS caf\u00e9 FROM T;",
+                         "unexpected character"),
+    "emoji and combining marks in a string": (
+        lambda: SCHEMA + "SELECT a FROM T WHERE s = 'e\u0301\U0001f600\u202e';", None),
+    "a lone surrogate": (lambda: SCHEMA + "SELECT a FROM T WHERE s = '\ud800';", None),
+    "Python in a call": (lambda: SCHEMA + "SELECT __import__('os').system('true') FROM T;",
+                         "unexpected"),
+    "eval as a function": (lambda: SCHEMA + "SELECT eval('1 + 1') AS x FROM T;",
+                           "unknown function 'eval'"),
+    "exec as a function": (lambda: SCHEMA + "SELECT exec('import os') AS x FROM T;",
+                           "unknown function 'exec'"),
+    "a dunder name": (lambda: SCHEMA + "SELECT __class__ FROM T;", "unknown field"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_text_compiles_or_fails_cleanly_in_bounded_time(name: str) -> None:
+    make, says = HOSTILE[name]
+    text = make()
+    started = time.perf_counter()
+    try:
+        compile_text(text, "hostile.epl")
+        error = None
+    except RuleError as err:
+        error = err
+    elapsed = time.perf_counter() - started
+    assert elapsed < SECONDS, f"{name}: {elapsed:.1f}s"
+    if says is None:
+        assert error is None, error
+        return
+    assert error is not None, f"{name} compiled"
+    _assert_clean_diagnostic(error, text, says)
+
+
+def _assert_clean_diagnostic(error: RuleError, text: str, says: str) -> None:
+    """A located message, one excerpt line no wider than the limit, a caret under it, no
+    control characters, and short however large the text."""
+    rendered = error.render()
+    assert says in rendered
+    head, *rest = rendered.split("\n")
+    match = re.match(r"hostile\.epl:(\d+):(\d+): error: ", head)
+    assert match, rendered
+    line = int(match[1])
+    assert 1 <= line <= text.count("\n") + 1
+    assert len(rendered) < 1000
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\u200b\u202e]", rendered)
+    source_line, caret = rest[0], rest[1]
+    assert len(source_line) <= len(f"{line:>4} | ") + SHOWN_LINE_CHARS + 6
+    assert set(caret.strip()) == {"^"} and len(caret) <= len(source_line) + 1
+
+
+def test_the_caret_points_at_the_mistake_inside_a_long_line() -> None:
+    text = SCHEMA + "SELECT a FROM T WHERE " + " AND ".join(["a = 1"] * 500) + " AND a ! 1;"
+    with pytest.raises(RuleError) as info:
+        compile_text(text, "hostile.epl")
+    source_line, caret = info.value.render().split("\n")[1:3]
+    column = caret.index("^")
+    assert source_line[column] == "!"
+
+
+def test_limits_are_what_the_messages_say() -> None:
+    assert MAX_TEXT_CHARS >= 1 << 20 and MAX_TOKENS >= 5_000 and MAX_DEPTH >= 100
+    assert TOKEN_LIMITS["STRING"] >= 1 << 16
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.epl"
+    with path.open("wb") as fh:
+        fh.truncate(64 << 20)  # a sparse 64 MiB file of NUL bytes
+    started = time.perf_counter()
+    with pytest.raises(RuleError, match="too large"):
+        compile_file(path)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_byte_order_mark_is_not_part_of_the_rules(tmp_path: Path) -> None:
+    path = tmp_path / "bom.epl"
+    path.write_bytes(b"\xef\xbb\xbf" + (ROOT / "rules" / "sensor_average.epl").read_bytes())
+    assert compile_file(path).stateful
+
+
+def _run(module: ir.CompiledModule, texts: list[str]) -> list[dict]:
+    n = len(texts)
+    tables = {"T": {SEQ: np.arange(n), "k": np.array(["k"] * n, dtype=object),
+                    "a": np.arange(n), "ts": np.arange(n) * 1_000_000,
+                    "s": np.array(texts, dtype=object)}}
+    return output_records(run_reference(module, tables))
+
+
+@pytest.mark.parametrize("text", [
+    SCHEMA + "SELECT " + "- " * (MAX_DEPTH - 5) + "a AS x FROM T;",
+    SCHEMA + "SELECT " + "a + " * (MAX_DEPTH - 5) + "a AS x FROM T;",
+    SCHEMA + "SELECT a FROM T WHERE " + "NOT " * (MAX_DEPTH - 6) + "(a >= 0);",
+    SCHEMA + "SELECT count(*) AS n FROM T#groupwin(k)#length(3) HAVING "
+    + " OR ".join(["count(*) > 0"] * (MAX_DEPTH - 5)) + ";",
+    SCHEMA + "SELECT x0.a AS a FROM PATTERN [every x0=T"
+    + "".join(f" -> x{i}=T" for i in range(1, MAX_DEPTH - 5)) + "] PARTITION BY k;",
+], ids=["minus", "plus", "not", "having", "followed-by"])
+def test_the_deepest_accepted_rules_also_run(text: str) -> None:
+    """The depth cap is low enough for the checker, the evaluator and the pattern matcher,
+    which recurse over the tree, even when called from deep inside a test runner."""
+    module = compile_text(text, "deep.epl")
+    assert _run(module, ["x"] * (MAX_DEPTH + 10))
+
+
+def test_like_patterns_cannot_make_matching_explode() -> None:
+    """``%a%a…%b`` took minutes on an 80-character text with the plain regex."""
+    module = compile_text(SCHEMA + "SELECT a FROM T WHERE s LIKE '" + "%a" * 30 + "%b';")
+    texts = ["a" * 2000, "a" * 2000 + "b", "ab" * 40, "b"]
+    started = time.perf_counter()
+    out = _run(module, texts)
+    assert time.perf_counter() - started < SECONDS
+    assert [r["seq"] for r in out] == [1, 2]
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), [
+    ("%", "", True), ("%", "anything", True), ("_", "", False), ("_", "x", True),
+    ("a%", "abc", True), ("%c", "abc", True), ("%b%", "abc", True), ("a_c", "abc", True),
+    ("a%b%c", "aXbYc", True), ("a%b%c", "acb", False), ("%ab%ab", "abab", True),
+    ("%ab%ab", "abb", False), ("%a%a", "a", False), ("%a%a", "aa", True),
+    ("%a_a%", "xaxa", True), ("%a_a%", "aa", False), ("100%%", "100% sure", True),
+    ("a.b", "aXb", False), ("a.b", "a.b", True), ("(x)*", "(x)*", True),
+    ("%\n%", "one\ntwo", True), ("%x", "y\nx", True),
+])
+def test_like_keeps_its_meaning(pattern: str, text: str, matches: bool) -> None:
+    module = compile_text(SCHEMA + f"SELECT a FROM T WHERE s LIKE '{_quote(pattern)}';")
+    assert bool(_run(module, [text])) is matches
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "''").replace("\n", "\\n")
+
+
+def test_no_rule_text_reaches_eval_or_exec() -> None:
+    """The package never calls eval, exec or compile (the builtins) at all, so no rule
+    text can run as Python; numbers and strings are decoded by the parser itself."""
+    calls = []
+    for path in sorted((ROOT / "cep").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("eval", "exec", "compile", "__import__")):
+                calls.append(f"{path}:{node.lineno}")
+    assert not calls
+
+
+def test_cep_check_on_a_hostile_file_shows_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "deep.epl"
+    path.write_text(SCHEMA + "SELECT " + "-(" * 50_000 + "a" + ")" * 50_000 + " FROM T;")
+    proc = subprocess.run([sys.executable, "-m", "cep.cli", "check", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{path}:2:")
