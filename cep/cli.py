@@ -19,9 +19,11 @@ from cep.bench import format_bench
 from cep.engine.output import output_records
 from cep.io.inputs import InputError, load_inputs
 from cep.io.sinks import FORMATS, write_metrics, write_records
+from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
+from cep.lang.parser import parse_duration
 from cep.quality import precision_recall
 from cep.reference import run_reference
 from cep.spark.runtime import (
@@ -67,10 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", help="the .epl rule file")
     check.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="override a variable (repeatable)")
+    _state_options(check)
     check.set_defaults(handler=_check)
 
     run = sub.add_parser("run", help="run a rule file over an input")
     run.add_argument("file", help="the .epl rule file")
+    _state_options(run)
+    run.add_argument("--max-record-bytes", type=int, default=MAX_RECORD_BYTES, metavar="N",
+                     help="dead-letter input records larger than this (default 1 MiB)")
     run.add_argument("--input", action="append", required=True, metavar="SRC",
                      help="a JSON-lines/CSV/Parquet path, directory or glob; with several "
                      "input streams write STREAM=SRC (repeatable)")
@@ -160,6 +166,20 @@ def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     _balancing_options(parser)
+    _state_options(parser)
+
+
+def _state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-ttl", type=_duration, default=None, metavar="DURATION",
+                        help="bound #keepall windows and patterns without WITHIN to this "
+                             "much event time per key, e.g. '10 min'")
+
+
+def _duration(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _balancing_options(parser: argparse.ArgumentParser) -> None:
@@ -167,6 +187,12 @@ def _balancing_options(parser: argparse.ArgumentParser) -> None:
                         help="rebalance when the engines' load RSTD exceeds this (default 15)")
     parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
                         help="batches of per-key load the Balancer looks at (default 1)")
+    parser.add_argument("--capacity", choices=["equal", "measured"], default="equal",
+                        help="balance to equal shares, or to shares from each engine's "
+                             "measured busy seconds per event (default equal)")
+    parser.add_argument("--slow-engine", action="append", default=[], metavar="E:FACTOR",
+                        help="make engine E's processing FACTOR times slower (to try "
+                             "--capacity measured on equal hardware)")
     parser.add_argument("--mongo-uri", metavar="URI", default=os.environ.get("CEP_MONGO_URI"),
                         help="MongoDB for key-state handoff (default: $CEP_MONGO_URI, which "
                         "keeps a password out of the process list, else an embedded server)")
@@ -183,7 +209,7 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    module = compile_file(args.file, _overrides(args.set))
+    module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     print(describe(module))
     return 0
 
@@ -223,10 +249,11 @@ def _rule_kind(rule: ir.StatefulRule) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    module = compile_file(args.file, _overrides(args.set))
+    module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output else "cep-dead-letter.jsonl")
-    loaded = load_inputs(module, args.input, dead_path)
+    loaded = load_inputs(module, args.input, dead_path,
+                         max_record_bytes=args.max_record_bytes)
     if args.runner == "local":
         records = output_records(run_reference(module, loaded.tables, args.batch_size))
         metrics = [{"batch": 0, "events_in": loaded.accepted, "events_out": len(records)}]
@@ -237,7 +264,8 @@ def _run(args: argparse.Namespace) -> int:
                            verbose=args.verbose, progress=not args.quiet,
                            strategy=args.strategy, threshold=args.threshold,
                            stat_window=args.stat_window, mongo_uri=args.mongo_uri,
-                           mongo_timeout=args.mongo_timeout)
+                           mongo_timeout=args.mongo_timeout, capacity=args.capacity,
+                           slowdown=_slowdown(args.slow_engine))
         records, metrics = run.records, run.metrics
     write_records(records, args.output, args.format)
     quality = precision_recall(records, loaded.truth_ids) if loaded.truth_ids is not None \
@@ -262,7 +290,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    module = compile_file(args.file, _overrides(args.set))
+    module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
     if unknown:
@@ -272,7 +300,8 @@ def _verify(args: argparse.Namespace) -> int:
     results = verify(module, loaded.tables, strategies, engines=args.engines,
                      batch_size=args.batch_size or DEFAULT_BATCH_SIZE, master=args.master,
                      threshold=args.threshold, stat_window=args.stat_window,
-                     mongo_uri=args.mongo_uri, progress=False)
+                     mongo_uri=args.mongo_uri, progress=False, capacity=args.capacity,
+                     slowdown=_slowdown(args.slow_engine))
     print(args.table(results))
     if args.json:
         Path(args.json).write_text(to_json(results) + "\n")
@@ -315,6 +344,17 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2, default=str) + "\n")
     return 0
+
+
+def _slowdown(specs: list[str]) -> dict[int, float]:
+    out = {}
+    for spec in specs:
+        engine, _, factor = spec.partition(":")
+        try:
+            out[int(engine)] = float(factor)
+        except ValueError:
+            raise InputError(f"--slow-engine wants E:FACTOR like 2:3, got {spec!r}") from None
+    return out
 
 
 def _engine_cost(text: str | None, n_engines: int) -> list[float] | None:

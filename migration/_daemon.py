@@ -2,11 +2,12 @@
 
 Run as ``python -m migration._daemon --workdir DIR --parent-pid PID``. It starts a
 SecantusDB server on 127.0.0.1 with an OS-chosen port (bind to port 0, so there is no
-window in which another process can take the port), writes ``<port>\\n`` on stdout and
-then serves until one of:
+window in which another process can take the port) unless ``--port`` names one, writes
+``<port>\\n`` on stdout and then serves until one of:
 
 * SIGTERM (what :meth:`EmbeddedMongo.stop` sends first): default action, the process
-  ends at once. Nothing is lost: the data dir is disposable (``durable=False``) and
+  ends at once. Nothing is lost: the default data dir is disposable (``durable=False``),
+  a ``--data-dir`` one is journaled (recovered on reopen), and
   ``SecantusDBServer.stop()`` would only add a 2 s wait for an ``accept()`` that a
   closed socket does not wake on Linux;
 * EOF on stdin: the parent holds the only write end of that pipe, so the kernel closes
@@ -20,7 +21,8 @@ shuts down). ``PR_SET_PDEATHSIG`` is deliberately not used: it fires when the *t
 that spawned the child exits, which would kill the server under a caller that started
 it from a worker thread.
 
-On parent death the child also removes the work directory, since nobody else will.
+On parent death the child also removes the work directory, since nobody else will; a
+``--data-dir`` outside it is kept (it is what a restarted run resumes from).
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument("--workdir", required=True, type=Path)
     parser.add_argument("--parent-pid", required=True, type=int)
     parser.add_argument("--cache-size", default="1G")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path,
+                        help="persistent, journaled WiredTiger home (default: WORKDIR/data, "
+                        "unjournaled, removed with WORKDIR)")
     args = parser.parse_args(argv)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -61,16 +67,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
     from secantus import SecantusDBServer  # heavy import: after the signal set-up
 
+    persistent = args.data_dir is not None
     server = SecantusDBServer(
         host="127.0.0.1",
-        port=0,
-        storage_path=str(args.workdir / "data"),
+        port=args.port,
+        storage_path=str(args.data_dir if persistent else args.workdir / "data"),
         # Standalone: no oplog write per document (we use no change streams), and
         # pymongo talks to it as a plain single server.
         replica_set_name=None,
         enable_test_commands=False,
-        # The data dir is deleted at stop, so journal and checkpoints buy nothing.
-        durable=False,
+        # A temp data dir is deleted at stop, so journal and checkpoints buy nothing
+        # there; a persistent one must survive SIGKILL for the run to resume.
+        durable=persistent,
         cache_size=args.cache_size,
         # The default 300 s idle cut would drop pooled driver connections between
         # slow micro-batches; on loopback there is no hostile peer to guard against.

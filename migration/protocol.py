@@ -40,10 +40,13 @@ What the short statement leaves open, and the rules this module and its callers 
   harmless only if the rules are deterministic per key (the bytes may still differ,
   e.g. set order in a pickle; the store switches chunked states atomically).
 * **Restarts.** A query restarted from its checkpoint continues batch numbers and needs
-  the documents and maps written before the restart: the run id must be derived from
-  the checkpoint, not drawn per process, and the number of engines must not change.
+  the documents and maps written before the restart: the run id belongs to the
+  checkpoint (drawn when it is created, kept in it), not to a process, the MongoDB must
+  be the same one (the embedded server keeps its data in the checkpoint) and the
+  number of engines must not change.
 * **Durability.** A handoff document lost after its batch committed cannot be rewritten
-  (that batch is never replayed): on a replica set the store writes ``w: majority``.
+  (that batch is never replayed): the store writes ``w: majority`` (replica-set
+  fail-over) and ``j: true`` (a server killed before its journal reached the disk).
 """
 
 from __future__ import annotations

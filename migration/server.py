@@ -43,6 +43,17 @@ What SecantusDB 0.7.0b3 is (read from its wheel; ``pip show -f SecantusDB``)
 The server runs in its own process (``python -m migration._daemon``) rather than in
 ours: it is pure Python, and inside the driver process it would compete with the
 driver for the GIL. See ``migration._daemon`` for how the child dies with its parent.
+
+Persistent data (``data_dir``): a ``cep run --checkpoint DIR`` that moves keys keeps the
+server's WiredTiger home in ``DIR/mongo``, so a restarted run's new server reopens the
+key maps and handoff documents the killed run wrote. There the server runs with
+``durable=True`` (journal, periodic checkpoints, recovery on reopen) and the directory
+is never deleted by us. The journal alone is not enough: WiredTiger buffers log records
+and writes them out a little later, so a write acknowledged just before a SIGKILL can
+be lost (measured: 5 of 10 trials) unless it asked for ``j: true``, which makes
+SecantusDB flush the log before it answers (0 of 10); ``migration.store`` asks for it.
+WiredTiger locks its home, so a second server on the same directory fails to start
+("Device or resource busy") instead of corrupting it.
 """
 
 from __future__ import annotations
@@ -71,21 +82,29 @@ class EmbeddedMongoError(RuntimeError):
 
 
 class EmbeddedMongo:
-    """A SecantusDB server in a child process on 127.0.0.1, with data in a temp dir.
+    """A SecantusDB server in a child process on 127.0.0.1.
 
     ``with EmbeddedMongo() as mongo: StateStore(mongo.uri, run_id=…)``. The server is
     stopped by ``stop()``, by leaving the ``with`` block (also on KeyboardInterrupt),
     at interpreter exit (``atexit``), and — when this process is killed outright —
     by the child itself within about a quarter of a second.
+
+    Data lives in a temp dir removed at stop, unless ``data_dir`` is given: then it is
+    kept there, journaled, for the next server started on it (see the module notes).
+    ``port`` 0 lets the OS choose; a fixed port lets a restarted server keep its URI.
     """
 
     def __init__(
         self,
         *,
+        data_dir: Path | None = None,
+        port: int = 0,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
         cache_size: str = "1G",
     ) -> None:
+        self.data_dir = data_dir
+        self.requested_port = port
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.cache_size = cache_size
@@ -108,7 +127,7 @@ class EmbeddedMongo:
 
     @property
     def workdir(self) -> Path | None:
-        """Temp dir holding the WiredTiger data and the server's stderr log."""
+        """Temp dir holding the server's stderr log (and the data without ``data_dir``)."""
         return self._workdir
 
     def start(self) -> EmbeddedMongo:
@@ -145,6 +164,9 @@ class EmbeddedMongo:
                     str(os.getpid()),
                     "--cache-size",
                     self.cache_size,
+                    "--port",
+                    str(self.requested_port),
+                    *(["--data-dir", str(self.data_dir)] if self.data_dir else []),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

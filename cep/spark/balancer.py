@@ -5,11 +5,19 @@ per-key loads into the load statistics, takes map ``M[t+1]`` (already fixed) as 
 current assignment, asks the strategy (``splitter.strategies``) for a better one and
 writes it as ``M[t+2]``, write-once: a replayed batch finds the map present and keeps it.
 Moved keys' state then travels at the end of batch t+1 (see ``migration.protocol``).
+
+Restarts: the load statistics live in this process only, so a restarted run decides
+from the batches it has seen since (its decisions may differ from an uninterrupted
+run's; the events cannot, since any sequence of maps the engines follow is correct).
+What must not be forgotten are the keys the maps already move: they are learnt from
+the maps themselves, or a key moved before the restart and quiet since would silently
+lose its override in the next map and move back for no reason.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -17,22 +25,32 @@ import pandas as pd
 from cep.spark.keymaps import key_map
 from migration.protocol import KeyMap
 from migration.store import StateStore
+from splitter.capacity import CapacityModel
 from splitter.hashing import kg_engine
 from splitter.stats import LoadStatistics
-from splitter.strategies import get_strategy
+from splitter.strategies import SERIES_WINDOWS, get_strategy
+
+CAPACITY_MODES = ("equal", "measured")
 
 
 class Balancer:
     """Decides key maps for a run; one instance per query, on the driver."""
 
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
-                 threshold: float = 15.0, window: int = 1, decay: float | None = None) -> None:
+                 threshold: float = 15.0, window: int = 1, decay: float | None = None,
+                 capacity: str = "equal") -> None:
+        if capacity not in CAPACITY_MODES:
+            raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
         self.store = store
         self.name = strategy
-        self.strategy = get_strategy(strategy)
+        self.strategy = get_strategy(strategy)  # once per run: clb keeps its period
         self.n_engines = n_engines
         self.threshold = threshold
-        self.statistics = LoadStatistics(window, decay)
+        self.statistics = LoadStatistics(window, decay,
+                                         series_windows=SERIES_WINDOWS.get(strategy, 0))
+        # measured: target shares from each engine's busy seconds per event (Schneider
+        # et al.), so a slower engine is given less load; equal: every engine 1/N
+        self.capacity = CapacityModel(n_engines) if capacity == "measured" else None
         self.texts: list[str] = []  # dense key id → key JSON text
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
@@ -45,14 +63,24 @@ class Balancer:
     def __call__(self, batch: int, stats: pd.DataFrame, metrics: dict) -> None:
         counts = self._batch_loads(stats)
         nxt = key_map(self.store, batch + 1)
+        self._know(nxt.overrides)
         current = self._owners(nxt)
         load = self.statistics.load
+        shares = None
+        if self.capacity is not None:
+            self.capacity.observe(metrics["rows_per_engine"], metrics["busy_s_per_engine"])
+            shares = self.capacity.shares()
+        series = self.statistics.series if self.name in SERIES_WINDOWS else None
         proposal = np.asarray(self.strategy(load, current, self.n_engines,
-                                            threshold=self.threshold))
+                                            threshold=self.threshold,
+                                            state_size=self.statistics.seen,  # a proxy
+                                            capacity=shares, load_series=series))
         overrides = {self.texts[i]: int(proposal[i])
                      for i in np.flatnonzero(proposal != self.kg).tolist()}
         if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
+            self._know(decided.overrides)
+            current, load = self._owners(nxt), self.statistics.load
             proposal = self._owners(decided)
         moved = proposal != current
         metrics.update({
@@ -61,28 +89,25 @@ class Balancer:
             "keys_moved": int(moved.sum()),
             "load_moved": int(load[moved].sum()) if moved.any() else 0,
             "keys": len(self.texts),
+            **({"capacity_shares": [round(x, 4) for x in shares.tolist()]}
+               if shares is not None else {}),
             "batch_keys": len(counts),
         })
         if batch >= 1:  # batch t may be replayed: documents of t-1 must stay
             self.store.gc(batch - 1)
 
     def _owners(self, key_map: KeyMap) -> np.ndarray:
-        """Engine of every known key under ``key_map``: the KG engines already computed
-        per dense id, with the map's overrides applied (no key is hashed again)."""
+        """Engine of every known key under ``key_map`` (whose keys must all be known):
+        the KG engines already computed per dense id, with the map's overrides applied
+        (no key is hashed again)."""
         owners = self.kg.copy()
         for text, engine in key_map.overrides.items():
-            i = self.ids.get(text)
-            if i is not None:
-                owners[i] = engine
+            owners[self.ids[text]] = engine
         return owners
 
-    def _batch_loads(self, stats: pd.DataFrame) -> dict[str, int]:
-        """Merge the engines' per-key counts and record them in the statistics."""
-        counts: dict[str, int] = {}
-        for payload in stats["payload"].tolist():
-            for text, n in json.loads(payload)["key_load"].items():
-                counts[text] = counts.get(text, 0) + n
-        new = [t for t in counts if t not in self.ids]
+    def _know(self, texts: Iterable[str]) -> None:
+        """Give dense ids (and KG engines, zero load) to the keys not seen before."""
+        new = [t for t in dict.fromkeys(texts) if t not in self.ids]
         if new:
             for text in new:
                 self.ids[text] = len(self.texts)
@@ -92,6 +117,14 @@ class Balancer:
             self.kg = np.concatenate([self.kg, kg_engine(values, self.n_engines)
                                       .astype(np.int32)])
         self.statistics.ensure_keys(len(self.texts))
+
+    def _batch_loads(self, stats: pd.DataFrame) -> dict[str, int]:
+        """Merge the engines' per-key counts and record them in the statistics."""
+        counts: dict[str, int] = {}
+        for payload in stats["payload"].tolist():
+            for text, n in json.loads(payload)["key_load"].items():
+                counts[text] = counts.get(text, 0) + n
+        self._know(counts)
         ids = np.fromiter((self.ids[t] for t in counts), dtype=np.int64, count=len(counts))
         self.statistics.update(np.repeat(ids, list(counts.values())))
         return counts

@@ -37,10 +37,14 @@ class EngineProcessor(StatefulProcessor):
     """Runs :class:`Engine` for one engine label per micro-batch."""
 
     def __init__(self, module: ir.CompiledModule, labels: list[int],
-                 store: StateStore | None = None) -> None:
+                 store: StateStore | None = None,
+                 slowdown: dict[int, float] | None = None) -> None:
         self.module = module
         self.engine_of_label = {label: e for e, label in enumerate(labels)}
         self.store = store  # None: keys never move (key grouping, PKG)
+        # engine index -> factor: that engine's processing takes factor times as long, to
+        # show capacity-aware balancing on a machine whose engines are all equally fast
+        self.slowdown = slowdown or {}
 
     def init(self, handle) -> None:
         self.state = handle.getValueState("engine", "blob binary")
@@ -70,6 +74,9 @@ class EngineProcessor(StatefulProcessor):
             moves["imported_keys"] = import_moved_keys(self.store, engine, engine_index, batch)
             clock.lap("import")
         events = engine.process(batch_streams)
+        factor = self.slowdown.get(engine_index, 1.0)
+        if factor > 1.0:
+            time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
         clock.lap("process")
         if self.store is not None:
             moves.update(export_moved_keys(self.store, engine, engine_index, batch))

@@ -5,6 +5,10 @@ temporary name, then renamed over any earlier attempt) and its metrics to
 ``metrics/batch-<b>.json``, so a batch Spark re-runs after a crash rewrites the same
 files instead of appending duplicates. The batch DataFrame is collected exactly once:
 touching it twice would run the stateful engines twice.
+
+When an engine task fails (MongoDB gone, say), pyspark's ``toPandas`` warns with the
+worker's whole traceback before raising; the warning is silenced here because the
+raised error already carries the one line the user needs (see ``runtime._failure``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,15 +38,18 @@ class Progress:
     total_events: int
     total_batches: int
     enabled: bool = True
+    done: int = 0  # on a restart: the events of the batches committed before it
     started: float = field(default_factory=time.perf_counter)
-    done: int = 0
+
+    def __post_init__(self) -> None:
+        self._done_before = self.done  # not processed by this process: not in its rate
 
     def update(self, metrics: dict) -> None:
         self.done += metrics["events_in"]
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.started
-        rate = self.done / elapsed if elapsed else 0.0
+        rate = (self.done - self._done_before) / elapsed if elapsed else 0.0
         loads = " ".join(f"{x:,}" for x in metrics["rows_per_engine"])
         line = (f"batch {metrics['batch'] + 1}/{self.total_batches}: "
                 f"{self.done:,}/{self.total_events:,} events, {rate:,.0f} ev/s, "
@@ -66,7 +74,9 @@ class BatchSink:
 
     def __call__(self, batch_df, batch_id: int) -> None:
         started = time.perf_counter()
-        frame = batch_df.toPandas()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
+            frame = batch_df.toPandas()
         events = frame[frame["kind"] == "event"]
         stats = frame[frame["kind"] == "stats"]
         _write_atomically(self.parts / f"batch-{batch_id:07d}.jsonl", event_lines(
@@ -83,11 +93,14 @@ class BatchSink:
         rows = np.zeros(self.n_engines, dtype=np.int64)
         busy = np.zeros(self.n_engines)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
+        stages: dict[str, float] = {}  # seconds per stage, summed over engines
         for engine, payload in zip(stats["engine"].tolist(), stats["payload"].tolist(),
                                    strict=True):
             info = json.loads(payload)
             rows[engine] += info["rows"]
             busy[engine] += info["busy_s"]
+            for stage, seconds in info.get("stages", {}).items():
+                stages[stage] = stages.get(stage, 0.0) + seconds
             for name in moved:
                 moved[name] += info.get(name, 0)
         return {
@@ -97,6 +110,7 @@ class BatchSink:
             "events_out": len(events),
             "rows_per_engine": rows.tolist(),
             "busy_s_per_engine": [round(b, 4) for b in busy.tolist()],
+            "stage_s": {k: round(v, 4) for k, v in stages.items()},
             "rstd": round(rstd(rows.astype(float)), 3),
             "sink_s": round(time.perf_counter() - started, 4),
             "wall_time": time.time(),

@@ -14,6 +14,7 @@ import pytest
 from pymongo import MongoClient
 
 from migration.server import EmbeddedMongo, EmbeddedMongoError
+from migration.store import StateStore
 
 
 def _alive(pid: int) -> bool:
@@ -82,29 +83,30 @@ def test_failed_start_reports_server_stderr() -> None:
     assert server.pid is None and server.workdir is None
 
 
-# A parent process that owns an EmbeddedMongo, reports the server's pid and workdir,
-# then waits to be interrupted or killed.
+# A parent process that owns an EmbeddedMongo (with its data in argv[2] if given),
+# reports the server's pid, workdir and URI, then waits to be interrupted or killed.
 _PARENT = textwrap.dedent(
     """
     import sys, time
+    from pathlib import Path
     from migration.server import EmbeddedMongo
 
-    server = EmbeddedMongo()
+    server = EmbeddedMongo(data_dir=Path(sys.argv[2]) if len(sys.argv) > 2 else None)
     if sys.argv[1] == "with":
         with server:
-            print(server.pid, server.workdir, flush=True)
+            print(server.pid, server.workdir, server.uri, flush=True)
             time.sleep(60)
     else:  # rely on atexit alone
         server.start()
-        print(server.pid, server.workdir, flush=True)
+        print(server.pid, server.workdir, server.uri, flush=True)
         time.sleep(60)
     """
 )
 
 
-def _start_parent(mode: str) -> tuple[subprocess.Popen[str], int, Path]:
+def _start_parent(mode: str, *args: str) -> tuple[subprocess.Popen[str], int, Path, str]:
     parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT, mode],
+        [sys.executable, "-c", _PARENT, mode, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -115,14 +117,14 @@ def _start_parent(mode: str) -> tuple[subprocess.Popen[str], int, Path]:
     if not line:
         parent.wait(10)
         pytest.fail(f"parent did not start: {parent.stderr.read() if parent.stderr else ''}")
-    pid, workdir = line.split()
+    pid, workdir, uri = line.split()
     assert _alive(int(pid))
-    return parent, int(pid), Path(workdir)
+    return parent, int(pid), Path(workdir), uri
 
 
 @pytest.mark.parametrize("mode", ["with", "atexit"])
 def test_ctrl_c_in_parent_stops_server(mode: str) -> None:
-    parent, pid, workdir = _start_parent(mode)
+    parent, pid, workdir, _ = _start_parent(mode)
     # A terminal's Ctrl-C signals the whole foreground process group.
     os.killpg(parent.pid, signal.SIGINT)
     parent.wait(timeout=15)
@@ -133,8 +135,31 @@ def test_ctrl_c_in_parent_stops_server(mode: str) -> None:
 
 
 def test_sigkilled_parent_leaves_no_server() -> None:
-    parent, pid, workdir = _start_parent("with")
+    parent, pid, workdir, _ = _start_parent("with")
     parent.kill()
     parent.wait(timeout=5)
     _wait_gone(pid, timeout=5)
     assert not workdir.exists()
+
+
+def test_a_data_dir_outlives_a_sigkilled_owner_and_reopens_on_the_same_port(
+        tmp_path: Path) -> None:
+    """What a restarted ``cep run --checkpoint`` relies on: the maps and documents the
+    killed run acknowledged are there for the next server on the same directory."""
+    data = tmp_path / "mongo"
+    parent, pid, workdir, uri = _start_parent("with", str(data))
+    with StateStore(uri, run_id="r") as store:
+        assert store.put_key_map(3, b"map three")
+        store.put_states(2, {"k": b"state"})
+    parent.kill()
+    parent.wait(timeout=5)
+    _wait_gone(pid, timeout=5)
+    assert not workdir.exists()  # the log's temp dir goes, the data stays
+    assert (data / "WiredTiger").exists()
+    port = int(uri.rsplit(":", 1)[1].strip("/"))
+    with EmbeddedMongo(data_dir=data, port=port) as again:
+        assert again.uri == uri
+        with StateStore(again.uri, run_id="r") as store:
+            assert store.get_key_map(3) == b"map three"
+            assert store.get_states(2, ["k"]) == {"k": b"state"}
+    assert (data / "WiredTiger").exists()  # a clean stop keeps it too

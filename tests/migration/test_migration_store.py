@@ -146,10 +146,13 @@ def test_store_survives_pickling(store: StateStore) -> None:
         copy.close()
 
 
-def test_writes_default_to_majority_unless_the_uri_says_otherwise(mongo: EmbeddedMongo) -> None:
-    for uri, expected in [(mongo.uri, "majority"), (mongo.uri + "?w=1", 1)]:
+def test_writes_default_to_majority_and_journaled_unless_the_uri_says_otherwise(
+        mongo: EmbeddedMongo) -> None:
+    for uri, expected in [(mongo.uri, {"w": "majority", "j": True}),
+                          (mongo.uri + "?w=1", {"w": 1, "j": True}),
+                          (mongo.uri + "?journal=false", {"w": "majority", "j": False})]:
         with StateStore(uri, run_id="r") as s:
-            assert s._db().write_concern.document.get("w") == expected
+            assert s._db().write_concern.document == expected
 
 
 def test_invalid_run_id_and_batch_are_rejected(mongo: EmbeddedMongo, store: StateStore) -> None:
@@ -227,6 +230,20 @@ def test_server_stopped_mid_use_raises_unavailable() -> None:
     with pytest.raises(MongoUnavailableError, match="put_states"):
         store.put_states(2, {1: b"x"})
     assert time.monotonic() - start < 5
+    store.close()
+
+
+def test_timeouts_in_the_uri_win_over_the_defaults() -> None:
+    """A deployment's settings live in its URI: the store's defaults (here a minute)
+    must not silently override them (pymongo would let keywords win)."""
+    uri = (f"mongodb://cep:hunter2@127.0.0.1:{_closed_port()}/"
+           "?serverSelectionTimeoutMS=300&connectTimeoutMS=300")
+    store = StateStore(uri, run_id="r", connect_timeout_ms=60_000,
+                       server_selection_timeout_ms=60_000)
+    start = time.monotonic()
+    with pytest.raises(MongoUnavailableError, match="server selection timeout 300 ms"):
+        store.get_key_map(0)
+    assert time.monotonic() - start < 2.5
     store.close()
 
 

@@ -1,0 +1,163 @@
+"""Restart: ``cep run … --checkpoint DIR`` killed with SIGKILL (the whole process group:
+driver, JVM, Python workers, embedded MongoDB) while keys move between engines, then
+run again with the same command, gives exactly the events of an uninterrupted run: the
+same rows in the same order, none lost, none twice.
+
+The default test kills once, in the batch that imports the first moved keys, and
+compares with the reference evaluator (which an uninterrupted Spark run equals, see
+test_balancing.py). The slow test kills a longer run repeatedly at different points
+(while staging, inside a batch, between a batch's output and its commit, the driver
+alone) and compares with an uninterrupted Spark run of the same command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from faults import (
+    BATCHES,
+    INPUT,
+    RULE,
+    cep_run,
+    committed,
+    events,
+    finish,
+    group_members,
+    in_flight,
+    kill_group,
+    metrics,
+    start,
+    wait_until,
+)
+
+from cep.engine.output import output_records
+from cep.io.inputs import load_inputs
+from cep.lang.compile import compile_file
+from cep.reference import run_reference
+from cep.spark.runtime import SparkRunError, read_events, run_on_spark
+from migration.server import EmbeddedMongo
+
+
+def _reference(source: str) -> list[dict]:
+    module = compile_file(RULE)
+    return output_records(run_reference(module, load_inputs(module, [source], None).tables))
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory) -> dict:
+    """One run SIGKILLed inside batch 2 (which imports the keys batch 1 exported), then
+    the same command again; what the tests below look at."""
+    tmp = tmp_path_factory.mktemp("restart")
+    run = tmp / "run"
+    command = cep_run(run)
+    proc = start(command, tmp / "killed")
+    wait_until(lambda: in_flight(run, 2), proc, "batch 2 in flight")
+    time.sleep(0.3)  # into the batch; a batch takes over a second (state commit alone)
+    kill_group(proc)
+    at_kill = {
+        "batch_2_committed": committed(run, 2),
+        "exported_in_batch_1": json.loads((run / "metrics" / "batch-0000001.json")
+                                          .read_text())["exported_keys"],
+    }
+    resumed = finish(command, tmp / "resumed")
+    return {"run": run, "command": command, "at_kill": at_kill, "resumed": resumed}
+
+
+def test_sigkill_while_keys_move_then_restart_gives_the_uninterrupted_events(
+        killed_and_resumed):
+    run, resumed = killed_and_resumed["run"], killed_and_resumed["resumed"]
+    assert not killed_and_resumed["at_kill"]["batch_2_committed"], "the kill came too late"
+    assert killed_and_resumed["at_kill"]["exported_in_batch_1"] > 0, \
+        "keys must be in transit into the killed batch"
+    assert resumed.returncode == 0, resumed.stderr
+    expected = _reference(str(INPUT))
+    assert events(Path(f"{run}.jsonl")) == expected
+    assert read_events(run) == expected  # the per-batch parts too: none twice, none lost
+
+
+def test_every_key_exported_before_or_after_the_restart_is_imported(killed_and_resumed):
+    rows = metrics(Path(f"{killed_and_resumed['run']}.metrics"))
+    assert [m["batch"] for m in rows] == list(range(BATCHES))
+    assert rows[2]["imported_keys"] == rows[1]["exported_keys"] > 0  # the replayed batch
+    assert sum(m["exported_keys"] for m in rows[2:]) > 0, "keys must move after the restart"
+    assert sum(m["imported_keys"] for m in rows) == sum(m["exported_keys"] for m in rows[:-1])
+
+
+def test_a_restart_with_other_engines_or_strategy_is_refused(killed_and_resumed):
+    module = compile_file(RULE)
+    tables = load_inputs(module, [str(INPUT)], None).tables
+    for options, wrong in (({"engines": 4, "strategy": "dlb-h"}, "engines 3, not 4"),
+                           ({"engines": 3, "strategy": "kg"}, "strategy dlb-h, not kg")):
+        with pytest.raises(SparkRunError, match=wrong):
+            run_on_spark(module, tables, checkpoint=str(killed_and_resumed["run"]),
+                         progress=False, **options)
+
+
+def test_a_restart_against_a_mongodb_without_the_run_is_refused(killed_and_resumed):
+    """The maps and documents of a key-moving run live in its MongoDB: a restart that
+    points elsewhere must stop before Spark starts, not fail (or worse) mid-batch."""
+    module = compile_file(RULE)
+    tables = load_inputs(module, [str(INPUT)], None).tables
+    missing = f"holds no key map {BATCHES}"  # the batch after the last committed one
+    with EmbeddedMongo() as other, pytest.raises(SparkRunError, match=missing):
+        run_on_spark(module, tables, engines=3, strategy="dlb-h", mongo_uri=other.uri,
+                     checkpoint=str(killed_and_resumed["run"]), progress=False)
+
+
+# -- slow: many kills at different points of a longer run ---------------------------
+
+SLOW_SOURCE = "tweets:n=20000"
+SLOW_OPTIONS = ("--batch-size", "2000", "--threshold", "1")
+
+
+def _kill_when(command: list[str], logs: Path, ready, *, group: bool = True) -> None:
+    """Start ``command``, SIGKILL it as soon as ``ready()``; with ``group`` False only
+    the driver process, whose JVM, workers and MongoDB must then go by themselves."""
+    proc = start(command, logs)
+    wait_until(ready, proc, f"kill point of {logs.name}")
+    if group:
+        kill_group(proc)
+        return
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while (left := group_members(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"the driver's children outlived it: {left}"
+
+
+@pytest.mark.slow
+def test_repeated_sigkills_give_the_events_of_an_uninterrupted_run(tmp_path):
+    reference_dir, run = tmp_path / "uninterrupted", tmp_path / "killed"
+    uninterrupted = finish(cep_run(reference_dir, *SLOW_OPTIONS, source=SLOW_SOURCE),
+                           tmp_path / "uninterrupted")
+    assert uninterrupted.returncode == 0, uninterrupted.stderr
+    expected = events(Path(f"{reference_dir}.jsonl"))
+    assert expected == _reference(SLOW_SOURCE)
+
+    command = cep_run(run, *SLOW_OPTIONS, source=SLOW_SOURCE)
+    stage, partial = run / "stage", run / "stage.partial"
+    parts = run / "parts"
+    kill_points = [  # (name, when, the whole group?); a point missed is the next moment
+        ("staging", lambda: partial.exists() or stage.exists(), True),
+        ("batch-1", lambda: in_flight(run, 1), True),
+        # the window between a batch's parts file and its commit: the replay rewrites it
+        ("after-output", lambda: (parts / "batch-0000003.jsonl").exists(), True),
+        ("batch-5-driver-only", lambda: in_flight(run, 5), False),
+        ("batch-7", lambda: in_flight(run, 7), True),
+    ]
+    for name, ready, group in kill_points:
+        _kill_when(command, tmp_path / name, ready, group=group)
+    final = finish(command, tmp_path / "final")
+    assert final.returncode == 0, final.stderr
+    assert events(Path(f"{run}.jsonl")) == expected
+    assert read_events(run) == expected
+    rows = metrics(Path(f"{run}.metrics"))
+    assert [m["batch"] for m in rows] == list(range(10))
+    assert sum(m["imported_keys"] for m in rows) == sum(m["exported_keys"] for m in rows[:-1])
+    assert sum(m["exported_keys"] for m in rows) > 0
