@@ -62,7 +62,8 @@ def test_published_balancers_give_exactly_the_kg_events(spark, example, rule, st
     assert run.records == expected
 
 
-def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None):
+def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None,
+           load_series=None):
     """Move about half the keys to random engines (seeded by the inputs, so a replayed
     batch decides the same)."""
     rng = np.random.default_rng([len(key_map), int(key_load.sum())])
