@@ -26,6 +26,7 @@ from cep.lang.errors import RuleError
 from cep.lang.parser import parse_duration
 from cep.quality import precision_recall
 from cep.reference import run_reference
+from cep.spark.balancer import CAPACITY_MODES
 from cep.spark.runtime import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MONGO_TIMEOUT,
@@ -119,11 +120,8 @@ def _parser() -> argparse.ArgumentParser:
 
     simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
                               "without Spark (the paper's periodic-Zipf setting by default)")
-    simulate.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,elb,clb,milp,pkg",
-                          help=f"comma-separated, from {','.join(STRATEGY_NAMES)}")
-    simulate.add_argument("--capacity", choices=["equal", "measured"], default="equal",
-                          help="balance to equal shares, or to shares from each engine's "
-                               "measured busy time per event (default equal)")
+    _strategies_option(simulate, ",".join(STRATEGY_NAMES))
+    _capacity_option(simulate)
     simulate.add_argument("--engine-cost", metavar="C0,C1,...",
                           help="simulated busy time per event of each engine, e.g. 1,1,3,1,1 "
                                "for one engine 3x slower (default all 1)")
@@ -157,9 +155,7 @@ def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
     """What verify and bench share: they run the same strategies the same way."""
     parser.add_argument("file", help="the .epl rule file")
     parser.add_argument("--input", action="append", required=True, metavar="SRC")
-    parser.add_argument("--strategies", default="kg,dlb-h,dlb-l,lptf,pkg",
-                        help=f"comma-separated, from {','.join(STRATEGY_NAMES)} "
-                             "(default kg,dlb-h,dlb-l,lptf,pkg)")
+    _strategies_option(parser, "kg,dlb-h,dlb-l,lptf,pkg")
     parser.add_argument("--engines", type=int, default=5, metavar="N")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N")
@@ -167,6 +163,28 @@ def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     _balancing_options(parser)
     _state_options(parser)
+
+
+def _strategies_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--strategies", default=default,
+                        help=f"comma-separated, from {','.join(STRATEGY_NAMES)} "
+                             f"(default {default})")
+
+
+def _capacity_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--capacity", choices=CAPACITY_MODES, default="equal",
+                        help="balance to equal shares, or to shares from each engine's "
+                             "measured busy seconds per event (default equal)")
+
+
+def _strategy_list(text: str) -> list[str]:
+    """The names in a --strategies value, each one known (else an input error)."""
+    strategies = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
+    if unknown:
+        raise InputError(f"unknown strategy {unknown[0]}; choose from "
+                         f"{', '.join(STRATEGY_NAMES)}")
+    return strategies
 
 
 def _state_options(parser: argparse.ArgumentParser) -> None:
@@ -187,9 +205,7 @@ def _balancing_options(parser: argparse.ArgumentParser) -> None:
                         help="rebalance when the engines' load RSTD exceeds this (default 15)")
     parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
                         help="batches of per-key load the Balancer looks at (default 1)")
-    parser.add_argument("--capacity", choices=["equal", "measured"], default="equal",
-                        help="balance to equal shares, or to shares from each engine's "
-                             "measured busy seconds per event (default equal)")
+    _capacity_option(parser)
     parser.add_argument("--slow-engine", action="append", default=[], metavar="E:FACTOR",
                         help="make engine E's processing FACTOR times slower (to try "
                              "--capacity measured on equal hardware)")
@@ -291,11 +307,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
-    if unknown:
-        raise InputError(f"unknown strategy {unknown[0]}; choose from "
-                         f"{', '.join(STRATEGY_NAMES)}")
+    strategies = _strategy_list(args.strategies)
     loaded = load_inputs(module, args.input, "cep-dead-letter.jsonl")
     results = verify(module, loaded.tables, strategies, engines=args.engines,
                      batch_size=args.batch_size or DEFAULT_BATCH_SIZE, master=args.master,
@@ -322,11 +334,7 @@ def _simulate(args: argparse.Namespace) -> int:
         trace = np.load(args.trace)
     else:
         trace = periodic_zipf_trace(args.events, args.keys, seed=args.seed)
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    unknown = sorted(set(strategies) - set(STRATEGY_NAMES))
-    if unknown:
-        raise InputError(f"unknown strategy {unknown[0]}; choose from "
-                         f"{', '.join(STRATEGY_NAMES)}")
+    strategies = _strategy_list(args.strategies)
     cost = _engine_cost(args.engine_cost, args.engines)
     columns = ("avg_rstd", "max_rstd", "avg_rstd_lower_bound", "rebalances",
                "avg_pct_keys_moved_per_rebalance", "max_pct_keys_moved_per_rebalance",

@@ -90,11 +90,8 @@ class JoinOperator(WindowState):
             if agg.name == "count":
                 out[agg] = Col(hi - lo)
                 continue
-            texts = triggers[trigger_field]
-            if trigger_field + NULL_SUFFIX in triggers:
-                texts = np.where(triggers[trigger_field + NULL_SUFFIX], None, texts)
             best = max_similarity_in_segments(
-                term_rows(texts), merged.query_codes,
+                term_rows(_texts(triggers, trigger_field)), merged.query_codes,
                 (merged.table[TERMS + window_field], merged.table[NORM2 + window_field]),
                 merged.codes, lo, hi)
             empty = np.isnan(best)
@@ -191,11 +188,14 @@ def _with_terms(rows: Table, fields: list[str]) -> Table:
         return rows
     out = dict(rows)
     for field in fields:
-        texts = rows[field]
-        if field + NULL_SUFFIX in rows:
-            texts = np.where(rows[field + NULL_SUFFIX], None, texts)
-        out[TERMS + field], out[NORM2 + field] = term_rows(texts)
+        out[TERMS + field], out[NORM2 + field] = term_rows(_texts(rows, field))
     return out
+
+
+def _texts(rows: Table, field: str) -> np.ndarray:
+    """A text column with its NULLs as ``None`` (what :func:`term_rows` expects)."""
+    mask = rows.get(field + NULL_SUFFIX)
+    return rows[field] if mask is None else np.where(mask, None, rows[field])
 
 
 def _projected(rows: Table, fields: frozenset[str]) -> Table:

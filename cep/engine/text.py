@@ -256,7 +256,7 @@ def term_rows(texts: Iterable[str | None] | np.ndarray) -> tuple[np.ndarray, np.
     :func:`similarity`.
     """
     arr = _as_text_array(texts)
-    null = np.fromiter((t is None for t in arr), dtype=bool, count=len(arr))
+    null = pd.isna(arr)
     lengths, hashes = _tokenised(np.where(null, "", arr))
     cols = (hashes % _U64(N_FEATURES)).astype(np.uint32)
     rows = np.repeat(np.arange(len(arr), dtype=np.int64), lengths)
