@@ -91,12 +91,26 @@ class JoinOperator(WindowState):
                 out[agg] = Col(hi - lo)
                 continue
             best = max_similarity_in_segments(
-                term_rows(_texts(triggers, trigger_field)), merged.query_codes,
+                self._trigger_terms(merged, triggers, hi, trigger_field, window_field),
+                merged.query_codes,
                 (merged.table[TERMS + window_field], merged.table[NORM2 + window_field]),
                 merged.codes, lo, hi)
             empty = np.isnan(best)
             out[agg] = Col(np.where(empty, 0.0, best), empty if empty.any() else None)
         return out
+
+    def _trigger_terms(self, merged: Merged, triggers: Table, hi: np.ndarray,
+                       trigger_field: str, window_field: str) -> tuple[np.ndarray, np.ndarray]:
+        """The triggers' term rows. In a self-join on one field (FSD: a tweet against
+        earlier tweets) each trigger's own row sits in the merged window right after its
+        segment, already tokenised: reuse it rather than tokenise the batch twice."""
+        rows = merged.table
+        if (self.rule.trigger_stream == self.rule.window_stream
+                and trigger_field == window_field and nrows(rows)):
+            own = np.minimum(hi, nrows(rows) - 1)
+            if np.array_equal(order_value(rows)[own], order_value(triggers)):
+                return rows[TERMS + window_field][own], rows[NORM2 + window_field][own]
+        return term_rows(_texts(triggers, trigger_field))
 
     def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
                hi: np.ndarray) -> np.ndarray:

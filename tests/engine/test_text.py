@@ -204,6 +204,25 @@ def test_segment_kernel_is_bit_identical_to_similarity(keys, rows_per_key, queri
     assert (fast[~np.isnan(fast)] > 0).any() or rows_per_key == 0
 
 
+def test_segment_kernel_hot_key_goes_in_blocks_and_stays_exact() -> None:
+    """One key with many more queries than its segment length (the Zipf 1.5 hot key):
+    queries go in several blocks of gathered rows, and every value is still exact."""
+    rng = np.random.default_rng(11)
+    n_rows, horizon = 1200, 40
+    rows = corpus(n_rows, seed=11, vocab=80).astype(object)
+    rows[rng.random(n_rows) < 0.05] = None
+    hi = np.sort(rng.integers(1, n_rows + 1, 900))[rng.permutation(900)]  # any order
+    lo = np.maximum(0, hi - horizon)
+    texts = corpus(900, seed=12, vocab=80).astype(object)
+    order, block, _, _ = text._query_blocks(np.zeros(900, np.int64), lo, hi)
+    assert block.max() + 1 == -(-900 // text.MIN_BLOCK)  # blocks of MIN_BLOCK queries
+    assert np.all(np.diff(hi[order]) >= 0)
+    fast = text.max_similarity_in_segments(text.term_rows(texts), np.zeros(900, np.int64),
+                                           text.term_rows(rows), np.zeros(n_rows, np.int64),
+                                           lo, hi, pair_budget=3000)
+    assert np.array_equal(fast, brute_force_max(texts, rows, lo, hi), equal_nan=True)
+
+
 # ---------------------------------------------------------------- MinHash LSH
 
 
