@@ -24,7 +24,10 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
   restart it"); the fresh instance starts after the event that caused the restart. An
   instance of ``x`` that can still complete again (it contains an ``every``) is kept as
   well, exactly as in Esper, so ``every (a -> every b)`` accumulates instances and repeats
-  matches. ``every`` never finishes. ``every a -> b`` means ``(every a) -> b``.
+  matches (``every every a`` doubles at each a: it is not ``every a``). Their number never
+  falls (WITHIN restarts an expired instance rather than dropping it), so the rule checker
+  refuses such an ``every`` outside ``[n]`` and ``not``, which end their operand.
+  ``every`` never finishes. ``every a -> b`` means ``(every a) -> b``.
 * ``a and b``: Esper's rule. Each operand's completions are remembered; when an operand
   completes and every other non-``not`` operand has completed at least once, one match is
   produced per combination with the remembered completions. It is done when all its

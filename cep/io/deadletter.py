@@ -8,14 +8,22 @@ Each rejected record becomes one JSON line
 
 with ``line`` 1-based in its file (for Parquet: the 1-based row number), ``kind`` a short
 category (see :data:`KINDS`) for counting, ``reason`` a sentence naming the field and the
-value, and ``record`` the raw text cut to 1000 characters. The file is opened for
-appending at the first rejected record (a clean input leaves no file behind). With
-``path=None`` only the counts are kept (tests, ``cep check``).
+value, and ``record`` the raw text cut to 1000 characters. With ``path=None`` only the
+counts are kept (tests, ``cep check``).
+
+One `DeadLetter` serves one reading of the input, and the file holds exactly that
+reading's rejected records, once each: a file left at ``path`` by an earlier run is
+removed when the `DeadLetter` is made, and the file is created at the first rejected
+record (a clean input leaves no file behind). Every run reads its whole input again, a
+resumed ``cep run --checkpoint`` too (the CLI loads the input before Spark starts), so
+replacing the file loses no record, where appending would list each once per run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections import Counter
 from types import TracebackType
 from typing import IO
@@ -38,7 +46,8 @@ KINDS = (
 
 
 class DeadLetter:
-    """Collects rejected records: appends them to ``path`` (JSON lines) and counts them."""
+    """Collects rejected records: writes them to ``path`` (JSON lines, replacing what an
+    earlier run left there) and counts them."""
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path
@@ -46,6 +55,9 @@ class DeadLetter:
         self.skipped = 0
         self.reasons: Counter[str] = Counter()
         self._file: IO[str] | None = None
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
     def add(self, source: str, line: int, kind: str, reason: str, record: str) -> None:
         """Record one rejected input record."""
@@ -56,7 +68,7 @@ class DeadLetter:
         if self.path is None:
             return
         if self._file is None:
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
         entry = {
             "source": source,
             "line": line,

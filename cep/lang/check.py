@@ -7,7 +7,9 @@ What it decides (the semantics the engine relies on, see README "Rule semantics"
 * aggregates appear only in SELECT/HAVING of a rule with a data window;
 * each rule is classified: derived (stateless), window, ``#lastevent`` join, pattern;
 * the partition key of each stateful rule comes from ``#groupwin(k)``, ``GROUP BY k`` or
-  ``PARTITION BY k``, and all stateful rules of a file share it.
+  ``PARTITION BY k``, and all stateful rules of a file share it;
+* an ``every`` over a pattern that can match more than once is refused: its state grows
+  without bound whatever WITHIN or the state time-to-live says.
 """
 
 from __future__ import annotations
@@ -600,6 +602,7 @@ class _Checker:
             root = root.operand
         tags: dict[str, tuple[ir.StreamDef, bool]] = {}
         self._collect_tags(root, tags, repeated=False)
+        _refuse_growing_every(root)
         self._no_clause(stmt.group_by, "GROUP BY", "a pattern rule (use PARTITION BY)")
         if stmt.having is not None:
             raise RuleError("HAVING is not allowed in a pattern rule; use WHERE", stmt.having.pos)
@@ -1235,6 +1238,48 @@ def _tags_of(node: ast.Pattern) -> set[str]:
     if isinstance(node, ast.PatEvery | ast.PatRepeat | ast.PatWithin):
         return _tags_of(node.operand)
     return _tags_of(node.left) | _tags_of(node.right)
+
+
+def _refuse_growing_every(root: ast.Pattern) -> None:
+    """Refuse an ``every x`` whose x can match more than once: its state has no bound.
+
+    Such an ``every`` keeps each instance of x that matched (it may match again) and starts
+    a fresh one besides (Esper's rule, see ``cep.engine.patterns``), so each match adds an
+    instance and none ever leaves: one that runs out of WITHIN or the state time-to-live is
+    restarted, not dropped, so neither bounds it (``every every a`` doubles at each a). The
+    operands of ``[n]`` and ``not`` are not searched: ``[n]`` ends at its n-th match and
+    ``not`` at its first, which bounds whatever grows inside them.
+    """
+    node = _growing_every(root)
+    if node is not None:
+        raise RuleError(
+            "'every' over a pattern that can match more than once (it contains 'every') "
+            "gains an instance at each match and never drops one, even with WITHIN: its "
+            "state grows without bound",
+            node.pos,
+            hint="'every every a' is not 'every a' (it doubles at each a): write 'every a'; "
+            "for 'every (a -> every b)' write 'every a -> every b'",
+        )
+
+
+def _growing_every(node: ast.Pattern) -> ast.PatEvery | None:
+    """The outermost ``every`` over a pattern that matches repeatedly, outside ``[n]`` and
+    ``not`` (see `_refuse_growing_every`)."""
+    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot):
+        return None
+    if isinstance(node, ast.PatEvery):
+        return node if _matches_repeatedly(node.operand) else _growing_every(node.operand)
+    return _growing_every(node.left) or _growing_every(node.right)
+
+
+def _matches_repeatedly(node: ast.Pattern) -> bool:
+    """Whether one instance of the pattern can match more than once: it contains an
+    ``every`` outside ``[n]`` and ``not``, which complete at most once themselves."""
+    if isinstance(node, ast.PatEvery):
+        return True
+    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot):
+        return False
+    return _matches_repeatedly(node.left) or _matches_repeatedly(node.right)
 
 
 def _schema_type(t: str) -> str:

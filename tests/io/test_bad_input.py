@@ -222,19 +222,42 @@ def test_cli_summary_counts_accepted_and_rejected(tmp_path: Path) -> None:
     files = build(events, module.streams[module.input_streams[0]], "jsonl")
     clean, dirty = files.write(tmp_path, ".jsonl")
     out = tmp_path / "out.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "cep.cli", "run", str(RULES / rule), "--input", str(dirty),
-         "--runner", "local", "--output", str(out),
-         *(f"--set={k}={v}" for k, v in overrides.items())],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
+    proc = _cep_run(rule, dirty, overrides, "--output", str(out))
     expected, _ = run(module, clean, None)
     assert [json.loads(line) for line in out.read_text().splitlines()] == expected
     assert f"cep: {len(events)} events" in proc.stderr
     dead = f"{out}.dead.jsonl"
     assert f"{len(files.expected)} malformed records dead-lettered to {dead}" in proc.stderr
     assert len(Path(dead).read_text().splitlines()) == len(files.expected)
+
+
+def test_a_rerun_replaces_the_dead_letter_file(tmp_path: Path) -> None:
+    """Two runs over the same input leave each broken record in the file once, not twice;
+    a run over a clean input leaves no file, not the previous run's letters."""
+    rule, sample, overrides = CASES["sensor_average"]
+    module = compile_file(RULES / rule, overrides)
+    files = build(good_events(sample), module.streams[module.input_streams[0]], "jsonl")
+    clean, dirty = files.write(tmp_path, ".jsonl")
+    dead = tmp_path / "dead.jsonl"
+    for _ in range(2):
+        proc = _cep_run(rule, dirty, overrides, "--dead-letter", str(dead))
+        assert f"{len(files.expected)} malformed records dead-lettered" in proc.stderr
+        letters = [json.loads(line) for line in dead.read_text().splitlines()]
+        assert sorted(d["line"] for d in letters) == sorted(files.expected)
+    _cep_run(rule, clean, overrides, "--dead-letter", str(dead))
+    assert not dead.exists()
+
+
+def _cep_run(rule: str, source: Path, overrides: dict[str, str],
+             *options: str) -> subprocess.CompletedProcess:
+    """``cep run`` with the local runner in a fresh interpreter; it must succeed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "cep.cli", "run", str(RULES / rule), "--input", str(source),
+         "--runner", "local", *options, *(f"--set={k}={v}" for k, v in overrides.items())],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc
 
 
 def _peak_rss_mb(script: str) -> float:
