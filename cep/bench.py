@@ -8,6 +8,8 @@ tweets in the input (all of them are processed), so compare throughput instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cep.verify import StrategyResult
 
 # strategy -> (tweets processed in 40 min, first story events, avg RSTD %)
@@ -43,11 +45,20 @@ def format_bench(results: list[StrategyResult]) -> str:
 
 
 def format_stages(results: list[StrategyResult]) -> str:
-    """Where the engines' time went, per strategy: seconds summed over batches and
-    engines for each stage (routing ran in the router tasks, before the engines)."""
-    stages = sorted({stage for r in results for stage in r.stage_s})
-    lines = ["time by stage (s): " + "  ".join(stages)]
+    """Where the time went, per strategy, in two tables: task seconds summed over batches
+    and engines for each stage of the data path (``derive`` and ``route`` ran in the
+    router tasks, ``state_commit`` is Spark's, the rest inside the engines), then the
+    run's wall clock by phase."""
+    return "\n\n".join((
+        _seconds_table("task seconds by stage", results, lambda r: r.stage_s),
+        _seconds_table("wall seconds by phase", results, lambda r: r.wall_s)))
+
+
+def _seconds_table(title: str, results: list[StrategyResult],
+                   values: Callable[[StrategyResult], dict[str, float]]) -> str:
+    names = list(dict.fromkeys(name for r in results for name in values(r)))
+    lines = [f"{title}: " + "  ".join(names)]
     for r in results:
         lines.append(f"{r.strategy:>8}: " + "  ".join(
-            f"{r.stage_s.get(stage, 0.0):.1f}".rjust(len(stage)) for stage in stages))
+            f"{values(r).get(name, 0.0):.1f}".rjust(len(name)) for name in names))
     return "\n".join(lines)

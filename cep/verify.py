@@ -16,7 +16,7 @@ import numpy as np
 
 from cep.engine.table import Table
 from cep.lang import ir
-from cep.spark.runtime import run_on_spark
+from cep.spark.runtime import SparkRun, run_on_spark
 from splitter.strategies import KEY_PRESERVING
 
 
@@ -39,6 +39,7 @@ class StrategyResult:
     makespan_s: float = 0.0  # Σ over batches of the busiest engine's seconds
     batch_makespan_s: list[float] = field(default_factory=list)
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
+    wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
 
     @property
     def key_preserving(self) -> bool:
@@ -66,6 +67,7 @@ def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list
         stages: Counter = Counter()
         for m in run.metrics:
             stages.update(m.get("stage_s", {}))
+            stages["state_commit"] += m.get("spark_ms", {}).get("state_commit", 0) / 1000
         results.append(StrategyResult(
             strategy=name,
             events=len(run.records),
@@ -84,8 +86,27 @@ def verify(module: ir.CompiledModule, inputs: dict[str, Table], strategies: list
             makespan_s=round(sum(slowest), 3),
             batch_makespan_s=[round(x, 4) for x in slowest],
             stage_s={k: round(v, 3) for k, v in stages.items()},
+            wall_s=wall_times(run),
         ))
     return [r for r in results if r.strategy in strategies]
+
+
+def wall_times(run: SparkRun) -> dict[str, float]:
+    """Where a run's wall clock went: Spark's start, staging the input, the micro-batches
+    (of which: query planning and cep's sink), reading the events back."""
+    spark = [m.get("spark_ms", {}) for m in run.metrics]
+    batches = sum(s.get("trigger", 0) for s in spark) / 1000
+    phases = {
+        "session": run.session_s,
+        "staging": run.staging_s,
+        "batches": batches,
+        "planning": sum(s.get("planning", 0) for s in spark) / 1000,
+        "sink": sum(m.get("write_s", 0.0) for m in run.metrics),
+        "read_back": run.read_back_s,
+    }
+    phases["other"] = run.seconds - phases["session"] - phases["staging"] - batches \
+        - phases["read_back"]
+    return {k: round(v, 2) for k, v in phases.items()}
 
 
 def format_table(results: list[StrategyResult]) -> str:

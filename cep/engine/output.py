@@ -31,11 +31,20 @@ def format_timestamp(us: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def format_timestamps(us: np.ndarray) -> np.ndarray:
+    """:func:`format_timestamp` of every value, vectorised (an object array of ``str``)."""
+    us = np.asarray(us, dtype=np.int64)
+    moments = us.astype("datetime64[us]")
+    out = np.char.add(np.datetime_as_string(moments, unit="ms"), "Z").astype(object)
+    fine = us % 1000 != 0
+    if fine.any():
+        out[fine] = np.char.add(np.datetime_as_string(moments[fine], unit="us"), "Z")
+    return out
+
+
 def python_values(col: Col, type_name: str) -> list[object]:
     """JSON-ready Python values of a column (NULL → None, timestamps → ISO text)."""
-    values = col.values.tolist()
-    if type_name == "timestamp":
-        values = [format_timestamp(v) for v in values]
+    values = (format_timestamps(col.values) if type_name == "timestamp" else col.values).tolist()
     if col.nulls is not None:
         for i in np.flatnonzero(col.nulls).tolist():
             values[i] = None

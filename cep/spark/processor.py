@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
@@ -54,11 +55,11 @@ class EngineProcessor(StatefulProcessor):
         engine_index = self.engine_of_label[int(key[0])]
         streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
         passthrough: list[Table] = []
-        batch, route_s = -1, 0.0
+        batch, router_s = -1, Counter()
         for frame in rows:
             for payload in frame["payload"].tolist():
-                batch, mine, extra, part_route_s = pickle.loads(payload)
-                route_s += part_route_s
+                batch, mine, extra, part_seconds = pickle.loads(payload)
+                router_s.update(part_seconds)
                 for name, table in mine.items():
                     streams[name].append(table)
                 if extra:
@@ -86,7 +87,7 @@ class EngineProcessor(StatefulProcessor):
         out = [event_frame(concat([*passthrough, events]) if passthrough else events,
                            engine_index)]
         clock.lap("output")
-        stages = {**clock.laps, "route": route_s}  # routing ran before, in the router tasks
+        stages = {**clock.laps, **router_s}  # derive, route: before, in the router tasks
         out.append(stats_frame(engine_index, batch_streams, clock.total, moves, stages))
         yield arrow_safe(pd.concat(out, ignore_index=True))
 

@@ -32,16 +32,18 @@ KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
                engine_of: KeyRouter, batch: int) -> list[tuple[int, bytes]]:
     """(label, payload) for every engine, from one staged part. Engine 0's payload also
-    carries the part's stateless output and the seconds routing took (for the metrics)."""
+    carries the part's stateless output and the seconds its stages took (for the
+    metrics): ``derive`` for the stateless rules (FSD's LSH key), ``route`` for the rest."""
     started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
+    derived = time.perf_counter()
     keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
     owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
     passthrough = concat(stateless) if stateless else None
     mine = [{n: take(t, owners[n] == e) for n, t in keyed.items()} for e in range(len(labels))]
-    elapsed = time.perf_counter() - started
+    seconds = {"derive": derived - started, "route": time.perf_counter() - derived}
     return [(label, pickle.dumps((batch, mine[e], passthrough if e == 0 else None,
-                                  elapsed if e == 0 else 0.0), protocol=5))
+                                  seconds if e == 0 else {}), protocol=5))
             for e, label in enumerate(labels)]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cep.engine.output import format_timestamp
+from cep.engine.output import format_timestamps
 from splitter.stats import rstd
 
 BatchHook = Callable[[int, pd.DataFrame, dict], None]
@@ -77,6 +77,7 @@ class BatchSink:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
             frame = batch_df.toPandas()
+        collected = time.perf_counter()
         events = frame[frame["kind"] == "event"]
         stats = frame[frame["kind"] == "stats"]
         _write_atomically(self.parts / f"batch-{batch_id:07d}.jsonl", event_lines(
@@ -84,6 +85,7 @@ class BatchSink:
         metrics = self._metrics(batch_id, events, stats, started)
         for hook in self.hooks:
             hook(batch_id, stats, metrics)
+        metrics["write_s"] = round(time.perf_counter() - collected, 4)
         _write_atomically(self.metrics / f"batch-{batch_id:07d}.json",
                           json.dumps(metrics) + "\n")
         self.progress.update(metrics)
@@ -118,20 +120,33 @@ class BatchSink:
 
 
 def event_lines(events: pd.DataFrame, rule_order: dict[str, int]) -> str:
-    """JSON lines in the reference's order: by seq, then rule order."""
+    """JSON lines in the reference's order (by seq, then rule order): ``rule``, ``key``,
+    ``seq``, ``ts``, then the payload's fields.
+
+    Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
+    faster, and FSD writes a third of its tweets): the key and the payload are JSON
+    already, and a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the
+    compiler renames such output columns)."""
     if events.empty:
         return ""
     rank = events["rule"].map(rule_order).fillna(-1).to_numpy()
     order = np.lexsort((rank, events["seq"].to_numpy()))
-    lines = []
-    columns = [events[c].tolist() for c in ("rule", "key", "seq", "ts", "ts_null", "payload")]
-    for i in order.tolist():
-        rule, key, seq, ts, ts_null, payload = (c[i] for c in columns)
-        record = {"rule": rule, "key": json.loads(key), "seq": int(seq),
-                  "ts": None if ts_null else format_timestamp(int(ts))}
-        record.update(json.loads(payload))
-        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-    return "".join(lines)
+    rows = events.iloc[order]
+    rules = np.array([json.dumps(r, ensure_ascii=False) for r in rows["rule"].tolist()],
+                     dtype=object)
+    times = np.where(rows["ts_null"].to_numpy(), "null",
+                     '"' + format_timestamps(rows["ts"].to_numpy()) + '"')
+    payload = rows["payload"].to_numpy(dtype=object)
+    rest = np.where(payload == "{}", "}", "," + _after_brace(payload))
+    lines = ('{"rule":' + rules + ',"key":' + rows["key"].to_numpy(dtype=object)
+             + ',"seq":' + rows["seq"].astype(str).to_numpy(dtype=object)
+             + ',"ts":' + times + rest + "\n")
+    return "".join(lines.tolist())
+
+
+def _after_brace(payload: np.ndarray) -> np.ndarray:
+    """Each JSON object text without its opening brace."""
+    return pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object)
 
 
 def _write_atomically(path: Path, text: str) -> None:
