@@ -30,7 +30,9 @@ import numpy as np
 from cep.bench import format_bench
 from cep.io.inputs import load_inputs
 from cep.io.tweets import zipf_exponent
+from cep.lang import ir
 from cep.lang.compile import compile_file
+from cep.spark.runtime import run_on_spark
 from cep.verify import verify
 
 ROOT = Path(__file__).parent.parent
@@ -46,6 +48,16 @@ def batch_exponents(timestamps: np.ndarray, batch_size: int) -> list[float]:
     return out
 
 
+def warm_up(module: ir.CompiledModule, n: int, master: str) -> float:
+    """Run KG on ``n`` tweets, unmeasured: starts the session and the Python workers."""
+    started = time.perf_counter()
+    tables = load_inputs(module, [f"tweets:n={n},seed=1"], None).tables
+    run_on_spark(module, tables, engines=5, master=master, progress=False)
+    seconds = time.perf_counter() - started
+    print(f"warm-up: {n:,} tweets in {seconds:.1f}s (session start included)", flush=True)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2_950_000)
@@ -56,6 +68,10 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=15.0)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--warm-up", type=int, default=20_000, metavar="N",
+                        help="tweets of an unmeasured KG run first, so every strategy "
+                             "meets a started Spark session with warm Python workers "
+                             "(0: none, and the first strategy pays the start)")
     args = parser.parse_args()
 
     module = compile_file(ROOT / "rules" / "fsd.epl")
@@ -65,12 +81,15 @@ def main() -> None:
     generate_s = time.perf_counter() - started
     print(f"generated {args.n:,} tweets ({args.mode}) in {generate_s:.1f}s", flush=True)
     strategies = [s for s in args.strategies.split(",") if s]
+    warm_up_s = warm_up(module, args.warm_up, args.master) if args.warm_up else 0.0
     results = verify(module, loaded.tables, strategies, engines=5,
                      batch_size=args.batch_size, master=args.master,
                      threshold=args.threshold, progress=True)
     print(format_bench(results))
 
-    exponents = batch_exponents(loaded.tables["Tweet"]["ts"], args.batch_size)
+    # the Zipf phases exist only in zipf-periodic mode
+    exponents = batch_exponents(loaded.tables["Tweet"]["ts"], args.batch_size) \
+        if args.mode == "zipf-periodic" else []
     kg = next((r for r in results if r.strategy == "kg"), None)
     summary = {}
     for r in results:
@@ -97,7 +116,8 @@ def main() -> None:
     out.write_text(json.dumps({
         "tweets": args.n, "mode": args.mode, "seed": args.seed,
         "batch_size": args.batch_size, "threshold": args.threshold, "master": args.master,
-        "generate_s": round(generate_s, 2), "batch_exponents": exponents,
+        "generate_s": round(generate_s, 2), "warm_up_tweets": args.warm_up,
+        "warm_up_s": round(warm_up_s, 2), "batch_exponents": exponents,
         "summary": summary, "strategies": [asdict(r) for r in results],
         "machine": f"{platform.machine()} {platform.python_version()}",
     }, indent=2) + "\n")

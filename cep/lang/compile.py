@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 from cep.lang.check import compile_module
@@ -21,11 +22,23 @@ def compile_text(text: str, source_name: str = "<rule>",
     return compile_module(parse(text, source_name), overrides, state_ttl_us)
 
 
+def bundled_rule(path: Path) -> Path | None:
+    """The rule file shipped with cep that ``rules/<name>.epl`` names, when no such file
+    exists where the user runs: so ``cep run rules/fsd.epl --input tweets`` works from
+    any directory, not only from a clone of the repository."""
+    if path.is_absolute() or path.parent not in (Path("rules"), Path(".")):
+        return None
+    candidate = Path(str(resources.files("cep.rules").joinpath(path.name)))
+    return candidate if candidate.is_file() else None
+
+
 def compile_file(path: str | Path, overrides: Mapping[str, str] | None = None,
                  state_ttl_us: int | None = None) -> CompiledModule:
     """Compile a ``.epl`` file (UTF-8). A file larger than the parser accepts is refused
     by its size, before it is read."""
     path = Path(path)
+    if not path.exists():
+        path = bundled_rule(path) or path
     try:
         size = path.stat().st_size
         if size > 4 * MAX_TEXT_CHARS:  # UTF-8 takes at most 4 bytes a character
