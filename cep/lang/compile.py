@@ -26,7 +26,7 @@ def bundled_rule(path: Path) -> Path | None:
     """The rule file shipped with cep that ``rules/<name>.epl`` names, when no such file
     exists where the user runs: so ``cep run rules/fsd.epl --input tweets`` works from
     any directory, not only from a clone of the repository."""
-    if path.is_absolute() or path.parent not in (Path("rules"), Path(".")):
+    if path.parent != Path("rules"):
         return None
     candidate = Path(str(resources.files("cep.rules").joinpath(path.name)))
     return candidate if candidate.is_file() else None
