@@ -88,7 +88,7 @@ class EngineProcessor(StatefulProcessor):
                            engine_index)]
         clock.lap("output")
         stages = {**clock.laps, **router_s}  # derive, route: before, in the router tasks
-        out.append(stats_frame(engine_index, batch_streams, clock.total, moves, stages))
+        out.append(stats_frame(engine_index, batch_streams, clock, moves, stages))
         yield arrow_safe(pd.concat(out, ignore_index=True))
 
     def close(self) -> None:
@@ -150,6 +150,7 @@ class StageClock:
 
     def __init__(self) -> None:
         self.started = self.last = time.perf_counter()
+        self.cpu_started = time.process_time()
         self.laps: dict[str, float] = {}
 
     def lap(self, stage: str) -> None:
@@ -161,12 +162,20 @@ class StageClock:
     def total(self) -> float:
         return time.perf_counter() - self.started
 
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of this worker process since the start: unlike the wall clock, not
+        inflated by the other tasks, the JVM and the router sharing the machine's cores
+        (nor by a ``--slow-engine`` sleep)."""
+        return time.process_time() - self.cpu_started
 
-def stats_frame(engine_index: int, streams: dict[str, Table], busy: float,
+
+def stats_frame(engine_index: int, streams: dict[str, Table], clock: StageClock,
                 moves: dict, stages: dict[str, float]) -> pd.DataFrame:
     keys = [t[KEY] for t in streams.values() if t and nrows(t)]
     rows = sum(len(k) for k in keys)
-    stats = {"rows": rows, "busy_s": round(busy, 6), **moves, "stages": stages,
+    stats = {"rows": rows, "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6),
+             **moves, "stages": stages,
              "key_load": key_counts(np.concatenate(keys)) if keys else {}}
     return pd.DataFrame({"kind": ["stats"], "engine": np.array([engine_index], np.int32),
                          "rule": [None], "key": [None], "seq": np.array([-1], np.int64),

@@ -94,6 +94,7 @@ class BatchSink:
                  started: float) -> dict:
         rows = np.zeros(self.n_engines, dtype=np.int64)
         busy = np.zeros(self.n_engines)
+        cpu = np.zeros(self.n_engines)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         for engine, payload in zip(stats["engine"].tolist(), stats["payload"].tolist(),
@@ -101,6 +102,7 @@ class BatchSink:
             info = json.loads(payload)
             rows[engine] += info["rows"]
             busy[engine] += info["busy_s"]
+            cpu[engine] += info.get("cpu_s", 0.0)
             for stage, seconds in info.get("stages", {}).items():
                 stages[stage] = stages.get(stage, 0.0) + seconds
             for name in moved:
@@ -112,6 +114,7 @@ class BatchSink:
             "events_out": len(events),
             "rows_per_engine": rows.tolist(),
             "busy_s_per_engine": [round(b, 4) for b in busy.tolist()],
+            "cpu_s_per_engine": [round(c, 4) for c in cpu.tolist()],
             "stage_s": {k: round(v, 4) for k, v in stages.items()},
             "rstd": round(rstd(rows.astype(float)), 3),
             "sink_s": round(time.perf_counter() - started, 4),
