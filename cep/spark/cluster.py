@@ -140,7 +140,9 @@ class LocalStandaloneCluster:
             "SPARK_LOCAL_HOSTNAME": HOST,
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
             "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
-            "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0",
+            # no REST submission server: it always binds port 6066, so a second cluster
+            # on the machine (another test module's, say) failed to start
+            "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
         })
         for name in ("SPARK_MASTER_HOST", "SPARK_MASTER_PORT", "SPARK_WORKER_PORT",
                      "SPARK_MASTER_WEBUI_PORT", "SPARK_WORKER_WEBUI_PORT",
