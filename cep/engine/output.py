@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -19,20 +18,12 @@ from cep.engine.expr import Col
 from cep.engine.table import Table, object_array
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def format_timestamp(us: int) -> str:
-    """ISO-8601 UTC; milliseconds unless the value needs microseconds (per value, so the
-    text of a timestamp never depends on its neighbours)."""
-    moment = EPOCH + timedelta(microseconds=int(us))
-    if us % 1000:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def format_timestamps(us: np.ndarray) -> np.ndarray:
-    """:func:`format_timestamp` of every value, vectorised (an object array of ``str``)."""
+    """ISO-8601 UTC text of µs timestamps (an object array of ``str``): milliseconds
+    unless a value needs microseconds (per value, so the text of a timestamp never
+    depends on its neighbours)."""
     us = np.asarray(us, dtype=np.int64)
     moments = us.astype("datetime64[us]")
     out = np.char.add(np.datetime_as_string(moments, unit="ms"), "Z").astype(object)
@@ -83,11 +74,10 @@ def empty_output() -> Table:
 def output_records(table: Table) -> list[dict]:
     """Output rows as dicts in the file format: rule, key, seq, ts, then the columns."""
     records = []
-    for rule, key, seq, ts, ts_null, values in zip(
-        *(table[c].tolist() for c in OUTPUT_COLUMNS), strict=True
-    ):
-        record = {"rule": rule, "key": key, "seq": seq,
-                  "ts": None if ts_null else format_timestamp(ts)}
+    columns = {c: table[c].tolist() for c in OUTPUT_COLUMNS}
+    columns["ts"] = format_timestamps(table["ts"]).tolist()
+    for rule, key, seq, ts, ts_null, values in zip(*columns.values(), strict=True):
+        record = {"rule": rule, "key": key, "seq": seq, "ts": None if ts_null else ts}
         record.update(json.loads(values))
         records.append(record)
     return records
