@@ -167,7 +167,9 @@ class Window:
     """One data-window view on a stream.
 
     ``kind`` is one of ``length``, ``length_batch``, ``time``, ``time_batch``,
-    ``lastevent``, ``groupwin`` (``args`` are the key expressions) and ``keepall``.
+    ``lastevent``, ``groupwin`` (``args`` are the key expressions), ``keepall`` and
+    ``ext_timed`` (Esper's ``#time`` on an explicit timestamp: ``args`` are the
+    timestamp field and the size).
     """
 
     kind: str
@@ -343,6 +345,8 @@ class SelectStatement:
     partition_by: tuple[Expr, ...]
     pos: Pos
     insert_into_pos: Pos | None = None
+    stream_selector: str = "istream"  # Esper's ISTREAM / RSTREAM / IRSTREAM, lower-cased
+    stream_selector_pos: Pos | None = None
 
 
 Statement = Union[CreateSchema, CreateVariable, SelectStatement]  # noqa: UP007

@@ -34,7 +34,8 @@ from cep.lang.types import (
 
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "stddev", "first", "last"})
 SLIDING = frozenset({"length", "time", "keepall"})
-WINDOW_KINDS = frozenset({"length", "length_batch", "time", "time_batch", "keepall"})
+WINDOW_KINDS = frozenset({"length", "length_batch", "time", "time_batch", "keepall",
+                          "ext_timed"})
 MICROS_PER_SECOND = 1_000_000
 # every output row starts with these; SELECT * renames a clashing field to name_
 RESERVED_COLUMNS = ("rule", "key", "seq", "ts")
@@ -196,6 +197,13 @@ class _Checker:
 
     def _rule(self, stmt: ast.SelectStatement, index: int) -> None:
         name = self._rule_name(stmt, index)
+        if stmt.stream_selector != "istream":
+            raise RuleError(
+                f"SELECT {stmt.stream_selector.upper()} is not supported: cep's rules output "
+                "the insert stream only",
+                stmt.stream_selector_pos or stmt.pos,
+                hint="write SELECT or SELECT ISTREAM",
+            )
         if not stmt.sources:
             raise RuleError("a rule needs a FROM clause", stmt.pos)
         pattern_sources = [s for s in stmt.sources if isinstance(s, ast.PatternSource)]
@@ -396,6 +404,8 @@ class _Checker:
         return window, key
 
     def _window_spec(self, w: ast.Window, stream: ir.StreamDef) -> ir.WindowSpec:
+        if w.kind == "ext_timed":
+            return self._window_spec(self._ext_timed(w, stream), stream)
         if w.kind == "keepall":
             if w.args:
                 raise RuleError("#keepall takes no arguments", w.pos)
@@ -433,6 +443,21 @@ class _Checker:
         if size <= 0:
             raise RuleError(f"#{w.kind} needs a positive size", w.args[0].pos)
         return ir.WindowSpec(w.kind, size)
+
+    def _ext_timed(self, w: ast.Window, stream: ir.StreamDef) -> ast.Window:
+        """Esper's ``#ext_timed(field, T)`` is ``#time(T)`` when ``field`` is the stream's
+        TIMESTAMP (cep's windows always run on event time); other fields are refused."""
+        ts_expr = w.args[0]
+        name = ts_expr.name if isinstance(ts_expr, ast.Name | ast.Attr) else None
+        if stream.timestamp is None or name != stream.timestamp:
+            raise RuleError(
+                "#ext_timed must name the stream's TIMESTAMP field"
+                + (f" ('{stream.timestamp}')" if stream.timestamp else
+                   f", but stream '{stream.name}' has none"),
+                ts_expr.pos,
+                hint="cep's time windows run on the TIMESTAMP field declared in CREATE SCHEMA",
+            )
+        return ast.Window("time", w.args[1:], w.pos)
 
     def _key_field(
         self, exprs: tuple[ast.Expr, ...], stream: ir.StreamDef, clause: str

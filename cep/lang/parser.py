@@ -100,6 +100,7 @@ _WINDOWS = {
     "time": _WindowSpec("win", 1, 1, "#time(T)"),
     "time_batch": _WindowSpec("win", 1, 1, "#time_batch(T)"),
     "keepall": _WindowSpec("win", 0, 0, "#keepall"),
+    "ext_timed": _WindowSpec("win", 2, 2, "#ext_timed(timestamp_field, T)"),
     "lastevent": _WindowSpec("std", 0, 0, "#lastevent"),
     "groupwin": _WindowSpec("std", 1, None, "#groupwin(key, ...)"),
 }
@@ -671,6 +672,7 @@ class _Builder(Transformer_NonRecursive):
     def select_stmt(self, meta: Meta, children: list) -> ast.SelectStatement:
         clauses = {c.kind: c for c in children if isinstance(c, _Clause)}
         insert = clauses.get("insert_into")
+        selector = clauses.get("stream_selector")
         return ast.SelectStatement(
             annotations=tuple(c for c in children if isinstance(c, ast.Annotation)),
             insert_into=insert.value if insert else None,
@@ -682,11 +684,16 @@ class _Builder(Transformer_NonRecursive):
             partition_by=clauses["partition_by"].value if "partition_by" in clauses else (),
             pos=_pos(meta),
             insert_into_pos=insert.pos if insert else None,
+            stream_selector=selector.value if selector else "istream",
+            stream_selector_pos=selector.pos if selector else None,
         )
 
     def annotation(self, meta: Meta, children: list) -> ast.Annotation:
         name, *value = children
         return ast.Annotation(str(name), value[0].value if value else None, _pos(meta))
+
+    def stream_selector(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("stream_selector", str(children[0]).lower(), _pos(meta))
 
     def insert_into(self, meta: Meta, children: list) -> _Clause:
         return _Clause("insert_into", str(children[0]), _tpos(children[0]))
@@ -730,7 +737,13 @@ class _Builder(Transformer_NonRecursive):
         )
 
     def filter(self, meta: Meta, children: list) -> _Filter:
-        return _Filter(children[0] if children else None)
+        if not children:
+            return _Filter(None)
+        combined = children[0]
+        for expr in children[1:]:  # Esper's `S(a = 1, b > 2)` is `S(a = 1 AND b > 2)`
+            combined = ast.Binary("and", combined, expr, Pos(
+                combined.pos.line, combined.pos.column, expr.pos.end_line, expr.pos.end_column))
+        return _Filter(combined)
 
     def hash_window(self, meta: Meta, children: list) -> ast.Window:
         name, *args = children

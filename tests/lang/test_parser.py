@@ -640,7 +640,7 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
         re.search(r"\(\?!\(\?:([a-z|]+)\)", _lark().get_terminal("NAME").pattern.value)
         [1].split("|")
     )
-    contextual = {"schema", "variable", "timestamp", "timer"}
+    contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream"}
     assert reserved <= keywords
     assert keywords - reserved == contextual
 
