@@ -59,7 +59,8 @@ class Env:
         return self.columns[key]
 
 
-AggValues = Mapping[ir.Agg, Col]
+# Values computed per trigger outside the expression tree: aggregates and window functions
+AggValues = Mapping[ir.Agg | ir.Prev, Col]
 
 
 def evaluate(expr: ir.TExpr, env: Env, aggs: AggValues | None = None) -> Col:
@@ -87,7 +88,7 @@ def _field(expr: ir.FieldRef, env: Env, aggs: AggValues) -> Col:
     return env.lookup(expr)
 
 
-def _agg(expr: ir.Agg, env: Env, aggs: AggValues) -> Col:
+def _agg(expr: ir.Agg | ir.Prev, env: Env, aggs: AggValues) -> Col:
     return aggs[expr]
 
 
@@ -255,6 +256,7 @@ _EVALUATORS: dict[type, Callable[..., Col]] = {
     ir.Const: _const,
     ir.FieldRef: _field,
     ir.Agg: _agg,
+    ir.Prev: _agg,
     ir.Op: _op,
     ir.InList: _in_list,
     ir.Between: _between,
@@ -268,10 +270,20 @@ _EVALUATORS: dict[type, Callable[..., Col]] = {
 
 def collect_aggregates(exprs: list[ir.TExpr | None]) -> list[ir.Agg]:
     """Every distinct aggregate node inside the given expressions, in first-seen order."""
-    found: dict[ir.Agg, None] = {}
+    return collect_nodes(exprs, ir.Agg)
+
+
+def collect_window_functions(exprs: list[ir.TExpr | None]) -> list[ir.Prev]:
+    """Every distinct prev/prevtail/prevcount/prior node, in first-seen order."""
+    return collect_nodes(exprs, ir.Prev)
+
+
+def collect_nodes(exprs: list[ir.TExpr | None], kind: type) -> list:
+    """Every distinct node of type ``kind`` (not looking inside one), first-seen order."""
+    found: dict[ir.TExpr, None] = {}
 
     def walk(e: ir.TExpr) -> None:
-        if isinstance(e, ir.Agg):
+        if isinstance(e, kind):
             found[e] = None
             return
         for child in ir.children(e):

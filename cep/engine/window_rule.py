@@ -14,9 +14,10 @@ import numpy as np
 
 from cep.engine.aggregates import compute_aggregates
 from cep.engine.emit import emit, timestamp_col
-from cep.engine.expr import Env, collect_aggregates, truth
+from cep.engine.expr import Env, collect_aggregates, collect_window_functions, truth
 from cep.engine.output import empty_output
 from cep.engine.table import Table, nrows, take
+from cep.engine.window_functions import PriorBuffer, window_values
 from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs
 from cep.lang import ir
 
@@ -28,7 +29,14 @@ class WindowOperator(WindowState):
         self.rule = rule
         self.stream = stream
         self.window = KeyedWindow(rule.window, stream.timestamp)
-        self.aggs = collect_aggregates([rule.having, *(c.expr for c in rule.columns)])
+        outputs = [rule.having, *(c.expr for c in rule.columns)]
+        self.aggs = collect_aggregates(outputs)
+        self.window_functions = collect_window_functions(outputs)
+        self.prior = (PriorBuffer(self.window_functions, stream.timestamp)
+                      if any(fn.kind == "prior" for fn in self.window_functions) else None)
+
+    def state_windows(self) -> list[KeyedWindow]:
+        return [self.window] if self.prior is None else [self.window, self.prior.window]
 
     def process(self, rows: Table) -> Table:
         if nrows(rows) == 0:
@@ -37,11 +45,12 @@ class WindowOperator(WindowState):
         env.bind_table("", rows)
         rows = take(rows, truth(self.rule.filter, env))
         merged = self.window.merge(rows)
-        out = self._evaluate(merged)
+        out = self._evaluate(merged, rows)
         self.window.retain(merged)
         return out
 
-    def _evaluate(self, merged: Merged) -> Table:
+    def _evaluate(self, merged: Merged, rows: Table) -> Table:
+        """Output rows of the batch ``rows`` (filtered), merged into the window."""
         rule, spec = self.rule, self.rule.window
         env = Env(len(merged.codes))
         env.bind_table("", merged.table)
@@ -64,7 +73,10 @@ class WindowOperator(WindowState):
             lo = self.window.sliding_segments(merged, merged.codes[trig], hi,
                                               merged.gstart[trig], merged.time[trig])
         aggs = compute_aggregates(self.aggs, env, where, lo, hi)
+        aggs.update(window_values(self.window_functions, env, lo, hi))
         triggers = take(merged.table, trig)
+        if self.prior is not None:
+            aggs.update(self.prior.values(rows, triggers))
         trig_env = Env(len(trig))
         trig_env.bind_table("", triggers)
         return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,

@@ -177,24 +177,33 @@ class KeyedWindow:
 
 
 class WindowState:
-    """Key-state plumbing of an operator whose whole state is one :class:`KeyedWindow`."""
+    """Key-state plumbing of an operator whose whole state is its key windows:
+    the data window, plus the ``prior()`` buffer when the rule reads one. A key's state is
+    a list with its rows of each window, in ``state_windows`` order."""
 
     window: KeyedWindow
 
+    def state_windows(self) -> list[KeyedWindow]:
+        return [self.window]
+
     def keys(self) -> set:
-        return self.window.keys()
+        return set().union(*(w.keys() for w in self.state_windows()))
 
     def export(self, keys: list) -> dict[object, object]:
-        return dict(self.window.export(keys))
+        parts = [w.export(keys) for w in self.state_windows()]
+        present = set().union(*parts)
+        return {key: [part.get(key, {}) for part in parts] for key in keys if key in present}
 
     def import_states(self, states: dict[object, object]) -> None:
-        self.window.import_rows(list(states.values()))  # type: ignore[arg-type]
+        for i, window in enumerate(self.state_windows()):
+            window.import_rows([state[i] for state in states.values()])  # type: ignore[index]
 
     def snapshot(self) -> object:
-        return self.window.rows
+        return [w.rows for w in self.state_windows()]
 
     def restore(self, rows: object) -> None:
-        self.window.rows = rows  # type: ignore[assignment]
+        for window, part in zip(self.state_windows(), rows, strict=True):  # type: ignore[call-overload]
+            window.rows = part
 
 
 def batch_runs(merged: Merged, size: int) -> np.ndarray:

@@ -33,10 +33,14 @@ from cep.lang.types import (
 )
 
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "stddev", "first", "last"})
+# Esper's data-window functions: (fewest, most) arguments; with two the first is n.
+WINDOW_FUNCTIONS = {"prev": (1, 2), "prevtail": (1, 2), "prevcount": (1, 1), "prior": (2, 2)}
 SLIDING = frozenset({"length", "time", "keepall"})
 WINDOW_KINDS = frozenset({"length", "length_batch", "time", "time_batch", "keepall",
                           "ext_timed"})
 MICROS_PER_SECOND = 1_000_000
+# prior(n, ...) keeps n events per key beyond the window: the index is capped
+MAX_WINDOW_INDEX = 10_000
 # every output row starts with these; SELECT * renames a clashing field to name_
 RESERVED_COLUMNS = ("rule", "key", "seq", "ts")
 
@@ -78,6 +82,7 @@ class _Scope:
     aggregate_hint: str = "aggregate functions need a data window, e.g. #length(10)"
     outside_aggregate_only: frozenset[str] = frozenset()
     forbidden_hint: dict[str, str] = field(default_factory=dict)
+    window_functions: bool = False  # prev(), prior() ...: SELECT/HAVING of a window rule
 
     def stream_of(self, qualifier: str) -> ir.StreamDef:
         for q, stream in self.qualifiers.values():
@@ -271,6 +276,7 @@ class _Checker:
         scope = _Scope(quals, ("",))
         if aggregate:
             scope.aggregate = _Scope(quals, ("",))
+            scope.window_functions = True
         return scope
 
     # ---- stateless
@@ -1056,6 +1062,8 @@ class _Checker:
         name = node.name
         if name in AGGREGATES:
             return self._aggregate(node, scope)
+        if name in WINDOW_FUNCTIONS:
+            return self._window_function(node, scope)
         if node.distinct:
             raise RuleError(f"DISTINCT is only meaningful in aggregates, not {name}()", node.pos)
         args = tuple(self._expr(a, scope) for a in node.args)
@@ -1087,6 +1095,42 @@ class _Checker:
         except TypeError as err:
             raise RuleError(f"{name}(): {err}", node.pos) from None
         return ir.Func(name, args, result)
+
+    def _window_function(self, node: ast.Call, scope: _Scope) -> ir.TExpr:
+        """``prev(n, e)``, ``prevtail(n, e)``, ``prevcount(e)``, ``prior(n, e)`` (Esper):
+        values read off the trigger's data window, so only where aggregates are."""
+        name = node.name
+        if not scope.window_functions or scope.aggregate is None:
+            raise RuleError(
+                f"{name}() reads a data window: it is allowed only in SELECT and HAVING of a "
+                "rule with a data window", node.pos,
+                hint="e.g. SELECT prev(1, price) FROM S#groupwin(k)#length(5)",
+            )
+        fewest, most = WINDOW_FUNCTIONS[name]
+        if not fewest <= len(node.args) <= most or node.distinct:
+            usage = {"prev": "prev([n,] expr)", "prevtail": "prevtail([n,] expr)",
+                     "prevcount": "prevcount(expr)", "prior": "prior(n, expr)"}[name]
+            raise RuleError(f"wrong arguments for {name}()", node.pos, hint=f"write {usage}")
+        n = 0 if name in ("prevtail", "prevcount") else 1
+        if len(node.args) == 2:
+            n = self._window_index(node.args[0], name)
+        inner = _without_aggregates(scope.aggregate, "an aggregate's argument")
+        arg = self._expr(node.args[-1], inner)
+        return ir.Prev(name, n, arg, "long" if name == "prevcount" else arg.type)
+
+    def _window_index(self, node: ast.Expr, name: str) -> int:
+        """The constant index ``n`` of ``prev(n, e)`` and friends."""
+        message = (f"the index of {name}() must be a whole-number constant from 0 to "
+                   f"{MAX_WINDOW_INDEX}")
+        try:
+            index = self._expr(node, _Scope({}, ()))
+        except RuleError:
+            raise RuleError(message, node.pos) from None
+        value = index.value if isinstance(index, ir.Const) else None
+        if not (index.type in INTEGRAL and isinstance(value, int)
+                and 0 <= value <= MAX_WINDOW_INDEX):
+            raise RuleError(message, node.pos)
+        return value
 
     def _aggregate(self, node: ast.Call, scope: _Scope) -> ir.TExpr:
         name = node.name

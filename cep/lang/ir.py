@@ -63,6 +63,22 @@ class Agg:
 
 
 @dataclass(frozen=True)
+class Prev:
+    """Esper's data-window access, one value per triggering event (like an aggregate).
+
+    ``kind`` ``prev``: the n-th newest row of the trigger's window (0 is the newest, the
+    trigger itself in a sliding window); ``prevtail``: the n-th oldest; ``prevcount``: the
+    window's row count (``arg`` unused, ``n`` 0); ``prior``: the n-th event of the key's
+    stream before the trigger, whatever the window holds. NULL where no such row exists.
+    """
+
+    kind: str
+    n: int
+    arg: TExpr
+    type: str
+
+
+@dataclass(frozen=True)
 class Op:
     """Unary (``neg``, ``not``) and binary operators with SQL three-valued logic."""
 
@@ -113,7 +129,7 @@ class CaseWhen:
 
 
 TExpr = Union[  # noqa: UP007
-    Const, FieldRef, Func, Coalesce, Agg, Op, InList, Between, Like, IsNull, CaseWhen,
+    Const, FieldRef, Func, Coalesce, Agg, Prev, Op, InList, Between, Like, IsNull, CaseWhen,
 ]
 
 
@@ -123,6 +139,8 @@ def children(expr: TExpr) -> list[TExpr]:
         return list(expr.args)
     if isinstance(expr, Agg):
         return [expr.arg] if expr.arg is not None else []
+    if isinstance(expr, Prev):
+        return [expr.arg]
     if isinstance(expr, InList):
         return [expr.operand, *expr.items]
     if isinstance(expr, Between):

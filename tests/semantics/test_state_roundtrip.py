@@ -26,6 +26,8 @@ RULES = {
     "keepall": "SELECT count(*) AS n, min(v) AS lo FROM S#groupwin(k)#keepall WHERE kind > 0;",
     "join": "SELECT LE.v AS v, count(*) AS n, max(TW.v) AS best FROM S#lastevent AS LE, "
             "S#groupwin(k)#length(4) AS TW WHERE LE.k = TW.k AND TW.kind != LE.kind;",
+    "prev_prior": "SELECT prev(1, v) AS p, prevtail(v) AS t, prevcount(v) AS c, prior(2, v) AS r "
+                  "FROM S#groupwin(k)#time(3 sec);",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }
