@@ -9,23 +9,25 @@ A key's state can leave the engine as bytes (``export_keys``) and enter another
 (``import_keys``): the bytes hold that key's part of every rule's state (window rows,
 pattern partial matches), so the receiving engine continues exactly where the sender
 stopped.
+
+Both travel in :mod:`cep.engine.codec`'s data-only format (kinds ``engine`` and ``key``):
+they rest in Spark's state store and in MongoDB, so bytes in any other form, a pickle
+above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never run.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable
 
 import numpy as np
 
+from cep.engine import codec
 from cep.engine.join_rule import JoinOperator
 from cep.engine.output import empty_output
 from cep.engine.pattern_rule import PatternOperator
 from cep.engine.table import Table, concat, take
 from cep.engine.window_rule import WindowOperator
 from cep.lang import ir
-
-STATE_FORMAT = 1
 
 Operator = WindowOperator | JoinOperator | PatternOperator
 
@@ -58,15 +60,15 @@ class Engine:
     def snapshot(self) -> bytes:
         """The whole engine's state in one blob (every key at once: far cheaper per batch
         than exporting keys one by one)."""
-        parts = [op.snapshot() for _, op in self.operators]
-        return pickle.dumps((STATE_FORMAT, parts), protocol=pickle.HIGHEST_PROTOCOL)
+        return codec.encode({"rules": list(self.rule_order),
+                             "parts": [op.snapshot() for _, op in self.operators]}, "engine")
 
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
-        version, parts = pickle.loads(blob)
-        if version != STATE_FORMAT or len(parts) != len(self.operators):
+        state = codec.decode(blob, "engine", "engine snapshot")
+        if type(state) is not dict or state.get("rules") != list(self.rule_order):
             raise ValueError("the engine snapshot does not belong to this rule file")
-        for (_, op), part in zip(self.operators, parts, strict=True):
+        for (_, op), part in zip(self.operators, state["parts"], strict=True):
             op.restore(part)
 
     def keys(self) -> set:
@@ -80,20 +82,20 @@ class Engine:
         """Remove the keys' state from this engine and return it, one blob per key."""
         keys = list(keys)
         per_rule = {rule.name: op.export(keys) for rule, op in self.operators}
-        blobs = {}
-        for key in keys:
-            state = {name: parts[key] for name, parts in per_rule.items() if key in parts}
-            blobs[key] = pickle.dumps((STATE_FORMAT, state), protocol=pickle.HIGHEST_PROTOCOL)
-        return blobs
+        return {key: codec.encode({name: parts[key] for name, parts in per_rule.items()
+                                   if key in parts}, "key")
+                for key in keys}
 
     def import_keys(self, blobs: dict[object, bytes]) -> None:
-        """Adopt keys exported by another engine (or by a previous run)."""
+        """Adopt keys exported by another engine (or by a previous run). Empty bytes are
+        a key without state (the store allows them)."""
         per_rule: dict[str, dict[object, object]] = {}
         for key, blob in blobs.items():
-            version, state = pickle.loads(blob)
-            if version != STATE_FORMAT:
-                raise ValueError(f"state of key {key!r} has format {version}, "
-                                 f"expected {STATE_FORMAT}")
+            if not blob:
+                continue
+            state = codec.decode(blob, "key", f"state document for key {key!r}")
+            if type(state) is not dict or not set(state) <= self.rule_order.keys():
+                raise ValueError(f"the state of key {key!r} does not belong to this rule file")
             for name, part in state.items():
                 per_rule.setdefault(name, {})[key] = part
         for rule, op in self.operators:

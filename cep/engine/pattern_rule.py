@@ -186,13 +186,16 @@ class PatternOperator:
             ts = Col(ts.values[keep]) if ts is not None else None
         return emit(rule.name, rule.columns, None, triggers, env, {}, ts)
 
-    # ---- state
+    # ---- state (plain data: `PatternState` objects, which the state codec stores)
 
     def snapshot(self) -> object:
         return self.states
 
     def restore(self, states: object) -> None:
-        self.states = states  # type: ignore[assignment]
+        if type(states) is not dict:
+            raise ValueError(f"the state of rule {self.rule.name!r} is not a dict of keys")
+        self.states = {}
+        self.import_states(states)
 
     def keys(self) -> set:
         return set(self.states)
@@ -202,12 +205,15 @@ class PatternOperator:
         for key in keys:
             state = self.states.pop(key, None)
             if state is not None:
-                out[key] = nfa.dumps_state(state)
+                out[key] = state
         return out
 
     def import_states(self, states: dict[object, object]) -> None:
-        for key, blob in states.items():
-            self.states[key] = nfa.loads_state(blob)  # type: ignore[arg-type]
+        for key, state in states.items():
+            if type(state) is not nfa.PatternState or state.fingerprint != self.pattern.fingerprint:
+                raise ValueError(f"the state of key {key!r} does not belong to the pattern of "
+                                 f"rule {self.rule.name!r}")
+            self.states[key] = state
 
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:

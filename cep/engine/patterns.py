@@ -4,9 +4,10 @@ The front end compiles a rule's ``PATTERN [...]`` into the node classes below; t
 knows nothing about the language. ``compile_pattern`` numbers the nodes and builds a small
 interpreter (`Pattern`); the per-key state it works on (`PatternState`) is plain data: lists,
 dicts, ints and `Event` tuples, never callables and never a reference to the `Pattern`, so a
-key's state can be pickled mid-stream and handed to another engine (``dumps_state`` /
-``loads_state``). A state instance belongs to the pattern it was made by; `Pattern.feed`
-checks a structural fingerprint so a state is never silently run by another pattern.
+key's state can be written mid-stream as data (`cep.engine.codec`) and handed to another
+engine (``dumps_state`` / ``loads_state``). A state instance belongs to the pattern it was
+made by; `Pattern.feed` checks a structural fingerprint so a state is never silently run
+by another pattern.
 
 Semantics follow Esper's pattern state machine, driven by events only (no wall clock):
 
@@ -63,12 +64,13 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
 from __future__ import annotations
 
 import dataclasses
-import pickle
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, NamedTuple, Union
+
+from cep.engine import codec
 
 
 class Event(NamedTuple):
@@ -794,18 +796,18 @@ class Pattern:
         return state.root is None
 
 
-_STATE_FORMAT = 1
+codec.register("pattern.Event", Event)
+codec.register("pattern.PatternState", PatternState)
 
 
 def dumps_state(state: PatternState) -> bytes:
-    """Serialise a state; the payload holds only plain data and `Event` tuples."""
-    return pickle.dumps((_STATE_FORMAT, state.fingerprint, state.root),
-                        protocol=pickle.HIGHEST_PROTOCOL)
+    """Serialise a state (plain data and `Event` tuples) in the codec's format."""
+    return codec.encode(state, "pattern")
 
 
 def loads_state(data: bytes) -> PatternState:
-    """Inverse of `dumps_state` (trusted input: states come from our own engines)."""
-    fmt, fingerprint, root = pickle.loads(data)
-    if fmt != _STATE_FORMAT:
-        raise ValueError(f"unknown pattern state format {fmt!r}")
-    return PatternState(fingerprint, root)
+    """Inverse of `dumps_state`; anything else raises `codec.StateFormatError`."""
+    state = codec.decode(data, "pattern", "pattern state")
+    if type(state) is not PatternState:
+        raise codec.StateFormatError("pattern state holds no PatternState; refusing to load it")
+    return state

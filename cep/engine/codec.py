@@ -1,0 +1,406 @@
+"""Engine and key state as data: a versioned, self-describing format that never runs code.
+
+Engine snapshots rest in Spark's state store and moved keys' states in MongoDB, where
+other people can write. A pickle from there would run whatever its author put in it, so
+state is written in this format instead and anything else is refused with
+:class:`StateFormatError` (a ``ValueError``) before a byte of it is interpreted.
+
+Layout of a blob (all integers little-endian)::
+
+    b"CEPSTATE"  u16 version  u8 len(kind)  kind (ascii)  u64 len(header)  header (JSON)
+    padding to 8 bytes, then the buffers, each padded to 8 bytes
+
+``kind`` says what the blob holds (``engine``, ``key``, ...), so one kind of state is
+never taken for another. The header is ``[tree, [buffer lengths]]``. The tree uses plain
+JSON for ``None``, ``bool``, ``int`` (any size), ``float`` (exactly: ``NaN``, ``-0.0``)
+and ``str``; every other value is a one-key JSON object whose key is a tag:
+
+====  ===============================================================================
+ l    list ``[items]``                    t  tuple ``[items]``
+ s    dict with str keys ``[k, v, ...]``  d  other dict ``[k, v, ...]``
+ S    set ``[items]``                     F  frozenset ``[items]``
+ b    bytes ``buffer``                    r  the n-th tagged value again (shared)
+ n    numpy scalar ``[dtype, value]``     c  registered class ``[name, [fields]]``
+ a    numeric numpy array ``[dtype, shape, buffer]`` (raw little-endian)
+ A    object array of str or bytes with None ``[str|bytes, shape, nulls, 3 buffers]``
+      (an Arrow large_string / large_binary array)
+ I    object array of only int, float or bool ``[dtype, shape, buffer]``
+ o    any other object array ``[shape, [items]]``
+====  ===============================================================================
+
+Tagged values are numbered in the order a JSON parser completes them (children first),
+and an object met twice is written once and then as ``{"r": n}``: shared objects stay
+shared, as with pickle. Decoding builds only the types above and the classes registered
+with :func:`register` under a stable name (never a module path), so new operator state
+made of these needs no new code here. Old pickled state is refused: a restart across the
+change from pickles to this format is not supported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+MAGIC = b"CEPSTATE"
+VERSION = 1
+_ALIGN = 8
+_PREFIX = struct.Struct("<HB")
+_SIZES = struct.Struct("<IQ")  # number of buffers, header length
+# dtypes a raw buffer may carry: bool, ints, floats, complex, datetimes, fixed-width text
+_DTYPE = re.compile(r"[<|](b1|[iu][1248]|f[248]|c(8|16)|[mM]8(\[[a-zA-Z]+\])?|[US]\d{1,9})")
+
+
+class StateFormatError(ValueError):
+    """Bytes that are not state in this format (or are damaged): refused, never run."""
+
+
+_BY_TYPE: dict[type, tuple[str, tuple[str, ...]]] = {}
+_BY_NAME: dict[str, type] = {}
+
+
+def register(name: str, cls: type) -> type:
+    """Allow instances of ``cls`` (a dataclass or NamedTuple whose fields are all
+    constructor arguments) in state, stored under ``name``. Returns ``cls``."""
+    if dataclasses.is_dataclass(cls):
+        fields = dataclasses.fields(cls)
+        if not all(f.init for f in fields):
+            raise TypeError(f"{cls.__name__}: every field must be an __init__ argument")
+        names = tuple(f.name for f in fields)
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        names = tuple(cls._fields)
+    else:
+        raise TypeError(f"{cls.__name__} is neither a dataclass nor a NamedTuple")
+    if _BY_NAME.get(name, cls) is not cls:
+        raise ValueError(f"state type name {name!r} is already taken")
+    _BY_TYPE[cls] = (name, names)
+    _BY_NAME[name] = cls
+    return cls
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode(value: object, kind: str) -> bytes:
+    """``value`` as a blob of ``kind``; TypeError names a value the format cannot hold."""
+    writer = _Writer()
+    header = json.dumps(writer.value(value), separators=(",", ":"),
+                        check_circular=False).encode()
+    kind_bytes = kind.encode("ascii")
+    lengths = [len(b) for b in writer.buffers]
+    head = b"".join((MAGIC, _PREFIX.pack(VERSION, len(kind_bytes)), kind_bytes,
+                     _SIZES.pack(len(lengths), len(header)),
+                     struct.pack(f"<{len(lengths)}Q", *lengths), header))
+    parts: list[bytes | memoryview] = [head, _pad(len(head))]
+    for buf in writer.buffers:
+        parts += (buf, _pad(len(buf)))
+    return b"".join(parts)
+
+
+def _pad(n: int) -> bytes:
+    return b"\0" * (-n % _ALIGN)
+
+
+class _Writer:
+    """Turns a value into the JSON tree plus buffers, numbering tagged values."""
+
+    def __init__(self) -> None:
+        self.buffers: list[bytes | memoryview] = []
+        self.memo: dict[int, int] = {}
+        self.alive: list[object] = []  # keeps memoised objects (and so their ids) alive
+        self.count = 0
+
+    def tagged(self, obj: object, tag: str, payload: object) -> dict[str, object]:
+        self.memo[id(obj)] = self.count
+        self.alive.append(obj)
+        self.count += 1
+        return {tag: payload}
+
+    def buffer(self, data: bytes | memoryview) -> int:
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def value(self, x: Any) -> object:
+        t = type(x)
+        if t is str or t is int or t is float or t is bool or x is None:
+            return x
+        seen = self.memo.get(id(x))
+        if seen is not None:
+            return {"r": seen}
+        if t is list:
+            return self.tagged(x, "l", [self.value(v) for v in x])
+        if t is dict:
+            return self.tagged(x, "d", [item for k, v in x.items()
+                                        for item in (self.value(k), self.value(v))])
+        if t is tuple:
+            return self.tagged(x, "t", [self.value(v) for v in x])
+        registered = _BY_TYPE.get(t)
+        if registered is not None:
+            name, fields = registered
+            return self.tagged(x, "c", [name, [self.value(getattr(x, f)) for f in fields]])
+        if t is np.ndarray:
+            return self.array(x)
+        if t is bytes:
+            return self.tagged(x, "b", self.buffer(x))
+        if t is set or t is frozenset:
+            return self.tagged(x, "S" if t is set else "F", [self.value(v) for v in x])
+        if isinstance(x, np.generic) and _SCALAR.fullmatch(_le(x.dtype).str):
+            return self.tagged(x, "n", [_le(x.dtype).str, x.item()])
+        raise TypeError(f"cannot store a {t.__module__}.{t.__qualname__} in engine state "
+                        "(register it with cep.engine.codec.register)")
+
+    def array(self, x: np.ndarray) -> object:
+        shape = list(x.shape)
+        if x.dtype != object:
+            dtype = _le(x.dtype)
+            if not _DTYPE.fullmatch(dtype.str):
+                raise TypeError(f"cannot store a numpy array of dtype {x.dtype} in engine state")
+            data = np.ascontiguousarray(x, dtype=dtype).reshape(-1)
+            return self.tagged(x, "a", [dtype.str, shape, self.buffer(_bytes_of(data))])
+        flat = x.reshape(-1)
+        types = set(map(type, flat))
+        types.discard(type(None))
+        has_none = len(types) < len(set(map(type, flat)))
+        if types <= {str} or types == {bytes}:
+            text = "bytes" if types == {bytes} else "str"
+            arrow = _arrow_column(flat, _ARROW_TYPES[text])
+            if arrow is not None:
+                nulls, offsets, data = arrow.buffers()
+                return self.tagged(x, "A", [
+                    text, shape, arrow.null_count,
+                    [None if nulls is None else self.buffer(memoryview(nulls)),
+                     self.buffer(memoryview(offsets)), self.buffer(memoryview(data))]])
+        elif not has_none and len(types) == 1 and next(iter(types)) in _PLAIN_DTYPES:
+            try:
+                raw = np.asarray(flat, dtype=_PLAIN_DTYPES[next(iter(types))])
+            except OverflowError:  # an int beyond 64 bits: kept exactly by the generic form
+                pass
+            else:
+                return self.tagged(x, "I", [raw.dtype.str, shape, self.buffer(_bytes_of(raw))])
+        return self.tagged(x, "o", [shape, [self.value(v) for v in flat]])
+
+
+_PLAIN_DTYPES: dict[type, type] = {int: np.int64, float: np.float64, bool: np.bool_}
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The buffer of a contiguous 1-d array, as bytes (a view, no copy)."""
+    return array.view(np.uint8).data if array.size else memoryview(b"")
+
+
+def _le(dtype: np.dtype) -> np.dtype:
+    return dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+
+
+def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
+    """The values as one Arrow array, or None when Arrow cannot hold them exactly (a
+    ``str`` with a lone surrogate is not UTF-8)."""
+    try:
+        return pa.array(flat, type=arrow_type)
+    except (pa.ArrowException, UnicodeError):
+        return None
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode(blob: bytes | memoryview, kind: str, what: str) -> Any:
+    """The value of a blob of ``kind``. ``what`` names the blob in errors ("engine
+    snapshot", "state document for key 'x'"). Raises :class:`StateFormatError` for
+    anything that is not such a blob, without interpreting it further."""
+    view = memoryview(blob).cast("B")
+    if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:
+        if len(view) >= 2 and view[0] == 0x80 and 2 <= view[1] <= 5:
+            raise StateFormatError(
+                f"{what} is not in cep's state format (it starts like a Python pickle: "
+                "written by an older cep, or by someone else); refusing to load it")
+        raise StateFormatError(f"{what} is not in cep's state format (no {MAGIC.decode()} "
+                               "header); refusing to load it")
+    try:
+        return _Reader(view, what).read(kind)
+    except StateFormatError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+            RecursionError, struct.error, pa.ArrowException) as exc:
+        raise StateFormatError(f"{what} is damaged ({type(exc).__name__}: "
+                               f"{str(exc)[:200]}); refusing to load it") from None
+
+
+class _Reader:
+    """One decode: checks the frame and slices the buffers, then builds the tree through
+    ``json``'s object hook (called children first, the order the writer numbered tagged
+    values in)."""
+
+    def __init__(self, view: memoryview, what: str) -> None:
+        self.view = view
+        self.what = what
+        self.objects: list[object] = []
+        self.buffers: list[memoryview] = []
+
+    def fail(self, reason: str) -> StateFormatError:
+        return StateFormatError(f"{self.what} {reason}; refusing to load it")
+
+    def read(self, kind: str) -> Any:
+        view, pos = self.view, len(MAGIC)
+        version, kind_len = _PREFIX.unpack_from(view, pos)
+        if version != VERSION:
+            age = "an older" if version < VERSION else "a newer"
+            raise self.fail(f"is in state format version {version}, written by {age} cep "
+                            f"(this one reads version {VERSION})")
+        pos += _PREFIX.size
+        found = bytes(view[pos : pos + kind_len]).decode("ascii")
+        if found != kind:
+            raise self.fail(f"holds {found!r} state, not {kind!r}")
+        pos += kind_len
+        n_buffers, header_len = _SIZES.unpack_from(view, pos)
+        pos += _SIZES.size
+        if n_buffers * 8 > len(view) - pos:
+            raise self.fail("is truncated (buffer table)")
+        lengths = struct.unpack_from(f"<{n_buffers}Q", view, pos)
+        pos += n_buffers * 8
+        if header_len > len(view) - pos:
+            raise self.fail("is truncated (header)")
+        header = view[pos : pos + header_len]
+        pos += header_len
+        pos += -pos % _ALIGN
+        for n in lengths:
+            if n > len(view) - pos:
+                raise self.fail("is truncated (buffers)")
+            self.buffers.append(view[pos : pos + n])
+            pos += n + (-n % _ALIGN)
+        if pos != len(view):
+            raise self.fail("has trailing bytes")
+        return json.loads(bytes(header), object_hook=self.hook)
+
+    def hook(self, obj: dict[str, Any]) -> object:
+        if len(obj) != 1:
+            raise self.fail("has a malformed header")
+        ((tag, payload),) = obj.items()
+        if tag == "r":
+            if type(payload) is not int or not 0 <= payload < len(self.objects):
+                raise self.fail("has a dangling reference")
+            return self.objects[payload]
+        build = _BUILDERS.get(tag)
+        if build is None:
+            raise self.fail(f"has an unknown value tag {tag!r}")
+        out = build(self, payload)
+        self.objects.append(out)
+        return out
+
+    def buffer(self, index: object) -> memoryview:
+        if type(index) is not int or not 0 <= index < len(self.buffers):
+            raise self.fail("refers to a missing buffer")
+        return self.buffers[index]
+
+    def shape(self, shape: object) -> tuple[int, ...]:
+        if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+            raise self.fail("has a malformed array shape")
+        return tuple(shape)
+
+
+def _build_dict(reader: _Reader, payload: object) -> dict:
+    if type(payload) is not list or len(payload) % 2:
+        raise reader.fail("has a malformed dict")
+    items = iter(payload)
+    return dict(zip(items, items, strict=True))
+
+
+def _build_class(reader: _Reader, payload: object) -> object:
+    name, fields = _pair(reader, payload)
+    cls = _BY_NAME.get(name)  # type: ignore[arg-type]
+    if cls is None or type(fields) is not list or len(fields) != len(_BY_TYPE[cls][1]):
+        raise reader.fail(f"holds a value of type {name!r}, which cep state does not allow")
+    return cls(*fields)
+
+
+def _build_scalar(reader: _Reader, payload: object) -> object:
+    dtype, value = _pair(reader, payload)
+    if not _SCALAR.fullmatch(dtype) or type(value) not in _PLAIN_DTYPES:
+        raise reader.fail("has a malformed numpy scalar")
+    return np.dtype(dtype).type(value)
+
+
+def _build_array(reader: _Reader, payload: object) -> np.ndarray:
+    dtype, shape, index = _triple(reader, payload)
+    if type(dtype) is not str or not _DTYPE.fullmatch(dtype):
+        raise reader.fail(f"has an array of a dtype cep state does not allow ({dtype!r})")
+    return _raw(reader, np.dtype(dtype), reader.shape(shape), index)
+
+
+def _build_plain_objects(reader: _Reader, payload: object) -> np.ndarray:
+    dtype, shape, index = _triple(reader, payload)
+    if dtype not in _PLAIN_NAMES:
+        raise reader.fail("has a malformed object array")
+    return _raw(reader, np.dtype(dtype), reader.shape(shape), index).astype(object)
+
+
+def _raw(reader: _Reader, dtype: np.dtype, shape: tuple[int, ...], index: object) -> np.ndarray:
+    data = reader.buffer(index)
+    if len(data) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize or not dtype.itemsize:
+        raise reader.fail("has an array whose buffer does not match its shape")
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+
+
+def _build_arrow(reader: _Reader, payload: object) -> np.ndarray:
+    if type(payload) is not list or len(payload) != 4:
+        raise reader.fail("has a malformed text array")
+    kind, shape, null_count, indices = payload
+    arrow_type = _ARROW_TYPES.get(kind)
+    if arrow_type is None or type(indices) is not list or len(indices) != 3 \
+            or type(null_count) is not int:
+        raise reader.fail("has a malformed text array")
+    shape = reader.shape(shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    buffers = [None if i is None else pa.py_buffer(reader.buffer(i)) for i in indices]
+    arrow = pa.Array.from_buffers(arrow_type, n, buffers, null_count=null_count)
+    arrow.validate(full=True)  # offsets within the data, valid UTF-8: before any read
+    return arrow.to_numpy(zero_copy_only=False).reshape(shape)
+
+
+def _build_objects(reader: _Reader, payload: object) -> np.ndarray:
+    shape, items = _pair(reader, payload)
+    shape = reader.shape(shape)
+    if type(items) is not list or len(items) != int(np.prod(shape, dtype=np.int64)):
+        raise reader.fail("has a malformed object array")
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):  # element-wise: a list item must stay one object
+        out[i] = item
+    return out.reshape(shape)
+
+
+def _pair(reader: _Reader, payload: object) -> list:
+    if type(payload) is not list or len(payload) != 2:
+        raise reader.fail("has a malformed header")
+    return payload
+
+
+def _triple(reader: _Reader, payload: object) -> list:
+    if type(payload) is not list or len(payload) != 3:
+        raise reader.fail("has a malformed header")
+    return payload
+
+
+def _sequence(make: type) -> Callable[[_Reader, object], object]:
+    def build(reader: _Reader, payload: object) -> object:
+        if type(payload) is not list:
+            raise reader.fail("has a malformed header")
+        return payload if make is list else make(payload)
+    return build
+
+
+_SCALAR = re.compile(r"[<|](b1|[iu][1248]|f[248])")
+_PLAIN_NAMES = {np.dtype(t).str for t in _PLAIN_DTYPES.values()}
+_ARROW_TYPES = {"str": pa.large_string(), "bytes": pa.large_binary()}
+_BUILDERS: dict[str, Callable[[_Reader, Any], object]] = {
+    "l": _sequence(list), "t": _sequence(tuple), "S": _sequence(set),
+    "F": _sequence(frozenset), "d": _build_dict, "c": _build_class,
+    "b": lambda reader, index: bytes(reader.buffer(index)),
+    "n": _build_scalar, "a": _build_array, "I": _build_plain_objects,
+    "A": _build_arrow, "o": _build_objects,
+}
