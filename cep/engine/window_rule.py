@@ -6,6 +6,8 @@ that event. Batch windows evaluate once when a batch closes: ``#length_batch(n)`
 n-th event, ``#time_batch(T)`` on the first event of a later bucket (the closing event is
 the trigger, the closed bucket is the window; a bucket is only closed by a later event of
 the same key). In every case WHERE also decides which window rows feed the aggregates.
+``#firstlength``, ``#firsttime``, ``#time_length_batch`` and ``#unique`` are described in
+``cep.engine.window_kinds``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from cep.engine.expr import Env, collect_aggregates, collect_window_functions, t
 from cep.engine.output import empty_output
 from cep.engine.table import Table, nrows, take
 from cep.engine.window_functions import PriorBuffer, window_values
+from cep.engine.window_kinds import (
+    first_window,
+    gather_unique,
+    time_length_batches,
+    unique_next,
+)
 from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs
 from cep.lang import ir
 
@@ -45,18 +53,36 @@ class WindowOperator(WindowState):
         env.bind_table("", rows)
         rows = take(rows, truth(self.rule.filter, env))
         merged = self.window.merge(rows)
-        out = self._evaluate(merged, rows)
-        self.window.retain(merged)
+        out, keep = self._evaluate(merged, rows)
+        self.window.retain(merged, keep)
         return out
 
-    def _evaluate(self, merged: Merged, rows: Table) -> Table:
-        """Output rows of the batch ``rows`` (filtered), merged into the window."""
+    def _evaluate(self, merged: Merged, rows: Table) -> tuple[Table, np.ndarray | None]:
+        """Output rows of the batch ``rows`` (filtered), merged into the window, and the
+        merged rows to retain when this window kind decides that here (else None)."""
         rule, spec = self.rule, self.rule.window
         env = Env(len(merged.codes))
         env.bind_table("", merged.table)
         where = truth(rule.where, env)
         idx = np.arange(len(merged.codes))
-        if spec.kind == "length_batch":
+        keep = None
+        if spec.kind == "time_length_batch":
+            batches = time_length_batches(spec, merged)
+            trig, lo, hi, keep = batches.trig, batches.lo, batches.hi, batches.open_rows
+        elif spec.kind in ("firstlength", "firsttime"):
+            keep = first_window(spec, merged)
+            trig = np.flatnonzero(merged.is_new & keep & where)
+            hi = trig + 1
+            lo = merged.gstart[trig]
+        elif spec.kind == "unique":
+            following = unique_next(spec, merged)
+            keep = following == len(idx)
+            trig = np.flatnonzero(merged.is_new & where)
+            gathered = gather_unique(merged, following, trig)
+            env = Env(len(gathered.rows))
+            env.bind_table("", take(merged.table, gathered.rows))
+            where, lo, hi = where[gathered.rows], gathered.lo, gathered.hi
+        elif spec.kind == "length_batch":
             trig = np.flatnonzero(merged.is_new & ((idx - merged.gstart + 1) % spec.size == 0))
             hi = trig + 1
             lo = hi - spec.size
@@ -80,4 +106,4 @@ class WindowOperator(WindowState):
         trig_env = Env(len(trig))
         trig_env.bind_table("", triggers)
         return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
-                    timestamp_col(triggers, self.stream.timestamp))
+                    timestamp_col(triggers, self.stream.timestamp)), keep

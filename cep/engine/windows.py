@@ -131,8 +131,12 @@ class KeyedWindow:
                                    inclusive=True)
         return np.minimum(np.maximum(gstart, first_alive), hi)
 
-    def retain(self, merged: Merged) -> None:
-        """Keep only rows a later event's window can still contain."""
+    def retain(self, merged: Merged, keep: np.ndarray | None = None) -> None:
+        """Keep only rows a later event's window can still contain (``keep``: those rows,
+        when the operator already found them; see ``cep.engine.window_kinds``)."""
+        if keep is not None:
+            self.rows = take(merged.table, keep)
+            return
         idx = np.arange(len(merged.codes))
         kind, size = self.spec.kind, self.spec.size
         if kind == "length":

@@ -37,7 +37,9 @@ AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "stddev", "first", 
 WINDOW_FUNCTIONS = {"prev": (1, 2), "prevtail": (1, 2), "prevcount": (1, 1), "prior": (2, 2)}
 SLIDING = frozenset({"length", "time", "keepall"})
 WINDOW_KINDS = frozenset({"length", "length_batch", "time", "time_batch", "keepall",
-                          "ext_timed"})
+                          "ext_timed", "firstlength", "firsttime", "time_length_batch",
+                          "unique"})
+TIME_SIZED = frozenset({"time", "time_batch", "firsttime", "time_length_batch"})
 MICROS_PER_SECOND = 1_000_000
 # prior(n, ...) keeps n events per key beyond the window: the index is capped
 MAX_WINDOW_INDEX = 10_000
@@ -360,7 +362,8 @@ class _Checker:
                     stmt.group_by[0].pos,
                     hint="a rule is partitioned by one key",
                 )
-            if key is None and window.kind not in ("time", "keepall"):
+            if key is None and window.kind not in ("time", "keepall") and not _unique_on(
+                    window, group_key):
                 raise RuleError(
                     f"a #{window.kind} window shared by all keys cannot be partitioned "
                     f"by {group_key}",
@@ -418,37 +421,52 @@ class _Checker:
             if self.state_ttl_us is not None:
                 self._ttl_needs_time([stream], w.pos, "#keepall")
             return ir.WindowSpec("keepall", 0, self.state_ttl_us)
+        if w.kind == "unique":
+            scope = self._single_scope(stream, None)
+            return ir.WindowSpec("unique", 0, unique_by=tuple(
+                self._expr(arg, scope) for arg in w.args))
+        if w.kind == "time_length_batch":
+            if len(w.args) != 2:
+                raise RuleError("#time_length_batch takes a time period and a count", w.pos)
+            size = self._window_size(w, w.args[0], stream, time=True)
+            limit = self._window_size(w, w.args[1], stream, time=False)
+            return ir.WindowSpec(w.kind, size, limit=limit)
         if len(w.args) != 1:
             raise RuleError(f"#{w.kind} takes one argument", w.pos)
+        return ir.WindowSpec(w.kind, self._window_size(w, w.args[0], stream,
+                                                       time=w.kind in TIME_SIZED))
+
+    def _window_size(self, w: ast.Window, expr: ast.Expr, stream: ir.StreamDef,
+                     time: bool) -> int:
+        """A window's size argument: a positive count, or a positive time period."""
         try:
-            arg = self._expr(w.args[0], _Scope({}, ()))
+            arg = self._expr(expr, _Scope({}, ()))
         except RuleError as err:
-            if not (isinstance(w.args[0], ast.Name)
-                    and stream.field_type(w.args[0].name) is not None):
+            if not (isinstance(expr, ast.Name) and stream.field_type(expr.name) is not None):
                 raise
             raise RuleError(
                 f"the size of #{w.kind} must be a constant or a variable, not a field",
-                w.args[0].pos,
+                expr.pos,
             ) from err
         if not isinstance(arg, ir.Const):
             raise RuleError(
-                f"the size of #{w.kind} must be a constant or a variable", w.args[0].pos
+                f"the size of #{w.kind} must be a constant or a variable", expr.pos
             )
-        if w.kind in ("time", "time_batch"):
+        if time:
             if stream.timestamp is None:
                 raise RuleError(
                     f"#{w.kind} needs event time, but stream '{stream.name}' has no TIMESTAMP",
                     w.pos,
                     hint=f"declare it: CREATE SCHEMA {stream.name} (...) TIMESTAMP field",
                 )
-            size = _duration_us(arg, w.args[0].pos)
+            size = _duration_us(arg, expr.pos)
         else:
             if arg.type not in INTEGRAL:
-                raise RuleError(f"#{w.kind} needs a whole number, got {arg.type}", w.args[0].pos)
+                raise RuleError(f"#{w.kind} needs a whole number, got {arg.type}", expr.pos)
             size = int(arg.value)  # type: ignore[call-overload]
         if size <= 0:
-            raise RuleError(f"#{w.kind} needs a positive size", w.args[0].pos)
-        return ir.WindowSpec(w.kind, size)
+            raise RuleError(f"#{w.kind} needs a positive size", expr.pos)
+        return size
 
     def _ext_timed(self, w: ast.Window, stream: ir.StreamDef) -> ast.Window:
         """Esper's ``#ext_timed(field, T)`` is ``#time(T)`` when ``field`` is the stream's
@@ -544,6 +562,9 @@ class _Checker:
             )
         if window.is_batch:
             raise RuleError("a #lastevent join needs a sliding window, not a batch", win.pos)
+        if window.kind not in SLIDING:
+            raise RuleError(f"a #lastevent join supports #length, #time and #keepall windows, "
+                            f"not #{window.kind}", win.pos)
         t_alias = trig.alias or trig.stream
         w_alias = win.alias or win.stream
         if t_alias == w_alias:
@@ -1180,6 +1201,13 @@ def _without_aggregates(scope: _Scope, clause: str) -> _Scope:
         scope.outside_aggregate_only if clause == "SELECT" else frozenset(),
         scope.forbidden_hint,
     )
+
+
+def _unique_on(window: ir.WindowSpec, key: str) -> bool:
+    """Whether a shared ``#unique`` window splits by ``key`` anyway (it is one of its
+    expressions), so that GROUP BY key gives each key its own window."""
+    return window.kind == "unique" and any(
+        isinstance(e, ir.FieldRef) and e.name == key for e in window.unique_by)
 
 
 def _expect(expr: ir.TExpr, types: tuple[str, ...], pos: Pos, what: str) -> None:

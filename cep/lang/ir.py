@@ -181,8 +181,10 @@ class Column:
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """``kind`` in length, length_batch, time, time_batch, keepall; ``size`` is a count
-    or microseconds (0 for keepall).
+    """``kind`` in length, length_batch, time, time_batch, keepall, firstlength, firsttime,
+    time_length_batch, unique; ``size`` is a count or microseconds (0 for keepall and
+    unique). ``limit`` is the event count of ``time_length_batch(T, n)``; ``unique_by``
+    the expressions of ``unique(e, ...)`` (see ``cep.engine.window_kinds``).
 
     ``ttl_us`` (only on ``keepall``, from the state time-to-live option) bounds a window
     that has no bound of its own: a row leaves once its key's event time is ``ttl_us``
@@ -191,14 +193,16 @@ class WindowSpec:
     kind: str
     size: int
     ttl_us: int | None = None
+    limit: int = 0
+    unique_by: tuple[TExpr, ...] = ()
 
     @property
     def is_batch(self) -> bool:
-        return self.kind in ("length_batch", "time_batch")
+        return self.kind in ("length_batch", "time_batch", "time_length_batch")
 
     @property
     def is_time(self) -> bool:
-        return self.kind in ("time", "time_batch")
+        return self.kind in ("time", "time_batch", "firsttime", "time_length_batch")
 
 
 @dataclass(frozen=True)

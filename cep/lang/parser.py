@@ -101,6 +101,10 @@ _WINDOWS = {
     "time_batch": _WindowSpec("win", 1, 1, "#time_batch(T)"),
     "keepall": _WindowSpec("win", 0, 0, "#keepall"),
     "ext_timed": _WindowSpec("win", 2, 2, "#ext_timed(timestamp_field, T)"),
+    "firstlength": _WindowSpec("win", 1, 1, "#firstlength(n)"),
+    "firsttime": _WindowSpec("win", 1, 1, "#firsttime(T)"),
+    "time_length_batch": _WindowSpec("win", 2, 2, "#time_length_batch(T, n)"),
+    "unique": _WindowSpec("std", 1, None, "#unique(expression, ...)"),
     "lastevent": _WindowSpec("std", 0, 0, "#lastevent"),
     "groupwin": _WindowSpec("std", 1, None, "#groupwin(key, ...)"),
 }

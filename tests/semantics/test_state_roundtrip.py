@@ -28,6 +28,12 @@ RULES = {
             "S#groupwin(k)#length(4) AS TW WHERE LE.k = TW.k AND TW.kind != LE.kind;",
     "prev_prior": "SELECT prev(1, v) AS p, prevtail(v) AS t, prevcount(v) AS c, prior(2, v) AS r "
                   "FROM S#groupwin(k)#time(3 sec);",
+    "firstlength": "SELECT count(*) AS n, sum(v) AS s FROM S#groupwin(k)#firstlength(5);",
+    "firsttime": "SELECT count(*) AS n, max(v) AS m FROM S#groupwin(k)#firsttime(9 sec);",
+    "time_length_batch": "SELECT count(*) AS n, sum(v) AS s, prev(0, v) AS p "
+                         "FROM S#groupwin(k)#time_length_batch(4 sec, 3);",
+    "unique": "SELECT count(*) AS n, avg(v) AS a, prevtail(v) AS t "
+              "FROM S#groupwin(k)#unique(kind) WHERE v > 2;",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }
