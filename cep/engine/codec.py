@@ -165,17 +165,15 @@ class _Writer:
             return self.tagged(x, "a", [dtype.str, shape, self.buffer(_bytes_of(data))])
         flat = x.reshape(-1)
         types = set(map(type, flat))
+        has_none = type(None) in types
         types.discard(type(None))
-        has_none = len(types) < len(set(map(type, flat)))
         if types <= {str} or types == {bytes}:
             text = "bytes" if types == {bytes} else "str"
             arrow = _arrow_column(flat, _ARROW_TYPES[text])
             if arrow is not None:
-                nulls, offsets, data = arrow.buffers()
                 return self.tagged(x, "A", [
                     text, shape, arrow.null_count,
-                    [None if nulls is None else self.buffer(memoryview(nulls)),
-                     self.buffer(memoryview(offsets)), self.buffer(memoryview(data))]])
+                    [None if b is None else self.buffer(memoryview(b)) for b in arrow.buffers()]])
         elif not has_none and len(types) == 1 and next(iter(types)) in _PLAIN_DTYPES:
             try:
                 raw = np.asarray(flat, dtype=_PLAIN_DTYPES[next(iter(types))])
@@ -195,7 +193,7 @@ def _bytes_of(array: np.ndarray) -> memoryview:
 
 
 def _le(dtype: np.dtype) -> np.dtype:
-    return dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+    return dtype.newbyteorder("<") if dtype.str[0] == ">" else dtype
 
 
 def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
@@ -368,10 +366,8 @@ def _build_objects(reader: _Reader, payload: object) -> np.ndarray:
     shape = reader.shape(shape)
     if type(items) is not list or len(items) != int(np.prod(shape, dtype=np.int64)):
         raise reader.fail("has a malformed object array")
-    out = np.empty(len(items), dtype=object)
-    for i, item in enumerate(items):  # element-wise: a list item must stay one object
-        out[i] = item
-    return out.reshape(shape)
+    # fromiter keeps a list item one object (np.array would make it a dimension)
+    return np.fromiter(items, dtype=object, count=len(items)).reshape(shape)
 
 
 def _pair(reader: _Reader, payload: object) -> list:

@@ -1,0 +1,348 @@
+"""The data-only state format: exact round trips, and refusal of everything else.
+
+A planted pickle whose unpickling would create a file is handed to ``Engine.restore`` and
+``Engine.import_keys``: it is refused with a clear error and the file never appears (the
+MongoDB path is in ``tests/migration/test_state_documents.py``). Random bytes, truncated
+and damaged blobs only ever raise :class:`StateFormatError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import pickle
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cep.engine import codec
+from cep.engine.codec import StateFormatError
+from cep.engine.engine import Engine
+from cep.engine.patterns import Event
+from cep.lang.compile import compile_text
+from cep.reference import run_batch
+
+
+@dataclass(frozen=True)
+class Point:
+    x: int
+    label: str | None
+
+
+codec.register("test.Point", Point)
+
+
+def same(a: object, b: object) -> bool:
+    """Equal with the same types all the way down (1 is not 1.0, NaN equals NaN, -0.0
+    is not 0.0, int arrays are not float arrays)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) ==
+                                                      math.copysign(1, b))
+    if isinstance(a, np.ndarray):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype == object:
+            return all(same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1), strict=True))
+        return a.tobytes() == b.tobytes()
+    if isinstance(a, list | tuple):  # Event and other NamedTuples included
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, Point):
+        return same(a.x, b.x) and same(a.label, b.label)
+    return a == b
+
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0]),
+    st.text(max_size=8), st.binary(max_size=8),
+)
+hashables = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5),
+                      st.tuples(st.integers(), st.text(max_size=3)))
+
+
+def _object_array(items: list) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    for i, v in enumerate(items):
+        out[i] = v
+    return out
+
+
+object_columns = st.one_of(
+    st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=8),
+    st.lists(st.one_of(st.none(), st.binary(max_size=6)), max_size=8),
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=8),
+    st.lists(st.floats(allow_nan=True), max_size=8),
+    st.lists(st.booleans(), max_size=8),
+    st.lists(scalars, max_size=8),  # mixed: the generic element-wise form
+).map(_object_array)
+numeric_arrays = st.sampled_from(["<i8", "<i4", "<u2", "|u1", "<f8", "<f4", "|b1", "<M8[us]",
+                                  "<m8[us]", "<U3"]).flatmap(
+    lambda dt: st.binary(min_size=0, max_size=48).map(
+        lambda raw, dt=dt: np.frombuffer(raw[: len(raw) // np.dtype(dt).itemsize
+                                             * np.dtype(dt).itemsize], dtype=dt).copy()
+        if dt != "<U3" else np.array(["ab", "", "xyz"][: len(raw) % 4], dtype=dt)))
+leaves = st.one_of(scalars, object_columns, numeric_arrays,
+                   st.builds(Event, st.integers(), st.integers(), st.text(max_size=3),
+                             st.dictionaries(st.text(max_size=3), scalars, max_size=3)),
+                   st.builds(Point, st.integers(), st.one_of(st.none(), st.text(max_size=3))))
+values = st.recursive(leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner, inner),
+    st.dictionaries(hashables, inner, max_size=4),
+    st.frozensets(hashables, max_size=3), st.sets(st.integers(), max_size=3),
+), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=values)
+def test_every_value_round_trips_exactly(value) -> None:
+    back = codec.decode(codec.encode(value, "test"), "test", "test state")
+    assert same(value, back) or (isinstance(value, set | frozenset) and back == value)
+
+
+def test_object_columns_keep_int_float_nan_negative_zero_and_big_ints() -> None:
+    cases = [
+        [1, 2.0, None, "a", b"b", True],
+        [float("nan"), -0.0, 0.0, float("inf")],
+        [2**64, -(2**80), 3],
+        ["x", None, "\ud800"],  # a lone surrogate is not UTF-8: stored element-wise
+        [np.int32(7), np.float32(1.5), np.bool_(True)],
+    ]
+    for items in cases:
+        column = _object_array(items)
+        back = codec.decode(codec.encode({"c": column}, "t"), "t", "t")["c"]
+        assert same(column, back), items
+
+
+def test_big_endian_arrays_come_back_little_endian_with_equal_values() -> None:
+    array = np.arange(-3, 3, dtype=">i8")
+    back = codec.decode(codec.encode(array, "t"), "t", "t")
+    assert back.dtype == np.dtype("<i8") and back.tolist() == array.tolist()
+
+
+def test_shared_objects_stay_shared() -> None:
+    inner = [1, 2]
+    event = Event(1, 2, "S", {"a": 1})
+    array = np.arange(5)
+    back = codec.decode(codec.encode([inner, inner, (event, event), array, array], "t"),
+                        "t", "t")
+    assert back[0] is back[1] and back[2][0] is back[2][1] and back[3] is back[4]
+    back[0].append(3)
+    assert back[1] == [1, 2, 3]
+
+
+def test_decoded_arrays_are_writeable_copies() -> None:
+    back = codec.decode(codec.encode({"a": np.arange(4), "b": np.array(["x"], dtype=object)},
+                                     "t"), "t", "t")
+    back["a"][0] = 9
+    back["b"][0] = "y"
+
+
+def test_values_outside_the_format_are_refused_when_writing() -> None:
+    class Unregistered:
+        pass
+
+    for value in (Unregistered(), print, np.array([1 + 2j], dtype=object),
+                  np.zeros(2, dtype=[("a", "<i4")])):
+        with pytest.raises(TypeError, match="cannot store"):
+            codec.encode([value], "t")
+
+
+# --------------------------------------------------------------------------- refusal
+
+
+class _CreatesFile:
+    """Unpickling this opens (creates) ``path``: the planted payload."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple:
+        return (open, (str(self.path), "w"))
+
+
+def planted_pickle(path: Path) -> bytes:
+    """A pickle that creates ``path`` when loaded, checked to be armed: loading a twin
+    of it does create its file."""
+    twin = path.with_name(path.name + ".control")
+    pickle.loads(pickle.dumps(_CreatesFile(twin))).close()
+    assert twin.exists(), "the planted payload must be live for the test to mean anything"
+    twin.unlink()
+    return pickle.dumps(_CreatesFile(path))
+
+
+SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
+RULES = (SCHEMA + "SELECT sum(v) AS s FROM S#groupwin(k)#length(3);\n"
+         "SELECT a.v AS av FROM PATTERN [every a=S(v > 1) -> b=S(v > a.v)] PARTITION BY k;")
+
+
+def _engine() -> Engine:
+    module = compile_text(RULES, "codec")
+    engine = Engine(module)
+    n = 40
+    rows = {"S": {"__seq": np.arange(n, dtype=np.int64), "__sub": np.zeros(n, np.int64),
+                  "k": np.arange(n, dtype=np.int64) % 3, "ts": np.arange(n, dtype=np.int64),
+                  "v": (np.arange(n) % 5).astype(np.float64)}}
+    run_batch(module, engine, rows)
+    return engine
+
+
+def test_planted_pickle_as_engine_snapshot_is_refused_and_nothing_runs(tmp_path) -> None:
+    target = tmp_path / "pwned"
+    blob = planted_pickle(target)
+    with pytest.raises(StateFormatError, match=r"starts like a Python pickle.*older cep"):
+        _engine().restore(blob)
+    assert not target.exists()
+
+
+def test_planted_pickle_as_key_state_is_refused_and_nothing_runs(tmp_path) -> None:
+    target = tmp_path / "pwned"
+    with pytest.raises(StateFormatError, match="state document for key 2 is not in cep's"):
+        _engine().import_keys({2: planted_pickle(target)})
+    assert not target.exists()
+
+
+def test_snapshot_and_key_states_round_trip_through_fresh_engines() -> None:
+    engine = _engine()
+    fresh = Engine(engine.module)
+    fresh.restore(engine.snapshot())
+    assert fresh.snapshot() == engine.snapshot()
+    blobs = engine.export_keys([0, 1])
+    assert engine.keys() == {2}
+    other = Engine(engine.module)
+    other.import_keys(blobs)
+    assert other.keys() == {0, 1}
+
+
+def test_one_kind_of_state_is_not_taken_for_another() -> None:
+    engine = _engine()
+    key_blob = engine.export_keys([0])[0]
+    with pytest.raises(StateFormatError, match="holds 'key' state, not 'engine'"):
+        Engine(engine.module).restore(key_blob)
+    other = Engine(compile_text(SCHEMA + "SELECT count(*) AS n FROM S#groupwin(k)#length(2);"))
+    with pytest.raises(ValueError, match="does not belong to this rule file"):
+        other.restore(engine.snapshot())
+
+
+def test_other_format_versions_are_refused_by_name() -> None:
+    blob = bytearray(codec.encode([1], "engine"))
+    struct.pack_into("<H", blob, len(codec.MAGIC), 0)
+    with pytest.raises(StateFormatError, match="version 0, written by an older cep"):
+        codec.decode(bytes(blob), "engine", "engine snapshot")
+    struct.pack_into("<H", blob, len(codec.MAGIC), codec.VERSION + 1)
+    with pytest.raises(StateFormatError, match="written by a newer cep"):
+        codec.decode(bytes(blob), "engine", "engine snapshot")
+
+
+def test_an_unregistered_type_name_is_refused_when_reading() -> None:
+    blob = codec.encode(Point(1, "a"), "t").replace(b'"test.Point"', b'"test.Poinz"')
+    with pytest.raises(StateFormatError, match=r"'test\.Poinz', which cep state does not allow"):
+        codec.decode(blob, "t", "t")
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_random_bytes_are_refused(data) -> None:
+    with pytest.raises(StateFormatError, match="refusing to load it"):
+        codec.decode(data, "engine", "engine snapshot")
+
+
+def _frame(header: bytes, buffers: list[bytes]) -> bytes:
+    """A blob with a valid frame around any header and buffers (the documented layout)."""
+    head = (codec.MAGIC + struct.pack("<HB", codec.VERSION, 1) + b"t"
+            + struct.pack("<IQ", len(buffers), len(header))
+            + struct.pack(f"<{len(buffers)}Q", *map(len, buffers)) + header)
+    out = head + b"\0" * (-len(head) % 8)
+    for b in buffers:
+        out += b + b"\0" * (-len(b) % 8)
+    return out
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 2**65), st.floats(), st.text(max_size=4),
+              st.sampled_from(["<i8", "|b1", "<U2", "str", "bytes", "test.Point", "pattern.Event",
+                               "|O", "<V8"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.builds(lambda tag, payload: {tag: payload},
+                  st.sampled_from([*"ltdSFbrnaIAoc", "x"]), inner)),
+    max_leaves=12)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(tree=json_values, buffers=st.lists(st.binary(max_size=24), max_size=3))
+def test_any_header_in_a_valid_frame_is_read_as_data_or_refused(tree, buffers) -> None:
+    """Arbitrary tag trees with arbitrary buffers: decoded into plain values or refused
+    with StateFormatError, never another exception (nor a crash in Arrow or numpy)."""
+    blob = _frame(json.dumps(tree).encode(), buffers)
+    with contextlib.suppress(StateFormatError):
+        codec.decode(blob, "t", "t")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(kind=st.sampled_from(["str", "bytes"]), n=st.integers(0, 6), nulls=st.integers(-1, 6),
+       indices=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=3, max_size=3),
+       buffers=st.lists(st.binary(max_size=64), min_size=3, max_size=3))
+def test_text_arrays_with_forged_buffers_are_refused_or_read(kind, n, nulls, indices,
+                                                              buffers) -> None:
+    """Offsets past the data, bad UTF-8, a short validity bitmap: Arrow checks the whole
+    array before a value is read, so forged buffers never read outside the blob."""
+    blob = _frame(json.dumps({"A": [kind, [n], nulls, indices]}).encode(), buffers)
+    try:
+        back = codec.decode(blob, "t", "t")
+    except StateFormatError:
+        return
+    assert back.dtype == object and len(back) == n
+    assert all(v is None or type(v) is (str if kind == "str" else bytes) for v in back)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=st.binary(max_size=64))
+def test_random_bytes_after_a_valid_prefix_are_refused(tail) -> None:
+    prefix = codec.MAGIC + struct.pack("<HB", codec.VERSION, 1) + b"t"
+    with contextlib.suppress(StateFormatError):
+        codec.decode(prefix + tail, "t", "t")
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=values, cut=st.floats(0, 1, exclude_max=True))
+def test_truncated_blobs_are_refused(value, cut) -> None:
+    blob = codec.encode(value, "t")
+    with pytest.raises(StateFormatError, match="refusing to load it"):
+        codec.decode(blob[: int(len(blob) * cut)], "t", "t")
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=values, data=st.data())
+def test_damaged_blobs_are_refused_or_read_as_data(value, data) -> None:
+    """A flipped byte either still decodes (a changed value in a buffer) or is refused
+    with StateFormatError; no other exception, no crash."""
+    blob = bytearray(codec.encode(value, "t"))
+    for _ in range(data.draw(st.integers(1, 3))):
+        blob[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
+    with contextlib.suppress(StateFormatError):
+        codec.decode(bytes(blob), "t", "t")
+
+
+def test_engine_snapshot_of_the_real_fsd_shape_round_trips() -> None:
+    """Window rows as the FSD join keeps them: int keys, term bytes, float norms."""
+    rng = np.random.default_rng(3)
+    n = 1000
+    terms = np.empty(n, dtype=object)
+    terms[:] = [rng.integers(0, 2**32, rng.integers(0, 20), dtype=np.uint32).tobytes()
+                for _ in range(n)]
+    keys = np.empty(n, dtype=object)
+    keys[:] = rng.integers(0, 4096, n).tolist()
+    rows = {"__seq": np.arange(n, dtype=np.int64), "__key": keys, "__terms:text": terms,
+            "__norm2:text": rng.random(n)}
+    back = codec.decode(codec.encode([[rows]], "engine"), "engine", "engine snapshot")
+    assert same([[rows]], back)
