@@ -38,7 +38,7 @@ What the short statement leaves open, and the rules this module and its callers 
   and ``(k, t)`` rewritten. Hence gc in batch ``t`` may only delete documents of
   batches ``< t-1``. Task retries and speculative attempts may export twice; that is
   harmless only if the rules are deterministic per key (the bytes may still differ,
-  e.g. set order in a pickle; the store switches chunked states atomically).
+  e.g. set order in a state blob; the store switches chunked states atomically).
 * **Restarts.** A query restarted from its checkpoint continues batch numbers and needs
   the documents and maps written before the restart: the run id belongs to the
   checkpoint (drawn when it is created, kept in it), not to a process, the MongoDB must

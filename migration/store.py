@@ -18,7 +18,11 @@ A blob of up to :data:`CHUNK_BYTES` sits in its head's ``data``; a larger one is
 into chunk documents (MongoDB refuses documents over 16 MiB) written *before* the head,
 and the head names their content hash. The head is therefore the commit point: a
 reader never sees a head whose chunks are missing, and a replay that writes different
-bytes (pickles are not always deterministic) switches every part at once.
+bytes (state blobs are not always byte-identical: set order) switches every part at once.
+
+State blobs are opaque here. They are written by ``Engine.export_keys`` in the data-only
+format of :mod:`cep.engine.codec`, and ``Engine.import_keys`` refuses anything else (a
+pickle planted by whoever can write to this database is never loaded, let alone run).
 
 Errors: every operation maps pymongo's exceptions to :class:`StoreError` subclasses
 with one line naming the operation and the URI with its password masked. An

@@ -11,15 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import pickle
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from planted import planted_pickle
 
 from cep.engine import codec
 from cep.engine.codec import StateFormatError
@@ -158,26 +157,6 @@ def test_values_outside_the_format_are_refused_when_writing() -> None:
 
 
 # --------------------------------------------------------------------------- refusal
-
-
-class _CreatesFile:
-    """Unpickling this opens (creates) ``path``: the planted payload."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __reduce__(self) -> tuple:
-        return (open, (str(self.path), "w"))
-
-
-def planted_pickle(path: Path) -> bytes:
-    """A pickle that creates ``path`` when loaded, checked to be armed: loading a twin
-    of it does create its file."""
-    twin = path.with_name(path.name + ".control")
-    pickle.loads(pickle.dumps(_CreatesFile(twin))).close()
-    assert twin.exists(), "the planted payload must be live for the test to mean anything"
-    twin.unlink()
-    return pickle.dumps(_CreatesFile(path))
 
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
