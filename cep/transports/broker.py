@@ -1,0 +1,245 @@
+"""An embedded Kafka-wire broker on 127.0.0.1 for tests and ``kafka://embedded/…`` demos.
+
+No Kafka server is packaged in Debian; the PyPI package ``noida-db`` (0.2.3) ships one
+native binary (``noida_db/noida-db``) that speaks several wire protocols, Kafka among them.
+We start it as ``noida-db start --data-dir D --host 127.0.0.1 --only kafka --kafka-port P``;
+with ``P = 0`` it binds an OS-chosen port and prints ``kafka  127.0.0.1:<port>`` on stdout,
+which we read back, so there is no free-port race. It also opens a loopback control port
+(``D/noida.control.json``), which we do not use. On Debian 12 it prints a harmless
+``GLIBC_2.39 not found`` warning (a weak symbol) on stderr.
+
+What it supports (checked with confluent-kafka 2.16 / librdkafka 2.16; see
+``cep/transports/README_DRAFT.md`` for the figures): topic creation with N partitions,
+produce and fetch by partition and offset, watermarks (read_committed gives the last
+stable offset), consumer-group commits, and transactions with fencing, aborts that a
+read_committed consumer never sees, ``send_offsets_to_transaction`` and recovery of a
+writer killed mid-transaction by the next ``init_transactions``.
+
+Durability is the caveat that shapes this module: the broker keeps everything in memory
+and rewrites one JSON snapshot (``D/kafka.json``) a few seconds after each change.
+SIGTERM saves it before exit; SIGKILL loses whatever was acknowledged since the last
+snapshot (measured: a committed transaction and its topic, gone). So :meth:`stop` sends
+SIGTERM and waits, and :meth:`kill` exists only to simulate a crash. The snapshot is a
+full rewrite, ~5 s for 1M 150-byte records (746 MB of JSON): fine for tests and demos,
+not for long runs.
+
+The child gets ``PR_SET_PDEATHSIG = SIGTERM``: if this process dies outright, the kernel
+tells the broker to save and exit (Linux only; the signal fires when the *thread* that
+started it exits, so start it from a thread that lives as long as the run).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from importlib.resources import files
+from pathlib import Path
+from types import TracebackType
+
+_STDERR_TAIL_CHARS = 2000
+_PR_SET_PDEATHSIG = 1
+_ANNOUNCE = re.compile(rb"^\s*kafka\s+(\S+):(\d+)\s*$", re.MULTILINE)
+
+
+class EmbeddedKafkaError(RuntimeError):
+    """The embedded broker did not start (the message carries its stderr tail)."""
+
+
+def broker_binary() -> Path:
+    """The ``noida-db`` executable inside the installed wheel (made executable if needed)."""
+    try:
+        path = Path(str(files("noida_db").joinpath("noida-db")))
+    except ModuleNotFoundError:
+        raise EmbeddedKafkaError(
+            "embedded Kafka needs the 'noida-db' package (pip install noida-db)"
+        ) from None
+    if not path.is_file():
+        raise EmbeddedKafkaError(f"embedded Kafka: no broker binary at {path}")
+    if not os.access(path, os.X_OK):
+        try:
+            path.chmod(path.stat().st_mode | 0o111)
+        except OSError as exc:
+            raise EmbeddedKafkaError(
+                f"embedded Kafka: cannot make {path} executable: {exc}"
+            ) from None
+    return path
+
+
+def _die_with_parent() -> None:
+    """Runs in the child between fork and exec: SIGTERM it when the parent dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmbeddedKafka:
+    """A noida-db Kafka broker in a child process on 127.0.0.1.
+
+    ``with EmbeddedKafka() as kafka: produce(kafka.bootstrap, …)``. Stopped by
+    :meth:`stop`, by leaving the ``with`` block, at interpreter exit and, when this
+    process is killed, by the kernel (see the module notes).
+
+    Data lives in a temp dir removed at stop unless ``data_dir`` is given: then it is
+    kept there for the next broker started on it (a checkpointed run's input and
+    output topics survive a restart). ``port`` 0 lets the OS choose; a fixed port
+    lets a restarted broker keep its address.
+    """
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path | None = None,
+        port: int = 0,
+        startup_timeout: float = 15.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        self.data_dir = data_dir
+        self.requested_port = port
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._port: int | None = None
+        self._owner_pid = 0
+        self._lock = threading.Lock()
+
+    @property
+    def bootstrap(self) -> str:
+        """``127.0.0.1:<port>``, the ``bootstrap.servers`` value for clients."""
+        if self._port is None:
+            raise RuntimeError("EmbeddedKafka is not running")
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def port(self) -> int | None:
+        return self._port
+
+    @property
+    def pid(self) -> int | None:
+        """The broker process id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> EmbeddedKafka:
+        with self._lock:
+            if self._proc is not None:
+                raise RuntimeError("EmbeddedKafka is already started")
+            self._workdir = Path(tempfile.mkdtemp(prefix="cep-kafka-"))
+            self._owner_pid = os.getpid()
+            atexit.register(self.stop)
+        try:
+            self._spawn()
+            self._await_listen()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self) -> None:
+        assert self._workdir is not None
+        data = self.data_dir if self.data_dir is not None else self._workdir / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        # stdout goes to a file, not a pipe: the broker may write to it later, and a
+        # pipe we stopped reading would block it or kill it with SIGPIPE.
+        with (
+            open(self._workdir / "broker.out", "wb") as out,
+            open(self._workdir / "broker.log", "wb") as log,
+        ):
+            self._proc = subprocess.Popen(
+                [
+                    str(broker_binary()),
+                    "start",
+                    "--data-dir",
+                    str(data),
+                    "--host",
+                    "127.0.0.1",
+                    "--only",
+                    "kafka",
+                    "--kafka-port",
+                    str(self.requested_port),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=log,
+                close_fds=True,
+                preexec_fn=_die_with_parent,
+            )
+        self._port = self._read_port(time.monotonic() + self.startup_timeout)
+
+    def _read_port(self, deadline: float) -> int:
+        """Read the ``kafka  127.0.0.1:<port>`` line the broker prints once it listens."""
+        assert self._proc is not None and self._workdir is not None
+        while (found := _ANNOUNCE.search((self._workdir / "broker.out").read_bytes())) is None:
+            if self._proc.poll() is not None:
+                raise self._failure(f"broker exited with code {self._proc.returncode}")
+            if time.monotonic() > deadline:
+                raise self._failure(f"no address announced within {self.startup_timeout:g} s")
+            time.sleep(0.02)
+        return int(found.group(2))
+
+    def _await_listen(self) -> None:
+        """The broker prints its address after binding; prove it accepts connections."""
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self._port or 0), timeout=1):
+                    return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise self._failure(f"port {self._port} does not accept: {exc}") from None
+                time.sleep(0.05)
+
+    def _failure(self, what: str) -> EmbeddedKafkaError:
+        tail = ""
+        if self._workdir is not None:
+            try:
+                text = (self._workdir / "broker.log").read_text(errors="replace")
+                tail = text[-_STDERR_TAIL_CHARS:].strip()
+            except OSError:
+                tail = ""
+        detail = f"\n--- broker stderr (tail) ---\n{tail}" if tail else " (no stderr output)"
+        return EmbeddedKafkaError(f"embedded Kafka failed to start: {what}{detail}")
+
+    def stop(self) -> None:
+        """Stop the broker (SIGTERM: it saves its snapshot; SIGKILL after
+        ``stop_timeout``); idempotent, and a no-op in a forked copy of the owner."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the broker, losing unsaved data: a crash, for tests."""
+        self._end(signal.SIGKILL)
+
+    def _end(self, sig: signal.Signals) -> None:
+        if os.getpid() != self._owner_pid:
+            return
+        with self._lock:
+            proc, workdir = self._proc, self._workdir
+            self._proc = self._workdir = self._port = None
+            atexit.unregister(self.stop)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedKafka:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

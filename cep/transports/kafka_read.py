@@ -1,0 +1,196 @@
+"""Reading Kafka by exact offset ranges: driver-side planning and executor-side fetches.
+
+A stream reader plans each micro-batch as ``{partition: (start, end)}`` from
+:func:`partition_ends` and keeps those ranges in Spark's checkpoint; an executor then
+calls :func:`read_partition_range` for one partition. A replay of the batch reads the
+same records because a range is closed by offsets, never by time or by count.
+
+Everything is read ``read_committed``: records of aborted transactions and the
+transaction markers are skipped, so offsets inside a range have gaps, and the end we
+plan with is the *last stable offset* (the read_committed high watermark), below
+which nothing can still be aborted. A range is read until a record at or past ``end``
+arrives, the record at ``end - 1`` arrives, or the broker reports the end of the
+partition at or past ``end``.
+
+Speed: confluent-kafka hands over one ``Message`` object per record, so we take their
+offsets with ``np.fromiter(map(Message.offset, …))`` and their values with
+``map(Message.value, …)``, batch by batch, and do nothing else per record in Python.
+``consume(n, timeout)`` waits for all ``n`` records or the time-out even after the end
+of the partition, so we call it in short slices.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    Message,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from cep.transports.address import (
+    ErrorLatch,
+    KafkaAddress,
+    KafkaTransportError,
+    KafkaUnavailableError,
+    as_address,
+    kafka_errors,
+    transport_error,
+)
+
+_SLICE_S = 0.05
+_MAX_BATCH = 100_000
+_READER_SETTINGS = {
+    # A group id is required by the client, but assign() never joins or commits.
+    "group.id": "cep-range-reader",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "isolation.level": "read_committed",
+    "auto.offset.reset": "error",  # a range below the log start is an error, not a jump
+    "enable.partition.eof": True,
+    "fetch.wait.max.ms": 50,
+    "max.partition.fetch.bytes": 8 << 20,
+    "fetch.max.bytes": 64 << 20,
+    "queued.max.messages.kbytes": 256 << 10,
+}
+
+
+@dataclass(frozen=True)
+class PartitionRecords:
+    """Records of one partition's range: ``offsets[i]`` is the offset of ``values[i]``
+    (int64, increasing, with gaps where markers or aborted records were); a value is
+    None for a record without one (a tombstone)."""
+
+    offsets: np.ndarray
+    values: list[bytes | None]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def topic_partitions(
+    bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
+) -> list[int]:
+    """The topic's partition ids, sorted; KafkaTransportError if it does not exist.
+
+    Lists every topic rather than asking for this one: a metadata request naming a
+    topic can create it on brokers with auto-creation on.
+    """
+    address = as_address(bootstrap)
+    admin = AdminClient(address.client_config())
+    with kafka_errors(address, f"listing topic {topic!r}"):
+        metadata = admin.list_topics(timeout=timeout_s)
+    found = metadata.topics.get(topic)
+    if found is None:
+        raise KafkaTransportError(f"Kafka topic {topic!r} does not exist at {address}")
+    if found.error is not None:
+        raise transport_error(address, f"listing topic {topic!r}", found.error)
+    return sorted(found.partitions)
+
+
+def partition_ends(
+    bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
+) -> dict[int, tuple[int, int]]:
+    """``{partition: (low, high)}``: the first offset still in the log and the last
+    stable offset (read_committed), the exclusive end a batch may plan up to."""
+    address = as_address(bootstrap)
+    partitions = topic_partitions(address, topic, timeout_s)
+    admin = AdminClient(address.client_config())
+    ends: dict[int, list[int]] = {p: [0, 0] for p in partitions}
+    for side, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
+        futures = admin.list_offsets(
+            {TopicPartition(topic, p): spec for p in partitions},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=timeout_s,
+        )
+        with kafka_errors(address, f"listing offsets of {topic!r}"):
+            for tp, future in futures.items():
+                ends[tp.partition][side] = future.result().offset
+    return {p: (low, high) for p, (low, high) in ends.items()}
+
+
+def read_partition_range(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    timeout_s: float = 60.0,
+) -> PartitionRecords:
+    """Exactly the committed records with ``start <= offset < end`` of one partition.
+
+    Raises :class:`KafkaUnavailableError` when the broker cannot be reached within
+    ``timeout_s``, :class:`KafkaTransportError` when the range is no longer (or not
+    yet) in the log.
+    """
+    if end <= start:
+        return PartitionRecords(np.empty(0, np.int64), [])
+    address = as_address(bootstrap)
+    what = f"read of {topic}[{partition}] offsets {start}..{end}"
+    latch = ErrorLatch()
+    consumer = Consumer(address.client_config(**_READER_SETTINGS, error_cb=latch))
+    offsets: list[np.ndarray] = []
+    values: list[bytes | None] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout_s
+        next_offset = start
+        while next_offset < end:
+            if time.monotonic() > deadline:
+                raise _timed_out(address, what, next_offset, timeout_s, latch.last)
+            with kafka_errors(address, what):
+                batch = consumer.consume(min(end - next_offset, _MAX_BATCH), _SLICE_S)
+            records, log_end = _split_events(batch, address, what)
+            if records:
+                got = np.fromiter(map(Message.offset, records), np.int64, len(records))
+                keep = int(np.searchsorted(got, end))
+                offsets.append(got[:keep])
+                values.extend(map(Message.value, records[:keep]))
+                next_offset = end if keep < len(got) else int(got[-1]) + 1
+            if log_end is not None and next_offset < end:
+                if log_end < end:
+                    raise KafkaTransportError(
+                        f"Kafka {what} at {address}: the partition's committed log ends "
+                        f"at {log_end}, before the planned end (records lost on the broker?)"
+                    )
+                next_offset = end  # the rest of the range was markers or aborted records
+    finally:
+        consumer.close()
+    flat = np.concatenate(offsets) if offsets else np.empty(0, np.int64)
+    return PartitionRecords(flat, values)
+
+
+def _split_events(
+    batch: list[Message], address: KafkaAddress, what: str
+) -> tuple[list[Message], int | None]:
+    """(records, offset where the partition ended or None); raises on a real error."""
+    errors = [m for m in batch if m.error() is not None]
+    if not errors:
+        return batch, None
+    log_end = None
+    for event in errors:
+        error = event.error()
+        if error.code() != KafkaError._PARTITION_EOF:
+            raise transport_error(address, what, error)
+        log_end = event.offset()
+    return [m for m in batch if m.error() is None], log_end
+
+
+def _timed_out(
+    address: KafkaAddress, what: str, at: int, timeout_s: float, last: KafkaError | None
+) -> KafkaTransportError:
+    if last is not None:
+        error = transport_error(address, f"{what} (stuck at {at} after {timeout_s:g} s)", last)
+        if isinstance(error, KafkaUnavailableError):
+            return error
+    return KafkaTransportError(
+        f"Kafka {what} at {address} timed out after {timeout_s:g} s at offset {at}"
+        + (f" ({last.str()})" if last is not None else "")
+    )
+

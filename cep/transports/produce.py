@@ -1,0 +1,159 @@
+"""Load JSON lines into a Kafka topic, keyed by a field: the input side of a Kafka demo.
+
+``produce(bootstrap, "tweets", "tweets.jsonl", partitions=3, key_field="user")`` creates
+the topic if needed and sends each non-blank line unchanged as one record's value, in
+file order. With ``key_field`` the record key is that field's value as text (a JSON
+string as is, a number as written), and the client's ``murmur2_random`` partitioner
+places it, as Java clients do, so every record of a key lands in one partition in file
+order. Without it, line ``i`` goes to partition ``i % partitions``: deterministic, so
+two loads of one file give the same topic.
+
+Keys are taken with one pyarrow JSON parse per chunk, not ``json.loads`` per line; a
+chunk that pyarrow refuses (a malformed line, meant to be dead-lettered by the reader)
+falls back to per-line parsing, where the bad line gets no key. Records go out with
+``produce_batch`` in chunks; ``flush`` waits for every acknowledgement and any
+delivery failure raises.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pa_json
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cep.io.sources import write_events_jsonl
+from cep.transports.address import (
+    KafkaAddress,
+    KafkaTransportError,
+    as_address,
+    kafka_errors,
+    transport_error,
+)
+from cep.transports.kafka_read import topic_partitions
+
+_CHUNK = 50_000
+_PRODUCER_SETTINGS = {
+    "partitioner": "murmur2_random",
+    "linger.ms": 20,
+    "batch.size": 1 << 20,
+    "queue.buffering.max.messages": 2 * _CHUNK,
+    "acks": "all",
+    "enable.idempotence": True,
+}
+
+
+def ensure_topic(
+    bootstrap: KafkaAddress | str, topic: str, partitions: int | None, timeout_s: float = 30.0
+) -> int:
+    """Create ``topic`` with ``partitions`` (1 if None) unless it exists; return its
+    partition count. An existing topic with another count is an error, not a surprise."""
+    address = as_address(bootstrap)
+    admin = AdminClient(address.client_config())
+    with kafka_errors(address, f"listing topic {topic!r}"):
+        existing = admin.list_topics(timeout=timeout_s).topics.get(topic)
+    if existing is None:
+        count = partitions or 1
+        future = admin.create_topics([NewTopic(topic, num_partitions=count)])[topic]
+        try:
+            future.result(timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise transport_error(address, f"creating topic {topic!r}", exc) from None
+        return len(topic_partitions(address, topic, timeout_s))
+    count = len(existing.partitions)
+    if partitions is not None and partitions != count:
+        raise KafkaTransportError(
+            f"Kafka topic {topic!r} at {address} has {count} partitions, not {partitions}"
+        )
+    return count
+
+
+def _line_keys(lines: Sequence[bytes], key_field: str) -> list[str | None]:
+    """The key field of each line as text (None where missing, null or unparsable)."""
+    try:
+        table = pa_json.read_json(io.BytesIO(b"\n".join(lines)))
+    except pa.ArrowInvalid:
+        return [_one_key(line, key_field) for line in lines]
+    if key_field not in table.column_names or table.num_rows != len(lines):
+        return [_one_key(line, key_field) for line in lines]
+    column = table.column(key_field)
+    if pa.types.is_string(column.type) or pa.types.is_integer(column.type):
+        return column.cast(pa.string()).to_pylist()
+    return [_one_key(line, key_field) for line in lines]
+
+
+def _one_key(line: bytes, key_field: str) -> str | None:
+    try:
+        value = json.loads(line).get(key_field)
+    except (ValueError, AttributeError):
+        return None
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def produce(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    source: str | Path,
+    partitions: int | None = None,
+    key_field: str | None = None,
+    timeout_s: float = 120.0,
+) -> int:
+    """Send the JSON-lines file ``source`` to ``topic`` (see the module notes); return
+    the number of records sent."""
+    address = as_address(bootstrap)
+    count = ensure_topic(address, topic, partitions, timeout_s)
+    failures: list[KafkaError] = []
+
+    def on_delivery(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            failures.append(error)
+
+    producer = Producer(address.client_config(**_PRODUCER_SETTINGS))
+    lines = [line for line in Path(source).read_bytes().split(b"\n") if line.strip()]
+    operation = f"producing {source} to {topic!r}"
+    with kafka_errors(address, operation):
+        for first in range(0, len(lines), _CHUNK):
+            chunk = lines[first : first + _CHUNK]
+            if key_field is None:
+                messages = [
+                    {"value": v, "partition": (first + i) % count} for i, v in enumerate(chunk)
+                ]
+            else:
+                keys = _line_keys(chunk, key_field)
+                messages = [{"value": v, "key": k} for v, k in zip(chunk, keys, strict=True)]
+            producer.produce_batch(topic, messages, on_delivery=on_delivery)
+            producer.flush(timeout_s)
+        left = producer.flush(timeout_s)
+    if failures or left:
+        first_error = failures[0].str() if failures else f"{left} records unacknowledged"
+        raise KafkaTransportError(
+            f"Kafka {operation} failed at {address}: {len(failures) or left} of {len(lines)} "
+            f"records not delivered ({first_error})"
+        )
+    return len(lines)
+
+
+def produce_frame(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    frame: pd.DataFrame,
+    partitions: int | None = None,
+    key_field: str | None = None,
+    timestamp_fields: Sequence[str] = (),
+) -> int:
+    """Send a typed frame (e.g. the tweet generator's) as JSON lines written by
+    :func:`cep.io.sources.write_events_jsonl`, the format the file reader reads back."""
+    with tempfile.TemporaryDirectory(prefix="cep-produce-") as tmp:
+        path = Path(tmp) / f"{topic}.jsonl"
+        write_events_jsonl(frame, str(path), timestamp_fields)
+        return produce(bootstrap, topic, path, partitions, key_field)
