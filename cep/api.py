@@ -5,28 +5,40 @@
     events = rules.run("tweets.jsonl")                  # on Spark, 5 engines
     events = rules.run(frame, runner="local")           # a pandas DataFrame of events
 
-``run`` returns the complex events as a pandas DataFrame: ``rule``, ``key``, ``seq``,
-``ts`` (UTC timestamps), then the rules' columns. DataFrames go through the same reader
-as files, so types are checked the same way and bad rows are counted, never silently
-dropped (``rules.last_run`` has the counts).
+    with rules.stream("incoming/", follow=True) as run:  # unbounded: batch by batch
+        for batch, events in run:                       # a DataFrame per micro-batch
+            ...
+            if enough:
+                run.stop()                              # the batch in flight commits
+
+``run`` returns the complex events of a bounded input as a pandas DataFrame: ``rule``,
+``key``, ``seq``, ``ts`` (UTC timestamps), then the rules' columns. DataFrames go through
+the same reader as files, so types are checked the same way and bad rows are counted,
+never silently dropped (``rules.last_run`` has the counts).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import queue
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from cep.engine.output import output_records
-from cep.io.inputs import LoadedInputs, load_inputs
+from cep.io.inputs import load_inputs, parse_input_specs
 from cep.io.sources import write_events_jsonl
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
 from cep.reference import run_reference
-from cep.spark.runtime import DEFAULT_BATCH_SIZE, run_on_spark
+from cep.spark.delivery import read_output
+from cep.spark.parts import EventParts
+from cep.spark.runtime import DEFAULT_BATCH_SIZE, Output, SparkRun, run_on_spark
 
 Source = str | Path | pd.DataFrame | Mapping[str, "str | Path | pd.DataFrame"]
 
@@ -52,33 +64,109 @@ class Rules:
     def run(self, source: Source, *, runner: str = "spark", engines: int = 5,
             batch_size: int | None = None, master: str = "local[*]",
             dead_letter: str | None = None) -> pd.DataFrame:
-        """Every complex event of the rules over ``source``, as a DataFrame."""
+        """Every complex event of the rules over a bounded ``source``, as a DataFrame."""
         with tempfile.TemporaryDirectory(prefix="cep-api-") as tmp:
-            loaded = self._load(source, Path(tmp), dead_letter)
+            specs = self._specs(source, Path(tmp))
             if runner == "local":
+                loaded = load_inputs(self.module, specs, dead_letter)
                 records = output_records(run_reference(self.module, loaded.tables,
                                                        batch_size))
+                self.last_run = RunCounts(loaded.accepted, loaded.rejected, len(records))
             elif runner == "spark":
-                records = run_on_spark(self.module, loaded.tables, engines=engines,
-                                       batch_size=batch_size or DEFAULT_BATCH_SIZE,
-                                       master=master, progress=False).records
+                out = Path(tmp) / "events"
+                run = run_on_spark(self.module, parse_input_specs(self.module, specs),
+                                   output=Output(str(out)), engines=engines,
+                                   batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                                   master=master, dead_letter=dead_letter, progress=False)
+                records = read_output(EventParts(str(out)), self._rule_order())
+                self.last_run = RunCounts(run.totals.get("events_in", 0),
+                                          run.totals.get("dead_lettered", 0), len(records))
             else:
                 raise ValueError(f"runner must be 'spark' or 'local', not {runner!r}")
-        self.last_run = RunCounts(loaded.accepted, loaded.rejected, len(records))
         return events_frame(records)
 
-    def _load(self, source: Source, tmp: Path, dead_letter: str | None) -> LoadedInputs:
+    def stream(self, source: str | Path | Mapping[str, str | Path], *, follow: bool = True,
+               **options: object) -> StreamingRun:
+        """Start a run on Spark in the background; iterate over it for ``(batch,
+        DataFrame)`` pairs as micro-batches commit, ``stop()`` to end it. ``options`` are
+        :func:`cep.spark.runtime.run_on_spark`'s (``engines``, ``batch_size``,
+        ``checkpoint``, ``strategy``, ``trigger_s``, …)."""
+        specs = self._specs(source, None)
+        return StreamingRun(self.module, parse_input_specs(self.module, specs), follow,
+                            options)
+
+    def _rule_order(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.module.outputs)}
+
+    def _specs(self, source: Source, tmp: Path | None) -> list[str]:
         items = source.items() if isinstance(source, Mapping) else [(None, source)]
         specs = []
         for i, (stream, item) in enumerate(items):
             if isinstance(item, pd.DataFrame):
+                if tmp is None:
+                    raise ValueError("a DataFrame is a bounded input: use run(), not stream()")
                 path = tmp / f"input-{i}.jsonl"
                 ts = self.module.streams[stream or self.module.input_streams[0]].timestamp
                 write_events_jsonl(item, path, [ts] if ts and item[ts].dtype.kind == "i"
                                    else [])
                 item = path
             specs.append(f"{stream}={item}" if stream else str(item))
-        return load_inputs(self.module, specs, dead_letter)
+        return specs
+
+
+class StreamingRun:
+    """A run on Spark in a background thread: an iterator of per-batch event frames.
+
+    The queue between the run and the reader holds at most ``backlog`` batches, so a
+    reader that falls behind slows the run down instead of growing memory."""
+
+    def __init__(self, module: ir.CompiledModule, sources: dict[str, str], follow: bool,
+                 options: dict, backlog: int = 8) -> None:
+        self._stop = threading.Event()
+        self._batches: queue.Queue = queue.Queue(maxsize=backlog)
+        self.result: SparkRun | None = None
+        self.error: BaseException | None = None
+
+        def deliver(batch: int, text: bytes) -> None:
+            self._batches.put((batch, _frame_of_lines(text)))
+
+        def work() -> None:
+            try:
+                self.result = run_on_spark(module, sources, follow=follow, stop=self._stop,
+                                           output=Output(callback=deliver),
+                                           progress=False, **options)  # type: ignore[arg-type]
+            except BaseException as err:  # handed to the reader, raised there
+                self.error = err
+            finally:
+                self._batches.put(None)
+
+        self._thread = threading.Thread(target=work, name="cep-stream", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[tuple[int, pd.DataFrame]]:
+        while (item := self._batches.get()) is not None:
+            yield item
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        """Plan no new batch; the one in flight finishes and commits, then the run ends."""
+        self._stop.set()
+
+    def __enter__(self) -> StreamingRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        while self._thread.is_alive():  # let a blocked put go through
+            with contextlib.suppress(queue.Empty):
+                self._batches.get(timeout=0.2)
+        self._thread.join()
+
+
+def _frame_of_lines(text: bytes) -> pd.DataFrame:
+    return events_frame([json.loads(line) for line in text.decode("utf-8").splitlines()])
 
 
 def compile_rules(rules: str | Path, set: Mapping[str, object] | None = None) -> Rules:

@@ -17,19 +17,21 @@ from pathlib import Path
 
 from cep.bench import format_bench
 from cep.engine.output import output_records
-from cep.io.inputs import InputError, load_inputs
+from cep.io.inputs import InputError, load_inputs, parse_input_specs
 from cep.io.sinks import FORMATS, write_metrics, write_records
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError
 from cep.lang.parser import parse_duration
-from cep.quality import precision_recall
+from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import run_reference
 from cep.spark.balancer import CAPACITY_MODES
 from cep.spark.runtime import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MONGO_TIMEOUT,
+    DEFAULT_TRIGGER_S,
+    Output,
     SparkRunError,
     run_on_spark,
 )
@@ -90,13 +92,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=int, default=None, metavar="N",
                      help=f"events per micro-batch (spark default {DEFAULT_BATCH_SIZE:,}; "
                      "local default: all at once)")
-    run.add_argument("--output", metavar="PATH", help="where events go "
-                     "(default: standard output)")
+    run.add_argument("--output", metavar="PATH", help="where events go, per micro-batch: "
+                     "FILE.jsonl (appended), a directory (a part file per batch and engine; "
+                     "always for parquet), default standard output")
+    run.add_argument("--follow", action="store_true",
+                     help="keep running: pick up new files and appended lines until "
+                     "SIGINT/SIGTERM, which finishes the batch in flight (spark runner)")
+    run.add_argument("--trigger-interval", type=float, default=DEFAULT_TRIGGER_S,
+                     metavar="SECONDS", help="with --follow: how often to look for new "
+                     f"input (default {DEFAULT_TRIGGER_S:g})")
     run.add_argument("--format", choices=FORMATS, default="jsonl",
                      help="jsonl (default), parquet or console")
     run.add_argument("--checkpoint", metavar="DIR",
-                     help="keep staged input, Spark checkpoint and output parts here, so an "
-                     "interrupted run resumes")
+                     help="keep the input log, Spark checkpoint and delivery ledgers here, "
+                     "so an interrupted run resumes where its committed batches end")
     run.add_argument("--metrics", metavar="PATH", help="per-batch metrics as JSON lines")
     run.add_argument("--dead-letter", metavar="PATH",
                      help="where malformed input records go (default: OUTPUT.dead.jsonl, "
@@ -268,36 +277,51 @@ def _run(args: argparse.Namespace) -> int:
     module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output else "cep-dead-letter.jsonl")
-    loaded = load_inputs(module, args.input, dead_path,
-                         max_record_bytes=args.max_record_bytes)
     if args.runner == "local":
+        if args.follow:
+            raise InputError("--follow needs --runner spark (the reference runner reads "
+                             "a bounded input)")
+        loaded = load_inputs(module, args.input, dead_path,
+                             max_record_bytes=args.max_record_bytes)
         records = output_records(run_reference(module, loaded.tables, args.batch_size))
+        write_records(records, args.output, args.format)
+        quality = (precision_recall(records, loaded.truth_ids)
+                   if loaded.truth_ids is not None else None)
         metrics = [{"batch": 0, "events_in": loaded.accepted, "events_out": len(records)}]
+        if args.metrics:
+            write_metrics([*metrics, {"quality": quality}] if quality else metrics,
+                          args.metrics)
+        totals = {"events_in": loaded.accepted, "events_out": len(records),
+                  "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped}
+        per_rule = dict(Counter(r["rule"] for r in records))
     else:
-        run = run_on_spark(module, loaded.tables, engines=args.engines,
-                           batch_size=args.batch_size or DEFAULT_BATCH_SIZE,
-                           master=args.master, checkpoint=args.checkpoint,
-                           verbose=args.verbose, progress=not args.quiet,
-                           strategy=args.strategy, threshold=args.threshold,
-                           stat_window=args.stat_window, mongo_uri=args.mongo_uri,
-                           mongo_timeout=args.mongo_timeout, capacity=args.capacity,
-                           slowdown=_slowdown(args.slow_engine))
-        records, metrics = run.records, run.metrics
-    write_records(records, args.output, args.format)
-    quality = precision_recall(records, loaded.truth_ids) if loaded.truth_ids is not None \
-        else None
-    if args.metrics:
-        write_metrics([*metrics, {"quality": quality}] if quality else metrics, args.metrics)
+        fmt = "jsonl" if args.format == "console" else args.format
+        run = run_on_spark(
+            module, parse_input_specs(module, args.input),
+            output=Output(None if args.format == "console" else args.output, fmt),
+            engines=args.engines, batch_size=args.batch_size or DEFAULT_BATCH_SIZE,
+            master=args.master, checkpoint=args.checkpoint, follow=args.follow,
+            trigger_s=args.trigger_interval, dead_letter=dead_path,
+            metrics_file=args.metrics, max_record_bytes=args.max_record_bytes,
+            verbose=args.verbose, progress=not args.quiet, strategy=args.strategy,
+            threshold=args.threshold, stat_window=args.stat_window, mongo_uri=args.mongo_uri,
+            mongo_timeout=args.mongo_timeout, capacity=args.capacity,
+            slowdown=_slowdown(args.slow_engine))
+        totals = run.totals
+        per_rule = dict(sum((Counter(m.get("outputs_per_rule", {})) for m in run.metrics),
+                            Counter()))
+        quality = quality_from_metrics(run.metrics, _id_rules(module))
     elapsed = time.perf_counter() - started
     summary = {
-        "events": loaded.accepted,
-        "dead_lettered": loaded.rejected,
-        "skipped_blank": loaded.skipped,
-        "outputs": len(records),
-        "outputs_per_rule": dict(Counter(r["rule"] for r in records)),
+        "events": totals.get("events_in", 0),
+        "dead_lettered": totals.get("dead_lettered", 0),
+        "skipped_blank": totals.get("blank_lines", 0),
+        "outputs": totals.get("events_out", 0),
+        "outputs_per_rule": per_rule,
         "seconds": round(elapsed, 3),
     }
-    print(_summary_text(summary, dead_path if loaded.rejected else None), file=sys.stderr)
+    print(_summary_text(summary, dead_path if summary["dead_lettered"] else None),
+          file=sys.stderr)
     for rule, q in (quality or {}).items():
         print(f"  {rule} vs ground truth: precision {q['precision']:.3f}, recall "
               f"{q['recall']:.3f} ({q['detected']:,} detected, {q['truth']:,} true)",
@@ -305,11 +329,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _id_rules(module: ir.CompiledModule) -> list[str]:
+    """Rules whose output has an ``id`` column: the detections a ground truth scores."""
+    rules = [*module.derived, *module.stateful]
+    return [r.name for r in rules
+            if r.name in module.outputs and any(c.name == "id" for c in r.columns)]
+
+
 def _verify(args: argparse.Namespace) -> int:
     module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     strategies = _strategy_list(args.strategies)
-    loaded = load_inputs(module, args.input, "cep-dead-letter.jsonl")
-    results = verify(module, loaded.tables, strategies, engines=args.engines,
+    sources = parse_input_specs(module, args.input)
+    results = verify(module, sources, strategies, engines=args.engines,
                      batch_size=args.batch_size or DEFAULT_BATCH_SIZE, master=args.master,
                      threshold=args.threshold, stat_window=args.stat_window,
                      mongo_uri=args.mongo_uri, progress=False, capacity=args.capacity,

@@ -18,13 +18,16 @@ from cep.lang import ir
 
 
 def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple[int, int]]:
-    """Half-open seq ranges covering every input event, ``batch_size`` events each."""
+    """Half-open seq ranges covering every input event, ``batch_size`` events each
+    (sequence numbers are places in the input, not counts, so they have gaps)."""
     seqs = [t[SEQ] for t in inputs.values() if t and len(t[SEQ])]
     if not seqs:
         return []
-    top = int(max(s.max() for s in seqs)) + 1
-    size = batch_size or top
-    return [(lo, min(lo + size, top)) for lo in range(0, top, size)]
+    ordered = np.unique(np.concatenate(seqs))
+    size = batch_size or len(ordered)
+    lows = ordered[::size]
+    highs = np.append(lows[1:], ordered[-1] + 1)
+    return list(zip(lows.tolist(), highs.tolist(), strict=True))
 
 
 def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table]) -> Table:
@@ -45,30 +48,3 @@ def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],
         outputs.append(run_batch(module, engine, chunk))
     order = {name: i for i, name in enumerate(module.outputs)}
     return sort_output(concat(outputs) or empty_output(), order)
-
-
-def merge_inputs(tables: dict[str, Table], streams: dict[str, ir.StreamDef]) -> dict[str, Table]:
-    """Give events of several input streams one global arrival order (``__seq``).
-
-    Within one stream, input order is kept; across streams, events are interleaved by
-    timestamp when every stream has one (ties: stream order as given), else concatenated.
-    """
-    names = list(tables)
-    if len(names) == 1:
-        return tables
-    if all(streams[n].timestamp for n in names):
-        time = np.concatenate([tables[n][streams[n].timestamp] for n in names])
-    else:
-        time = np.zeros(sum(len(tables[n][SEQ]) for n in names), dtype=np.int64)
-    stream_index = np.concatenate([np.full(len(tables[n][SEQ]), i) for i, n in enumerate(names)])
-    local = np.concatenate([tables[n][SEQ] for n in names])
-    order = np.lexsort((local, stream_index, time))
-    seq = np.empty(len(order), dtype=np.int64)
-    seq[order] = np.arange(len(order))
-    out, start = {}, 0
-    for n in names:
-        count = len(tables[n][SEQ])
-        out[n] = dict(tables[n])
-        out[n][SEQ] = seq[start:start + count]
-        start += count
-    return out

@@ -1,24 +1,29 @@
-"""From ``--input`` arguments to typed event tables for the module's input streams.
+"""From ``--input`` arguments to typed event tables, for the in-process reference runner.
 
 ``--input PATH`` feeds the module's only input stream; with several input streams each
-argument is ``STREAM=PATH``. Malformed records go to the dead-letter file (see
-``sources.py``); the counts come back so the run summary can report them.
+argument is ``STREAM=PATH``. The inputs are listed into the same input log the Spark
+runtime uses (``inputlog.py``) and read segment by segment with the same range reader,
+so every event gets the same sequence number (its place in the input) in both runners.
+Malformed records go to the dead-letter file; the counts come back so the run summary
+can report them. This loads the whole input: it is for the reference runner, tests and
+small inputs; the Spark runtime never does this.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table
+from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table, concat, empty
 from cep.io.deadletter import DeadLetter
-from cep.io.generators import generate, generator_name
-from cep.io.sources import MAX_RECORD_BYTES, read_events
+from cep.io.inputlog import GENERATOR_KINDS, InputLog, InputLogError, Segment, generator_kind
+from cep.io.sources import MAX_RECORD_BYTES, read_range
 from cep.lang import ir
-from cep.reference import merge_inputs
+
+TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")
 
 
 class InputError(Exception):
@@ -35,7 +40,8 @@ class LoadedInputs:
 
 
 def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, str]:
-    """Map each input stream to its source from ``--input`` arguments."""
+    """Map each input stream to its source from ``--input`` arguments (streams in the
+    order the rule file declares them)."""
     inputs = module.input_streams
     if not inputs:
         raise InputError("the rule file declares no input stream (CREATE SCHEMA)")
@@ -55,49 +61,81 @@ def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, 
         if stream in out:
             raise InputError(f"stream '{stream}' is given two inputs")
         out[stream] = source
-    return out
+    for stream, source in out.items():
+        check_generator_fields(module.streams[stream], source)
+    return {name: out[name] for name in inputs if name in out}
+
+
+def check_generator_fields(stream: ir.StreamDef, source: str) -> None:
+    """A generator provides fixed fields: a schema asking for others is an input error."""
+    if generator_kind(source) is None:
+        return
+    missing = [name for name, _ in stream.fields if name not in TWEETS_FIELDS]
+    if missing:
+        raise InputError(f"--input {source} has no field {', '.join(missing)} for stream "
+                         f"{stream.name}; it provides {', '.join(TWEETS_FIELDS)}")
 
 
 def load_inputs(module: ir.CompiledModule, specs: list[str],
                 dead_letter_path: str | None,
                 max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
     """Read every input, dead-lettering bad records (records over ``max_record_bytes``
-    among them), and number events globally."""
+    among them), each event numbered by its place in the input."""
     sources = parse_input_specs(module, specs)
-    tables: dict[str, Table] = {}
-    truth = None
+    log = InputLog(None, sources, follow=False)
+    try:
+        log.discover(first=True)
+    except (InputLogError, ValueError) as err:
+        raise InputError(str(err)) from None
+    parts: dict[str, list[Table]] = {name: [] for name in sources}
+    truth: list[np.ndarray] = []
     with DeadLetter(dead_letter_path) as dead:
-        for name, source in sources.items():
-            stream = module.streams[name]
-            if generator_name(source) and not Path(source).exists():
-                try:
-                    generated = generate(source)
-                except ValueError as err:
-                    raise InputError(f"--input {source}: {err}") from None
-                _check_generated_fields(source, generated.frame, stream)
-                frame, truth = generated.frame, generated.truth_ids
-            else:
-                try:
-                    frame = read_events(source, list(stream.fields), stream.timestamp, dead,
-                                        max_record_bytes=max_record_bytes)
-                except FileNotFoundError as err:
-                    raise InputError(str(err)) from None
-            tables[name] = frame_to_table(frame, stream)
+        for ordinal in sorted(log.segments):
+            segment = log.segments[ordinal]
+            stream = module.streams[segment.stream]
+            frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
+                                        max_record_bytes)
+            parts[segment.stream].append(frame_to_table(frame, stream))
+            if flags is not None:
+                truth.append(frame["id"].to_numpy()[flags])
         rejected, skipped = dead.count, dead.skipped
+    tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
+              for name, tabs in parts.items()}
     accepted = sum(len(t[SEQ]) for t in tables.values())
-    return LoadedInputs(merge_inputs(tables, module.streams), accepted, rejected, skipped,
-                        truth)
+    truth_ids = np.concatenate(truth) if truth else None
+    return LoadedInputs(tables, accepted, rejected, skipped, truth_ids)
 
 
-def _check_generated_fields(source: str, frame: pd.DataFrame, stream: ir.StreamDef) -> None:
-    missing = [name for name, _ in stream.fields if name not in frame]
-    if missing:
-        raise InputError(f"--input {source} has no field {', '.join(missing)} for stream "
-                         f"{stream.name}; it provides {', '.join(frame.columns[1:])}")
+def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
+                 max_record_bytes: int = MAX_RECORD_BYTES
+                 ) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """Records [lo, hi) of a segment as a typed frame whose ``seq`` is each record's
+    sequence number, and (for a generator with a ground truth) which rows are first
+    stories. The one reader of both runners (the Spark source calls it on executors)."""
+    flags = None
+    if segment.kind in GENERATOR_KINDS:
+        from cep.io.tweets import tweets_range
+
+        frame, flags = tweets_range(_tweets_plan(segment.path), lo, hi)
+        offsets = frame["seq"].to_numpy()
+    else:
+        frame = read_range(segment.path, segment.kind, lo, hi, stream, dead,
+                           max_record_bytes=max_record_bytes, final=segment.final)
+        offsets = frame["offset"].to_numpy()
+    frame["seq"] = segment.seq_base + (offsets - segment.start)
+    return frame, flags
+
+
+@functools.lru_cache(maxsize=4)
+def _tweets_plan(spec: str) -> dict:
+    """A generator's plan, made once per process and spec (executors read many ranges)."""
+    from cep.io.tweets import tweets_plan
+
+    return tweets_plan(spec)
 
 
 def frame_to_table(frame: pd.DataFrame, stream: ir.StreamDef) -> Table:
-    """A typed DataFrame from ``read_events`` as an engine table."""
+    """A typed frame from :func:`read_segment` as an engine table."""
     table: Table = {SEQ: frame["seq"].to_numpy(dtype=np.int64)}
     table[SUB] = np.zeros(len(frame), dtype=np.int64)
     for name, t in stream.fields:

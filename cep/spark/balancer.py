@@ -20,7 +20,6 @@ import json
 from collections.abc import Iterable
 
 import numpy as np
-import pandas as pd
 
 from cep.spark.keymaps import key_map
 from migration.protocol import KeyMap
@@ -60,7 +59,7 @@ class Balancer:
         for version in (0, 1):
             self.store.put_key_map(version, KeyMap(self.n_engines).encode())
 
-    def __call__(self, batch: int, stats: pd.DataFrame, metrics: dict) -> None:
+    def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
         counts = self._batch_loads(stats)
         nxt = key_map(self.store, batch + 1)
         self._know(nxt.overrides)
@@ -118,11 +117,11 @@ class Balancer:
                                       .astype(np.int32)])
         self.statistics.ensure_keys(len(self.texts))
 
-    def _batch_loads(self, stats: pd.DataFrame) -> dict[str, int]:
+    def _batch_loads(self, stats: list[dict]) -> dict[str, int]:
         """Merge the engines' per-key counts and record them in the statistics."""
         counts: dict[str, int] = {}
-        for payload in stats["payload"].tolist():
-            for text, n in json.loads(payload)["key_load"].items():
+        for info in stats:
+            for text, n in info["key_load"].items():
                 counts[text] = counts.get(text, 0) + n
         self._know(counts)
         ids = np.fromiter((self.ids[t] for t in counts), dtype=np.int64, count=len(counts))

@@ -6,9 +6,10 @@ measured on this machine, per-key MapState costs ~1–2 ms per key per batch whi
 blob costs tens of milliseconds for thousands of keys, and when most keys are touched
 every batch the per-key granularity buys nothing.
 
-Output rows carry ``kind``: ``event`` rows are complex events (key as JSON text, so ints
-and strings survive), the ``stats`` row reports the engine's rows, busy time and per-key
-load for the Balancer and the metrics.
+The engine writes its complex events itself, as its part of the batch's output
+(``parts.py``): events never travel to the driver. What the task returns is one
+``stats`` row: the engine's rows, busy time, events per rule, per-key load for the
+Balancer, and the counts and timings of the tasks that read and routed its input.
 """
 
 from __future__ import annotations
@@ -27,21 +28,23 @@ from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
 from cep.spark.keymaps import key_map
+from cep.spark.parts import EventParts, event_lines
 from migration.protocol import exports, imports
 from migration.store import StateStore
 
-OUTPUT_SCHEMA = ("kind string, engine int, rule string, key string, seq long, ts long, "
-                 "ts_null boolean, payload string")
+OUTPUT_SCHEMA = "engine int, stats string"
 
 
 class EngineProcessor(StatefulProcessor):
     """Runs :class:`Engine` for one engine label per micro-batch."""
 
-    def __init__(self, module: ir.CompiledModule, labels: list[int],
+    def __init__(self, module: ir.CompiledModule, labels: list[int], parts: EventParts,
                  store: StateStore | None = None,
                  slowdown: dict[int, float] | None = None) -> None:
         self.module = module
         self.engine_of_label = {label: e for e, label in enumerate(labels)}
+        self.parts = parts
+        self.rule_order = {name: i for i, name in enumerate(module.outputs)}
         self.store = store  # None: keys never move (key grouping, PKG)
         # engine index -> factor: that engine's processing takes factor times as long, to
         # show capacity-aware balancing on a machine whose engines are all equally fast
@@ -55,15 +58,18 @@ class EngineProcessor(StatefulProcessor):
         engine_index = self.engine_of_label[int(key[0])]
         streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
         passthrough: list[Table] = []
-        batch, router_s = -1, Counter()
+        batch, tasks = -1, Counter()
+        truth: list[np.ndarray] = []
         for frame in rows:
             for payload in frame["payload"].tolist():
-                batch, mine, extra, part_seconds = pickle.loads(payload)
-                router_s.update(part_seconds)
+                batch, mine, extra, info, first_stories = pickle.loads(payload)
+                tasks.update(info)
                 for name, table in mine.items():
                     streams[name].append(table)
                 if extra:
                     passthrough.append(extra)
+                if first_stories is not None:
+                    truth.append(first_stories)
         batch_streams = {n: concat(parts) for n, parts in streams.items()}
         clock.lap("unpack")
         engine = Engine(self.module)
@@ -84,34 +90,35 @@ class EngineProcessor(StatefulProcessor):
             clock.lap("export")
         self.state.update((engine.snapshot(),))
         clock.lap("snapshot")
-        out = [event_frame(concat([*passthrough, events]) if passthrough else events,
-                           engine_index)]
+        if passthrough:
+            events = concat([*passthrough, events])
+        frame = event_frame(events)
+        self.parts.write(batch, engine_index, event_lines(frame, self.rule_order))
         clock.lap("output")
-        stages = {**clock.laps, **router_s}  # derive, route: before, in the router tasks
-        out.append(stats_frame(engine_index, batch_streams, clock, moves, stages))
-        yield arrow_safe(pd.concat(out, ignore_index=True))
+        scores = rule_scores(frame, np.concatenate(truth) if truth else None)
+        counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
+        stages = {**clock.laps, **tasks}  # read, derive, route: in the input tasks
+        stats = {"engine": engine_index, "batch": batch,
+                 "rows": sum(nrows(t) for t in batch_streams.values()),
+                 "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
+                 **counts, "stages": stages, "outputs": scores,
+                 "key_load": stream_key_load(batch_streams)}
+        yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
+                            "stats": [json.dumps(stats)]})
 
     def close(self) -> None:
         pass
 
 
-def arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """pandas 3 turns concatenated text columns into chunked Arrow strings, which
-    Spark's Arrow writer refuses; plain object columns convert cleanly."""
-    for column in ("kind", "rule", "key", "payload"):
-        frame[column] = frame[column].astype(object)
-    return frame
-
-
-def event_frame(events: Table, engine_index: int) -> pd.DataFrame:
+def event_frame(events: Table) -> pd.DataFrame:
+    """Output rows as the frame :func:`event_lines` formats (key as JSON text, so ints
+    and strings survive)."""
     n = nrows(events) if events else 0
     if n == 0:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (
-            ("kind", object), ("engine", "int32"), ("rule", object), ("key", object),
-            ("seq", "int64"), ("ts", "int64"), ("ts_null", bool), ("payload", object))})
+            ("rule", object), ("key", object), ("seq", "int64"), ("ts", "int64"),
+            ("ts_null", bool), ("payload", object))})
     return pd.DataFrame({
-        "kind": np.full(n, "event", dtype=object),
-        "engine": np.full(n, engine_index, dtype=np.int32),
         "rule": events["rule"],
         "key": np.array([json.dumps(k) for k in events["key"].tolist()], dtype=object),
         "seq": events["seq"],
@@ -119,6 +126,17 @@ def event_frame(events: Table, engine_index: int) -> pd.DataFrame:
         "ts_null": events["ts__null"],
         "payload": events["values"],
     })
+
+
+def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list[int]]:
+    """Per rule: [events, events whose trigger a generator knows to be a first story]."""
+    if frame.empty:
+        return {}
+    hits = (np.isin(frame["seq"].to_numpy(), truth) if truth is not None
+            else np.zeros(len(frame), dtype=bool))
+    grouped = pd.DataFrame({"rule": frame["rule"].to_numpy(dtype=object), "hit": hits}
+                           ).groupby("rule", sort=False)["hit"].agg(["size", "sum"])
+    return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> int:
@@ -170,17 +188,10 @@ class StageClock:
         return time.process_time() - self.cpu_started
 
 
-def stats_frame(engine_index: int, streams: dict[str, Table], clock: StageClock,
-                moves: dict, stages: dict[str, float]) -> pd.DataFrame:
+def stream_key_load(streams: dict[str, Table]) -> dict[str, int]:
+    """Rows per key over the engine's streams of a batch (the Balancer's load)."""
     keys = [t[KEY] for t in streams.values() if t and nrows(t)]
-    rows = sum(len(k) for k in keys)
-    stats = {"rows": rows, "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6),
-             **moves, "stages": stages,
-             "key_load": key_counts(np.concatenate(keys)) if keys else {}}
-    return pd.DataFrame({"kind": ["stats"], "engine": np.array([engine_index], np.int32),
-                         "rule": [None], "key": [None], "seq": np.array([-1], np.int64),
-                         "ts": np.array([0], np.int64), "ts_null": [True],
-                         "payload": [json.dumps(stats)]})
+    return key_counts(np.concatenate(keys)) if keys else {}
 
 
 def key_counts(keys: np.ndarray) -> dict[str, int]:

@@ -1,19 +1,20 @@
 """The Splitter's data path inside Spark: stateless rules, keys, engine of every row.
 
-Runs in ``mapInPandas`` on each staged part, in parallel and with no shuffle. For every
-engine it emits exactly one row (its slice of every stream, pickled), so every engine runs
-in every micro-batch even when it got no events (it may have state to import or export).
-Output rows of stateless rules ride along with engine 0's row.
+Runs on executors inside the input source's tasks (``source.py``), right after a task
+has read its pieces, in parallel and with no shuffle. For every engine it emits exactly
+one row (its slice of every stream, pickled for the engine task of the same job), so
+every engine runs in every micro-batch even when it got no events (it may have state to
+import or export). Output rows of stateless rules, and the task's counts and timings,
+ride along with engine 0's row.
 """
 
 from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat, take
@@ -23,17 +24,18 @@ from migration.store import StateStore
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
 
-ROUTED_SCHEMA = "engine int, payload binary"
-
 # key values of a batch → engine index of each (vectorised)
 KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 
 
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
-               engine_of: KeyRouter, batch: int) -> list[tuple[int, bytes]]:
-    """(label, payload) for every engine, from one staged part. Engine 0's payload also
-    carries the part's stateless output and the seconds its stages took (for the
-    metrics): ``derive`` for the stateless rules (FSD's LSH key), ``route`` for the rest."""
+               engine_of: KeyRouter, batch: int, info: dict[str, float],
+               truth: np.ndarray | None = None) -> list[tuple[int, bytes]]:
+    """(label, payload) for every engine, from one task's input tables. Engine 0's
+    payload also carries the stateless output and ``info``, the task's counts and the
+    seconds its stages took, to which this adds ``derive`` (the stateless rules, FSD's
+    LSH key) and ``route``. ``truth``: sequence numbers of the rows a generator knows
+    to be first stories (each engine scores its own events against them)."""
     started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
     derived = time.perf_counter()
@@ -41,25 +43,10 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
     passthrough = concat(stateless) if stateless else None
     mine = [{n: take(t, owners[n] == e) for n, t in keyed.items()} for e in range(len(labels))]
-    seconds = {"derive": derived - started, "route": time.perf_counter() - derived}
+    info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
     return [(label, pickle.dumps((batch, mine[e], passthrough if e == 0 else None,
-                                  seconds if e == 0 else {}), protocol=5))
+                                  info if e == 0 else {}, truth), protocol=5))
             for e, label in enumerate(labels)]
-
-
-def router(module: ir.CompiledModule, labels: list[int], engine_of: KeyRouter
-           ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The ``mapInPandas`` function over staged parts."""
-
-    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for frame in frames:
-            for batch, payload in zip(frame["batch"].tolist(), frame["payload"].tolist(),
-                                      strict=True):
-                inputs = pickle.loads(payload)
-                rows = route_part(module, inputs, labels, engine_of, int(batch))
-                yield pd.DataFrame(rows, columns=["engine", "payload"])
-
-    return run
 
 
 def key_grouping(n_engines: int) -> KeyRouter:

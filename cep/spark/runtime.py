@@ -1,19 +1,22 @@
 """``cep run --runner spark``: one Structured Streaming query, N stateful engines.
 
-    staged parts ──mapInPandas(router)──▶ groupBy(engine label)
-        ──transformWithStateInPandas(EngineProcessor)──▶ foreachBatch(BatchSink)
+    input source (executors read, derive, key, route) ──▶ groupBy(engine label)
+        ──transformWithStateInPandas(EngineProcessor: writes its events)──▶
+        foreachBatch(BatchSink: metrics, Balancer, delivery, progress)
 
 The engines run the same :class:`cep.engine.Engine` as the reference evaluator; Spark
-only moves rows and state. With ``checkpoint`` set, the staged input, Spark's checkpoint
-and the per-batch output parts all live there, so a restarted run resumes where it
-stopped; without it everything lives in a temporary directory.
+only moves rows and state. The driver plans and balances: it never reads a record and
+never holds the events (a file or standard output gets one batch's events at a time).
 
-A checkpoint directory holds::
+A run directory (``--checkpoint DIR``, else a temporary one) holds::
 
-    run.json      run id, engines, strategy: what a restart must match (written first)
-    stage/        the input as numbered micro-batches (appears whole or not at all)
+    run.json      run id, engines, strategy, inputs: what a restart must match
+    input/        the input log (``segments.jsonl``): which bytes make up the stream
     checkpoint/   Spark's offsets, commits and engine state
-    parts/ metrics/   one file per batch, rewritten whole by a replay
+    metrics/      one file per batch, rewritten whole by a replay
+    parts/        the engines' event parts, while they wait to be delivered (unless the
+                  output is a directory: then the parts are written there)
+    dead/ ledgers/   per-batch dead letters; append ledgers of the output files
     mongo/        the embedded MongoDB's data, when keys move and no --mongo-uri is given
 
 Why the embedded server's data lives in the checkpoint: a restarted batch t imports the
@@ -23,6 +26,11 @@ silently run moved keys without their state). Rebuilding them is impossible (the
 exported state left its engine), so they are kept, journaled, next to the Spark state
 they belong to. With ``--mongo-uri`` the same holds for that server: a restart must use
 it again, which :func:`_check_resumable` verifies before Spark starts.
+
+Stopping: a bounded run (no ``follow``) ends when the input present at its start is
+consumed (``availableNow``). A followed run goes on until SIGINT/SIGTERM (or the
+``stop`` event of the Python API): then no new batch is planned, the batch in flight
+finishes and commits, and the run returns normally.
 """
 
 from __future__ import annotations
@@ -31,27 +39,26 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cep.engine.table import SEQ, Table
+from cep.io.inputlog import InputLog, InputLogError
+from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.spark.balancer import Balancer
 from cep.spark.labels import engine_labels
+from cep.spark.parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
-from cep.spark.routing import (
-    ROUTED_SCHEMA,
-    key_grouping,
-    map_grouping,
-    partial_key_grouping,
-    router,
-)
+from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.session import is_local_master, spark_session
-from cep.spark.sink import BatchSink, Progress
-from cep.spark.staging import STAGED_SCHEMA, stage_batches, staged_layout
+from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
+from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from migration.server import EmbeddedMongo
 from migration.store import StateStore, StoreError, mask_uri
 
@@ -60,6 +67,8 @@ DEFAULT_BATCH_SIZE = 100_000
 #: enough to ride out a replica-set election (~12 s), short enough that an outage stops
 #: the run in well under a minute.
 DEFAULT_MONGO_TIMEOUT = 30.0
+DEFAULT_TRIGGER_S = 1.0
+METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
 class SparkRunError(Exception):
@@ -67,31 +76,60 @@ class SparkRunError(Exception):
 
 
 @dataclass
+class Output:
+    """Where the events go. ``path`` None: standard output. A path ending in ``.jsonl``,
+    ``.json`` or ``.ndjson`` (format jsonl): one file, appended per batch. Any other
+    path, and every Parquet output: a directory of parts, one per batch and engine."""
+
+    path: str | None = None
+    fmt: str = "jsonl"
+    callback: EventCallback | None = None  # Python code gets each batch's events
+
+    @property
+    def is_file(self) -> bool:
+        return (self.path is not None and self.fmt == "jsonl"
+                and os.path.splitext(self.path)[1].lower() in (".jsonl", ".json", ".ndjson"))
+
+    @property
+    def is_directory(self) -> bool:
+        return self.path is not None and not self.is_file
+
+
+@dataclass
 class SparkRun:
-    """What a run produced: events (reference order), per-batch metrics, timings.
+    """What a run did: per-batch metrics (the last METRICS_KEPT batches of this process),
+    totals of this process, timings. Wall-clock seconds: ``session_s`` to start Spark,
+    ``first_batch_s`` from the query's start to the first batch's commit, ``seconds``
+    the whole call."""
 
-    Wall-clock seconds: ``session_s`` to start Spark, ``staging_s`` to stage the input,
-    ``first_batch_s`` from the query's start to the first batch's commit, ``read_back_s``
-    to read the events back at the end, ``seconds`` the whole call."""
-
-    records: list[dict]
     metrics: list[dict]
-    events: int
+    totals: dict[str, int]
     session_s: float
     first_batch_s: float
     seconds: float
-    staging_s: float = 0.0
-    read_back_s: float = 0.0
+    workdir: Path | None = None  # kept only with a checkpoint
+    first_stories: dict = field(default_factory=dict)
+
+    @property
+    def events(self) -> int:
+        return self.totals.get("events_in", 0)
 
 
 def run_on_spark(
     module: ir.CompiledModule,
-    inputs: dict[str, Table],
+    sources: dict[str, str],
     *,
+    output: Output | None = None,
     engines: int = 5,
     batch_size: int = DEFAULT_BATCH_SIZE,
     master: str = "local[*]",
     checkpoint: str | None = None,
+    follow: bool = False,
+    trigger_s: float = DEFAULT_TRIGGER_S,
+    stop: threading.Event | None = None,
+    dead_letter: str | None = None,
+    metrics_file: str | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     verbose: bool = False,
     progress: bool = True,
     strategy: str = "kg",
@@ -102,25 +140,32 @@ def run_on_spark(
     capacity: str = "equal",
     slowdown: dict[int, float] | None = None,
 ) -> SparkRun:
-    """Run the module over the inputs on Spark and return every event.
+    """Run the module over its inputs on Spark, writing events as batches complete.
 
-    ``strategy`` picks the routing: ``kg`` (key grouping), ``pkg`` (partial key grouping,
-    splits keys) or a key-moving strategy (``dlb-h``, ``dlb-l``, ``lptf``, ...) whose
-    moved keys' state travels through MongoDB (``mongo_uri``, or an embedded server).
-    ``mongo_timeout`` bounds, in seconds, each wait on MongoDB (server selection,
-    connect, socket) unless the URI sets that option itself."""
+    ``sources`` maps each input stream to a path, directory, glob or generator spec.
+    ``strategy`` picks the routing: ``kg`` (key grouping), ``pkg`` (partial key
+    grouping, splits keys) or a key-moving strategy (``dlb-h``, ``dlb-l``, ``lptf``, …)
+    whose moved keys' state travels through MongoDB (``mongo_uri``, or an embedded
+    server). ``mongo_timeout`` bounds, in seconds, each wait on MongoDB (server
+    selection, connect, socket) unless the URI sets that option itself. ``follow``:
+    run until stopped (SIGINT, SIGTERM or ``stop``), picking up new files and appended
+    lines every ``trigger_s`` seconds."""
     started = time.perf_counter()
+    output = output or Output()
     if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
     if not mongo_timeout > 0:
         raise SparkRunError(f"the MongoDB time-out must be positive, got {mongo_timeout}")
+    if output.fmt == "parquet" and output.path is None:
+        raise SparkRunError("--format parquet needs --output DIR")
+    expected = _expected_events(sources, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="cep-run-"))
     with contextlib.ExitStack() as cleanup:
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run_id = _manifest(workdir, engines, strategy)
+        run_id = _manifest(workdir, engines, strategy, sources)
         store, hooks = None, []
         if strategy == "kg":
             engine_of = key_grouping(engines)
@@ -150,44 +195,99 @@ def run_on_spark(
         session_started = time.perf_counter()
         spark = spark_session(master, engines, verbose)
         session_s = time.perf_counter() - session_started
-        stage = workdir / "stage"
-        staging_started = time.perf_counter()
-        if not stage.is_dir():
-            stage_batches(inputs, batch_size, max(1, min(spark.sparkContext.defaultParallelism,
-                                                         8)), stage)
-        n_batches, parts = staged_layout(stage)
-        staging_s = time.perf_counter() - staging_started
-        total = sum(len(t[SEQ]) for t in inputs.values())
         labels = engine_labels(engines)
         order = {name: i for i, name in enumerate(module.outputs)}
+        parts = EventParts(output.path if output.is_directory else str(workdir / "parts"),
+                           output.fmt)
+        delivery = Delivery(parts, order, workdir,
+                            events_file=Path(output.path) if output.is_file else None,
+                            stdout=output.path is None and output.callback is None,
+                            callback=output.callback,
+                            dead_file=Path(dead_letter) if dead_letter else None,
+                            metrics_file=Path(metrics_file) if metrics_file else None,
+                            transient_parts=not output.is_directory)
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
-        sink = BatchSink(workdir, engines, order, Progress(total, n_batches, progress, done=done),
-                         hooks)
-        source = (spark.readStream.schema(STAGED_SCHEMA)
-                  .option("maxFilesPerTrigger", max(1, parts)).parquet(str(stage)))
-        routed = source.mapInPandas(router(module, labels, engine_of), ROUTED_SCHEMA)
-        result = routed.groupBy("engine").transformWithStateInPandas(
-            EngineProcessor(module, labels, store, slowdown), OUTPUT_SCHEMA, "Append",
-            "None")
+        settings = {"strategy": strategy, "threshold": threshold, "engines": engines,
+                    "batch_size": batch_size, "follow": follow}
+        sink = BatchSink(workdir, engines, settings, delivery,
+                         Progress(expected, progress, done=done), hooks)
+        kept: deque[dict] = deque(maxlen=METRICS_KEPT)
+        sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
+        config = SourceConfig(sources, str(workdir), follow, batch_size,
+                              max(1, spark.sparkContext.defaultParallelism), max_record_bytes)
+        spark.dataSource.register(input_source(config, module, labels, engine_of))
+        config.stop_file.unlink(missing_ok=True)
+        result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
+                  .transformWithStateInPandas(
+                      EngineProcessor(module, labels, parts, store, slowdown), OUTPUT_SCHEMA,
+                      "Append", "None"))
+        writer = (result.writeStream.foreachBatch(sink)
+                  .option("checkpointLocation", str(workdir / "checkpoint")))
+        writer = (writer.trigger(processingTime=f"{trigger_s} seconds") if follow
+                  else writer.trigger(availableNow=True))
         query_wall = time.time()
-        query = (result.writeStream.foreachBatch(sink)
-                 .option("checkpointLocation", str(workdir / "checkpoint"))
-                 .trigger(availableNow=True).start())
+        query = writer.start()
         try:
-            query.awaitTermination()
+            _await(query, config.stop_file, workdir, stop)
         except Exception as err:
             raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
-        metrics = read_metrics(workdir)
+        finally:
+            config.stop_file.unlink(missing_ok=True)
+        metrics = list(kept)
         _add_spark_times(metrics, query.recentProgress)
-        ours = [m for m in metrics if m["batch"] >= first_batch]
-        first = ours[0]["wall_time"] - query_wall if ours else 0.0
-        read_started = time.perf_counter()
-        records = read_events(workdir)
-        return SparkRun(records=records, metrics=metrics, events=total,
-                        session_s=session_s, first_batch_s=max(first, 0.0),
-                        seconds=time.perf_counter() - started, staging_s=staging_s,
-                        read_back_s=time.perf_counter() - read_started)
+        first = metrics[0]["wall_time"] - query_wall if metrics else 0.0
+        return SparkRun(metrics=metrics, totals=dict(sink.totals), session_s=session_s,
+                        first_batch_s=max(first, 0.0),
+                        seconds=time.perf_counter() - started,
+                        workdir=workdir if checkpoint else None)
+
+
+def _expected_events(sources: dict[str, str], follow: bool) -> int | None:
+    """A bounded input's size in events (estimated for text files from their bytes), for
+    the progress line; also fails fast, before Spark starts, on inputs that do not
+    exist. Only listings, file sizes and the first 64 KiB of each file are read."""
+    log = InputLog(None, sources, follow)
+    try:
+        log.discover(first=True)
+    except (InputLogError, ValueError) as err:
+        raise SparkRunError(str(err)) from None
+    return None if follow else round(log.total_units())
+
+
+def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None) -> None:
+    """Wait for the query to end by itself (a bounded input consumed) or for a stop
+    (SIGINT, SIGTERM, ``stop``): then plan no new batch, let the one in flight commit,
+    and stop the query. Raises the query's error if it failed."""
+    requested = stop or threading.Event()
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, lambda *_: requested.set())
+    try:
+        while query.isActive:
+            with contextlib.suppress(Exception):  # a failure is raised below, once
+                query.awaitTermination(0.5)
+            if requested.is_set():
+                stop_file.touch()
+                if _idle(query, workdir):
+                    query.stop()
+                    break
+        error = query.exception()
+        if error is not None:
+            raise error
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def _idle(query, workdir: Path) -> bool:
+    """No trigger running and every planned batch committed."""
+    if query.status.get("isTriggerActive"):
+        return False
+    planned = [int(p.name) for p in (workdir / "checkpoint" / "offsets").glob("*")
+               if p.name.isdigit()]
+    return max(planned, default=-1) < _next_batch(workdir)
 
 
 def _add_spark_times(metrics: list[dict], progress: list) -> None:
@@ -209,22 +309,23 @@ def _add_spark_times(metrics: list[dict], progress: list) -> None:
         }
 
 
-def _manifest(workdir: Path, engines: int, strategy: str) -> str:
+def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str]) -> str:
     """The run id of the run in ``workdir``: drawn when the directory is new, read back
     on a restart (so it finds its maps and state documents again, and a checkpoint
     deleted and recreated under the same path never meets the old run's documents).
 
     A restart must keep the engines (Spark fixed the state partitions, and the moved
-    keys' owners are engine numbers) and the strategy (key grouping after a key-moving
-    strategy would route moved keys to engines without their state)."""
+    keys' owners are engine numbers), the strategy (key grouping after a key-moving
+    strategy would route moved keys to engines without their state) and the inputs (the
+    input log continues the inputs it has)."""
     path = workdir / "run.json"
-    wanted = {"engines": engines, "strategy": strategy}
+    wanted = {"engines": engines, "strategy": strategy, "inputs": sources}
     if path.exists():
         manifest = json.loads(path.read_text())
         for name, value in wanted.items():
-            if manifest[name] != value:
+            if manifest.get(name) != value:
                 raise SparkRunError(
-                    f"checkpoint {workdir} belongs to a run with {name} {manifest[name]}, "
+                    f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
         return manifest["run_id"]
     manifest = {"run_id": uuid.uuid4().hex[:16], **wanted}
@@ -279,14 +380,6 @@ def _store_failure(line: str, workdir: Path, checkpoint: str | None) -> str:
     again = (f"checkpoint {checkpoint} is intact: run the same command again {fix}"
              if checkpoint else "with --checkpoint DIR a rerun resumes instead of starting over")
     return f"batch {_next_batch(workdir)} failed: {message} ({again})"
-
-
-def read_events(workdir: Path) -> list[dict]:
-    """All written events, batch by batch (each batch already in reference order)."""
-    records = []
-    for part in sorted((workdir / "parts").glob("batch-*.jsonl")):
-        records.extend(json.loads(line) for line in part.read_text().splitlines())
-    return records
 
 
 def read_metrics(workdir: Path) -> list[dict]:

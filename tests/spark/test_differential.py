@@ -1,20 +1,18 @@
 """Spark output equals the reference evaluator's, event for event.
 
 Every example rule on its sample input, with 1, 2 and 5 engines and two batch sizes; the
-same with rows shuffled inside each batch (engines must restore per-key order from seq).
+same over a directory of files, one of them split over several micro-batches.
 These run a real local Spark session (started once for the module)."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import reference, run_and_read
 
-from cep.engine.table import SEQ, take
 from cep.spark.labels import engine_labels, murmur3_int
-from cep.spark.runtime import run_on_spark
 
 ROOT = Path(__file__).parent.parent.parent
 SAMPLES = {
@@ -29,24 +27,28 @@ SAMPLES = {
 @pytest.mark.parametrize("engines", [1, 2, 5])
 @pytest.mark.parametrize("rule", sorted(SAMPLES))
 def test_spark_equals_reference(spark, example, rule, engines, batch_size):
-    module, tables, expected = example(rule, SAMPLES[rule])
-    run = run_on_spark(module, tables, engines=engines, batch_size=batch_size,
-                       master="local[2]", progress=False)
-    assert run.records == expected
-    assert len(run.metrics) == -(-len(tables[next(iter(tables))][SEQ]) // batch_size)
-    assert sum(m["events_in"] for m in run.metrics) >= run.events
+    module, path, expected = example(rule, SAMPLES[rule])
+    run, records = run_and_read(module, path, engines=engines, batch_size=batch_size)
+    assert records == expected
+    # the file becomes several micro-batches of about batch_size events
+    lines = len(Path(path).read_text().splitlines())
+    assert len(run.metrics) >= max(2, lines // (2 * batch_size))
+    assert sum(m["events_in"] for m in run.metrics) == run.events == lines
 
 
-def test_rows_shuffled_inside_batches_give_identical_events(spark, example):
-    module, tables, expected = example("delay_streak.epl", SAMPLES["delay_streak.epl"])
-    shuffled = {}
-    for name, table in tables.items():
-        order = list(range(len(table[SEQ])))
-        random.Random(3).shuffle(order)
-        shuffled[name] = take(table, order)
-    run = run_on_spark(module, shuffled, engines=2, batch_size=20, master="local[2]",
-                       progress=False)
-    assert run.records == expected
+def test_many_files_and_a_file_split_over_batches(spark, example, tmp_path):
+    """A directory of files, one of them large enough for several micro-batches, gives
+    the reference's events over the same directory."""
+    module, path, _ = example("delay_streak.epl", SAMPLES["delay_streak.epl"])
+    lines = Path(path).read_text().splitlines(keepends=True)
+    folder = tmp_path / "flights"
+    folder.mkdir()
+    for i, (lo, hi) in enumerate([(0, 5), (5, 9), (9, len(lines))]):
+        (folder / f"part-{i}.jsonl").write_text("".join(lines[lo:hi]))
+    expected = reference(module, folder)
+    run, records = run_and_read(module, folder, engines=2, batch_size=10)
+    assert records == expected
+    assert len(run.metrics) >= 5
 
 
 def test_engine_labels_land_in_their_own_partition(spark):

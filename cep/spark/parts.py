@@ -1,0 +1,97 @@
+"""Complex events leave the engines as files, one part per (micro-batch, engine).
+
+Each engine task writes its own events when it has computed them, so no event passes
+through the driver on its way to a directory output. A part is named by batch and
+engine and written to a temporary name, then renamed over any earlier attempt: a batch
+that Spark runs again after a crash (same offsets, same state, so the same events)
+rewrites the same part whole. Inside a part, lines are in the reference order (sequence
+number, then the rule's place in the file).
+
+Formats: ``jsonl`` (one JSON object per event: ``rule``, ``key``, ``seq``, ``ts``, then
+the rule's columns) and ``parquet`` (the same records as a table whose columns are the
+union of the rules' columns, typed as Arrow infers them from the JSON values; a column
+that is NULL in every event of a part is typed ``null`` in that part).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+
+from cep.engine.output import format_timestamps
+
+PART_FORMATS = ("jsonl", "parquet")
+
+
+@dataclass(frozen=True)
+class EventParts:
+    """Where and how the engines write their events (pickled into the engine tasks)."""
+
+    directory: str
+    fmt: str = "jsonl"
+
+    def path(self, batch: int, engine: int) -> Path:
+        return Path(self.directory) / f"batch-{batch:07d}-engine-{engine:03d}.{self.fmt}"
+
+    def batch_paths(self, batch: int) -> list[Path]:
+        """The parts of one batch, in engine order."""
+        return sorted(Path(self.directory).glob(f"batch-{batch:07d}-engine-*.{self.fmt}"))
+
+    def write(self, batch: int, engine: int, lines: str) -> None:
+        """Write one engine's events of one batch (JSON lines text) as its part."""
+        path = self.path(batch, engine)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        if self.fmt == "jsonl":
+            tmp.write_text(lines, encoding="utf-8")
+        else:
+            pq.write_table(records_table(lines), tmp)
+        os.replace(tmp, path)
+
+
+def records_table(lines: str) -> pa.Table:
+    """JSON-lines events as an Arrow table (the union of their fields)."""
+    if not lines:
+        return pa.table({"rule": pa.array([], pa.string()), "key": pa.array([], pa.string()),
+                         "seq": pa.array([], pa.int64()), "ts": pa.array([], pa.string())})
+    return pa_json.read_json(io.BytesIO(lines.encode("utf-8")),
+                             read_options=pa_json.ReadOptions(block_size=1 << 24))
+
+
+def event_lines(events: pd.DataFrame, rule_order: dict[str, int]) -> str:
+    """JSON lines in the reference's order (by seq, then rule order): ``rule``, ``key``,
+    ``seq``, ``ts``, then the payload's fields.
+
+    Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
+    faster, and FSD writes a third of its tweets): the key and the payload are JSON
+    already, and a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the
+    compiler renames such output columns)."""
+    if events.empty:
+        return ""
+    rank = events["rule"].map(rule_order).fillna(-1).to_numpy()
+    order = np.lexsort((rank, events["seq"].to_numpy()))
+    rows = events.iloc[order]
+    rules = np.array([json.dumps(r, ensure_ascii=False) for r in rows["rule"].tolist()],
+                     dtype=object)
+    times = np.where(rows["ts_null"].to_numpy(), "null",
+                     '"' + format_timestamps(rows["ts"].to_numpy()) + '"')
+    payload = rows["payload"].to_numpy(dtype=object)
+    rest = np.where(payload == "{}", "}", "," + _after_brace(payload))
+    lines = ('{"rule":' + rules + ',"key":' + rows["key"].to_numpy(dtype=object)
+             + ',"seq":' + rows["seq"].astype(str).to_numpy(dtype=object)
+             + ',"ts":' + times + rest + "\n")
+    return "".join(lines.tolist())
+
+
+def _after_brace(payload: np.ndarray) -> np.ndarray:
+    """Each JSON object text without its opening brace."""
+    return pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object)
