@@ -17,6 +17,7 @@ above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import numpy as np
@@ -25,11 +26,12 @@ from cep.engine import codec
 from cep.engine.join_rule import JoinOperator
 from cep.engine.output import empty_output
 from cep.engine.pattern_rule import PatternOperator
+from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import Table, concat, take
 from cep.engine.window_rule import WindowOperator
 from cep.lang import ir
 
-Operator = WindowOperator | JoinOperator | PatternOperator
+Operator = WindowOperator | JoinOperator | PatternOperator | RateLimited
 
 
 class Engine:
@@ -112,6 +114,9 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
 
 
 def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
+    if rule.output is not None:  # OUTPUT ... EVERY: the rule's operator, rate-limited
+        inner = _operator(dataclasses.replace(rule, output=None), module)
+        return RateLimited(inner, rule.name, rule.output, clock_tables(rule, module))
     if isinstance(rule, ir.WindowRule):
         return WindowOperator(rule, module.streams[rule.stream])
     if isinstance(rule, ir.JoinRule):

@@ -331,6 +331,18 @@ class CreateVariable:
 
 
 @dataclass(frozen=True)
+class OutputLimit:
+    """``OUTPUT [ALL|FIRST|LAST|SNAPSHOT] EVERY n EVENTS`` (``events`` set) or ``EVERY T``
+    (``period``: a duration literal, a number of seconds or a variable); ``kind``
+    lower-cased, ``all`` when not written."""
+
+    kind: str
+    events: int | None
+    period: Expr | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
 class SelectStatement:
     """A rule: ``[@annotations] [INSERT INTO s] SELECT ... FROM ... [WHERE] [GROUP BY]
     [HAVING] [PARTITION BY]``."""
@@ -347,6 +359,7 @@ class SelectStatement:
     insert_into_pos: Pos | None = None
     stream_selector: str = "istream"  # Esper's ISTREAM / RSTREAM / IRSTREAM, lower-cased
     stream_selector_pos: Pos | None = None
+    output: OutputLimit | None = None
 
 
 Statement = Union[CreateSchema, CreateVariable, SelectStatement]  # noqa: UP007

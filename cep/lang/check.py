@@ -14,6 +14,7 @@ What it decides (the semantics the engine relies on, see README "Rule semantics"
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -203,7 +204,42 @@ class _Checker:
     # ------------------------------------------------------------ rules
 
     def _rule(self, stmt: ast.SelectStatement, index: int) -> None:
-        name = self._rule_name(stmt, index)
+        stateful = len(self.stateful)
+        self._classify(stmt, self._rule_name(stmt, index))
+        if stmt.output is not None:
+            if len(self.stateful) == stateful:
+                raise RuleError(
+                    "OUTPUT rate limiting needs a rule with state (a data window, a join or "
+                    "a pattern): its intervals are counted per key",
+                    stmt.output.pos,
+                    hint="e.g. FROM S#groupwin(k)#length(1) ... OUTPUT EVERY 5 EVENTS",
+                )
+            rule = self.stateful[-1]
+            self.stateful[-1] = dataclasses.replace(
+                rule, output=self._output_limit(stmt.output, rule))
+
+    def _output_limit(self, node: ast.OutputLimit, rule: ir.StatefulRule) -> ir.OutputLimit:
+        if node.period is None:
+            return ir.OutputLimit(node.kind, node.events, None)
+        arg = self._expr(node.period, _Scope({}, ()))
+        if not isinstance(arg, ir.Const):
+            raise RuleError("OUTPUT EVERY needs a constant time period or a count of EVENTS",
+                            node.period.pos)
+        period = _duration_us(arg, node.period.pos)
+        if period <= 0:
+            raise RuleError("OUTPUT EVERY needs a positive time period", node.period.pos)
+        for name in _rule_streams(rule):
+            if self.streams[name].timestamp is None:
+                raise RuleError(
+                    f"OUTPUT EVERY {_source_slice(self.module.source, node.period.pos)} "
+                    f"counts event time, but stream '{name}' has no TIMESTAMP",
+                    node.period.pos,
+                    hint="declare one, or count results: OUTPUT EVERY n EVENTS",
+                )
+        return ir.OutputLimit(node.kind, None, period)
+
+    def _classify(self, stmt: ast.SelectStatement, name: str) -> None:
+        """Check a rule and add it to the derived or stateful rules by its kind."""
         if stmt.stream_selector != "istream":
             raise RuleError(
                 f"SELECT {stmt.stream_selector.upper()} is not supported: cep's rules output "
@@ -1201,6 +1237,15 @@ def _without_aggregates(scope: _Scope, clause: str) -> _Scope:
         scope.outside_aggregate_only if clause == "SELECT" else frozenset(),
         scope.forbidden_hint,
     )
+
+
+def _rule_streams(rule: ir.StatefulRule) -> tuple[str, ...]:
+    """The streams a stateful rule reads."""
+    if isinstance(rule, ir.WindowRule):
+        return (rule.stream,)
+    if isinstance(rule, ir.JoinRule):
+        return (rule.trigger_stream, rule.window_stream)
+    return rule.streams
 
 
 def _unique_on(window: ir.WindowSpec, key: str) -> bool:

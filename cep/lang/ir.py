@@ -256,6 +256,16 @@ PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat]  # noqa: UP0
 
 
 @dataclass(frozen=True)
+class OutputLimit:
+    """``OUTPUT [ALL|FIRST|LAST|SNAPSHOT] EVERY n EVENTS`` (``events``) or ``EVERY T``
+    (``period_us``), per key; see ``cep.engine.rate_limit`` for the semantics."""
+
+    kind: str
+    events: int | None
+    period_us: int | None
+
+
+@dataclass(frozen=True)
 class DerivedRule:
     """A stateless rule: filter and project each event of ``stream``.
 
@@ -282,6 +292,7 @@ class WindowRule:
     having: TExpr | None
     columns: tuple[Column, ...]
     key: str | None
+    output: OutputLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +313,7 @@ class JoinRule:
     having: TExpr | None
     columns: tuple[Column, ...]
     key: str | None
+    output: OutputLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -321,6 +333,7 @@ class PatternRule:
     columns: tuple[Column, ...]
     key: str | None
     ttl_us: int | None = None
+    output: OutputLimit | None = None
 
     @property
     def horizon_us(self) -> int | None:

@@ -690,6 +690,7 @@ class _Builder(Transformer_NonRecursive):
             insert_into_pos=insert.pos if insert else None,
             stream_selector=selector.value if selector else "istream",
             stream_selector_pos=selector.pos if selector else None,
+            output=clauses["output"].value if "output" in clauses else None,
         )
 
     def annotation(self, meta: Meta, children: list) -> ast.Annotation:
@@ -729,6 +730,19 @@ class _Builder(Transformer_NonRecursive):
 
     def partition_clause(self, meta: Meta, children: list) -> _Clause:
         return _Clause("partition_by", tuple(children))
+
+    def output_clause(self, meta: Meta, children: list) -> _Clause:
+        kind = str(children[0]) if len(children) == 2 else "all"
+        every = children[-1]
+        if isinstance(every, Token):  # EVERY n EVENTS
+            limit = ast.OutputLimit(kind, _whole_number(every, "an event count", 1), None,
+                                    _pos(meta))
+        else:
+            limit = ast.OutputLimit(kind, None, every, _pos(meta))
+        return _Clause("output", limit)
+
+    def output_kind(self, meta: Meta, children: list) -> str:
+        return str(children[0]).lower()
 
     # -- sources
 

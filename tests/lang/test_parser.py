@@ -640,7 +640,8 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
         re.search(r"\(\?!\(\?:([a-z|]+)\)", _lark().get_terminal("NAME").pattern.value)
         [1].split("|")
     )
-    contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream"}
+    contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream",
+                  "output", "all", "first", "last", "snapshot", "events"}
     assert reserved <= keywords
     assert keywords - reserved == contextual
 

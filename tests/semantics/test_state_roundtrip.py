@@ -34,6 +34,16 @@ RULES = {
                          "FROM S#groupwin(k)#time_length_batch(4 sec, 3);",
     "unique": "SELECT count(*) AS n, avg(v) AS a, prevtail(v) AS t "
               "FROM S#groupwin(k)#unique(kind) WHERE v > 2;",
+    "output_all_time": "SELECT v, count(*) AS n FROM S#groupwin(k)#length(3) "
+                       "OUTPUT ALL EVERY 2 sec;",
+    "output_last_events": "SELECT sum(v) AS s FROM S#groupwin(k)#time(4 sec) "
+                          "OUTPUT LAST EVERY 3 EVENTS;",
+    "output_snapshot_pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1)"
+                               " -> b=S(kind = 2) WITHIN 6 sec] PARTITION BY k "
+                               "OUTPUT SNAPSHOT EVERY 3 sec;",
+    "output_first_join": "SELECT LE.v AS v, count(*) AS n FROM S#lastevent AS LE, "
+                         "S#groupwin(k)#length(4) AS TW WHERE LE.k = TW.k "
+                         "OUTPUT FIRST EVERY 2 sec;",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }

@@ -1,0 +1,84 @@
+"""Output rate limiting (``OUTPUT [ALL|FIRST|LAST|SNAPSHOT] EVERY ...``), per key,
+hand-checked event by event (semantics in ``cep.engine.rate_limit`` and the README)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cep.lang.compile import compile_text
+from cep.lang.errors import RuleError
+
+SEC = 1000
+SCHEMA = "CREATE SCHEMA S (k string, ts timestamp, v int) TIMESTAMP ts;\n"
+RULE = "SELECT v, count(*) AS n FROM S#groupwin(k)#length(2) {};"
+
+
+def events():
+    # a at 0, 2, 4 s, b at 1, 3, 5 s, then only a, one a second up to 13 s
+    return [dict(k="ab"[i % 2] if i < 6 else "a", ts=i * SEC, v=i) for i in range(14)]
+
+
+def run(run_epl, clause):
+    rule = SCHEMA + RULE.format(clause)
+    out = run_epl(rule, events())
+    for size in (1, 3, 4):
+        assert run_epl(rule, events(), batch_size=size) == out
+    return [(r["key"], r["v"]) for r in out]
+
+
+@pytest.mark.parametrize(("clause", "expected"), [
+    # a's rows 0 2 | 4 6 | 7 8 | 9 10 | 11 12 | 13 (pending); b's 1 3 | 5 (pending)
+    ("OUTPUT EVERY 2 EVENTS", [("a", 0), ("b", 1), ("a", 2), ("b", 3), ("a", 4), ("a", 6),
+                               ("a", 7), ("a", 8), ("a", 9), ("a", 10), ("a", 11),
+                               ("a", 12)]),
+    ("OUTPUT FIRST EVERY 2 EVENTS", [("a", 0), ("b", 1), ("a", 4), ("b", 5), ("a", 7),
+                                     ("a", 9), ("a", 11), ("a", 13)]),
+    ("OUTPUT LAST EVERY 2 EVENTS", [("a", 2), ("b", 3), ("a", 6), ("a", 8), ("a", 10),
+                                    ("a", 12)]),
+])
+def test_every_n_events(run_epl, clause, expected):
+    assert run(run_epl, clause) == expected
+
+
+@pytest.mark.parametrize(("clause", "expected"), [
+    # 3 s intervals; a: [0,3) 0 2, [3,6) 4, [6,9) 6 7 8, [9,12) 9 10 11, [12,15) open;
+    # b: [0,3) 1, [3,6) 3 5 (open: no later b)
+    ("OUTPUT ALL EVERY 3 sec", [("a", 0), ("b", 1), ("a", 2), ("a", 4), ("a", 6), ("a", 7),
+                                ("a", 8), ("a", 9), ("a", 10), ("a", 11)]),
+    ("OUTPUT FIRST EVERY 3 sec", [("a", 0), ("b", 1), ("b", 3), ("a", 4), ("a", 6), ("a", 9),
+                                  ("a", 12)]),
+    ("OUTPUT LAST EVERY 3 sec", [("b", 1), ("a", 2), ("a", 4), ("a", 8), ("a", 11)]),
+])
+def test_every_period_of_event_time(run_epl, clause, expected):
+    assert run(run_epl, clause) == expected
+
+
+def test_snapshot_repeats_the_latest_row_at_each_close(run_epl):
+    rule = SCHEMA + "SELECT v, sum(v) AS s FROM S#groupwin(k)#length(5) WHERE v < 3 " \
+                    "OUTPUT SNAPSHOT EVERY 2 sec;"
+    out = run_epl(rule, events())
+    # a's results: 0 (0 s), 2 (2 s); later events of a pass no WHERE but move the clock:
+    # each close (at 2, 4, 6, ... s) repeats the latest row, stamped with the closing event
+    assert [(r["ts"][17:19], r["v"], r["s"]) for r in out if r["key"] == "a"] == [
+        ("02", 0, 0), ("04", 2, 2), ("06", 2, 2), ("08", 2, 2), ("10", 2, 2), ("12", 2, 2)]
+
+
+def test_pattern_rule_output_limited(run_epl):
+    rule = SCHEMA + "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S -> b=S] " \
+                    "PARTITION BY k OUTPUT LAST EVERY 3 EVENTS;"
+    out = run_epl(rule, events())
+    assert [(r["key"], r["av"], r["bv"]) for r in out] == [("a", 4, 6), ("a", 8, 9),
+                                                           ("a", 11, 12)]
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ("SELECT v FROM S OUTPUT EVERY 5 EVENTS;", "needs a rule with state"),
+    ("CREATE SCHEMA T (k string, v int); SELECT count(*) AS n FROM T#groupwin(k)#length(2) "
+     "OUTPUT EVERY 3 sec;", "has no TIMESTAMP"),
+    ("SELECT count(*) AS n FROM S#groupwin(k)#length(2) OUTPUT EVERY 0 EVENTS;",
+     "at least 1"),
+    ("SELECT count(*) AS n FROM S#groupwin(k)#length(2) OUTPUT EVERY v;", "unknown variable"),
+])
+def test_misuse_is_a_rule_error(rule, message):
+    with pytest.raises(RuleError, match=message):
+        compile_text(SCHEMA + rule)
