@@ -125,13 +125,18 @@ def produce(
         for first in range(0, len(lines), _CHUNK):
             chunk = lines[first : first + _CHUNK]
             if key_field is None:
-                messages = [
-                    {"value": v, "partition": (first + i) % count} for i, v in enumerate(chunk)
-                ]
+                # produce_batch ignores a per-message "partition" (confluent-kafka
+                # 2.16), so each partition's lines go in a call of their own.
+                for partition in range(count):
+                    mine = chunk[(partition - first) % count :: count]
+                    producer.produce_batch(
+                        topic, [{"value": v} for v in mine], partition=partition,
+                        on_delivery=on_delivery,
+                    )
             else:
                 keys = _line_keys(chunk, key_field)
                 messages = [{"value": v, "key": k} for v, k in zip(chunk, keys, strict=True)]
-            producer.produce_batch(topic, messages, on_delivery=on_delivery)
+                producer.produce_batch(topic, messages, on_delivery=on_delivery)
             producer.flush(timeout_s)
         left = producer.flush(timeout_s)
     if failures or left:

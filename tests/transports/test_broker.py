@@ -1,0 +1,71 @@
+"""The embedded broker: loopback address, persistence in a data dir, stop and kill."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from cep.transports.broker import EmbeddedKafka, EmbeddedKafkaError
+from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
+from cep.transports.produce import ensure_topic, produce
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_listens_on_loopback_and_stops(kafka: EmbeddedKafka) -> None:
+    host, port = kafka.bootstrap.split(":")
+    assert host == "127.0.0.1" and int(port) > 0
+    with socket.create_connection((host, int(port)), timeout=2):
+        pass
+
+
+def test_stop_ends_the_process_and_frees_the_port() -> None:
+    broker = EmbeddedKafka().start()
+    pid, port = broker.pid, broker.port
+    assert pid is not None and _alive(pid)
+    broker.stop()
+    broker.stop()  # idempotent
+    assert not _alive(pid)
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = broker.bootstrap
+
+
+def test_data_dir_survives_a_stop_and_a_fixed_port_is_kept(tmp_path: Path) -> None:
+    with EmbeddedKafka(data_dir=tmp_path / "kafka") as first:
+        port = first.port
+        ensure_topic(first.bootstrap, "kept", 2)
+        lines = tmp_path / "in.jsonl"
+        lines.write_text('{"a": 1}\n{"a": 2}\n{"a": 3}\n')
+        assert produce(first.bootstrap, "kept", lines) == 3
+    assert port is not None
+    with EmbeddedKafka(data_dir=tmp_path / "kafka", port=port) as second:
+        assert second.bootstrap == f"127.0.0.1:{port}"
+        assert topic_partitions(second.bootstrap, "kept") == [0, 1]
+        ends = partition_ends(second.bootstrap, "kept")
+        assert ends == {0: (0, 2), 1: (0, 1)}
+        assert read_partition_range(second.bootstrap, "kept", 0, 0, 2).values == [
+            b'{"a": 1}', b'{"a": 3}']
+
+
+def test_kill_is_a_crash() -> None:
+    broker = EmbeddedKafka().start()
+    pid = broker.pid
+    assert pid is not None
+    broker.kill()
+    assert not _alive(pid)
+
+
+def test_a_taken_port_is_a_clear_error(kafka: EmbeddedKafka) -> None:
+    with pytest.raises(EmbeddedKafkaError, match="embedded Kafka failed to start"):
+        EmbeddedKafka(port=kafka.port or 0, startup_timeout=5).start()

@@ -1,0 +1,145 @@
+"""Reading exact offset ranges, read_committed, from a real broker."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from confluent_kafka import Producer
+
+from cep.transports.address import (
+    KafkaTransportError,
+    KafkaUnavailableError,
+    parse_kafka_uri,
+)
+from cep.transports.broker import EmbeddedKafka
+from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
+from cep.transports.produce import ensure_topic, produce
+
+Name = Callable[[str], str]
+
+
+def _transactions(bootstrap: str, topic: str, plan: list[tuple[str, int]]) -> list[bytes]:
+    """Run transactions on partition 0: ("commit"|"abort", n records) each; return the
+    committed values in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"t-{topic}"})
+    producer.init_transactions(10)
+    committed = []
+    for i, (outcome, n) in enumerate(plan):
+        values = [f"{outcome}-{i}-{j}".encode() for j in range(n)]
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value, partition=0)
+        producer.flush(10)
+        if outcome == "commit":
+            producer.commit_transaction(10)
+            committed += values
+        else:
+            producer.abort_transaction(10)
+    return committed
+
+
+def test_full_and_partial_ranges_are_exact(kafka: EmbeddedKafka, fresh_name: Name,
+                                           tmp_path: Path) -> None:
+    topic = fresh_name("read")
+    lines = [json.dumps({"user": f"u{i % 7}", "i": i}).encode() for i in range(5000)]
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    assert produce(kafka.bootstrap, topic, tmp_path / "in.jsonl", 3, "user") == 5000
+    assert topic_partitions(kafka.bootstrap, topic) == [0, 1, 2]
+    ends = partition_ends(kafka.bootstrap, topic)
+    assert sum(high for _low, high in ends.values()) == 5000
+    got = []
+    for partition, (low, high) in ends.items():
+        records = read_partition_range(kafka.bootstrap, topic, partition, low, high)
+        assert records.offsets.dtype == np.int64
+        assert records.offsets.tolist() == list(range(low, high))
+        users = {json.loads(v)["user"] for v in records.values}
+        assert len(users) >= 1
+        got += records.values
+        inside = read_partition_range(kafka.bootstrap, topic, partition, 10, 17)
+        assert inside.offsets.tolist() == list(range(10, 17))
+        assert inside.values == records.values[10:17]
+    assert sorted(got) == sorted(lines)
+    # each key lands in one partition, in file order
+    by_user: dict[str, set[int]] = {}
+    for partition, (low, high) in ends.items():
+        for v in read_partition_range(kafka.bootstrap, topic, partition, low, high).values:
+            by_user.setdefault(json.loads(v)["user"], set()).add(partition)
+    assert all(len(parts) == 1 for parts in by_user.values())
+
+
+def test_empty_range_needs_no_broker() -> None:
+    records = read_partition_range("127.0.0.1:1", "t", 0, 5, 5)
+    assert len(records) == 0 and records.offsets.dtype == np.int64
+
+
+def test_aborted_records_and_markers_are_skipped(kafka: EmbeddedKafka,
+                                               fresh_name: Name) -> None:
+    topic = fresh_name("txn")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    committed = _transactions(kafka.bootstrap, topic,
+                              [("commit", 5), ("abort", 4), ("commit", 3), ("abort", 2)])
+    (low, high), = partition_ends(kafka.bootstrap, topic).values()
+    # 5 + marker + 4 + marker + 3 + marker + 2 + marker
+    assert (low, high) == (0, 18)
+    records = read_partition_range(kafka.bootstrap, topic, 0, low, high)
+    assert records.values == committed
+    assert records.offsets.tolist() == [0, 1, 2, 3, 4, 11, 12, 13]
+    # a range that ends inside aborted data, and one that holds nothing committed
+    assert read_partition_range(kafka.bootstrap, topic, 0, 3, 8).values == committed[3:5]
+    assert len(read_partition_range(kafka.bootstrap, topic, 0, 5, 11)) == 0
+    assert len(read_partition_range(kafka.bootstrap, topic, 0, 14, 18)) == 0
+    assert read_partition_range(kafka.bootstrap, topic, 0, 9, 15).values == committed[5:]
+
+
+def test_an_open_transaction_bounds_the_stable_end(kafka: EmbeddedKafka,
+                                                   fresh_name: Name) -> None:
+    topic = fresh_name("open")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    _transactions(kafka.bootstrap, topic, [("commit", 3)])
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": topic})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(topic, b"pending", partition=0)
+    producer.flush(10)
+    (_low, high), = partition_ends(kafka.bootstrap, topic).values()
+    assert high == 4  # 3 records + marker; the pending record is past the stable end
+    started = time.monotonic()
+    assert len(read_partition_range(kafka.bootstrap, topic, 0, 0, high)) == 3
+    assert time.monotonic() - started < 5
+    producer.abort_transaction(10)
+
+
+def test_a_range_past_the_log_is_an_error(kafka: EmbeddedKafka, fresh_name: Name) -> None:
+    topic = fresh_name("short")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    _transactions(kafka.bootstrap, topic, [("commit", 2)])
+    with pytest.raises(KafkaTransportError, match=r"offsets 0\.\.10") as info:
+        read_partition_range(kafka.bootstrap, topic, 0, 0, 10, timeout_s=10)
+    assert "\n" not in str(info.value)
+    with pytest.raises(KafkaTransportError, match="Offset out of range"):
+        read_partition_range(kafka.bootstrap, topic, 0, 50, 60, timeout_s=10)
+
+
+def test_a_missing_topic_is_named(kafka: EmbeddedKafka) -> None:
+    with pytest.raises(KafkaTransportError, match=r"'nope' does not exist at 127\.0\.0\.1"):
+        topic_partitions(kafka.bootstrap, "nope")
+
+
+def test_a_broker_that_is_down_gives_one_masked_line() -> None:
+    with EmbeddedKafka() as gone:
+        port = gone.port
+    uri = parse_kafka_uri(f"kafka://alice:s3cret@127.0.0.1:{port}/t?security.protocol=PLAINTEXT")
+    for call in (
+        lambda: topic_partitions(uri.address, "t", timeout_s=2),
+        lambda: read_partition_range(uri.address, "t", 0, 0, 10, timeout_s=2),
+    ):
+        with pytest.raises(KafkaUnavailableError) as info:
+            call()
+        message = str(info.value)
+        assert f"kafka://alice:***@127.0.0.1:{port}" in message
+        assert "s3cret" not in message and "\n" not in message
