@@ -4,9 +4,10 @@ A run must never lose a record silently: every input line ends up either as an e
 here (blank lines are the one exception; they are counted in :attr:`DeadLetter.skipped`).
 Each rejected record becomes one JSON line
 
-    {"source": file, "line": n, "kind": k, "reason": "...", "record": raw text}
+    {"source": file, "offset": n, "kind": k, "reason": "...", "record": raw text}
 
-with ``line`` 1-based in its file (for Parquet: the 1-based row number), ``kind`` a short
+with ``offset`` the byte offset of the record's first byte in its file (for Parquet: the
+0-based row index), the same whether the file was read whole or in byte ranges, ``kind`` a short
 category (see :data:`KINDS`) for counting, ``reason`` a sentence naming the field and the
 value, and ``record`` the raw text cut to 1000 characters. With ``path=None`` only the
 counts are kept (tests, ``cep check``).
@@ -35,7 +36,7 @@ KINDS = (
     "invalid_utf8",  # the line is not UTF-8
     "not_json",  # the line does not parse as JSON
     "not_object",  # valid JSON, but not an object
-    "bad_row",  # CSV: wrong number of columns
+    "bad_row",  # CSV: wrong number of columns, or a quoted value spanning lines
     "missing_field",  # a schema field is absent
     "null_timestamp",  # the TIMESTAMP field is null
     "wrong_type",  # a value of the wrong kind (string for int, fraction for int, ...)
@@ -59,7 +60,7 @@ class DeadLetter:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
 
-    def add(self, source: str, line: int, kind: str, reason: str, record: str) -> None:
+    def add(self, source: str, offset: int, kind: str, reason: str, record: str) -> None:
         """Record one rejected input record."""
         if kind not in KINDS:
             raise ValueError(f"unknown dead-letter kind {kind!r}")
@@ -71,7 +72,7 @@ class DeadLetter:
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
         entry = {
             "source": source,
-            "line": line,
+            "offset": offset,
             "kind": kind,
             "reason": reason,
             "record": record[:RECORD_LIMIT],

@@ -1,11 +1,18 @@
 """Reading input events (JSON lines, CSV, Parquet) into typed frames, bad records aside.
 
-``read_events(paths, fields, timestamp, dead_letter)`` returns one pandas DataFrame for a
-stream's schema. Every input line is accounted for: it is an event, a dead letter (with a
-reason, see :mod:`cep.io.deadletter`) or a blank line counted in ``dead_letter.skipped``.
+``read_range(path, fmt, start, end, stream, dead)`` reads the records of one byte range
+of one file (Parquet: one row range; see :mod:`cep.io.lines` for which lines a range
+holds), so executors can read a big file as many micro-batches; ``read_events(paths,
+stream, None, dead_letter)`` reads whole files with the same code. Every input line is
+accounted for: it is an event, a dead letter (with a reason and its byte offset, see
+:mod:`cep.io.deadletter`) or a blank line counted in ``dead_letter.skipped``; cutting a
+file into ranges changes none of that.
 
 Representation (what the engine expects; every column is numpy-backed)
-    ``seq``         int64, 0..n-1: the accepted records in file order, then line order.
+    ``offset``      int64: the byte offset of the record's first byte in its file
+                    (Parquet: its 0-based row index). ``read_events`` adds, before it,
+                    ``seq`` (0..n-1, the accepted records in file order, then offset
+                    order) and ``file_index`` (the file's place in the expanded paths).
     int, long       int64 (``int`` values are checked to fit 32 bits)
     double          float64
     boolean         bool
@@ -33,7 +40,7 @@ Accepted values (anything else is a dead letter naming the field and the value)
     Extra fields/columns are ignored. Lines must be UTF-8.
 
 How JSON lines are read, and why it is fast and exact at the same time
-    The file is read in ~8 MB chunks of whole lines. A chunk whose lines all start with
+    The range is read in ~8 MB chunks of whole lines. A chunk whose lines all start with
     ``{`` goes to pyarrow's JSON reader with an explicit schema (int64, float64, bool,
     string; a timestamp as string or float64 after peeking at the chunk's first line),
     and the columns are validated with vectorised numpy/arrow code. If pyarrow refuses
@@ -59,16 +66,22 @@ Record size
     chunk; real events are a few hundred bytes, and the bound keeps one huge text field
     from swelling every window that holds it.
 
-CSV goes through pyarrow's CSV reader (all columns as strings, then the same converters);
-a file whose rows do not map one to one onto its lines (quoted values spanning lines)
-is re-read with :mod:`csv`. Parquet is typed already; values are still checked (an int
-field stored as int64 must fit 32 bits, a double column feeding an int field must hold
-integers). The dead-letter ``line`` of a Parquet record is its 1-based row number.
+CSV is read in the same chunks of lines and goes through pyarrow's CSV reader (all
+columns as strings, then the same converters); the header is the file's first line,
+read on its own by a range that starts later. A CSV record is one line: a range reader
+cannot tell where a quoted value spanning lines begins, so a line with an odd number of
+``"`` (one that opens or closes such a value, or holds a stray quote) is a ``bad_row``
+dead letter, and the lines between an opening and a closing one are read as rows of
+their own (usually ``bad_row`` for their number of cells). Chunks whose rows pyarrow
+does not map one to one onto lines are re-read line by line with :mod:`csv`.
+Parquet is typed already; values are still checked (an int field stored as int64 must
+fit 32 bits, a double column feeding an int field must hold integers). It is read in
+batches of :data:`PARQUET_BATCH_ROWS` rows from the row groups that hold the range.
 
 Limitations: no compressed inputs; ``.json`` means JSON *lines*, not one JSON array; a
 UTF-8 byte-order mark makes the first line a dead letter; JSON rows with nulls cost a
 :mod:`json` parse each (~15 µs), so a mostly-null column loads several times slower; in
-the CSV fallback path a quoted empty string ``""`` reads as null like an empty cell.
+the CSV line-by-line path a quoted empty string ``""`` reads as null like an empty cell.
 """
 
 from __future__ import annotations
@@ -80,7 +93,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -94,15 +107,17 @@ import pyarrow.parquet as pq
 
 from cep.engine.table import DTYPES
 from cep.io.deadletter import DeadLetter
+from cep.io.lines import HEAD_BYTES, TAIL_BYTES, Oversized, range_chunks
+from cep.lang import ir
 
 FIELD_TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
 NULL_SUFFIX = "__null"
-CHUNK_BYTES = 8 << 20  # JSON lines are parsed in chunks of about this size
 PER_LINE_MAX = 256  # a failing block of at most this many lines is parsed line by line
 FAST_MIN = 32  # smaller blocks go line by line at once (cheaper than a pyarrow call)
 SHOW_LIMIT = 80  # offending values are quoted in reasons up to this many characters
 MAX_RECORD_BYTES = 1 << 20  # default bound on one record (see "Record size" above)
-HEAD_BYTES = 4096  # what is kept of a record too large to read (the dead letter cuts it)
+PARQUET_BATCH_ROWS = 1 << 16  # Parquet rows are converted in batches of this many
+_WHOLE = 2**63 - 1  # the end of a range that reads a file to its end
 
 _FORMATS = {
     ".jsonl": "json",
@@ -474,11 +489,32 @@ def _to_timestamp(arr: pa.Array, col: _Column, name: str) -> None:
 
 @dataclass
 class _Piece:
-    """Accepted rows of one file: their line numbers and converted columns."""
+    """Accepted rows of one range: their offsets in the file and converted columns."""
 
-    lines: np.ndarray
+    offsets: np.ndarray
     values: dict[str, np.ndarray]
     nulls: dict[str, np.ndarray]
+
+
+def _empty_piece(fields: list[tuple[str, str]]) -> _Piece:
+    return _Piece(
+        np.zeros(0, dtype=np.int64),
+        {name: np.empty(0, dtype=DTYPES[ftype]) for name, ftype in fields},
+        {name: np.zeros(0, dtype=bool) for name, _ in fields},
+    )
+
+
+def _concat(pieces: list[_Piece], fields: list[tuple[str, str]]) -> _Piece:
+    if not pieces:
+        return _empty_piece(fields)
+    if len(pieces) == 1:
+        return pieces[0]
+    names = [name for name, _ in fields]
+    return _Piece(
+        np.concatenate([p.offsets for p in pieces]),
+        {n: np.concatenate([p.values[n] for p in pieces]) for n in names},
+        {n: np.concatenate([p.nulls[n] for p in pieces]) for n in names},
+    )
 
 
 def _utf8_ok(data: bytes) -> bool:
@@ -500,46 +536,14 @@ def _utf8_error(line: bytes) -> int | None:
     return None
 
 
-@dataclass
-class _Oversized:
-    """A line over the record limit, read past: its first bytes and its size."""
-
-    head: bytes
-    size: int
-
-
-def _line_chunks(fh: IO[bytes], limit: int) -> Iterator[bytes | _Oversized]:
-    """A binary file as chunks of whole lines (about CHUNK_BYTES each), in order.
-
-    A line that grows past ``limit`` before its newline comes alone as an
-    :class:`_Oversized` and is skipped chunk by chunk, so memory stays within the limit
-    plus two chunks whatever the file holds. (Shorter over-limit lines stay inside their
-    chunk; the caller rejects them by length.)
-    """
-    carry = b""
-    while True:
-        block = fh.read(CHUNK_BYTES)
-        if not block:
-            if carry:
-                yield carry
-            return
-        buf = carry + block if carry else block
-        cut = buf.rfind(b"\n") + 1
-        if cut:
-            yield buf[:cut]
-            carry = buf[cut:]
-        elif len(buf) <= limit:
-            carry = buf
-        else:
-            head, size = buf[:HEAD_BYTES], len(buf)
-            while block and (newline := block.find(b"\n")) < 0:
-                block = fh.read(CHUNK_BYTES)
-                size += len(block)
-            if not block:  # the file ends inside the line
-                yield _Oversized(head, size)
-                return
-            yield _Oversized(head, size - len(block) + newline)
-            carry = block[newline + 1:]
+def _line_bounds(chunk: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunk as bytes, and where each of its lines starts and ends (before ``\\n``)."""
+    buf = np.frombuffer(chunk, dtype=np.uint8)
+    ends = np.flatnonzero(buf == ord("\n"))
+    if not chunk.endswith(b"\n"):
+        ends = np.append(ends, len(chunk))
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    return buf, starts, ends
 
 
 def _text(raw: bytes) -> str:
@@ -567,6 +571,20 @@ def _json_kind(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+def _csv_header(fh: IO[bytes], limit: int) -> list[str]:
+    """The column names on a CSV file's first line ([] if that line is over ``limit``)."""
+    fh.seek(0)
+    head = b""
+    while len(head) <= limit and (block := fh.read(TAIL_BYTES)):
+        head += block
+        if b"\n" in block:
+            break
+    line = head.split(b"\n", 1)[0]
+    if len(line) > limit:
+        return []
+    return next(csv.reader([_text(line)]), [])
+
+
 # JSON kinds each field type accepts, and the arrow type the values are packed in for the
 # shared converters (the types the fast path asks pyarrow for).
 _JSON_ACCEPTS = {
@@ -580,40 +598,41 @@ _JSON_ACCEPTS = {
 
 
 class _Reader:
-    """Reads files of one schema, sending rejects to the dead letter."""
+    """Reads byte (or row) ranges of files of one stream, sending rejects to the dead
+    letter. A record is identified everywhere by its offset in its file."""
 
-    def __init__(self, fields: Schema, timestamp: str | None, dead: DeadLetter,
+    def __init__(self, stream: ir.StreamDef, dead: DeadLetter,
                  max_record_bytes: int = MAX_RECORD_BYTES) -> None:
         if max_record_bytes < 1:
             raise ValueError(f"max_record_bytes must be positive, got {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
-        self.fields = [(name, ftype.lower()) for name, ftype in fields]
+        self.fields = [(name, ftype.lower()) for name, ftype in stream.fields]
         for name, ftype in self.fields:
             if ftype not in FIELD_TYPES:
                 raise ValueError(f"field '{name}' has unknown type {ftype!r}")
         names = [name for name, _ in self.fields]
-        if timestamp is not None and timestamp not in names:
-            raise ValueError(f"TIMESTAMP field '{timestamp}' is not in the schema")
-        self.timestamp = timestamp
+        if stream.timestamp is not None and stream.timestamp not in names:
+            raise ValueError(f"TIMESTAMP field '{stream.timestamp}' is not in the schema")
+        self.timestamp = stream.timestamp
         self.dead = dead
         self.pieces: list[_Piece] = []
         self.source = ""
 
     # -------------------------------------------------------------- shared plumbing
 
-    def reject(self, line: int, kind: str, reason: str, record: bytes | str) -> None:
+    def reject(self, offset: int, kind: str, reason: str, record: bytes | str) -> None:
         text = _text(record) if isinstance(record, bytes) else record
-        self.dead.add(self.source, int(line), kind, reason, text)
+        self.dead.add(self.source, int(offset), kind, reason, text)
 
-    def reject_too_large(self, line: int, size: int, record: bytes | str) -> None:
+    def reject_too_large(self, offset: int, size: int, record: bytes | str) -> None:
         """Dead-letter a record over ``max_record_bytes`` (``record`` may be its head)."""
         reason = f"record of {size} bytes is over the limit of {self.max_record_bytes} bytes"
-        self.reject(line, "too_large", reason, record[:HEAD_BYTES])
+        self.reject(offset, "too_large", reason, record[:HEAD_BYTES])
 
     def accept_columns(
         self,
         cols: dict[str, _Column],
-        lines: np.ndarray,
+        offsets: np.ndarray,
         raw: Callable[[int], bytes | str],
         undecided: np.ndarray | None = None,
     ) -> None:
@@ -621,7 +640,7 @@ class _Reader:
 
         ``undecided`` rows (JSON rows with a null somewhere) are left to the caller.
         """
-        n = len(lines)
+        n = len(offsets)
         first = np.full(n, len(self.fields))  # index of the first failing field per row
         why: dict[int, tuple[str, str]] = {}
         for fi, (name, _) in enumerate(self.fields):
@@ -639,11 +658,11 @@ class _Reader:
         if undecided is not None:
             bad &= ~undecided
         for i in np.flatnonzero(bad).tolist():
-            self.reject(lines[i], *why[i], raw(i))
+            self.reject(offsets[i], *why[i], raw(i))
         keep = ~bad if undecided is None else ~bad & ~undecided
         self.pieces.append(
             _Piece(
-                lines[keep],
+                offsets[keep],
                 {name: cols[name].values[keep] for name, _ in self.fields},
                 {name: cols[name].null[keep] for name, _ in self.fields},
             )
@@ -651,24 +670,18 @@ class _Reader:
 
     # -------------------------------------------------------------- JSON lines
 
-    def read_json(self, path: str) -> None:
-        first_line = 1
+    def read_json(self, path: str, start: int, end: int, final: bool) -> None:
         with open(path, "rb") as fh:
-            for chunk in _line_chunks(fh, self.max_record_bytes):
-                if isinstance(chunk, _Oversized):
-                    self.reject_too_large(first_line, chunk.size, chunk.head)
-                    first_line += 1
+            for offset, chunk in range_chunks(fh, start, end, self.max_record_bytes, final):
+                if isinstance(chunk, Oversized):
+                    self.reject_too_large(offset, chunk.size, chunk.head)
                 else:
-                    first_line += self.json_chunk(chunk, first_line)
+                    self.json_chunk(chunk, offset)
 
-    def json_chunk(self, chunk: bytes, first_line: int) -> int:
-        """Read one chunk of whole lines; returns its number of lines."""
-        buf = np.frombuffer(chunk, dtype=np.uint8)
-        ends = np.flatnonzero(buf == ord("\n"))
-        if not chunk.endswith(b"\n"):
-            ends = np.append(ends, len(chunk))
-        starts = np.concatenate([[0], ends[:-1] + 1])
-        numbers = np.arange(first_line, first_line + len(ends), dtype=np.int64)
+    def json_chunk(self, chunk: bytes, base: int) -> None:
+        """Read one chunk of whole lines starting at file offset ``base``."""
+        buf, starts, ends = _line_bounds(chunk)
+        offsets = base + starts
 
         def raw(i: int) -> bytes:
             return chunk[starts[i] : ends[i]]
@@ -676,33 +689,32 @@ class _Reader:
         large = ends - starts > self.max_record_bytes
         # every line starts with "{": no blank or indented lines, no continuation lines
         if (not large.any() and (buf[starts] == ord("{")).all()
-                and self.json_fast(chunk, numbers, raw)):
-            return len(ends)
+                and self.json_fast(chunk, offsets, raw)):
+            return
         for i in np.flatnonzero(large).tolist():
-            self.reject_too_large(numbers[i], int(ends[i] - starts[i]), raw(i))
+            self.reject_too_large(offsets[i], int(ends[i] - starts[i]), raw(i))
         lines = [raw(i) for i in range(len(ends))]
         blank = np.array([not line.strip() for line in lines], dtype=bool)
         self.dead.skip(int((blank & ~large).sum()))
         keep = np.flatnonzero(~blank & ~large)
-        self.json_bisect([lines[i] for i in keep.tolist()], numbers[keep])
-        return len(ends)
+        self.json_bisect([lines[i] for i in keep.tolist()], offsets[keep])
 
-    def json_bisect(self, lines: list[bytes], numbers: np.ndarray) -> None:
+    def json_bisect(self, lines: list[bytes], offsets: np.ndarray) -> None:
         """Parse non-blank lines fast where pyarrow can, halving around bad lines."""
         if (
             len(lines) >= FAST_MIN
             and all(line[:1] == b"{" for line in lines)
-            and self.json_fast(b"\n".join(lines), numbers, lines.__getitem__)
+            and self.json_fast(b"\n".join(lines), offsets, lines.__getitem__)
         ):
             return
         if len(lines) <= PER_LINE_MAX:
-            self.json_per_line(lines, numbers)
+            self.json_per_line(lines, offsets)
             return
         mid = len(lines) // 2
-        self.json_bisect(lines[:mid], numbers[:mid])
-        self.json_bisect(lines[mid:], numbers[mid:])
+        self.json_bisect(lines[:mid], offsets[:mid])
+        self.json_bisect(lines[mid:], offsets[mid:])
 
-    def json_fast(self, data: bytes, numbers: np.ndarray, raw: Callable[[int], bytes]) -> bool:
+    def json_fast(self, data: bytes, offsets: np.ndarray, raw: Callable[[int], bytes]) -> bool:
         """Parse lines that all start with ``{`` with pyarrow; False to fall back.
 
         Succeeds only when pyarrow accepts the block and returns one row per line (a line
@@ -721,7 +733,7 @@ class _Reader:
             )
         except (pa.ArrowInvalid, UnicodeDecodeError):
             return False
-        n = len(numbers)
+        n = len(offsets)
         if table.num_rows != n:
             return False
         cols = {
@@ -731,10 +743,10 @@ class _Reader:
         undecided = np.zeros(n, dtype=bool)
         for col in cols.values():
             undecided |= col.null
-        self.accept_columns(cols, numbers, raw, undecided)
+        self.accept_columns(cols, offsets, raw, undecided)
         if undecided.any():
             idx = np.flatnonzero(undecided).tolist()
-            self.json_per_line([raw(i) for i in idx], numbers[idx])
+            self.json_per_line([raw(i) for i in idx], offsets[idx])
         return True
 
     def json_schema(self, data: bytes) -> pa.Schema:
@@ -753,16 +765,16 @@ class _Reader:
                 types.append((name, _JSON_ARROW[ftype]))
         return pa.schema(types)
 
-    def json_per_line(self, lines: list[bytes], numbers: np.ndarray) -> None:
+    def json_per_line(self, lines: list[bytes], offsets: np.ndarray) -> None:
         """The reference path: :func:`json.loads` per line, then the shared converters."""
         objs: list[dict[str, Any]] = []
-        obj_lines: list[int] = []
+        obj_offsets: list[int] = []
         obj_raw: list[bytes] = []
-        for raw, number in zip(lines, numbers.tolist(), strict=True):
+        for raw, offset in zip(lines, offsets.tolist(), strict=True):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                self.reject(number, "invalid_utf8", f"invalid UTF-8 at byte {err.start}", raw)
+                self.reject(offset, "invalid_utf8", f"invalid UTF-8 at byte {err.start}", raw)
                 continue
             if not text.strip():
                 self.dead.skip()
@@ -770,17 +782,16 @@ class _Reader:
             try:
                 obj = json.loads(text)
             except ValueError as err:
-                self.reject(number, "not_json", f"not JSON: {err}", raw)
+                self.reject(offset, "not_json", f"not JSON: {err}", raw)
                 continue
             if not isinstance(obj, dict):
-                self.reject(number, "not_object", f"not a JSON object (got {_json_kind(obj)})", raw)
+                self.reject(offset, "not_object", f"not a JSON object (got {_json_kind(obj)})", raw)
                 continue
             objs.append(obj)
-            obj_lines.append(number)
+            obj_offsets.append(offset)
             obj_raw.append(raw)
         cols = {name: self.json_values(objs, name, ftype) for name, ftype in self.fields}
-        self.accept_columns(cols, np.array(obj_lines, dtype=np.int64), obj_raw.__getitem__)
-
+        self.accept_columns(cols, np.array(obj_offsets, dtype=np.int64), obj_raw.__getitem__)
     def json_values(self, objs: list[dict[str, Any]], name: str, ftype: str) -> _Column:
         """One field of parsed JSON objects: JSON kinds checked here, values converted by
         the shared converters after packing them in the arrow types the fast path uses."""
@@ -833,40 +844,60 @@ class _Reader:
                 col.errors.append((idx[sub_idx], kind, reasons))
         return col
 
+
     # -------------------------------------------------------------- CSV
 
-    def read_csv(self, path: str) -> None:
+    def read_csv(self, path: str, start: int, end: int, final: bool) -> None:
         with open(path, "rb") as fh:
-            data = fh.read()
-        lines = data.split(b"\n")
-        if data.endswith(b"\n"):
-            lines.pop()
-        if not lines:
-            return
-        # lines too large or not UTF-8 are rejected here and blanked out for the parser
-        rejected: set[int] = set()
-        utf8 = _utf8_ok(data)
-        if not utf8 or len(data) > self.max_record_bytes:
-            for i, line in enumerate(lines):
-                if len(line) > self.max_record_bytes:
-                    self.reject_too_large(i + 1, len(line), line)
-                elif not utf8 and (start := _utf8_error(line)) is not None:
-                    self.reject(i + 1, "invalid_utf8", f"invalid UTF-8 at byte {start}", line)
+            header = _csv_header(fh, self.max_record_bytes)
+            for offset, chunk in range_chunks(fh, start, end, self.max_record_bytes, final):
+                if isinstance(chunk, Oversized):
+                    self.reject_too_large(offset, chunk.size, chunk.head)
                 else:
-                    continue
-                rejected.add(i)
-                lines[i] = b""
-            if rejected:
-                data = b"\n".join(lines) + b"\n"
-        empty = np.array([not line.rstrip(b"\r") for line in lines], dtype=bool)
-        nonempty = np.flatnonzero(empty == 0)  # 0-based indices of lines pyarrow sees
-        if not len(nonempty):
-            self.dead.skip(int(empty.sum()) - len(rejected))
+                    self.csv_chunk(chunk, offset, header)
+
+    def csv_chunk(self, chunk: bytes, base: int, header: list[str]) -> None:
+        """Read one chunk of whole lines starting at file offset ``base``: lines too large,
+        not UTF-8 or with an odd number of quotes are rejected, blank ones counted, the
+        header line (offset 0) passed over, the rest parsed by pyarrow as one table."""
+        buf, starts, ends = _line_bounds(chunk)
+        offsets = base + starts
+        lengths = ends - starts
+        cr_only = (lengths == 1) & (buf[np.minimum(starts, len(buf) - 1)] == ord("\r"))
+        blank = (lengths == 0) | cr_only
+        quotes = np.concatenate([[0], np.cumsum(buf == ord('"'))])
+        spans = (quotes[ends] - quotes[starts]) % 2 == 1  # opens or closes a multi-line value
+        large = lengths > self.max_record_bytes
+        header_line = offsets == 0
+        utf8 = _utf8_ok(chunk)
+        rejected = large | spans | (not utf8)  # not UTF-8: decided per line below
+        for i in np.flatnonzero(rejected & ~header_line).tolist():
+            line = chunk[starts[i] : ends[i]]
+            if large[i]:
+                self.reject_too_large(offsets[i], int(lengths[i]), line)
+            elif not utf8 and (bad_at := _utf8_error(line)) is not None:
+                self.reject(offsets[i], "invalid_utf8", f"invalid UTF-8 at byte {bad_at}", line)
+            elif spans[i]:
+                self.reject(offsets[i], "bad_row", "an odd number of quote characters: a quoted "
+                            "value spanning lines (not supported; a CSV record must be one "
+                            "line) or a stray quote", line)
+            else:
+                rejected[i] = False
+        self.dead.skip(int((blank & ~rejected & ~header_line).sum()))
+        rows = np.flatnonzero(~rejected & ~blank & ~header_line)
+        if not len(rows):
             return
-        header = next(csv.reader([_text(lines[nonempty[0]])]))
+        lines = [chunk[starts[i] : ends[i]] for i in rows.tolist()]
+        data = chunk if len(rows) == len(starts) else b"\n".join(lines) + b"\n"
+        self.csv_table(data, lines, offsets[rows], header)
+
+    def csv_table(self, data: bytes, lines: list[bytes], offsets: np.ndarray,
+                  header: list[str]) -> None:
+        """Parse lines that are each one record with pyarrow (one row per line, else the
+        lines go one by one through :mod:`csv`); rows with the wrong number of cells are
+        rejected."""
         present = [name for name, _ in self.fields if name in header]
-        missing = [name for name, _ in self.fields if name not in header]
-        invalid: list[tuple[int, str]] = []  # (ordinal among non-empty lines, text)
+        invalid: list[tuple[int, str]] = []  # (1-based row number, text)
 
         def on_invalid(row: Any) -> str:
             invalid.append((row.number, row.text))
@@ -875,7 +906,9 @@ class _Reader:
         try:
             table = pa_csv.read_csv(
                 io.BytesIO(data),
-                read_options=pa_csv.ReadOptions(use_threads=False, block_size=1 << 24),
+                read_options=pa_csv.ReadOptions(
+                    use_threads=False, block_size=1 << 24, column_names=header
+                ),
                 parse_options=pa_csv.ParseOptions(invalid_row_handler=on_invalid),
                 convert_options=pa_csv.ConvertOptions(
                     column_types={name: pa.string() for name in present},
@@ -887,159 +920,157 @@ class _Reader:
             )
         except pa.ArrowInvalid:
             table = None
-        data_rows = nonempty[1:]
-        if table is not None:
-            bad_ordinals = {number - 1 for number, _ in invalid}  # 1-based among non-empty
-            row_lines = np.array(
-                [i for k, i in enumerate(nonempty.tolist()) if k and k not in bad_ordinals],
-                dtype=np.int64,
-            )
-            if len(row_lines) != table.num_rows:
-                table = None  # records span lines: the pyarrow rows do not map onto lines
-        self.dead.skip(int(empty.sum()) - len(rejected))
-        if table is None:
-            self.csv_fallback(lines, data_rows, header, present, missing)
+        if table is None or table.num_rows + len(invalid) != len(lines):
+            self.csv_per_line(lines, offsets, header)
             return
+        good = np.ones(len(lines), dtype=bool)
         for number, text in invalid:
-            i = int(nonempty[number - 1])
-            if text.strip():
-                n_cols = len(next(csv.reader([text]), []))
-                self.reject(i + 1, "bad_row", f"expected {len(header)} columns, got {n_cols}", text)
-            else:
-                self.dead.skip()
+            good[number - 1] = False
+            self.csv_bad_row(offsets[number - 1], text, header)
+        kept = np.flatnonzero(good)
         self.csv_accept(
             {name: table.column(name) for name in present},
-            missing,
-            row_lines + 1,
-            lambda r: lines[row_lines[r]],
+            offsets[kept],
+            lambda r: lines[kept[r]],
+        )
+
+    def csv_bad_row(self, offset: int, text: str, header: list[str]) -> None:
+        """A row with the wrong number of cells: rejected, or skipped if only whitespace."""
+        if not text.strip():
+            self.dead.skip()
+            return
+        n_cols = len(next(csv.reader([text]), []))
+        self.reject(offset, "bad_row", f"expected {len(header)} columns, got {n_cols}", text)
+
+    def csv_per_line(self, lines: list[bytes], offsets: np.ndarray, header: list[str]) -> None:
+        """Lines pyarrow did not map one to one onto rows, each parsed alone by :mod:`csv`."""
+        present = [name for name, _ in self.fields if name in header]
+        where = {name: header.index(name) for name in present}
+        values: dict[str, list[str | None]] = {name: [] for name in present}
+        kept: list[int] = []
+        for i, (line, offset) in enumerate(zip(lines, offsets.tolist(), strict=True)):
+            text = _text(line)
+            try:
+                record = next(csv.reader([text], strict=True), [])
+            except csv.Error as err:
+                self.reject(offset, "bad_row", f"not a CSV row: {err}", line)
+                continue
+            if len(record) != len(header):
+                self.csv_bad_row(offset, text, header)
+                continue
+            for name in present:
+                cell = record[where[name]]
+                values[name].append(cell if cell != "" else None)
+            kept.append(i)
+        self.csv_accept(
+            {name: pa.array(values[name], type=pa.string()) for name in present},
+            offsets[np.array(kept, dtype=np.int64)],
+            lambda r: lines[kept[r]],
         )
 
     def csv_accept(
         self,
         columns: dict[str, pa.Array],
-        missing: list[str],
-        line_numbers: np.ndarray,
+        offsets: np.ndarray,
         raw: Callable[[int], bytes | str],
     ) -> None:
+        missing = [name for name, _ in self.fields if name not in columns]
         if missing:
             reason = f"missing field '{missing[0]}'"
-            for r, line in enumerate(line_numbers.tolist()):
-                self.reject(line, "missing_field", reason, raw(r))
+            for r, offset in enumerate(offsets.tolist()):
+                self.reject(offset, "missing_field", reason, raw(r))
             return
         cols = {
             name: _convert(columns[name], ftype, name, text_cells=True)
             for name, ftype in self.fields
         }
-        self.accept_columns(cols, line_numbers, raw)
-
-    def csv_fallback(
-        self,
-        lines: list[bytes],
-        data_rows: np.ndarray,
-        header: list[str],
-        present: list[str],
-        missing: list[str],
-    ) -> None:
-        """Records spanning lines: parse with :mod:`csv`, tracking each record's lines."""
-        start = int(data_rows[0]) if len(data_rows) else len(lines)
-        consumed: list[int] = []  # indices of the lines handed to the csv reader
-
-        def feed() -> Iterator[str]:
-            for i in range(start, len(lines)):
-                consumed.append(i)
-                yield _text(lines[i]) + "\n"
-
-        where = {name: header.index(name) for name in present}
-        values: dict[str, list[str | None]] = {name: [] for name in present}
-        row_lines: list[int] = []
-        raws: list[bytes] = []
-        reader = csv.reader(feed())
-        while True:
-            before = len(consumed)
-            record = next(reader, None)
-            if record is None:
-                break
-            first = consumed[before]
-            raw = b"\n".join(lines[first : consumed[-1] + 1])
-            if not record:
-                continue  # an empty line, already counted as skipped
-            if len(record) != len(header):
-                self.reject(
-                    first + 1, "bad_row", f"expected {len(header)} columns, got {len(record)}", raw
-                )
-                continue
-            for name in present:
-                cell = record[where[name]]
-                values[name].append(cell if cell != "" else None)
-            row_lines.append(first + 1)
-            raws.append(raw)
-        self.csv_accept(
-            {name: pa.array(values[name], type=pa.string()) for name in present},
-            missing,
-            np.array(row_lines, dtype=np.int64),
-            raws.__getitem__,
-        )
+        self.accept_columns(cols, offsets, raw)
 
     # -------------------------------------------------------------- Parquet
 
-    def read_parquet(self, path: str) -> None:
+    def read_parquet(self, path: str, start: int, end: int) -> None:
+        """Rows ``[start, end)``, reading only the row groups that hold them, in batches."""
         pf = pq.ParquetFile(path)
         names = set(pf.schema_arrow.names)
         present = [name for name, _ in self.fields if name in names]
-        missing = [name for name, _ in self.fields if name not in names]
-        table = pf.read(columns=present)
-        rows = np.arange(1, table.num_rows + 1, dtype=np.int64)
+        meta = pf.metadata
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        firsts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        groups = [g for g in range(len(sizes)) if firsts[g] < end and firsts[g + 1] > start]
+        if not groups:
+            return
+        row = int(firsts[groups[0]])
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=groups,
+                                     columns=present, use_threads=False):
+            lo, hi = max(start - row, 0), min(end - row, batch.num_rows)
+            if lo < hi:
+                self.parquet_rows(pa.Table.from_batches([batch]).slice(lo, hi - lo), row + lo)
+            row += batch.num_rows
+
+    def parquet_rows(self, table: pa.Table, first_row: int) -> None:
+        offsets = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
 
         def raw(i: int) -> str:
             return json.dumps(table.slice(i, 1).to_pylist()[0], default=str)
 
         sizes = np.zeros(table.num_rows, dtype=np.int64)
-        for name in present:
+        for name in table.column_names:
             column = _strings(table.column(name).combine_chunks())
             if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
                 sizes += pc.binary_length(column).fill_null(0).to_numpy(zero_copy_only=False)
         large = sizes > self.max_record_bytes
         for i in np.flatnonzero(large).tolist():
-            self.reject_too_large(i + 1, int(sizes[i]), raw(i))
+            self.reject_too_large(offsets[i], int(sizes[i]), raw(i))
+        missing = [name for name, _ in self.fields if name not in table.column_names]
         if missing:
             reason = f"missing field '{missing[0]}'"
             for i in np.flatnonzero(~large).tolist():
-                self.reject(i + 1, "missing_field", reason, raw(i))
+                self.reject(offsets[i], "missing_field", reason, raw(i))
             return
         cols = {
             name: _convert(table.column(name), ftype, name, text_cells=False)
             for name, ftype in self.fields
         }
-        self.accept_columns(cols, rows, raw, undecided=large)
+        self.accept_columns(cols, offsets, raw, undecided=large)
 
-    # -------------------------------------------------------------- per file
+    # -------------------------------------------------------------- one range
 
-    def read_file(self, path: str, fmt: str) -> _Piece | None:
-        """All accepted rows of one file, in line order (None if there are none)."""
+    def read(self, path: str, fmt: str, start: int, end: int, final: bool) -> _Piece:
+        """The accepted rows of one range of one file, in file order."""
         self.source, self.pieces = path, []
-        {"json": self.read_json, "csv": self.read_csv, "parquet": self.read_parquet}[fmt](path)
-        pieces = [p for p in self.pieces if len(p.lines)]
-        if not pieces:
-            return None
-        if len(pieces) > 1:
-            pieces = [_concat(pieces, [n for n, _ in self.fields])]
-        piece = pieces[0]
-        if (np.diff(piece.lines) < 0).any():  # rows re-read line by line come back late
-            order = np.argsort(piece.lines, kind="stable")
+        if fmt == "parquet":
+            self.read_parquet(path, start, end)
+        elif fmt == "csv":
+            self.read_csv(path, start, end, final)
+        elif fmt == "json":
+            self.read_json(path, start, end, final)
+        else:
+            raise ValueError(f"unknown input format {fmt!r}; use json, csv or parquet")
+        piece = _concat([p for p in self.pieces if len(p.offsets)], self.fields)
+        if (np.diff(piece.offsets) < 0).any():  # rows re-read line by line come back late
+            order = np.argsort(piece.offsets, kind="stable")
             piece = _Piece(
-                piece.lines[order],
+                piece.offsets[order],
                 {n: v[order] for n, v in piece.values.items()},
                 {n: v[order] for n, v in piece.nulls.items()},
             )
         return piece
 
 
-def _concat(pieces: list[_Piece], names: list[str]) -> _Piece:
-    return _Piece(
-        np.concatenate([p.lines for p in pieces]),
-        {n: np.concatenate([p.values[n] for p in pieces]) for n in names},
-        {n: np.concatenate([p.nulls[n] for p in pieces]) for n in names},
-    )
+def _frame(piece: _Piece, fields: list[tuple[str, str]],
+           leading: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The typed DataFrame of ``piece``: the ``leading`` int64 columns, then each field
+    followed by its ``__null`` mask when it has a null."""
+    columns: dict[str, pd.Series] = {
+        name: pd.Series(values, dtype=np.int64, copy=False) for name, values in leading.items()
+    }
+    for name, ftype in fields:
+        dtype = DTYPES[ftype]
+        values, nulls = piece.values[name].astype(dtype, copy=False), piece.nulls[name]
+        columns[name] = pd.Series(values, dtype=dtype, copy=False)
+        if nulls.any():
+            columns[name + NULL_SUFFIX] = pd.Series(nulls, copy=False)
+    return pd.DataFrame(columns, copy=False)
 
 
 _MISSING = object()
@@ -1090,9 +1121,32 @@ def file_format(path: str, fmt: str | None = None) -> str:
     return _FORMATS[ext]
 
 
+def read_range(path: str, fmt: str, start: int, end: int, stream: ir.StreamDef,
+               dead: DeadLetter, *, max_record_bytes: int = MAX_RECORD_BYTES,
+               final: bool = True) -> pd.DataFrame:
+    """Read, validate and type the records of one range of one file.
+
+    JSON lines and CSV: ``[start, end)`` is a byte range, and the records are the lines
+    whose first byte lies in it (see :mod:`cep.io.lines`: a line starting before ``end``
+    is read to its end, a range starting mid-line begins at the next line), so any cut
+    of a file into consecutive ranges reads each line once. ``final=False`` leaves out
+    an unterminated last line (a writer may still be appending to it). The CSV header
+    is the file's first line, read separately when ``start > 0``. Parquet: ``start``
+    and ``end`` are row indices, and only the row groups holding them are read.
+
+    The frame is typed as :func:`read_events`' (see the module docstring) but starts
+    with ``offset`` (int64): the byte offset of each record's first byte in the file, or
+    its 0-based row index for Parquet; rows are in file order. Rejected records go to
+    ``dead`` under the same offsets, identical whatever the cut.
+    """
+    reader = _Reader(stream, dead, max_record_bytes)
+    piece = reader.read(path, fmt, start, end, final)
+    return _frame(piece, reader.fields, {"offset": piece.offsets})
+
+
 def read_events(
     paths: str | Sequence[str],
-    fields: Schema,
+    fields: Schema | ir.StreamDef,
     timestamp: str | None,
     dead_letter: DeadLetter,
     fmt: str | None = None,
@@ -1100,32 +1154,31 @@ def read_events(
 ) -> pd.DataFrame:
     """Read, validate and type the events in ``paths`` (see the module docstring).
 
-    ``fields`` is the stream's schema as ``(name, type)`` pairs, ``timestamp`` its
-    TIMESTAMP field (never null). Bad records go to ``dead_letter``, records over
-    ``max_record_bytes`` among them.
+    ``fields`` is the stream (or its schema as ``(name, type)`` pairs, with
+    ``timestamp`` its TIMESTAMP field, never null). Every file is read whole by
+    :func:`read_range`'s code. The frame starts with ``seq`` (0..n-1 over all files),
+    ``file_index`` (the file's place in :func:`expand_paths` order) and ``offset``. Bad
+    records go to ``dead_letter``, records over ``max_record_bytes`` among them.
     """
-    reader = _Reader(fields, timestamp, dead_letter, max_record_bytes)
-    parts = [
-        piece
-        for path in expand_paths(paths)
-        if (piece := reader.read_file(path, file_format(path, fmt))) is not None
-    ]
-    names = [name for name, _ in reader.fields]
-    empty = _Piece(
-        np.zeros(0, dtype=np.int64),
-        {name: np.empty(0, dtype=DTYPES[ftype]) for name, ftype in reader.fields},
-        {name: np.zeros(0, dtype=bool) for name in names},
-    )
-    whole = _concat(parts, names) if len(parts) > 1 else parts[0] if parts else empty
-    n = len(whole.lines)
-    columns: dict[str, pd.Series] = {"seq": pd.Series(np.arange(n, dtype=np.int64))}
-    for name, ftype in reader.fields:
-        dtype = DTYPES[ftype]
-        values, nulls = whole.values[name].astype(dtype, copy=False), whole.nulls[name]
-        columns[name] = pd.Series(values, dtype=dtype, copy=False)
-        if nulls.any():
-            columns[name + NULL_SUFFIX] = pd.Series(nulls, copy=False)
-    return pd.DataFrame(columns, copy=False)
+    if isinstance(fields, ir.StreamDef):
+        if timestamp not in (None, fields.timestamp):
+            raise ValueError(f"timestamp {timestamp!r} differs from the stream's "
+                             f"TIMESTAMP {fields.timestamp!r}")
+        stream = fields
+    else:
+        stream = ir.StreamDef("events", tuple(fields), timestamp)
+    reader = _Reader(stream, dead_letter, max_record_bytes)
+    pieces, files = [], []
+    for index, path in enumerate(expand_paths(paths)):
+        piece = reader.read(path, file_format(path, fmt), 0, _WHOLE, final=True)
+        pieces.append(piece)
+        files.append(np.full(len(piece.offsets), index, dtype=np.int64))
+    whole = _concat(pieces, reader.fields)
+    n = len(whole.offsets)
+    file_index = np.concatenate(files) if files else np.zeros(0, dtype=np.int64)
+    return _frame(whole, reader.fields, {
+        "seq": np.arange(n, dtype=np.int64), "file_index": file_index, "offset": whole.offsets,
+    })
 
 
 def write_events_jsonl(df: pd.DataFrame, path: str, timestamp_fields: Sequence[str] = ()) -> None:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine.table import NULL_SUFFIX
-from cep.io import sources
+from cep.io import lines, sources
 from cep.io.deadletter import DeadLetter
 from cep.io.sources import read_events, write_events_jsonl
 
@@ -61,6 +61,12 @@ def entries(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def line_offsets(data: bytes) -> dict[int, int]:
+    """1-based line number → byte offset of the line's first byte."""
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == ord("\n")]
+    return {k + 1: start for k, start in enumerate(starts)}
+
+
 # ---------------------------------------------------------------- representation
 
 
@@ -75,12 +81,15 @@ def test_types_and_null_masks(tmp_path: Path) -> None:
     )
     df, dead = read(path)
     assert dead.count == 0
-    assert list(df.columns) == ["seq", "id", "ts", "n", "n__null", "x", "ok", "s", "s__null"]
+    assert list(df.columns) == ["seq", "file_index", "offset", "id", "ts", "n", "n__null", "x",
+                                "ok", "s", "s__null"]
     assert {c: str(t) for c, t in df.dtypes.items()} == {
-        "seq": "int64", "id": "int64", "ts": "int64", "n": "int64", "n__null": "bool",
+        "seq": "int64", "file_index": "int64", "offset": "int64", "id": "int64",
+        "ts": "int64", "n": "int64", "n__null": "bool",
         "x": "float64", "ok": "bool", "s": "object", "s__null": "bool",
     }  # fmt: skip
-    assert df["seq"].tolist() == [0, 1, 2]
+    assert df["seq"].tolist() == [0, 1, 2] and df["file_index"].tolist() == [0, 0, 0]
+    assert df["offset"].tolist() == list(line_offsets(path.read_bytes()).values())[:3]
     assert df["n"].tolist() == [1, 0, -(2**31)]  # placeholder 0 behind the null
     assert df["n__null"].tolist() == [False, True, False]
     assert df["s"].tolist() == ["héllo", "", "a"]
@@ -163,7 +172,8 @@ def messy_bytes() -> bytes:
 
 def test_messy_file_every_line_accounted_for(tmp_path: Path) -> None:
     path = tmp_path / "messy.jsonl"
-    path.write_bytes(messy_bytes())
+    data = messy_bytes()
+    path.write_bytes(data)
     dl_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dl_path)) as dead:
         df = read_events(str(path), FIELDS, "ts", dead)
@@ -175,14 +185,16 @@ def test_messy_file_every_line_accounted_for(tmp_path: Path) -> None:
     assert df["s__null"].tolist() == [False, False, True, False, False]
     assert np.isnan(df["x"].iloc[4])
 
-    got = {e["line"]: e for e in entries(dl_path)}
+    at = line_offsets(data)
+    got = {line: e for line, offset in at.items() for e in entries(dl_path)
+           if e["offset"] == offset}
     expected = {i + 1: kind for i, (_, kind) in enumerate(MESSY) if kind not in (None, "blank")}
     expected = {(k + 1 if k >= 4 else k): v for k, v in expected.items()}  # the inserted line
     expected[4] = "invalid_utf8"
     assert {line: e["kind"] for line, e in got.items()} == expected
     assert dead.reasons == pd.Series(expected).value_counts().to_dict()
     for e in got.values():
-        assert set(e) == {"source", "line", "kind", "reason", "record"}
+        assert set(e) == {"source", "offset", "kind", "reason", "record"}
         assert e["source"] == str(path)
     assert got[7]["reason"] == "field 'n': 3000000000 out of range for int (32-bit)"
     assert got[9]["reason"] == "field 'n': expected int, got non-integral number 1.5"
@@ -254,7 +266,7 @@ def random_lines(n: int, seed: int) -> list[bytes]:
 
 
 def dead_entries(path: Path) -> list[tuple]:
-    return sorted((e["line"], e["kind"], e["reason"], e["record"]) for e in entries(path))
+    return sorted((e["offset"], e["kind"], e["reason"], e["record"]) for e in entries(path))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -264,7 +276,7 @@ def test_fast_path_equals_line_by_line(
     """pyarrow chunks + bisection give exactly what json.loads line by line gives."""
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"\n".join(random_lines(3000, seed)) + b"\n")
-    monkeypatch.setattr(sources, "CHUNK_BYTES", 40_000)  # many chunks, lines cut across
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 40_000)  # many chunks, lines cut across
     with DeadLetter(str(tmp_path / "fast.jsonl")) as dead:
         fast = read_events(str(path), FIELDS, "ts", dead)
     monkeypatch.setattr(sources._Reader, "json_fast", lambda *a: False)
@@ -285,9 +297,9 @@ def test_one_bad_line_costs_only_a_few_hundred_lines(
     per_line: list[int] = []
     original = sources._Reader.json_per_line
 
-    def counting(self, chunk_lines, numbers):
+    def counting(self, chunk_lines, offsets):
         per_line.append(len(chunk_lines))
-        return original(self, chunk_lines, numbers)
+        return original(self, chunk_lines, offsets)
 
     monkeypatch.setattr(sources._Reader, "json_per_line", counting)
     df, dead = read(path)
@@ -362,29 +374,35 @@ def test_csv(tmp_path: Path) -> None:
     assert df["x"].tolist() == [1.5, 1000.0, -2.0, 1.0]
     assert df["ok"].tolist() == [True, False, True, True]
     assert df["ts"].tolist()[:2] == [us("2024-05-01T12:00:00Z")] * 2
-    kinds = {e["line"]: e["kind"] for e in entries(dead_path)}
-    assert kinds == {
+    at = line_offsets(path.read_bytes())
+    kinds = {e["offset"]: e["kind"] for e in entries(dead_path)}
+    assert kinds == {at[line]: kind for line, kind in {
         6: "wrong_type", 7: "wrong_type", 8: "wrong_type", 9: "null_timestamp",
         10: "bad_row", 11: "out_of_range", 12: "invalid_utf8",
-    }  # fmt: skip
+    }.items()}  # fmt: skip
     assert dead.skipped == 1
     assert len(df) + dead.count + dead.skipped == 13 - 1  # minus the header
 
 
-def test_csv_records_spanning_lines_fall_back_to_the_csv_module(tmp_path: Path) -> None:
+def test_csv_values_spanning_lines_are_bad_rows(tmp_path: Path) -> None:
+    """A record is one line (files are read by byte range): a quoted value spanning lines
+    makes its lines bad rows, and the lines around them are unaffected."""
     path = tmp_path / "e.csv"
     path.write_text(
         "id,ts,n,x,ok,s\n"
         '1,2024-05-01,1,1,true,"two\nlines"\n'
         "2,2024-05-01,x,1,true,a\n"
-        "3,2024-05-01,1,1,true,b\n",
+        '3,2024-05-01,1,1,true,"b ""quoted"", c"\n',
         encoding="utf-8",
     )
     dead_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dead_path)) as dead:
         df = read_events(str(path), FIELDS, "ts", dead)
-    assert df["s"].tolist() == ["two\nlines", "b"]
-    assert [(e["line"], e["kind"]) for e in entries(dead_path)] == [(4, "wrong_type")]
+    assert df["s"].tolist() == ['b "quoted", c']
+    at = line_offsets(path.read_bytes())
+    got = [(e["offset"], e["kind"]) for e in entries(dead_path)]
+    assert got == [(at[2], "bad_row"), (at[3], "bad_row"), (at[4], "wrong_type")]
+    assert "quoted value spanning lines" in entries(dead_path)[0]["reason"]
 
 
 def test_csv_missing_column_rejects_every_record(tmp_path: Path) -> None:
@@ -392,7 +410,7 @@ def test_csv_missing_column_rejects_every_record(tmp_path: Path) -> None:
     path.write_text("id,ts,n,x,s\n1,2024-05-01,1,1,a\n2,2024-05-01,1,1,a\n", encoding="utf-8")
     df, dead = read(path)
     assert len(df) == 0 and dead.count == 2 and dead.reasons == {"missing_field": 2}
-    assert list(df.columns) == ["seq", "id", "ts", "n", "x", "ok", "s"]
+    assert list(df.columns) == ["seq", "file_index", "offset", "id", "ts", "n", "x", "ok", "s"]
     assert df["s"].dtype == object and df["ts"].dtype == np.int64
 
 
@@ -414,8 +432,8 @@ def test_parquet(tmp_path: Path) -> None:
     assert df["id"].tolist() == [1]
     assert df["ts"].tolist() == [0]
     assert df["x"].dtype == np.float64 and df["s"].tolist() == ["a"]
-    assert {e["line"]: e["kind"] for e in entries(dead_path)} == {
-        2: "wrong_type", 3: "null_timestamp", 4: "out_of_range",
+    assert {e["offset"]: e["kind"] for e in entries(dead_path)} == {
+        1: "wrong_type", 2: "null_timestamp", 3: "out_of_range",
     }  # fmt: skip
     assert json.loads(entries(dead_path)[0]["record"])["id"] in (2, 3, 4)
 
@@ -465,7 +483,7 @@ def test_write_events_round_trip(tmp_path: Path) -> None:
     write_events_jsonl(df, str(tmp_path / "out.jsonl"), timestamp_fields=["ts"])
     again, dead = read(tmp_path / "out.jsonl")
     assert dead.count == 0
-    pd.testing.assert_frame_equal(df, again)
+    pd.testing.assert_frame_equal(df.drop(columns="offset"), again.drop(columns="offset"))
     first = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert first["ts"] == "2024-05-01T12:00:00.500000Z"
     # datetime columns are written as ISO strings too
