@@ -1,0 +1,213 @@
+"""Exactly-once output of micro-batches to a Kafka topic, with Kafka transactions.
+
+Scheme (chosen because the embedded broker, like Kafka, supports transactions fully;
+see README_DRAFT.md): one writer per (run, topic) with ``transactional.id =
+cep-<run>-<topic>``. A batch is one transaction that holds its records *and* a marker:
+the offset ``batch_id + 1`` committed, through ``send_offsets_to_transaction``, for the
+consumer group ``cep-sink-<run>-<topic>`` on partition 0 of the output topic. The
+broker makes both visible together or neither, so the group's committed offset says
+which batch was the last to commit. Before writing batch ``b`` we read it; if it is
+``b + 1`` or more, the batch is already in the topic and the call writes nothing.
+
+Why that is exactly once across kill -9, for a ``read_committed`` consumer:
+
+* killed before the commit: the next writer's ``init_transactions`` (same
+  transactional.id) aborts the open transaction; its records and marker are never
+  visible; the marker says the batch is not written, so it is written again, once;
+* killed after the commit: the marker is committed, the replay skips the batch;
+* killed during the commit: ``init_transactions`` first completes a commit the broker
+  had already decided, or aborts one it had not, and only then do we read the marker;
+* a zombie (an old writer still alive) is fenced by the new writer's
+  ``init_transactions`` and can no longer commit.
+
+Requirements on the caller: ``run_id`` is the same across restarts of one run (derive
+it from the checkpoint), batch ids increase, and one process writes a given batch
+(the driver, or a single task). Consumers must read ``read_committed`` (the default of
+Kafka Streams; librdkafka and the Java client default to read_uncommitted). An open
+transaction of a killed writer holds read_committed consumers back until the writer
+restarts or ``transaction.timeout.ms`` (60 s here) passes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from cep.transports.address import KafkaAddress, as_address, kafka_errors, transport_error
+
+Record = tuple[bytes | None, bytes]
+_CHUNK = 50_000
+_LOG = logging.getLogger("cep.kafka")
+
+
+class TransactionalBatchWriter:
+    """Writes batches of (key, value) records to ``topic``, each exactly once.
+
+    ``write(batch_id, records)`` does it in one call; ``begin`` / ``send`` / ``commit``
+    split it for callers that stream a batch in pieces. Not thread-safe; not picklable
+    (open it where it writes).
+    """
+
+    def __init__(
+        self,
+        bootstrap: KafkaAddress | str,
+        topic: str,
+        run_id: str,
+        *,
+        timeout_s: float = 60.0,
+        transaction_timeout_ms: int = 60_000,
+    ) -> None:
+        self.address = as_address(bootstrap)
+        self.topic = topic
+        self.run_id = run_id
+        self.timeout_s = timeout_s
+        self.transactional_id = f"cep-{run_id}-{topic}"
+        self.group_id = f"cep-sink-{run_id}-{topic}"
+        self._settings = {
+            "transactional.id": self.transactional_id,
+            "transaction.timeout.ms": transaction_timeout_ms,
+            "partitioner": "murmur2_random",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.messages": 2 * _CHUNK,
+        }
+        self._producer: Producer | None = None
+        self._marker_reader: Consumer | None = None
+        self._batch: int | None = None
+
+    def _open(self) -> tuple[Producer, Consumer]:
+        """The producer, after ``init_transactions`` settled any earlier incarnation's
+        open transaction, and the consumer that reads the marker."""
+        if self._producer is None or self._marker_reader is None:
+            producer = Producer(self.address.client_config(**self._settings))
+            with kafka_errors(self.address, f"starting transactions for {self.topic!r}"):
+                producer.init_transactions(self.timeout_s)
+            self._producer = producer
+            self._marker_reader = Consumer(
+                self.address.client_config(
+                    **{
+                        "group.id": self.group_id,
+                        "enable.auto.commit": False,
+                        "isolation.level": "read_committed",
+                    }
+                )
+            )
+        return self._producer, self._marker_reader
+
+    def last_committed_batch(self) -> int | None:
+        """The id of the last batch this run committed to the topic, or None."""
+        _producer, reader = self._open()
+        with kafka_errors(self.address, f"reading the batch marker of {self.topic!r}"):
+            (marker,) = reader.committed([TopicPartition(self.topic, 0)], self.timeout_s)
+        if marker.error is not None:
+            raise transport_error(self.address, "reading the batch marker", marker.error)
+        return marker.offset - 1 if marker.offset > 0 else None
+
+    def begin(self, batch_id: int) -> bool:
+        """Start batch ``batch_id``; False (and nothing to do) if it is already written."""
+        if batch_id < 0:
+            raise ValueError(f"batch ids are >= 0, got {batch_id}")
+        last = self.last_committed_batch()
+        if last is not None and last >= batch_id:
+            _LOG.info("batch %d already in %s (last committed %d): skipped",
+                      batch_id, self.topic, last)
+            return False
+        producer, _reader = self._open()
+        with self._failing(f"beginning batch {batch_id}"):
+            producer.begin_transaction()
+        self._batch = batch_id
+        return True
+
+    def send(self, records: Sequence[Record]) -> None:
+        """Queue records of the open batch (keys place them by murmur2, like Java)."""
+        producer, _reader = self._open()
+        if self._batch is None:
+            raise RuntimeError("send() outside a batch: call begin() first")
+        with self._failing(f"sending batch {self._batch}"):
+            for first in range(0, len(records), _CHUNK):
+                chunk = records[first : first + _CHUNK]
+                queued = producer.produce_batch(
+                    self.topic, [{"key": k, "value": v} for k, v in chunk]
+                )
+                if queued != len(chunk):
+                    raise BufferError(f"{len(chunk) - queued} of {len(chunk)} records not queued")
+                producer.poll(0)
+                if len(producer) > _CHUNK:
+                    producer.flush(self.timeout_s)
+
+    def commit(self) -> None:
+        """Commit the open batch's records together with its marker."""
+        producer, reader = self._open()
+        if self._batch is None:
+            raise RuntimeError("commit() outside a batch: call begin() first")
+        batch = self._batch
+        with self._failing(f"committing batch {batch}"):
+            producer.send_offsets_to_transaction(
+                [TopicPartition(self.topic, 0, batch + 1)],
+                reader.consumer_group_metadata(),
+                self.timeout_s,
+            )
+            producer.commit_transaction(self.timeout_s)
+        self._batch = None
+
+    def write(self, batch_id: int, records: Sequence[Record]) -> int:
+        """Write one batch exactly once; the number of records written (0 if skipped)."""
+        if not self.begin(batch_id):
+            return 0
+        self.send(records)
+        self.commit()
+        return len(records)
+
+    @contextmanager
+    def _failing(self, operation: str) -> Iterator[None]:
+        """Around one transactional step: a client error resets the writer and raises
+        a one-line error; a retry then rewrites the batch from the start."""
+        try:
+            yield
+        except (KafkaException, BufferError) as exc:
+            self._reset()
+            raise transport_error(self.address, f"{operation} of {self.topic!r}", exc) from None
+
+    def _reset(self) -> None:
+        """Drop the clients: the next call starts over with ``init_transactions``,
+        which settles whatever state the failed transaction left on the broker."""
+        producer, reader = self._producer, self._marker_reader
+        self._producer = self._marker_reader = None
+        self._batch = None
+        if producer is not None:
+            producer.purge()
+            producer.flush(0)
+        if reader is not None:
+            reader.close()
+
+    def close(self) -> None:
+        """Close the clients; an open batch is left to the next writer to abort."""
+        self._reset()
+
+    def __enter__(self) -> TransactionalBatchWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def write_batch(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    batch_id: int,
+    run_id: str,
+    records: Sequence[Record],
+    timeout_s: float = 60.0,
+) -> int:
+    """One batch, exactly once (see the module notes); records written, 0 if skipped."""
+    with TransactionalBatchWriter(bootstrap, topic, run_id, timeout_s=timeout_s) as writer:
+        return writer.write(batch_id, records)

@@ -1,0 +1,127 @@
+"""Exactly-once batches into Kafka: replays, kill -9 before and after the commit, zombies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from writer_child import records
+
+from cep.transports.broker import EmbeddedKafka
+from cep.transports.kafka_read import partition_ends
+from cep.transports.kafka_write import TransactionalBatchWriter, write_batch
+from cep.transports.produce import ensure_topic
+
+CHILD = Path(__file__).with_name("writer_child.py")
+Name = Callable[[str], str]
+
+
+def _values(seen: list[tuple[int, int, bytes | None, bytes]]) -> Counter[bytes]:
+    return Counter(value for _p, _o, _k, value in seen)
+
+
+def _run_child(kafka: EmbeddedKafka, topic: str, run_id: str, batch: int, n: int,
+               mode: str) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), kafka.bootstrap, topic, run_id, str(batch), str(n), mode],
+        stdout=subprocess.PIPE, text=True, cwd=str(CHILD.parents[2]),
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline().strip()
+    assert line == ("sent" if mode == "mid" else "committed"), line
+    return child
+
+
+def _kill(child: subprocess.Popen[str]) -> None:
+    child.kill()  # SIGKILL
+    child.wait(10)
+    assert child.returncode == -9
+
+
+def test_a_replayed_batch_is_written_once(kafka: EmbeddedKafka, fresh_name: Name,
+                                          consume: Callable[..., list]) -> None:
+    topic = fresh_name("out")
+    ensure_topic(kafka.bootstrap, topic, 3)
+    assert write_batch(kafka.bootstrap, topic, 0, "run1", records(0, 100)) == 100
+    assert write_batch(kafka.bootstrap, topic, 1, "run1", records(1, 50)) == 50
+    assert write_batch(kafka.bootstrap, topic, 1, "run1", records(1, 50)) == 0  # replay
+    assert write_batch(kafka.bootstrap, topic, 0, "run1", records(0, 100)) == 0  # older
+    # another run writing the same topic has its own marker
+    assert write_batch(kafka.bootstrap, topic, 1, "run2", records(1, 50)) == 50
+    seen = _values(consume(kafka.bootstrap, topic))
+    assert seen == Counter(v for _k, v in records(0, 100)) + Counter(
+        v for _k, v in records(1, 50) * 2)
+    with TransactionalBatchWriter(kafka.bootstrap, topic, "run1") as writer:
+        assert writer.last_committed_batch() == 1
+    with TransactionalBatchWriter(kafka.bootstrap, topic, "run3") as writer:
+        assert writer.last_committed_batch() is None
+
+
+def test_keys_keep_their_partition(kafka: EmbeddedKafka, fresh_name: Name,
+                                   consume: Callable[..., list]) -> None:
+    topic = fresh_name("keys")
+    ensure_topic(kafka.bootstrap, topic, 3)
+    write_batch(kafka.bootstrap, topic, 0, "r", records(0, 200))
+    partitions: dict[bytes | None, set[int]] = {}
+    order: dict[bytes | None, list[bytes]] = {}
+    for partition, _offset, key, value in consume(kafka.bootstrap, topic):
+        partitions.setdefault(key, set()).add(partition)
+        order.setdefault(key, []).append(value)
+    assert len(partitions) == 5 and all(len(p) == 1 for p in partitions.values())
+    for key, values in order.items():
+        assert values == [v for k, v in records(0, 200) if k == key]
+
+
+def test_kill_9_mid_transaction_then_rerun_is_exactly_once(
+        kafka: EmbeddedKafka, fresh_name: Name, consume: Callable[..., list]) -> None:
+    topic = fresh_name("mid")
+    ensure_topic(kafka.bootstrap, topic, 2)
+    assert write_batch(kafka.bootstrap, topic, 0, "crash", records(0, 10)) == 10
+    child = _run_child(kafka, topic, "crash", 1, 1000, "mid")
+    # the half batch really reached the log before the kill
+    deadline = time.monotonic() + 10
+    while len(consume(kafka.bootstrap, topic, "read_uncommitted", 0.2)) < 10 + 500:
+        assert time.monotonic() < deadline, "the child's records never reached the broker"
+    _kill(child)
+    assert write_batch(kafka.bootstrap, topic, 1, "crash", records(1, 1000)) == 1000
+    expected = Counter(v for _k, v in records(0, 10) + records(1, 1000))
+    assert _values(consume(kafka.bootstrap, topic)) == expected
+    # the aborted half is still in the log, seen only by read_uncommitted consumers
+    uncommitted = _values(consume(kafka.bootstrap, topic, "read_uncommitted"))
+    assert uncommitted - expected == Counter(v for _k, v in records(1, 1000)[:500])
+    assert write_batch(kafka.bootstrap, topic, 1, "crash", records(1, 1000)) == 0
+
+
+def test_kill_9_after_the_commit_then_rerun_skips(
+        kafka: EmbeddedKafka, fresh_name: Name, consume: Callable[..., list]) -> None:
+    topic = fresh_name("after")
+    ensure_topic(kafka.bootstrap, topic, 2)
+    _kill(_run_child(kafka, topic, "crash2", 4, 300, "after"))
+    assert write_batch(kafka.bootstrap, topic, 4, "crash2", records(4, 300)) == 0
+    assert write_batch(kafka.bootstrap, topic, 5, "crash2", records(5, 30)) == 30
+    expected = Counter(v for _k, v in records(4, 300) + records(5, 30))
+    assert _values(consume(kafka.bootstrap, topic)) == expected
+
+
+def test_a_fenced_zombie_cannot_commit(kafka: EmbeddedKafka, fresh_name: Name,
+                                       consume: Callable[..., list]) -> None:
+    topic = fresh_name("zombie")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    zombie = TransactionalBatchWriter(kafka.bootstrap, topic, "z")
+    assert zombie.begin(0)
+    zombie.send(records(0, 20))
+    with TransactionalBatchWriter(kafka.bootstrap, topic, "z") as successor:
+        assert successor.write(0, records(0, 20)) == 20
+        with pytest.raises(Exception, match="fenced") as info:
+            zombie.send(records(0, 5))
+            zombie.commit()
+        assert "\n" not in str(info.value)
+    zombie.close()
+    assert _values(consume(kafka.bootstrap, topic)) == Counter(v for _k, v in records(0, 20))
+    (_low, high), = partition_ends(kafka.bootstrap, topic).values()
+    assert high > 20  # the zombie's aborted records and markers are in the log
