@@ -50,8 +50,8 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any
 from urllib.parse import unquote
@@ -146,6 +146,55 @@ def _secrets(uri: str) -> list[str]:
     return [p for p in {password, unquote(password)} if sep and p]
 
 
+def open_client(uri: str, defaults: Mapping[str, Any]) -> MongoClient:
+    """A client with ``defaults`` for the options the URI does not spell (the URI wins,
+    where pymongo would let the keyword win), so a deployment's settings live in it.
+
+    The URI's options are read from its raw query: pymongo's parse_uri resolves
+    mongodb+srv names over DNS, which the client is about to do anyway.
+    """
+    query = uri.partition("?")[2]
+    in_uri = {opt.partition("=")[0].lower() for opt in query.split("&")}
+    return MongoClient(uri, **{k: v for k, v in defaults.items() if k.lower() not in in_uri})
+
+
+def selection_timeout_ms(client: MongoClient | None, default_ms: int) -> int:
+    """The server-selection time-out a client uses (``default_ms`` before it exists)."""
+    if client is None:
+        return default_ms
+    return round(client.options.server_selection_timeout * 1000)
+
+
+def driver_reason(uri: str, exc: BaseException) -> str:
+    """The driver's message, first part only (it appends the whole topology), with the
+    URI's password scrubbed."""
+    text = str(exc).split(", Timeout:")[0].split(" (configured timeouts")[0]
+    for secret in _secrets(uri):
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+@contextmanager
+def mongo_errors(uri: str, operation: str, selection_timeout_ms: Callable[[], int]
+                 ) -> Iterator[None]:
+    """Turn any pymongo failure inside into a one-line :class:`StoreError` naming the
+    operation and the masked URI; ``selection_timeout_ms()`` gives the time-out in
+    force when it fails (asked then: the client may be created inside)."""
+    try:
+        yield
+    except ConnectionFailure as exc:
+        raise MongoUnavailableError(
+            f"MongoDB unreachable at {mask_uri(uri)} during {operation} "
+            f"(server selection timeout {selection_timeout_ms()} ms): "
+            f"{driver_reason(uri, exc)}"
+        ) from None
+    except PyMongoError as exc:
+        raise StoreError(
+            f"MongoDB {operation} failed at {mask_uri(uri)}: {driver_reason(uri, exc)}"
+        ) from None
+
+
 def encode_key_map(key_map: np.ndarray) -> bytes:
     """Serialise a key map (engine per dense key id) compactly: ``np.save`` + zlib.
 
@@ -232,56 +281,27 @@ class StateStore:
     def _db(self) -> Any:
         with self._lock:
             if self._client is None or self._client_pid != os.getpid():
-                defaults: dict[str, Any] = {
+                self._client = open_client(self.uri, {
                     "connectTimeoutMS": self.connect_timeout_ms,
                     "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
                     "socketTimeoutMS": self.socket_timeout_ms,
                     "appname": "cep-migration",
                     "w": "majority",
                     "journal": True,
-                }
-                # Read from the raw query: pymongo's parse_uri resolves mongodb+srv
-                # names over DNS, which the client is about to do anyway.
-                query = self.uri.partition("?")[2]
-                in_uri = {opt.partition("=")[0].lower() for opt in query.split("&")}
-                options = {k: v for k, v in defaults.items() if k.lower() not in in_uri}
-                self._client = MongoClient(self.uri, **options)
+                })
                 self._client_pid = os.getpid()
             return self._client[self.database]
 
     def _coll(self, name: str) -> Collection:
         return self._db()[name]
 
-    @contextmanager
-    def _op(self, operation: str) -> Iterator[None]:
+    def _op(self, operation: str) -> AbstractContextManager[None]:
         """Turn any pymongo failure inside into a one-line :class:`StoreError`."""
-        try:
-            yield
-        except ConnectionFailure as exc:
-            raise MongoUnavailableError(
-                f"MongoDB unreachable at {mask_uri(self.uri)} during {operation} "
-                f"(server selection timeout {self._selection_timeout_ms()} ms): "
-                f"{self._reason(exc)}"
-            ) from None
-        except PyMongoError as exc:
-            raise StoreError(
-                f"MongoDB {operation} failed at {mask_uri(self.uri)}: {self._reason(exc)}"
-            ) from None
+        return mongo_errors(self.uri, operation, self._selection_timeout_ms)
 
     def _selection_timeout_ms(self) -> int:
         """The time-out in force (the URI may have overridden the constructor's)."""
-        client = self._client
-        if client is None:
-            return self.server_selection_timeout_ms
-        return round(client.options.server_selection_timeout * 1000)
-
-    def _reason(self, exc: BaseException) -> str:
-        """The driver's message, first part only (it appends the whole topology)."""
-        text = str(exc).split(", Timeout:")[0].split(" (configured timeouts")[0]
-        for secret in _secrets(self.uri):
-            text = text.replace(secret, "***")
-        text = " ".join(text.split())
-        return f"{type(exc).__name__}: {text[:300]}"
+        return selection_timeout_ms(self._client, self.server_selection_timeout_ms)
 
     def close(self) -> None:
         with self._lock:

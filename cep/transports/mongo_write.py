@@ -1,0 +1,155 @@
+"""Complex events into a MongoDB collection, idempotently: ``--output mongodb://…/DB.COLL``.
+
+Each event is upserted (``ReplaceOne(upsert=True)``, one unordered ``bulk_write`` per
+batch) under a deterministic ``_id`` made of its rule, key and sequence number, which
+identify an event in a run (``seq`` counts a rule's events per key). A replayed batch
+therefore rewrites the same documents and adds none: exactly once without
+transactions, on any MongoDB and on the embedded SecantusDB server.
+
+``_id`` is the string ``"<rule>/<seq, 12 digits>/<i|s>:<key>"``: a string because
+SecantusDB scans the whole collection to find a sub-document ``_id`` (see
+``migration.store``); the type tag keeps the int key 5 and the str key "5" apart (an
+event without a key gets ``n:``); the key comes last so a key holding ``/`` stays
+unambiguous. The document is the event's record (``rule``, ``key``, ``seq``, ``ts``,
+then the rule's columns) plus ``_id``.
+
+Connection, credentials, TLS and time-outs come from the URI exactly as for the state
+store (``migration.store.open_client``: the URI's options win over our defaults), and
+failures are one-line :class:`migration.store.StoreError` naming the masked URI.
+Writes default to ``w: "majority", j: true``: an event acknowledged and then lost
+would not be rewritten, because its batch is not replayed once committed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from pymongo import MongoClient, ReplaceOne
+from pymongo.collection import Collection
+
+from migration.store import (
+    _key_part,
+    _number,
+    mask_uri,
+    mongo_errors,
+    open_client,
+    selection_timeout_ms,
+)
+
+
+def parse_mongo_target(uri: str) -> tuple[str, str, str]:
+    """``mongodb://HOST/DB.COLLECTION?OPTIONS`` -> (client URI without the path,
+    database, collection). The collection may contain dots (``DB.a.b``)."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or scheme not in ("mongodb", "mongodb+srv"):
+        raise ValueError(f"not a mongodb:// URI: {mask_uri(uri)}")
+    base, _, query = rest.partition("?")
+    hosts, slash, path = base.partition("/")
+    database, dot, collection = path.partition(".")
+    if not slash or not database or not dot or not collection:
+        raise ValueError(f"MongoDB output needs mongodb://HOST/DB.COLLECTION: {mask_uri(uri)}")
+    client_uri = f"{scheme}://{hosts}/" + (f"?{query}" if query else "")
+    return client_uri, database, collection
+
+
+def event_id(record: Mapping[str, Any]) -> str:
+    """The deterministic ``_id`` of an event record (see the module notes)."""
+    key = record["key"]
+    if key is None:
+        key_text = "n:"
+    else:
+        value, tag = _key_part(key)
+        key_text = f"{tag}:{value}"
+    return f"{record['rule']}/{_number('seq', record['seq'])}/{key_text}"
+
+
+class MongoEventWriter:
+    """Upserts batches of event records into one collection.
+
+    Picklable (Spark may ship it): each process opens its own client on first use.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        database: str,
+        collection: str,
+        *,
+        connect_timeout_ms: int = 5000,
+        server_selection_timeout_ms: int = 5000,
+        socket_timeout_ms: int = 120_000,
+    ) -> None:
+        self.uri = uri
+        self.database = database
+        self.collection = collection
+        self.connect_timeout_ms = connect_timeout_ms
+        self.server_selection_timeout_ms = server_selection_timeout_ms
+        self.socket_timeout_ms = socket_timeout_ms
+        self._client: MongoClient | None = None
+        self._client_pid = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_uri(cls, uri: str, **timeouts: int) -> MongoEventWriter:
+        """From an ``--output mongodb://…/DB.COLLECTION`` URI."""
+        client_uri, database, collection = parse_mongo_target(uri)
+        return cls(client_uri, database, collection, **timeouts)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_client=None, _client_pid=0, _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _coll(self) -> Collection:
+        with self._lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = open_client(self.uri, {
+                    "connectTimeoutMS": self.connect_timeout_ms,
+                    "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
+                    "socketTimeoutMS": self.socket_timeout_ms,
+                    "appname": "cep-output",
+                    "w": "majority",
+                    "journal": True,
+                })
+                self._client_pid = os.getpid()
+            return self._client[self.database][self.collection]
+
+    def _timeout_ms(self) -> int:
+        return selection_timeout_ms(self._client, self.server_selection_timeout_ms)
+
+    def write(self, records: Sequence[Mapping[str, Any]], batch_id: int | None = None) -> int:
+        """Upsert the events; the number of documents that were new (a replay: 0)."""
+        if not records:
+            return 0
+        ops = [ReplaceOne({"_id": event_id(r)}, dict(r), upsert=True) for r in records]
+        where = f"{self.database}.{self.collection}"
+        what = f"writing {len(ops)} events to {where}" + (
+            f" (batch {batch_id})" if batch_id is not None else "")
+        with mongo_errors(self.uri, what, self._timeout_ms):
+            result = self._coll().bulk_write(ops, ordered=False)
+        return result.upserted_count
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+
+    def __enter__(self) -> MongoEventWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
