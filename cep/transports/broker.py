@@ -48,6 +48,8 @@ from types import TracebackType
 _STDERR_TAIL_CHARS = 2000
 _PR_SET_PDEATHSIG = 1
 _ANNOUNCE = re.compile(rb"^\s*kafka\s+(\S+):(\d+)\s*$", re.MULTILINE)
+_STATUS_LINE = re.compile(r"\bkafka\s+(127\.0\.0\.1:\d+)\b")
+_GLIBC_WARNING = re.compile(r"^.*weak version `GLIBC_[\d.]+' not found.*\n?", re.MULTILINE)
 
 
 class EmbeddedKafkaError(RuntimeError):
@@ -72,6 +74,20 @@ def broker_binary() -> Path:
                 f"embedded Kafka: cannot make {path} executable: {exc}"
             ) from None
     return path
+
+
+def running_bootstrap(data_dir: Path, timeout_s: float = 10.0) -> str | None:
+    """The address of a broker already serving ``data_dir`` (another ``cep`` command's),
+    or None. Only one broker may own a data dir, so ``kafka://embedded/…`` attaches to
+    it (e.g. ``cep produce`` while a ``cep run --follow`` reads) instead of failing."""
+    if not (data_dir / "noida.control.json").is_file():
+        return None
+    status = subprocess.run(
+        [str(broker_binary()), "status", "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=timeout_s, check=False,
+    )
+    found = _STATUS_LINE.search(status.stdout) if status.returncode == 0 else None
+    return found.group(1) if found else None
 
 
 def _die_with_parent() -> None:
@@ -201,10 +217,11 @@ class EmbeddedKafka:
         if self._workdir is not None:
             try:
                 text = (self._workdir / "broker.log").read_text(errors="replace")
-                tail = text[-_STDERR_TAIL_CHARS:].strip()
+                tail = _GLIBC_WARNING.sub("", text)[-_STDERR_TAIL_CHARS:].strip()
             except OSError:
                 tail = ""
-        detail = f"\n--- broker stderr (tail) ---\n{tail}" if tail else " (no stderr output)"
+        detail = f": {tail}" if tail and "\n" not in tail else (
+            f"\n--- broker stderr (tail) ---\n{tail}" if tail else " (no stderr output)")
         return EmbeddedKafkaError(f"embedded Kafka failed to start: {what}{detail}")
 
     def stop(self) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.transports.broker import EmbeddedKafka, EmbeddedKafkaError
+from cep.transports.broker import EmbeddedKafka, EmbeddedKafkaError, running_bootstrap
 from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
 from cep.transports.produce import ensure_topic, produce
 
@@ -69,3 +69,14 @@ def test_kill_is_a_crash() -> None:
 def test_a_taken_port_is_a_clear_error(kafka: EmbeddedKafka) -> None:
     with pytest.raises(EmbeddedKafkaError, match="embedded Kafka failed to start"):
         EmbeddedKafka(port=kafka.port or 0, startup_timeout=5).start()
+
+
+def test_one_broker_per_data_dir_and_others_attach(tmp_path: Path) -> None:
+    data = tmp_path / "kafka"
+    assert running_bootstrap(data) is None
+    with EmbeddedKafka(data_dir=data) as owner:
+        assert running_bootstrap(data) == owner.bootstrap
+        with pytest.raises(EmbeddedKafkaError, match="already running") as info:
+            EmbeddedKafka(data_dir=data, startup_timeout=5).start()
+        assert "\n" not in str(info.value) and "GLIBC" not in str(info.value)
+    assert running_bootstrap(data) is None
