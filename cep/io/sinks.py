@@ -19,7 +19,7 @@ FORMATS = ("jsonl", "parquet", "console")
 def write_records(records: list[dict], path: str | None, fmt: str) -> None:
     """Write events; ``path`` None means standard output (JSON lines)."""
     if fmt == "console" or path is None:
-        sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        sys.stdout.write("".join(_line(r) for r in records))
         sys.stdout.flush()
         return
     target = Path(path)
@@ -34,8 +34,13 @@ def write_records(records: list[dict], path: str | None, fmt: str) -> None:
     tmp = target.with_name("." + target.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.write(_line(record))
     tmp.replace(target)
+
+
+def _line(record: dict) -> str:
+    """One event as the Spark runtime writes it: compact JSON, keys in record order."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def write_metrics(metrics: list[dict], path: str) -> None:

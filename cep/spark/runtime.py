@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -387,11 +388,21 @@ def read_metrics(workdir: Path) -> list[dict]:
 
 
 def _one_line(err: Exception) -> str:
-    text = str(err)
+    """The line that says what went wrong, out of Spark's message (which wraps a Python
+    worker's whole traceback, Java frames and the query's plan): cep's own errors
+    first, else the last ``SomethingError: …`` line of the Python traceback."""
+    text = str(err).split("=== Streaming Query ===")[0]
     for marker in ("MongoUnavailableError", "StoreError", "MissingStateError",
-                   "MissingKeyMapError", "RuleError", "ValueError", "Exception:", "Error:"):
+                   "MissingKeyMapError", "RuleError", "InputLogError"):
         idx = text.rfind(marker)
         if idx >= 0:
-            line = text[idx:].splitlines()[0]
-            return line[:500]
-    return text.splitlines()[0][:500] if text else type(err).__name__
+            return text[idx:].splitlines()[0][:500]
+    lines = [line.strip() for line in text.splitlines()]
+    raised = [line for line in lines if _RAISED.match(line)
+              and not line.startswith(("org.apache", "java.", "py4j", "pyspark.errors"))]
+    if raised:
+        return raised[-1][:500]
+    return lines[0][:500] if lines else type(err).__name__
+
+
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): \S")

@@ -157,7 +157,9 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """One piece as an engine table with its sequence numbers, and (for a generator
         with a ground truth) which of its rows are first stories."""
         stream = self.module.streams[segment.stream]
-        with DeadLetter(self.config.dead_path(batch, segment, lo)) as dead:
+        dead_path = self.config.dead_path(batch, segment, lo)
+        os.makedirs(os.path.dirname(dead_path), exist_ok=True)
+        with DeadLetter(dead_path) as dead:
             frame, flags = read_segment(segment, lo, hi, stream, dead,
                                         self.config.max_record_bytes)
         info["dead"] += dead.count

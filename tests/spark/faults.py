@@ -101,6 +101,15 @@ def in_flight(checkpoint: Path, batch: int) -> bool:
     return planned and not committed(checkpoint, batch)
 
 
+def appended(checkpoint: Path, batch: int) -> bool:
+    """The driver has appended ``batch`` to the run's output file (its ledger says so)."""
+    ledger = checkpoint / "ledgers" / "events.json"
+    try:
+        return json.loads(ledger.read_text())["batch"] >= batch
+    except (OSError, ValueError):
+        return False
+
+
 def group_members(pgid: int) -> list[str]:
     """Live (not zombie) processes of process group ``pgid``, as "pid command"."""
     members = []

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_and_read
 
-from cep.spark.runtime import run_on_spark
 from splitter import strategies
 
 ROOT = Path(__file__).parent.parent.parent
@@ -35,15 +35,15 @@ def _moves(run) -> int:
 @pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf"])
 @pytest.mark.parametrize("rule", sorted(SKEWED))
 def test_key_moving_strategies_give_exactly_the_kg_events(spark, example, rule, strategy):
-    module, tables, expected = example(rule, f"skewed/{SKEWED[rule]}")
-    run = run_on_spark(module, tables, engines=3, batch_size=30, master="local[2]",
-                       strategy=strategy, threshold=5.0, progress=False)
+    module, path, expected = example(rule, f"skewed/{SKEWED[rule]}")
+    run, records = run_and_read(module, path, engines=3, batch_size=30, strategy=strategy,
+                                threshold=5.0)
     assert _moves(run) > 0, "the skewed input must force key moves"
     # every key exported after batch t is imported in batch t+1 (none after the last)
     assert sum(m["imported_keys"] for m in run.metrics) == sum(
         m["exported_keys"] for m in run.metrics[:-1])
     assert any(m["rebalanced"] for m in run.metrics)
-    assert run.records == expected
+    assert records == expected
 
 
 @pytest.mark.parametrize("strategy", ["elb", "clb", "milp"])
@@ -55,11 +55,11 @@ def test_published_balancers_give_exactly_the_kg_events(spark, example, rule, st
     whole keys with their state, so they too must reproduce KG exactly."""
     monkeypatch.setitem(strategies.STRATEGIES, "milp",
                         functools.partial(strategies.STRATEGIES["milp"], budget=0.5))
-    module, tables, expected = example(rule, f"skewed/{SKEWED[rule]}")
-    run = run_on_spark(module, tables, engines=3, batch_size=15, master="local[2]",
-                       strategy=strategy, threshold=5.0, progress=False)
+    module, path, expected = example(rule, f"skewed/{SKEWED[rule]}")
+    run, records = run_and_read(module, path, engines=3, batch_size=15, strategy=strategy,
+                                threshold=5.0)
     assert _moves(run) > 0, f"{strategy} must move keys on the skewed input"
-    assert run.records == expected
+    assert records == expected
 
 
 def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None,
@@ -76,23 +76,21 @@ def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, cap
 @pytest.mark.parametrize("rule", ["busy_topic.epl", "delay_streak.epl"])
 def test_keys_moving_every_batch_and_back_change_nothing(spark, example, rule, monkeypatch):
     monkeypatch.setitem(strategies.STRATEGIES, "chaos", _chaos)
-    module, tables, expected = example(rule, f"skewed/{SKEWED[rule]}")
-    run = run_on_spark(module, tables, engines=5, batch_size=20, master="local[2]",
-                       strategy="chaos", progress=False)
+    module, path, expected = example(rule, f"skewed/{SKEWED[rule]}")
+    run, records = run_and_read(module, path, engines=5, batch_size=20, strategy="chaos")
     # maps 0 and 1 are fixed before the first decision, so moves start in batch 2
     assert _moves(run) >= len(run.metrics) - 2, "keys must move in almost every batch"
     assert any(0 in m["rows_per_engine"] for m in run.metrics), "an engine with no rows"
-    assert run.records == expected
+    assert records == expected
 
 
 def test_pkg_splits_keys_and_changes_stateful_events(spark, example, capsys):
-    module, tables, expected = example("fsd.epl", "skewed/tweets.jsonl")
-    run = run_on_spark(module, tables, engines=3, batch_size=30, master="local[2]",
-                       strategy="pkg", progress=False)
-    got = Counter(repr(sorted(r.items())) for r in run.records)
+    module, path, expected = example("fsd.epl", "skewed/tweets.jsonl")
+    _, records = run_and_read(module, path, engines=3, batch_size=30, strategy="pkg")
+    got = Counter(repr(sorted(r.items())) for r in records)
     want = Counter(repr(sorted(r.items())) for r in expected)
     extra, missing = sum((got - want).values()), sum((want - got).values())
     with capsys.disabled():
-        print(f"\nPKG on FSD: {len(run.records)} first stories vs KG {len(expected)} "
+        print(f"\nPKG on FSD: {len(records)} first stories vs KG {len(expected)} "
               f"({extra} extra, {missing} missing)")
     assert extra + missing > 0

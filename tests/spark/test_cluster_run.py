@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 from cluster import cluster_spark, spark_cluster  # noqa: F401 - pytest fixtures
+from conftest import reference, run_and_read
 
-from cep.engine.output import output_records
-from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
-from cep.reference import run_reference
 from cep.spark.runtime import SparkRunError, run_on_spark
 from migration.server import EmbeddedMongo
 
@@ -23,16 +21,15 @@ pytestmark = pytest.mark.slow
 def test_cep_run_on_a_standalone_cluster(spark_cluster, cluster_spark):  # noqa: F811
     module = compile_file(ROOT / "rules" / "fsd.epl")
     path = ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"
-    tables = load_inputs(module, [str(path)], None).tables
-    expected = output_records(run_reference(module, tables))
+    expected = reference(module, path)
     master = spark_cluster.master_url
-    kg = run_on_spark(module, tables, engines=3, batch_size=40, master=master, progress=False)
-    assert kg.records == expected
+    _, records = run_and_read(module, path, engines=3, batch_size=40, master=master)
+    assert records == expected
     with pytest.raises(SparkRunError, match="unreachable from executors"):
-        run_on_spark(module, tables, master=master, strategy="dlb-h", progress=False)
+        run_on_spark(module, {"Tweet": str(path)}, master=master, strategy="dlb-h",
+                     progress=False)
     with EmbeddedMongo() as mongo:
-        moved = run_on_spark(module, tables, engines=3, batch_size=40, master=master,
-                             strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri,
-                             progress=False)
+        moved, records = run_and_read(module, path, engines=3, batch_size=40, master=master,
+                                      strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri)
     assert sum(m["exported_keys"] for m in moved.metrics) > 0
-    assert moved.records == expected
+    assert records == expected

@@ -15,12 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import reference, run_and_read
 
-from cep.engine.output import output_records
-from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
-from cep.reference import run_reference
-from cep.spark.runtime import run_on_spark
 
 ROOT = Path(__file__).parent.parent.parent
 SPEC = "tweets:n=20000"
@@ -31,8 +28,7 @@ BATCH = 4000  # five micro-batches: decisions land in batches 2..4
 def fsd():
     """The compiled rule, the generated tweets and the reference evaluator's events."""
     module = compile_file(ROOT / "rules" / "fsd.epl")
-    tables = load_inputs(module, [SPEC], None).tables
-    return module, tables, output_records(run_reference(module, tables))
+    return module, SPEC, reference(module, SPEC)
 
 
 def _multiset(records: list[dict]) -> Counter:
@@ -58,22 +54,21 @@ def test_cep_run_on_spark_writes_the_reference_first_stories(fsd, tmp_path):
 
 @pytest.mark.parametrize("strategy", ["kg", "dlb-l"])
 def test_kg_and_dlb_l_equal_the_reference(spark, fsd, strategy):
-    module, tables, expected = fsd
-    run = run_on_spark(module, tables, engines=5, batch_size=BATCH, master="local[2]",
-                       strategy=strategy, threshold=1.0, progress=False)
+    module, source, expected = fsd
+    run, records = run_and_read(module, source, engines=5, batch_size=BATCH,
+                                strategy=strategy, threshold=1.0)
     if strategy != "kg":
         assert any(m["rebalanced"] for m in run.metrics)
         assert sum(m["exported_keys"] for m in run.metrics) > 0
-    assert run.records == expected
+    assert records == expected
 
 
 def test_pkg_false_first_stories_are_counted(spark, fsd, capsys):
-    module, tables, expected = fsd
-    run = run_on_spark(module, tables, engines=5, batch_size=BATCH, master="local[2]",
-                       strategy="pkg", progress=False)
-    got, want = _multiset(run.records), _multiset(expected)
+    module, source, expected = fsd
+    _, records = run_and_read(module, source, engines=5, batch_size=BATCH, strategy="pkg")
+    got, want = _multiset(records), _multiset(expected)
     extra, missing = sum((got - want).values()), sum((want - got).values())
     with capsys.disabled():
-        print(f"\nPKG on FSD, {SPEC}: {len(run.records)} first stories vs KG "
+        print(f"\nPKG on FSD, {SPEC}: {len(records)} first stories vs KG "
               f"{len(expected)}: {extra} false, {missing} missed")
     assert extra > 0

@@ -23,6 +23,7 @@ from faults import (
     INPUT,
     RULE,
     SecantusServer,
+    appended,
     cep_run,
     committed,
     events,
@@ -211,7 +212,7 @@ def test_repeated_crashes_of_mongodb_give_the_events_of_an_uninterrupted_run(tmp
         command = cep_run(run, *SLOW_OPTIONS, "--mongo-uri", server.uri, source=SLOW_SOURCE)
         for name, ready in (("in-batch-3", lambda: in_flight(run, 3)),
                             ("after-output-6",
-                             lambda: (run / "parts" / "batch-0000006.jsonl").exists())):
+                             lambda: appended(run, 6))):
             proc = start(command, tmp_path / name)
             wait_until(ready, proc, name)
             server.stop(crash=True)
