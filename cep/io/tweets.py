@@ -101,6 +101,7 @@ Speed (one run each on the shared 2-core development machine)
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -110,9 +111,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cep.engine.text import lsh_bucket, minhash_signatures
+from cep.io import tweet_layout as lay
+from cep.io.tweet_text import Renderer, slot_keys, stories, tweet_slots
+from cep.io.tweet_world import LANGS, TOPICS, World, n_users, world, zipf_p
 from splitter.hashing import kg_engine
 from splitter.stats import rstd
+
+__all__ = [
+    "DEFAULT_RATE", "LANGS", "MODES", "START_US", "TOPICS", "TWITTER_EPOCH_MS",
+    "GeneratedTweets", "generate_tweets", "kg_window_rstd", "parse_spec", "tweets_plan",
+    "tweets_range", "write_ground_truth", "zipf_exponent",
+]  # fmt: skip
 
 MODES = ("default", "zipf-periodic")
 START_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in µs since the Unix epoch
@@ -121,45 +130,8 @@ DEFAULT_RATE = 1000.0  # tweets per second of event time
 
 # Zipf-periodic schedule: (seconds, exponent) phases, repeated from START_US.
 PHASES: tuple[tuple[float, float], ...] = ((300.0, 0.2), (600.0, 1.5))
-
-VOCAB_SIZE = 8000
-WORD_ZIPF = 0.8
-LANGS = ("en", "es", "fr", "pt", "de")
-LANG_P = (0.72, 0.10, 0.07, 0.06, 0.05)
-TOPICS = (
-    "politics", "sports", "music", "entertainment", "tech", "business", "science",
-    "health", "weather", "gaming", "travel", "food", "fashion", "education", "crime",
-    "local",
-)  # fmt: skip
-SEED_LEN = (8, 20)  # words in a story's seed text, inclusive
-P_ONEOFF = 0.7
-SIZE_ZIPF = 1.9
-SIZE_CAP = 20_000
-LIFETIME_S = 20.0  # story lifetime scale: LIFETIME_S * sqrt(size) * LogNormal(0, 0.5)
-LIFETIME_CLIP = (10.0, 3600.0)
-PREHISTORY_S = 4 * 3600.0  # stories born this long before the stream may still tweet in it
-P_RETWEET = 0.2
-FILLER_RANKS = 30  # filler words are the language's 30 most frequent words
-
-# Text layout: one token slot per column; -1 = empty.
-_W_RT, _W_MENTION, _W_BODY, _W_FILLER, _W_TAG = 0, 1, 2, 2 + SEED_LEN[1], 4 + SEED_LEN[1]
-_WIDTH = _W_TAG + 1
-# Token styles: how a token is written. None changes the token under the engine's
-# [a-z0-9]+ lower-cased tokenisation, so the text's tokens are exactly the slot tokens.
-_STYLE_FORMS = (
-    lambda t: t,  # _PLAIN
-    str.capitalize,  # _CAP
-    lambda t: "#" + t,  # _HASH
-    lambda t: "@" + t,  # _MENTION
-    lambda t: "@" + t + ":",  # _MENTION_COLON
-    lambda t: t + ",",  # _COMMA
-    str.upper,  # _UPPER
-)
-_PLAIN, _CAP, _HASH, _MENTION, _MENTION_COLON, _COMMA, _UPPER = range(len(_STYLE_FORMS))
-_N_STYLE = len(_STYLE_FORMS)
-_ENDS = (" ", "\n", "!\n", "?\n", "...\n")  # what follows a token; index 0 = more follow
-_END_P = (0.6, 0.2, 0.1, 0.1)  # probabilities of ends 1..4 after a tweet's last token
-_CHUNK = 200_000  # rows rendered at once (bounds memory; fixed, so output is too)
+_PLAN_TIMES = 0x54494D45  # purpose of the generator of the blocks' durations
+_KEY_PRIORITY = 0x4B455953  # purpose of the generator of the key tie-break order
 
 
 @dataclass(frozen=True)
@@ -179,379 +151,288 @@ class GeneratedTweets:
     keys: np.ndarray
 
 
-# ---------------------------------------------------------------- vocabulary and users
-
-_ONSETS = np.array([*"bdfgklmnprstvz", "br", "ch", "sh", "tr", "st"], dtype=object)
-_VOWELS = np.array([*"aeiou", "ai", "ou"], dtype=object)
-_CODAS = np.array(["", "", "", "", "n", "r", "s", "l", "k"], dtype=object)
+# ---------------------------------------------------------------- plan
 
 
-def _vocabulary(rng: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` distinct pronounceable words, shortest first (rank 0 = most frequent)."""
-    words: dict[str, None] = {}
-    while len(words) < size:
-        m = 2 * size
-        n_syl = rng.choice(np.arange(1, 5), size=m, p=[0.15, 0.45, 0.3, 0.1])
-        parts = (
-            _ONSETS[rng.integers(0, len(_ONSETS), (m, 4))]
-            + _VOWELS[rng.integers(0, len(_VOWELS), (m, 4))]
-            + _CODAS[rng.integers(0, len(_CODAS), (m, 4))]
-        )
-        for row, k in zip(parts.tolist(), n_syl.tolist(), strict=True):
-            word = "".join(row[:k])
-            if word != "rt":
-                words.setdefault(word)
-                if len(words) == size:
-                    break
-    ordered = sorted(words, key=len)  # stable: ties keep their seeded order
-    return np.array(ordered, dtype=object)
+def _check(n: int, mode: str, seed: int, buckets: int, rate: float) -> None:
+    if n < 1:
+        raise ValueError(f"tweets: n must be >= 1, got {n}")
+    if mode not in MODES:
+        raise ValueError(f"tweets: unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"tweets: seed must be in [0, 2**63), got {seed}")
+    if buckets < 1:
+        raise ValueError(f"tweets: buckets must be >= 1, got {buckets}")
+    if not 0 < rate <= 1e6:
+        raise ValueError(f"tweets: rate must be in (0, 1e6] tweets/s, got {rate}")
 
 
-def _handles(rng: np.random.Generator, vocab: np.ndarray, count: int) -> np.ndarray:
-    """``count`` distinct user handles ``word+digits`` (only ``[a-z0-9]``: one token)."""
-    out: dict[str, None] = {}
-    while len(out) < count:
-        m = 2 * count
-        w = vocab[rng.integers(0, len(vocab), m)]
-        d = rng.integers(0, 10_000, m)
-        for word, num in zip(w.tolist(), d.tolist(), strict=True):
-            out.setdefault(f"{word}{num}")
-            if len(out) == count:
-                break
-    return np.array(list(out), dtype=object)
+def _plan(
+    n: int = 200_000,
+    mode: str = "default",
+    seed: int = 7,
+    buckets: int = 4096,
+    rate: float = DEFAULT_RATE,
+) -> dict[str, Any]:
+    """The plan of a stream: its arguments and the event time at every block boundary.
 
-
-def _power_ranks(rng: np.random.Generator, k: int, s: float, size: int) -> np.ndarray:
-    """Ranks in ``[0, k)`` from the power law ``x**-s`` on ``[1, k + 1)``, floored.
-
-    A Zipf-like law sampled by inverting its CDF in closed form: ~10x faster than
-    ``Generator.choice(p=...)`` (a binary search per draw), which matters for the tens of
-    millions of word and user draws at paper scale.
+    A block of ``BLOCK`` Poisson arrivals lasts ``Gamma(BLOCK, 1/rate)`` seconds; drawing
+    those durations here (one number per block) is what lets a range know its clock
+    without generating the rows before it.
     """
-    u = rng.random(size)
-    if s == 1.0:
-        x = np.exp(u * np.log(k + 1.0))
-    else:
-        x = (1.0 + u * ((k + 1.0) ** (1.0 - s) - 1.0)) ** (1.0 / (1.0 - s))
-    return np.minimum(x.astype(np.int64) - 1, k - 1)
+    _check(n, mode, seed, buckets, rate)
+    n_blocks = -(-n // lay.BLOCK)
+    rng = np.random.Generator(np.random.PCG64([seed, _PLAN_TIMES]))
+    starts = np.concatenate([[0.0], np.cumsum(rng.standard_gamma(lay.BLOCK, n_blocks) / rate)])
+    return {
+        "n": n, "mode": mode, "seed": seed, "buckets": buckets, "rate": rate,
+        "block": lay.BLOCK, "block_start_s": starts.tolist(),
+    }  # fmt: skip
 
 
-def _zipf_p(k: int, s: float) -> np.ndarray:
-    """Probabilities of ranks 1..k under a Zipf law of exponent ``s``."""
-    w = np.arange(1, k + 1, dtype=np.float64) ** -s
-    return w / w.sum()
+def tweets_plan(spec: str) -> dict[str, Any]:
+    """The plan of the stream an input spec names (``tweets``, ``tweets:n=...,mode=...``).
 
-
-# ---------------------------------------------------------------- story timing
-
-_SIZE_P = _zipf_p(SIZE_CAP, SIZE_ZIPF)
-_MEAN_SIZE = P_ONEOFF + (1 - P_ONEOFF) * (1 + float(np.arange(1, SIZE_CAP + 1) @ _SIZE_P))
-
-
-def _multi_sizes(rng: np.random.Generator, m: int) -> np.ndarray:
-    """Sizes of ``m`` stories that have more than one tweet: ``1 + Zipf`` truncated."""
-    return 1 + 1 + rng.choice(SIZE_CAP, size=m, p=_SIZE_P)
-
-
-def _lifetimes(rng: np.random.Generator, sizes: np.ndarray) -> np.ndarray:
-    """Mean delay (s) of a story's later tweets: bigger stories last longer."""
-    life = LIFETIME_S * np.sqrt(sizes) * rng.lognormal(0.0, 0.5, len(sizes))
-    return np.clip(life, *LIFETIME_CLIP)
-
-
-@dataclass
-class _Timeline:
-    """The first ``n`` tweets of the stream: story (global number), time (s), seed flag."""
-
-    story: np.ndarray
-    time: np.ndarray
-    is_seed: np.ndarray
-    story_size: np.ndarray  # size of every global story (all its tweets, seen or not)
-
-
-def _timeline(rng: np.random.Generator, n: int, rate: float) -> _Timeline:
-    """Story births and tweet times; keeps the ``n`` earliest tweets at time >= 0."""
-    birth_rate = rate / _MEAN_SIZE
-    # Stories born before 0: only multi-tweet ones can reach the stream. By memorylessness
-    # of the exponential delays, the number of a story's tweets after 0 is
-    # Binomial(size - 1, exp(birth / lifetime)) and their times are 0 + Exp(lifetime).
-    m_pre = rng.poisson(birth_rate * (1 - P_ONEOFF) * PREHISTORY_S)
-    pre_birth = -rng.uniform(0.0, PREHISTORY_S, m_pre)
-    pre_size = _multi_sizes(rng, m_pre)
-    pre_life = _lifetimes(rng, pre_size)
-    pre_left = rng.binomial(pre_size - 1, np.exp(pre_birth / pre_life))
-    stories = [np.repeat(np.arange(m_pre), pre_left)]
-    times = [rng.exponential(np.repeat(pre_life, pre_left))]
-    seeds = [np.zeros(int(pre_left.sum()), dtype=bool)]
-    sizes = [pre_size]
-    n_stories = m_pre
-    # Stories born in blocks of event time until n tweets lie before the block's end.
-    block = 1.25 * n / rate + 10.0
-    end = 0.0
-    while True:
-        m = rng.poisson(birth_rate * block)
-        birth = end + rng.uniform(0.0, block, m)
-        size = np.ones(m, dtype=np.int64)
-        multi = rng.random(m) >= P_ONEOFF
-        size[multi] = _multi_sizes(rng, int(multi.sum()))
-        life = _lifetimes(rng, size)
-        ids = n_stories + np.arange(m)
-        later = size - 1
-        stories += [ids, np.repeat(ids, later)]
-        times += [birth, np.repeat(birth, later) + rng.exponential(np.repeat(life, later))]
-        seeds += [np.ones(m, dtype=bool), np.zeros(int(later.sum()), dtype=bool)]
-        sizes.append(size)
-        n_stories += m
-        end += block
-        time = np.concatenate(times)
-        if np.count_nonzero(time < end) >= n:
-            break
-    order = np.argsort(time, kind="stable")[:n]
-    return _Timeline(
-        story=np.concatenate(stories)[order],
-        time=time[order],
-        is_seed=np.concatenate(seeds)[order],
-        story_size=np.concatenate(sizes),
-    )
-
-
-# ---------------------------------------------------------------- text rendering
-
-
-class _Renderer:
-    """Turns token-slot matrices into tweet strings without a Python loop per tweet.
-
-    A piece is ``(token, style, end)`` packed in one integer; its string (e.g. ``"#Word!\\n"``)
-    is built once, the first time it is used. A chunk of tweets is rendered by looking up
-    all its pieces, joining them into one string and splitting on the newline that ends
-    every tweet.
+    Small and JSON-serialisable (the arguments plus one float per block of
+    ``BLOCK`` rows) so it can travel inside Spark partitions; :func:`tweets_range` turns
+    it into rows. ``ValueError`` for a bad spec or bad arguments.
     """
-
-    def __init__(self, tokens: np.ndarray) -> None:
-        self.tokens = tokens
-        self.table = np.empty(len(tokens) * _N_STYLE * len(_ENDS), dtype=object)
-        self.filled = np.zeros(len(self.table), dtype=bool)
-
-    def _fill(self, codes: np.ndarray) -> None:
-        used = np.zeros(len(self.table), dtype=bool)
-        used[codes] = True
-        need = np.flatnonzero(used & ~self.filled)
-        per_token = _N_STYLE * len(_ENDS)
-        for code in need.tolist():
-            tok, rest = divmod(code, per_token)
-            style, end = divmod(rest, len(_ENDS))
-            self.table[code] = _STYLE_FORMS[style](self.tokens[tok]) + _ENDS[end]
-        self.filled[need] = True
-
-    def render(self, tok: np.ndarray, style: np.ndarray, last_end: np.ndarray) -> list[str]:
-        """Texts of rows of ``tok`` (-1 = empty slot); ``last_end`` picks each ending."""
-        mask = tok >= 0
-        codes = (tok[mask].astype(np.int64) * _N_STYLE + style[mask]) * len(_ENDS)
-        codes[np.cumsum(np.count_nonzero(mask, axis=1)) - 1] += last_end  # rows are non-empty
-        self._fill(codes)
-        return "".join(self.table[codes].tolist()).split("\n")[:-1]
+    return _plan(**parse_spec(spec))
 
 
-# ---------------------------------------------------------------- the stream
+# ---------------------------------------------------------------- blocks
 
 
 @dataclass
-class _World:
-    """Everything fixed by the seed before tweets are written."""
+class _Block:
+    """One block's rows (all ``BLOCK`` of them, texts only for the kept ones)."""
 
-    vocab: np.ndarray
-    lang_words: np.ndarray  # (language, rank) -> word token id
-    handles: np.ndarray
-    tokens: np.ndarray  # token id -> string: words, then handles, then "rt"
-
-    @property
-    def rt_token(self) -> int:
-        """Token id of "rt" (rendered "RT" in retweets)."""
-        return len(self.tokens) - 1
-
-    def handle_token(self, user: np.ndarray) -> np.ndarray:
-        """Token ids of users' handles (mentions)."""
-        return len(self.vocab) + user
-
-    def words(self, rng: np.random.Generator, lang: np.ndarray) -> np.ndarray:
-        """One Zipf-drawn word token per entry of ``lang`` (language indices, 1-D)."""
-        return self.lang_words[lang, _power_ranks(rng, VOCAB_SIZE, WORD_ZIPF, len(lang))]
-
-    def users(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """``size`` users drawn by activity (Zipf, exponent 1)."""
-        return _power_ranks(rng, len(self.handles), 1.0, size)
+    columns: dict[str, np.ndarray]  # user, lang, text, retweets, topic
+    first: np.ndarray  # first-story flags
+    gid: np.ndarray  # story numbers
+    keys: np.ndarray  # LSH keys
+    ts: np.ndarray
+    worker: np.ndarray
 
 
-def _world(rng: np.random.Generator, n: int) -> _World:
-    """Vocabulary, per-language word ranks and users for a stream of ``n`` tweets."""
-    vocab = _vocabulary(rng, VOCAB_SIZE)
-    # Other languages rank the same words in their own order, still mostly short first
-    # (sorted by length plus noise) so that their frequent words stay short.
-    length = np.fromiter(map(len, vocab), dtype=np.float64, count=VOCAB_SIZE)
-    lang_words = np.stack(
-        [np.arange(VOCAB_SIZE)]
-        + [np.argsort(length + rng.uniform(0.0, 4.0, VOCAB_SIZE)) for _ in LANGS[1:]]
-    )
-    n_users = int(np.clip(n // 10, 1000, 200_000))
-    handles = _handles(rng, vocab, n_users)
-    return _World(
-        vocab=vocab,
-        lang_words=lang_words,
-        handles=handles,
-        tokens=np.concatenate([vocab, handles, np.array(["rt"], dtype=object)]),
-    )
+@functools.lru_cache(maxsize=4)
+def _renderer(seed: int, users: int) -> Renderer:
+    """A renderer per world, kept so that its table of rendered pieces is reused."""
+    return Renderer(world(seed, users).tokens)
+
+
+def _clock(plan: dict[str, Any], b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamps (µs) and snowflake worker ids of block ``b``'s rows.
+
+    Given that the block's last arrival is at its end, the other arrivals of a Poisson
+    process are uniform order statistics over the block.
+    """
+    start, end = plan["block_start_s"][b], plan["block_start_s"][b + 1]
+    rng = lay.block_rng(plan["seed"], lay.TIMES, b)
+    x = np.append(np.sort(rng.random(lay.BLOCK - 1)), 1.0)
+    ts = START_US + np.floor((start + (end - start) * x) * 1e6).astype(np.int64)
+    return ts, rng.integers(0, 1024, lay.BLOCK)
 
 
 @dataclass
-class _Stream:
-    """Generated rows before ids/timestamps are final (the pool of zipf-periodic)."""
+class _Drawn:
+    """A block of tweets before rendering: columns but ``text``, token slots, keys."""
 
-    user: np.ndarray
-    lang: np.ndarray
-    text: np.ndarray
-    retweets: np.ndarray
-    topic: np.ndarray
-    story: np.ndarray  # stories numbered by first appearance
-    time: np.ndarray  # seconds after START_US
+    columns: dict[str, np.ndarray]
+    slots: tuple[np.ndarray, np.ndarray, np.ndarray]  # tokens, styles, endings
+    keys: np.ndarray
+
+    def texts(self, renderer: Renderer, rows: np.ndarray | slice) -> np.ndarray:
+        """Rendered texts of ``rows`` (rendering is the costly part: only what is kept)."""
+        tok, style, last_end = self.slots
+        return np.array(renderer.render(tok[rows], style[rows], last_end[rows]), dtype=object)
+
+
+def _draw(
+    plan: dict[str, Any], w: World, layout: lay.BlockLayout, rng: np.random.Generator
+) -> _Drawn:
+    """The tweets of a block laid out as ``layout``, all random draws from ``rng``."""
+    uniq, story = np.unique(layout.gid, return_inverse=True)
+    st = stories(w, plan["seed"], uniq, lay.trend_of(uniq))
+    user = w.users(rng.random(lay.BLOCK))
+    user[layout.is_seed] = st.author[story[layout.is_seed]]
+    retweets = np.minimum(rng.zipf(2.1, lay.BLOCK) - 1, 10_000_000)
+    retweets[layout.is_seed] += layout.size[layout.is_seed] - 1
+    tok, style, last_end = tweet_slots(rng, w, st, story, layout.is_seed)
+    columns = {
+        "user": w.handles[user],
+        "lang": np.array(LANGS, dtype=object)[st.lang[story]],
+        "retweets": retweets.astype(np.int64),
+        "topic": np.array(TOPICS, dtype=object)[st.topic[story]],
+    }
+    return _Drawn(columns, (tok, style, last_end), slot_keys(w, tok, plan["buckets"]))
+
+
+def _keep(b: int, lo: int, hi: int) -> slice:
+    """The rows of block ``b`` inside ``[lo, hi)``, as positions in the block."""
+    return slice(max(lo - b * lay.BLOCK, 0), min(hi - b * lay.BLOCK, lay.BLOCK))
+
+
+def _default_blocks(plan: dict[str, Any], w: World, b0: int, b1: int, lo: int, hi: int):
+    """Blocks ``b0..b1`` of the default stream (texts for the rows in ``[lo, hi)``).
+
+    A row is a first story if it is its story's seed, or the first tweet in the stream of
+    a story born before the stream started (whose seed is not in it); such stories can
+    only tweet in the first ``MAX_SPAN_BLOCKS`` blocks, so only ranges there look back.
+    """
+    look_back = b0 < lay.MAX_SPAN_BLOCKS
+    layout = lay.StreamLayout(plan["seed"], 0 if look_back else b0, b1)
+    seen = np.zeros(0, dtype=np.int64)  # stories born before the stream, met so far
+    if look_back:
+        seen = np.concatenate([layout.follow_counts(b)[0] for b in range(b0)] + [seen])
+        seen = np.unique(seen[lay.birth_block(seen) < 0])
+    renderer = _renderer(plan["seed"], len(w.handles))
+    for b in range(b0, b1 + 1):
+        bl = layout.block(b)
+        drawn = _draw(plan, w, bl, lay.block_rng(plan["seed"], lay.TEXT, b))
+        keep = _keep(b, lo, hi)
+        columns = {**drawn.columns, "text": np.empty(lay.BLOCK, dtype=object)}
+        columns["text"][keep] = drawn.texts(renderer, keep)
+        first = bl.is_seed.copy()
+        if look_back:
+            pre = np.flatnonzero(lay.birth_block(bl.gid) < 0)
+            uniq, at = np.unique(bl.gid[pre], return_index=True)
+            first[pre[at[~np.isin(uniq, seen)]]] = True
+            seen = np.union1d(seen, uniq)
+        ts, worker = _clock(plan, b)
+        yield _Block(columns, first, bl.gid, drawn.keys, ts, worker)
+
+
+def _zipf_blocks(plan: dict[str, Any], w: World, b0: int, b1: int, lo: int, hi: int):
+    """Blocks ``b0..b1`` of the zipf-periodic stream (texts for the rows in ``[lo, hi)``).
+
+    Each block re-orders its own pool (:func:`tweet_layout.pool_block`) by key: row ``i``
+    draws a key rank from the Zipf law of its phase over the keys in the pool (most
+    frequent first, ties in a seeded order), and the ``j``-th use of a key in the block
+    takes the pool's ``(j mod count)``-th tweet of that key. Pool stories live in their
+    block, so the first story is the first use of a story in the block.
+    """
+    seed = plan["seed"]
+    priority = np.random.Generator(np.random.PCG64([seed, _KEY_PRIORITY])).permutation(
+        plan["buckets"]
+    )
+    renderer = _renderer(seed, len(w.handles))
+    for b in range(b0, b1 + 1):
+        pool = lay.pool_block(seed, b)
+        drawn = _draw(plan, w, pool, lay.block_rng(seed, lay.POOL_TEXT, b))
+        ts, worker = _clock(plan, b)
+        rows = _zipf_rows(lay.block_rng(seed, lay.ZIPF_KEYS, b), drawn.keys, priority, ts)
+        keep = _keep(b, lo, hi)
+        columns = {name: col[rows] for name, col in drawn.columns.items()}
+        columns["text"] = np.empty(lay.BLOCK, dtype=object)
+        columns["text"][keep] = drawn.texts(renderer, rows[keep])
+        gid = pool.gid[rows]
+        first = np.zeros(lay.BLOCK, dtype=bool)
+        first[np.unique(gid, return_index=True)[1]] = True
+        yield _Block(columns, first, gid, drawn.keys[rows], ts, worker)
+
+
+def _zipf_rows(
+    rng: np.random.Generator, pool_keys: np.ndarray, priority: np.ndarray, ts: np.ndarray
+) -> np.ndarray:
+    """Pool rows to emit, in order, for one zipf-periodic block (see :func:`_zipf_blocks`)."""
+    uniq, key_idx, key_count = np.unique(pool_keys, return_inverse=True, return_counts=True)
+    by_rank = np.lexsort((priority[uniq], -key_count))  # rank -> index into uniq
+    u = rng.random(len(ts))
+    exponent = zipf_exponent(ts)
+    out_key = np.empty(len(ts), dtype=np.int64)
+    for _, e in PHASES:
+        sel = exponent == e
+        cdf = np.cumsum(zipf_p(len(uniq), e))
+        out_key[sel] = by_rank[np.minimum(np.searchsorted(cdf, u[sel], "right"), len(uniq) - 1)]
+    # j-th use of key k takes the pool's (j mod count_k)-th tweet of k, in pool order.
+    by_key = np.argsort(key_idx, kind="stable")
+    key_start = np.concatenate([[0], np.cumsum(key_count)[:-1]])
+    out_order = np.argsort(out_key, kind="stable")
+    out_start = np.searchsorted(out_key[out_order], out_key[out_order], "left")
+    use = np.empty(len(ts), dtype=np.int64)
+    use[out_order] = np.arange(len(ts)) - out_start
+    return by_key[key_start[out_key] + use % key_count[out_key]]
+
+
+@dataclass
+class _Rows:
+    """Rows ``lo..hi-1`` of a stream with what generate_tweets needs besides the frame."""
+
+    frame: pd.DataFrame
+    first: np.ndarray
+    gid: np.ndarray
     keys: np.ndarray
 
 
-def _generate_stream(rng: np.random.Generator, n: int, rate: float, buckets: int) -> _Stream:
-    """The default-mode stream of ``n`` tweets (see the module docstring)."""
-    world = _world(rng, n)
-    tl = _timeline(rng, n, rate)
-    story, _ = pd.factorize(tl.story)
-    story = story.astype(np.int64)
-    n_story = int(story.max()) + 1
+_COLUMNS = ("seq", "id", "ts", "user", "lang", "text", "retweets", "topic")
 
-    # Per story: language, topic, author, seed text, hashtag word.
-    s_lang = rng.choice(len(LANGS), size=n_story, p=LANG_P)
-    s_topic = rng.choice(len(TOPICS), size=n_story, p=_zipf_p(len(TOPICS), 1.0))
-    s_author = world.users(rng, n_story)
-    s_len = rng.integers(SEED_LEN[0], SEED_LEN[1] + 1, n_story)
-    seed_tok = np.full((n_story, SEED_LEN[1]), -1, dtype=np.int32)
-    in_seed = np.arange(SEED_LEN[1])[None, :] < s_len[:, None]
-    seed_tok[in_seed] = world.words(rng, np.repeat(s_lang, s_len))
-    s_tag = seed_tok[np.arange(n_story), rng.integers(0, s_len)]
 
-    # Per row: author for seeds, an active user otherwise; heavy-tailed retweet counts.
-    user = world.users(rng, n)
-    user[tl.is_seed] = s_author[story[tl.is_seed]]
-    retweets = np.minimum(rng.zipf(2.1, n) - 1, 10_000_000)
-    retweets[tl.is_seed] += tl.story_size[tl.story[tl.is_seed]] - 1
-
-    renderer = _Renderer(world.tokens)
-    m0, m1 = minhash_signatures(world.tokens, 2).astype(np.int64).T
-    pad = np.int64(2**32)  # above every 32-bit min-value: empty slots never win
-    mins = (np.append(m0, pad), np.append(m1, pad))
-    texts: list[str] = []
-    pairs = np.empty(n, dtype=np.int64)
-    n_tok = len(world.tokens)
-    for lo in range(0, n, _CHUNK):
-        hi = min(n, lo + _CHUNK)
-        tok, style, last_end = _tweet_slots(
-            rng, world, story[lo:hi], tl.is_seed[lo:hi], s_lang, s_len, seed_tok, s_tag,
-            s_author,
-        )  # fmt: skip
-        texts += renderer.render(tok, style, last_end)
-        # The LSH key depends only on the two MinHash minima of the token set, and the
-        # two tokens attaining them have the same minima as the whole text: key the
-        # tweet by that token pair and ask lsh_bucket once per distinct pair (below).
-        tp = np.where(tok >= 0, tok, n_tok)
-        rows = np.arange(hi - lo)
-        a = tp[rows, np.argmin(mins[0][tp], axis=1)]
-        b = tp[rows, np.argmin(mins[1][tp], axis=1)]
-        pairs[lo:hi] = a * n_tok + b
-    codes, uniq = pd.factorize(pairs)
-    pair_text = [f"{world.tokens[p // n_tok]} {world.tokens[p % n_tok]}" for p in uniq.tolist()]
-    keys = lsh_bucket(np.array(pair_text, dtype=object), buckets)[codes]
-    return _Stream(
-        user=world.handles[user],
-        lang=np.array(LANGS, dtype=object)[s_lang[story]],
-        text=np.array(texts, dtype=object),
-        retweets=retweets.astype(np.int64),
-        topic=np.array(TOPICS, dtype=object)[s_topic[story]],
-        story=story,
-        time=tl.time,
-        keys=keys,
+def _rows(plan: dict[str, Any], lo: int, hi: int) -> _Rows:
+    """Rows ``lo..hi-1``: whole blocks are drawn (so any cut agrees), the rows kept."""
+    n = plan["n"]
+    if not 0 <= lo <= hi <= n:
+        raise ValueError(f"tweets: range [{lo}, {hi}) is not within [0, {n})")
+    w = world(plan["seed"], n_users(n))
+    blocks = _zipf_blocks if plan["mode"] == "zipf-periodic" else _default_blocks
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in (*_COLUMNS, "first", "gid", "keys")}
+    b0, b1 = lo // lay.BLOCK, max(lo, hi - 1) // lay.BLOCK  # an empty range: one block, cut empty
+    for b, block in zip(range(b0, b1 + 1), blocks(plan, w, b0, b1, lo, hi), strict=True):
+        keep = _keep(b, lo, hi)
+        ms = block.ts // 1000 - TWITTER_EPOCH_MS
+        if np.unique(ms, return_counts=True)[1].max() >= 4096:
+            raise ValueError("tweets: more than 4096 tweets in one millisecond; lower the rate")
+        seq = np.arange(b * lay.BLOCK, (b + 1) * lay.BLOCK, dtype=np.int64)
+        # Rows of one millisecond are consecutive, fewer than 4096: seq mod 4096 is a
+        # counter unique within the millisecond, computed without the neighbouring rows.
+        ids = (ms << 22) | (block.worker << 12) | (seq % 4096)
+        values = {"seq": seq, "id": ids, "ts": block.ts, **block.columns,
+                  "first": block.first, "gid": block.gid, "keys": block.keys}  # fmt: skip
+        for name, col in values.items():
+            parts[name].append(col[keep])
+    cols = {name: np.concatenate(p) for name, p in parts.items()}
+    # Explicit dtypes: pandas >= 3 would otherwise infer its string dtype for the str
+    # columns, and the engine expects object columns of Python str (as read_events).
+    frame = pd.DataFrame(
+        {name: pd.Series(cols[name], dtype=cols[name].dtype, copy=False) for name in _COLUMNS},
+        copy=False,
     )
+    return _Rows(frame, cols["first"], cols["gid"], cols["keys"])
 
 
-def _tweet_slots(
-    rng: np.random.Generator,
-    world: _World,
-    story: np.ndarray,
-    is_seed: np.ndarray,
-    s_lang: np.ndarray,
-    s_len: np.ndarray,
-    seed_tok: np.ndarray,
-    s_tag: np.ndarray,
-    s_author: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Token slots, styles and endings of a chunk of tweets (see "Paraphrase" above)."""
-    c = len(story)
-    rows = np.arange(c)
-    lang = s_lang[story]
-    length = s_len[story]
-    tok = np.full((c, _WIDTH), -1, dtype=np.int32)
-    style = np.full((c, _WIDTH), _PLAIN, dtype=np.int8)
-    body = seed_tok[story]
-    later = ~is_seed
-    retweet = later & (rng.random(c) < P_RETWEET)
-    para = later & ~retweet
+def tweets_range(plan: dict[str, Any], lo: int, hi: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Rows ``lo..hi-1`` of the planned stream and which of them are first stories.
 
-    # Paraphrase: swap a neighbouring pair, then drop/replace 1-3 words.
-    swap = para & (rng.random(c) < 0.4)
-    j = (rng.random(c) * (length - 1)).astype(np.int64)
-    sr, sj = rows[swap], j[swap]
-    body[sr, sj], body[sr, sj + 1] = body[sr, sj + 1], body[sr, sj]  # fancy reads copy
-    # Three distinct positions in [0, length) per paraphrase (each draw skips the ones
-    # taken before it); the first `replaced` are replaced, the next ones up to `edits`
-    # dropped.
-    pr, n_words = rows[para], length[para]
-    u = rng.random((len(pr), 3))
-    p0 = (u[:, 0] * n_words).astype(np.int64)
-    p1 = (u[:, 1] * (n_words - 1)).astype(np.int64)
-    p1 += p1 >= p0
-    p2 = (u[:, 2] * (n_words - 2)).astype(np.int64)
-    p2 += p2 >= np.minimum(p0, p1)
-    p2 += p2 >= np.maximum(p0, p1)
-    pos = np.stack([p0, p1, p2], axis=1)
-    edits = rng.integers(1, 4, len(pr))
-    replaced = rng.binomial(edits, 0.5)
-    k = np.arange(3)[None, :]
-    repl = k < replaced[:, None]
-    drop = (k >= replaced[:, None]) & (k < edits[:, None])
-    prow = np.broadcast_to(pr[:, None], pos.shape)
-    body[prow[repl], pos[repl]] = world.words(rng, lang[prow[repl]])
-    body[prow[drop], pos[drop]] = -1
-    tok[:, _W_BODY : _W_BODY + SEED_LEN[1]] = body
+    Any cut of ``[0, n)`` into consecutive ranges concatenates to the same frame and
+    flags, bit for bit, in any process. Cost and memory: the blocks of ``BLOCK`` rows the
+    range touches, plus the look-back of the default mode (births of the preceding
+    ``MAX_SPAN_BLOCKS`` blocks, a few hundred thousand numbers), whatever ``lo`` and ``n``.
+    """
+    rows = _rows(plan, lo, hi)
+    return rows.frame, rows.first
 
-    n_fill = rng.choice(3, size=c, p=[0.5, 0.3, 0.2]) * para
-    fill = world.lang_words[lang[:, None], rng.integers(0, FILLER_RANKS, (c, 2))]
-    fill[np.arange(2)[None, :] >= n_fill[:, None]] = -1
-    tok[:, _W_FILLER : _W_FILLER + 2] = fill
 
-    mention = para & (rng.random(c) < 0.15)
-    tok[mention, _W_MENTION] = world.handle_token(world.users(rng, int(mention.sum())))
-    style[mention, _W_MENTION] = _MENTION
-    tok[retweet, _W_RT] = world.rt_token
-    style[retweet, _W_RT] = _UPPER
-    tok[retweet, _W_MENTION] = world.handle_token(s_author[story[retweet]])
-    style[retweet, _W_MENTION] = _MENTION_COLON
+def generate_tweets(
+    n: int = 200_000,
+    mode: str = "default",
+    seed: int = 7,
+    buckets: int = 4096,
+    rate: float = DEFAULT_RATE,
+) -> GeneratedTweets:
+    """The ``tweets`` workload: ``n`` tweets and their first-story ground truth.
 
-    tag = rng.random(c) < 0.3
-    tok[tag, _W_TAG] = s_tag[story[tag]]
-    style[tag, _W_TAG] = _HASH
-    last_col = _WIDTH - 1 - np.argmax(tok[:, ::-1] >= 0, axis=1)
-    body_col = np.arange(_W_BODY, _W_BODY + SEED_LEN[1])[None, :]
-    comma = (rng.random(body.shape) < 0.04) & (body >= 0) & (body_col < last_col[:, None])
-    style[:, _W_BODY : _W_BODY + SEED_LEN[1]][comma] = _COMMA  # never before the end mark
-    first = _W_BODY + np.argmax(body >= 0, axis=1)
-    cap = rng.random(c) < 0.6
-    style[rows[cap], first[cap]] = _CAP
-    last_end = 1 + rng.choice(len(_END_P), size=c, p=_END_P)
-    return tok, style, last_end
+    ``buckets`` is the number of LSH keys (the FSD rule's ``buckets`` variable); it shapes
+    the zipf-periodic order and ``keys``. ``rate`` is tweets per second of event time.
+    The same rows as ``tweets_range(plan, 0, n)``.
+    """
+    rows = _rows(_plan(n, mode, seed, buckets, rate), 0, n)
+    story = pd.factorize(rows.gid)[0].astype(np.int64)  # numbered by first appearance
+    return GeneratedTweets(
+        frame=rows.frame,
+        first_story_ids=rows.frame.id.to_numpy()[rows.first],
+        story_of=story,
+        keys=rows.keys,
+    )
 
 
 # ---------------------------------------------------------------- modes
@@ -569,112 +450,6 @@ def zipf_exponent(ts: np.ndarray) -> np.ndarray:
     """The zipf-periodic exponent in force at each timestamp (µs): 0.2 or 1.5."""
     exponents = np.array([e for _, e in PHASES])
     return exponents[_phase_index(ts) % len(PHASES)]
-
-
-def _arrivals(rng: np.random.Generator, n: int, rate: float) -> np.ndarray:
-    """Poisson arrival times (s) at ``rate`` per second."""
-    return np.cumsum(rng.exponential(1.0 / rate, n))
-
-
-def _to_us(time: np.ndarray) -> np.ndarray:
-    """Event timestamps (µs since the Unix epoch) of times in seconds after START_US."""
-    return START_US + np.floor(time * 1e6).astype(np.int64)
-
-
-def _zipf_periodic(
-    rng: np.random.Generator, pool_keys: np.ndarray, rate: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pool rows to emit, in order, for the zipf-periodic stream, and their times (s)."""
-    n = len(pool_keys)
-    time = _arrivals(rng, n, rate)
-    exponent = zipf_exponent(_to_us(time))
-    uniq, key_idx, key_count = np.unique(pool_keys, return_inverse=True, return_counts=True)
-    rank_to_key = rng.permutation(len(uniq))
-    out_key = np.empty(n, dtype=np.int64)
-    for _, e in PHASES:
-        sel = exponent == e
-        ranks = rng.choice(len(uniq), size=int(sel.sum()), p=_zipf_p(len(uniq), e))
-        out_key[sel] = rank_to_key[ranks]
-    # j-th use of key k takes the pool's (j mod count_k)-th tweet of k, in pool order.
-    by_key = np.argsort(key_idx, kind="stable")
-    key_start = np.concatenate([[0], np.cumsum(key_count)[:-1]])
-    out_order = np.argsort(out_key, kind="stable")
-    out_start = np.searchsorted(out_key[out_order], out_key[out_order], "left")
-    use = np.empty(n, dtype=np.int64)
-    use[out_order] = np.arange(n) - out_start
-    return by_key[key_start[out_key] + use % key_count[out_key]], time
-
-
-def _snowflake(rng: np.random.Generator, ts: np.ndarray) -> np.ndarray:
-    """Unique ids in Twitter's layout (ms since its epoch, 10-bit worker, 12-bit counter)."""
-    ms = ts // 1000 - TWITTER_EPOCH_MS
-    counter = np.arange(len(ts)) - np.searchsorted(ms, ms, "left")
-    if len(ts) and counter.max() >= 4096:
-        raise ValueError("tweets: more than 4096 tweets in one millisecond; lower the rate")
-    worker = rng.integers(0, 1024, len(ts))
-    return (ms << 22) | (worker << 12) | counter
-
-
-def generate_tweets(
-    n: int = 200_000,
-    mode: str = "default",
-    seed: int = 7,
-    buckets: int = 4096,
-    rate: float = DEFAULT_RATE,
-) -> GeneratedTweets:
-    """The ``tweets`` workload: ``n`` tweets and their first-story ground truth.
-
-    ``buckets`` is the number of LSH keys (the FSD rule's ``buckets`` variable); it shapes
-    the zipf-periodic order and ``keys``. ``rate`` is tweets per second of event time.
-    """
-    if n < 1:
-        raise ValueError(f"tweets: n must be >= 1, got {n}")
-    if mode not in MODES:
-        raise ValueError(f"tweets: unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    if buckets < 1:
-        raise ValueError(f"tweets: buckets must be >= 1, got {buckets}")
-    if not 0 < rate <= 1e6:
-        raise ValueError(f"tweets: rate must be in (0, 1e6] tweets/s, got {rate}")
-    rng = np.random.Generator(np.random.PCG64(seed))
-    stream = _generate_stream(rng, n, rate, buckets)
-    if mode == "zipf-periodic":
-        rows, time = _zipf_periodic(rng, stream.keys, rate)
-        story = pd.factorize(stream.story[rows])[0].astype(np.int64)  # first use = first story
-        stream = _Stream(
-            user=stream.user[rows],
-            lang=stream.lang[rows],
-            text=stream.text[rows],
-            retweets=stream.retweets[rows],
-            topic=stream.topic[rows],
-            story=story,
-            time=time,
-            keys=stream.keys[rows],
-        )
-    ts = _to_us(stream.time)
-    ids = _snowflake(rng, ts)
-    columns = {
-        "seq": np.arange(n, dtype=np.int64),
-        "id": ids,
-        "ts": ts,
-        "user": stream.user,
-        "lang": stream.lang,
-        "text": stream.text,
-        "retweets": stream.retweets,
-        "topic": stream.topic,
-    }
-    # Explicit dtypes: pandas >= 3 would otherwise infer its string dtype for the str
-    # columns, and the engine expects object columns of Python str (as read_events).
-    frame = pd.DataFrame(
-        {name: pd.Series(col, dtype=col.dtype, copy=False) for name, col in columns.items()},
-        copy=False,
-    )
-    # Stories are numbered by first appearance: a row starts one when its number
-    # exceeds every number before it.
-    seen = np.maximum.accumulate(np.concatenate([[-1], stream.story[:-1]]))
-    first_rows = np.flatnonzero(stream.story > seen)
-    return GeneratedTweets(
-        frame=frame, first_story_ids=ids[first_rows], story_of=stream.story, keys=stream.keys
-    )
 
 
 # ---------------------------------------------------------------- calibration

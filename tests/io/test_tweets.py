@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +87,7 @@ def test_schema_and_types(gen: GeneratedTweets) -> None:
     assert f.ts.is_monotonic_increasing
     assert f.ts.iloc[0] >= tweets.START_US
     assert set(f.lang) == set(tweets.LANGS)
-    assert (f.lang == "en").mean() > 0.6
+    assert (f.lang == "en").mean() > 0.5  # 72% of stories; a trend (~18% of rows) has one
     assert set(f.topic) <= set(tweets.TOPICS)
     assert f.retweets.min() >= 0
     assert f.retweets.max() > 100 * max(1.0, f.retweets.median())  # heavy tail
@@ -167,11 +169,12 @@ def test_zipf_exponent_schedule() -> None:
     np.testing.assert_array_equal(tweets.zipf_exponent(at), [0.2, 0.2, 1.5, 1.5, 0.2])
 
 
-def test_zipf_periodic_emits_pool_tweets(zipf: GeneratedTweets) -> None:
-    """The pool is the default stream of the same seed; keys are re-drawn from it."""
-    pool = generate_tweets(ZIPF_N, seed=7, rate=ZIPF_RATE)
-    assert set(zipf.frame.text) <= set(pool.frame.text)
-    assert zipf.frame.text.duplicated().any()  # skewed keys ran out and cycled
+def test_zipf_periodic_reposts_its_pool(zipf: GeneratedTweets) -> None:
+    """Skewed keys run out of pool tweets and cycle: the same text comes back, keyed alike."""
+    text = zipf.frame.text
+    assert text.duplicated().mean() > 0.2
+    keys_per_text = pd.Series(zipf.keys).groupby(text.to_numpy()).nunique()
+    assert keys_per_text.max() == 1
 
 
 def test_zipf_periodic_kg_rstd_swings(zipf: GeneratedTweets) -> None:
@@ -186,6 +189,124 @@ def test_zipf_periodic_kg_rstd_swings(zipf: GeneratedTweets) -> None:
     assert len(low) >= 6 and len(high) >= 10  # both phases covered
     assert np.median(low) < 8.0
     assert np.median(high) > 40.0
+
+
+def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> None:
+    """KG over 5 engines in 10k-tweet windows: 30-50% RSTD (real tweets: 40-44.5%), the
+    trending story's hashtag key carrying most of the excess."""
+    _, window_rstd = tweets.kg_window_rstd(default.keys, default.frame.ts.to_numpy(), 5, 10_000)
+    print(f"default order KG RSTD per 10k window: {np.round(window_rstd, 1)}")
+    assert len(window_rstd) >= 2
+    assert 30.0 <= np.median(window_rstd) <= 50.0
+    assert np.bincount(default.keys).max() / N > 0.1
+
+
+# ---------------------------------------------------------------- ranges
+
+
+def _concat(plan: dict, cuts: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
+    parts = [tweets.tweets_range(plan, lo, hi) for lo, hi in itertools.pairwise(cuts)]
+    frame = pd.concat([f for f, _ in parts], ignore_index=True)
+    return frame, np.concatenate([flags for _, flags in parts])
+
+
+def _random_cuts(rng: np.random.Generator, lo: int, hi: int, k: int) -> list[int]:
+    inner = [*rng.integers(lo, hi, k).tolist(), lo + 1, lo + 10_000, lo + 10_001]
+    return sorted({lo, hi, *(c for c in inner if lo <= c <= hi)})
+
+
+@pytest.mark.parametrize("mode", tweets.MODES)
+def test_any_cut_gives_the_same_stream(mode: str) -> None:
+    """Ranges concatenate to generate_tweets, bit for bit, whatever the cut."""
+    n = 34_567
+    gen = generate_tweets(n, mode=mode, seed=3, rate=60.0)
+    plan = tweets.tweets_plan(f"tweets:n={n},mode={mode},seed=3,rate=60")
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        frame, flags = _concat(plan, _random_cuts(rng, 0, n, 6))
+        pd.testing.assert_frame_equal(frame, gen.frame)
+        np.testing.assert_array_equal(frame.id.to_numpy()[flags], gen.first_story_ids)
+    empty, no_flags = tweets.tweets_range(plan, 500, 500)
+    assert list(empty.columns) == COLUMNS and len(empty) == 0 and len(no_flags) == 0
+    pd.testing.assert_series_equal(empty.dtypes, gen.frame.dtypes)
+
+
+def test_first_story_flags_are_first_appearances(default: GeneratedTweets) -> None:
+    plan = tweets.tweets_plan(f"tweets:n={N},seed=7")
+    _, flags = tweets.tweets_range(plan, 0, N)
+    seen = np.maximum.accumulate(np.concatenate([[-1], default.story_of[:-1]]))
+    np.testing.assert_array_equal(flags, default.story_of > seen)
+
+
+_CUT_CODE = """
+import hashlib, itertools, sys
+from cep.io.tweets import tweets_plan, tweets_range
+plan = tweets_plan(sys.argv[1])
+cuts = [int(c) for c in sys.argv[2].split(",")]
+rows, truth = hashlib.sha256(), hashlib.sha256()
+for lo, hi in itertools.pairwise(cuts):
+    frame, flags = tweets_range(plan, lo, hi)
+    rows.update(frame.to_csv(index=False, header=False).encode())
+    truth.update(flags.tobytes())
+print(rows.hexdigest(), truth.hexdigest())
+"""
+
+
+def _digest_in_process(spec: str, cuts: list[int], hash_seed: str) -> str:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run(
+        [sys.executable, "-c", _CUT_CODE, spec, ",".join(map(str, cuts))],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("mode", tweets.MODES)
+def test_cuts_agree_across_processes(mode: str) -> None:
+    """No salted hash(), no global state: other processes, other cuts, same rows.
+
+    Rows 3.59M-3.63M straddle the end of the look-back of stories born before the stream.
+    """
+    spec = f"tweets:n=3630000,mode={mode},seed=5"
+    lo, hi = 3_590_000, 3_630_000
+    rng = np.random.default_rng(2)
+    one = _digest_in_process(spec, [lo, hi], "1")
+    assert _digest_in_process(spec, _random_cuts(rng, lo, hi, 5), "2") == one
+    assert _digest_in_process(spec, _random_cuts(rng, lo, hi, 5), "3") == one
+
+
+def test_plan_is_small_json_and_ranges_do_not_depend_on_n() -> None:
+    plan = tweets.tweets_plan("tweets:n=30000000,mode=zipf-periodic,seed=7")
+    text = json.dumps(plan)
+    assert len(text) < 2_000_000
+    assert json.loads(text) == plan
+    # The world is the same for n >= 2M (200,000 users), block clocks are prefix-stable:
+    # a range is a function of the blocks it touches, not of n or of what precedes it.
+    small = tweets.tweets_plan("tweets:n=2500000,mode=zipf-periodic,seed=7")
+    far, far_flags = tweets.tweets_range(json.loads(text), 2_480_000, 2_500_000)
+    near, near_flags = tweets.tweets_range(small, 2_480_000, 2_500_000)
+    pd.testing.assert_frame_equal(far, near)
+    np.testing.assert_array_equal(far_flags, near_flags)
+
+
+def test_range_cost_does_not_grow_with_lo() -> None:
+    """A 20k range at the end of a 30M stream costs about what one at its start costs."""
+    plan = tweets.tweets_plan("tweets:n=30000000,seed=7")
+    tweets.tweets_range(plan, 15_000_000, 15_020_000)  # world, rendered pieces: warm
+    seconds = []
+    for lo in (0, 29_980_000):
+        start = time.perf_counter()
+        frame, _ = tweets.tweets_range(plan, lo, lo + 20_000)
+        seconds.append(time.perf_counter() - start)
+        assert frame.seq.iloc[0] == lo and len(frame) == 20_000
+    print(f"20k rows at lo=0: {seconds[0]:.2f} s, at lo=29.98M: {seconds[1]:.2f} s")
+    assert seconds[1] < 3 * seconds[0] + 1.0
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(-1, 5), (5, 4), (0, N + 1)])
+def test_range_outside_the_stream_is_refused(lo: int, hi: int) -> None:
+    with pytest.raises(ValueError, match="not within"):
+        tweets.tweets_range(tweets.tweets_plan(f"tweets:n={N}"), lo, hi)
 
 
 # ---------------------------------------------------------------- specs and arguments
@@ -223,6 +344,12 @@ def test_parse_spec(spec: str, expected: dict[str, object]) -> None:
 def test_parse_spec_rejects(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_spec(spec)
+
+
+def test_plan_rejects_what_generate_rejects() -> None:
+    for spec in ("tweets:n=0", "tweets:rate=0", "tweets:buckets=0", "tweets:seed=-1", "tweets:x=1"):
+        with pytest.raises(ValueError):
+            tweets.tweets_plan(spec)
 
 
 def test_spec_feeds_generate() -> None:
