@@ -3,13 +3,15 @@
 It runs the compiled rules over an ordered list of events in one Python process, with no
 Spark and no Splitter: derive streams, attach keys, feed one :class:`Engine`. Cutting the
 input into batches (``batch_size``) must not change the output; tests use that, and the
-Spark runtime is compared against this runner event for event.
+Spark runtime is compared against this runner event for event. A module with an INSERT
+INTO chain (``ir.Stage``) runs one engine per stage, stage after stage within a batch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from cep.engine.chain import complex_events, output_only
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine, sort_output
 from cep.engine.output import empty_output
@@ -32,19 +34,39 @@ def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple
 
 def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table]) -> Table:
     """One batch through stateless rules, keys and the engine; all output rows."""
+    return _run_stage(module, engine, inputs)[1]
+
+
+def _run_stage(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table]) -> tuple[
+        dict[str, Table], Table]:
+    """One stage of one batch: every stream after its stateless rules, and its rows."""
     streams, stateless = derive_streams(module, inputs)
     keyed = {name: add_keys(streams[name], module.key) for name in module.stateful_streams()}
     out = engine.process(keyed)
-    return concat([*stateless, out]) or empty_output()
+    return streams, concat([*stateless, out]) or empty_output()
+
+
+def run_stages(module: ir.CompiledModule, engines: list[Engine],
+               inputs: dict[str, Table]) -> Table:
+    """One batch through every stage of an INSERT INTO chain (one engine per stage, see
+    ``CompiledModule.stage_modules``): each stage's inserting rules' rows become events
+    of the next stage's streams (``cep.engine.chain``); the rows that are output."""
+    streams = inputs
+    outputs = []
+    for stage, engine in zip(module.stage_modules(), engines, strict=True):
+        streams, out = _run_stage(stage, engine, streams)
+        outputs.append(output_only(module, out))
+        streams = {**streams, **complex_events(module, out)}
+    return concat(outputs) or empty_output()
 
 
 def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],
                   batch_size: int | None = None) -> Table:
     """Every output row of the module over the inputs, ordered by (seq, rule)."""
-    engine = Engine(module)
+    engines = [Engine(stage) for stage in module.stage_modules()]
     outputs = []
     for lo, hi in batch_bounds(inputs, batch_size):
         chunk = {name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
-        outputs.append(run_batch(module, engine, chunk))
+        outputs.append(run_stages(module, engines, chunk))
     order = {name: i for i, name in enumerate(module.outputs)}
     return sort_output(concat(outputs) or empty_output(), order)

@@ -7,7 +7,8 @@ What it decides (the semantics the engine relies on, see README "Rule semantics"
 * aggregates appear only in SELECT/HAVING of a rule with a data window;
 * each rule is classified: derived (stateless), window, ``#lastevent`` join, pattern;
 * the partition key of each stateful rule comes from ``#groupwin(k)``, ``GROUP BY k`` or
-  ``PARTITION BY k``, and all stateful rules of a file share it;
+  ``PARTITION BY k``, and all stateful rules of a stage share it (a stage: the rules
+  reading the complex events that earlier stages' INSERT INTO rules produce, ``ir.Stage``);
 * an ``every`` over a pattern that can match more than once is refused: its state grows
   without bound whatever WITHIN or the state time-to-live says.
 """
@@ -103,13 +104,24 @@ class _Checker:
         self.streams: dict[str, ir.StreamDef] = {}
         self.input_streams: list[str] = []
         self.variables: dict[str, ir.Variable] = {}
-        self.derived: list[ir.DerivedRule] = []
-        self.stateful: list[ir.StatefulRule] = []
         self.outputs: list[str] = []
         self.rule_names: set[str] = set()
-        self.key: str | None = None
-        self.key_owner: tuple[str, Pos] | None = None
-        self.unkeyed_owner: tuple[str, Pos] | None = None
+        # INSERT INTO from a stateful rule makes a stream of the next stage (see ir.Stage):
+        # each stream's stage, and per stage its rules and key
+        self.stream_stage: dict[str, int] = {}
+        self.stages: dict[int, _Stage] = {0: _Stage()}
+        self.stage = 0
+
+    # The rules and key of the stage being checked (stage 0 is the module itself).
+    derived = property(lambda self: self.stages[self.stage].derived)
+    stateful = property(lambda self: self.stages[self.stage].stateful)
+    key = property(lambda self: self.stages[self.stage].key,
+                   lambda self, v: setattr(self.stages[self.stage], "key", v))
+    key_owner = property(lambda self: self.stages[self.stage].key_owner,
+                         lambda self, v: setattr(self.stages[self.stage], "key_owner", v))
+    unkeyed_owner = property(lambda self: self.stages[self.stage].unkeyed_owner,
+                             lambda self, v: setattr(self.stages[self.stage], "unkeyed_owner",
+                                                     v))
 
     # ------------------------------------------------------------ driver
 
@@ -127,15 +139,18 @@ class _Checker:
         if unknown:
             hint = did_you_mean(unknown[0], self.variables)
             raise RuleError(f"--set names unknown variable '{unknown[0]}'", hint=hint)
+        first = self.stages[0]
+        later = [self.stages[i] for i in sorted(self.stages) if i > 0]
         return ir.CompiledModule(
             source_name=self.module.source_name,
             streams=dict(self.streams),
             input_streams=tuple(self.input_streams),
             variables=dict(self.variables),
-            derived=tuple(self.derived),
-            stateful=tuple(self.stateful),
-            key=self.key,
+            derived=tuple(first.derived),
+            stateful=tuple(first.stateful),
+            key=first.key,
             outputs=tuple(self.outputs),
+            stages=tuple(ir.Stage(s.key, tuple(s.derived), tuple(s.stateful)) for s in later),
         )
 
     # ------------------------------------------------------------ declarations
@@ -204,8 +219,14 @@ class _Checker:
     # ------------------------------------------------------------ rules
 
     def _rule(self, stmt: ast.SelectStatement, index: int) -> None:
+        self.stage = max((self.stream_stage.get(n, 0) for n in _source_streams(stmt)),
+                         default=0)
+        self.stages.setdefault(self.stage, _Stage())
         stateful = len(self.stateful)
-        self._classify(stmt, self._rule_name(stmt, index))
+        name = self._rule_name(stmt, index)
+        self._classify(stmt, name)
+        if stmt.insert_into is not None:
+            self._stage_of_target(stmt, stateful < len(self.stateful), name)
         if stmt.output is not None:
             if len(self.stateful) == stateful:
                 raise RuleError(
@@ -217,6 +238,25 @@ class _Checker:
             rule = self.stateful[-1]
             self.stateful[-1] = dataclasses.replace(
                 rule, output=self._output_limit(stmt.output, rule))
+
+    def _stage_of_target(self, stmt: ast.SelectStatement, stateful: bool, name: str) -> None:
+        """An INSERT INTO target is a stream of this stage (fed by a stateless rule) or of
+        the next one (fed by a stateful rule's output rows); it is fed from one stage."""
+        target, pos = stmt.insert_into, stmt.insert_into_pos or stmt.pos
+        stage = self.stage + 1 if stateful else self.stage
+        if self.stream_stage.setdefault(target, stage) != stage:  # type: ignore[arg-type]
+            raise RuleError(
+                f"stream '{target}' is fed both by rules with state and by rules reading "
+                "their results (or their inputs): its events would come from two stages",
+                pos, hint="insert into two streams",
+            )
+        if stateful:
+            rule = self.stateful[-1]
+            timestamps = frozenset(self.streams[s].timestamp for s in _rule_streams(rule)
+                                   if self.streams[s].timestamp)
+            self._define_derived(target, pos, rule.columns, timestamps)  # type: ignore[arg-type]
+            self.outputs.remove(name)
+            self.stateful[-1] = dataclasses.replace(rule, target=target)
 
     def _output_limit(self, node: ast.OutputLimit, rule: ir.StatefulRule) -> ir.OutputLimit:
         if node.period is None:
@@ -255,12 +295,10 @@ class _Checker:
                 raise RuleError(
                     "a PATTERN cannot be joined with other sources", stmt.sources[1].pos
                 )
-            self._no_insert(stmt, "a pattern rule")
             self._pattern_rule(stmt, name, pattern_sources[0])
             return
         sources = [s for s in stmt.sources if isinstance(s, ast.StreamSource)]
         if len(sources) == 2:
-            self._no_insert(stmt, "a join")
             self._join_rule(stmt, name, sources[0], sources[1])
             return
         if len(sources) > 2:
@@ -273,7 +311,6 @@ class _Checker:
         if not windows:
             self._derived_rule(stmt, name, source, stream)
         else:
-            self._no_insert(stmt, "a rule with a data window")
             self._window_rule(stmt, name, source, stream)
 
     def _rule_name(self, stmt: ast.SelectStatement, index: int) -> str:
@@ -287,15 +324,6 @@ class _Checker:
             raise RuleError(f"two rules are named '{name}'", stmt.pos)
         self.rule_names.add(name)
         return name
-
-    def _no_insert(self, stmt: ast.SelectStatement, what: str) -> None:
-        if stmt.insert_into is not None:
-            raise RuleError(
-                f"INSERT INTO from {what} is not supported",
-                stmt.insert_into_pos or stmt.pos,
-                hint="only stateless rules (no window, no pattern) can feed a stream; "
-                "output rows of stateful rules go to the sink",
-            )
 
     def _stream(self, name: str, pos: Pos) -> ir.StreamDef:
         stream = self.streams.get(name)
@@ -345,20 +373,22 @@ class _Checker:
                                 output=target is None)
         combined = _and_all(filters)
         if target is not None:
-            self._define_derived(target, stmt.insert_into_pos or stmt.pos, columns, stream)
+            self._define_derived(target, stmt.insert_into_pos or stmt.pos, columns,
+                                 frozenset({stream.timestamp} - {None}))
         else:
             self.outputs.append(name)
         self.derived.append(ir.DerivedRule(name, stream.name, combined, columns, target))
 
     def _define_derived(
-        self, target: str, pos: Pos, columns: tuple[ir.Column, ...], source: ir.StreamDef
+        self, target: str, pos: Pos, columns: tuple[ir.Column, ...], timestamps: frozenset[str]
     ) -> None:
+        """Declare (or check against) an INSERT INTO stream. It has a TIMESTAMP when a
+        column passes on a TIMESTAMP field of the rule's streams under its own name
+        (``SELECT ts, ...`` or ``b.ts AS ts``)."""
         fields = tuple((c.name, _schema_type(c.expr.type)) for c in columns)
-        ts = source.timestamp
-        inherits_ts = any(
-            c.name == ts and isinstance(c.expr, ir.FieldRef) and c.expr.name == ts
-            for c in columns
-        )
+        ts = next((c.name for c in columns if c.name in timestamps
+                   and isinstance(c.expr, ir.FieldRef) and c.expr.name == c.name), None)
+        inherits_ts = ts is not None
         existing = self.streams.get(target)
         if existing is not None:
             if existing.fields != fields:
@@ -411,7 +441,8 @@ class _Checker:
         where = self._optional_condition(stmt.where, scope, "WHERE")
         having = self._optional_condition(stmt.having, scope, "HAVING", aggregates=True)
         columns = self._columns(
-            stmt.select, scope, star_qualifier="", star_stream=stream, aggregates=True
+            stmt.select, scope, star_qualifier="", star_stream=stream, aggregates=True,
+            output=stmt.insert_into is None,
         )
         self._claim_key(name, key, stmt.pos)
         self.outputs.append(name)
@@ -651,7 +682,8 @@ class _Checker:
             )
         having = self._optional_condition(stmt.having, outer, "HAVING", aggregates=True)
         columns = self._columns(
-            stmt.select, outer, star_qualifier=t_alias, star_stream=trig_stream, aggregates=True
+            stmt.select, outer, star_qualifier=t_alias, star_stream=trig_stream, aggregates=True,
+            output=stmt.insert_into is None,
         )
         self._claim_key(name, key, stmt.pos)
         self.outputs.append(name)
@@ -728,7 +760,8 @@ class _Checker:
         scope.aggregate_hint = "aggregate functions are not allowed in a pattern rule"
         node = self._pattern_node(root, tags, set(), repeated)
         where = self._optional_condition(stmt.where, scope, "WHERE")
-        columns = self._columns(stmt.select, scope, star_qualifier=None, star_stream=None)
+        columns = self._columns(stmt.select, scope, star_qualifier=None, star_stream=None,
+                                output=stmt.insert_into is None)
         self._claim_key(name, key, stmt.pos)
         self.outputs.append(name)
         self.stateful.append(
@@ -1237,6 +1270,34 @@ def _without_aggregates(scope: _Scope, clause: str) -> _Scope:
         scope.outside_aggregate_only if clause == "SELECT" else frozenset(),
         scope.forbidden_hint,
     )
+
+
+@dataclass
+class _Stage:
+    """The rules and the partition key of one stage while checking."""
+
+    derived: list[ir.DerivedRule] = field(default_factory=list)
+    stateful: list[ir.StatefulRule] = field(default_factory=list)
+    key: str | None = None
+    key_owner: tuple[str, Pos] | None = None
+    unkeyed_owner: tuple[str, Pos] | None = None
+
+
+def _source_streams(stmt: ast.SelectStatement) -> list[str]:
+    """The streams named in a rule's FROM clause (pattern atoms included)."""
+    names: list[str] = []
+    todo: list[object] = list(stmt.sources)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.StreamSource | ast.PatAtom):
+            names.append(node.stream)
+        elif isinstance(node, ast.PatternSource):
+            todo.append(node.pattern)
+        elif hasattr(node, "operand"):
+            todo.append(node.operand)
+        else:
+            todo.extend((node.left, node.right))  # type: ignore[attr-defined]
+    return names
 
 
 def _rule_streams(rule: ir.StatefulRule) -> tuple[str, ...]:

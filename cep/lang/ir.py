@@ -14,6 +14,7 @@ it evaluates on.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -157,15 +158,34 @@ def children(expr: TExpr) -> list[TExpr]:
 
 @dataclass(frozen=True)
 class StreamDef:
-    """An event type: declared by CREATE SCHEMA or derived by INSERT INTO."""
+    """An event type: declared by CREATE SCHEMA or derived by INSERT INTO.
+
+    ``sources`` says where input fields are read from (``FROM`` paths, ``FORMAT``), for
+    the fields that say it; the others read their own name with no format."""
 
     name: str
     fields: tuple[tuple[str, str], ...]
     timestamp: str | None
     derived: bool = False
+    sources: tuple[tuple[str, FieldSource], ...] = ()
 
     def field_type(self, name: str) -> str | None:
         return dict(self.fields).get(name)
+
+    def source(self, name: str) -> FieldSource:
+        """Where field ``name`` is read from."""
+        return dict(self.sources).get(name) or FieldSource((name,))
+
+
+@dataclass(frozen=True)
+class FieldSource:
+    """Where an input field's value comes from: record paths tried in order, the first
+    with a (non-null) value winning, a dot descending into a nested JSON object; and,
+    for a timestamp, its format (see ``cep.io.timeformat``; None: ISO-8601, epoch
+    milliseconds or Twitter's ``created_at``)."""
+
+    paths: tuple[str, ...]
+    format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -293,6 +313,7 @@ class WindowRule:
     columns: tuple[Column, ...]
     key: str | None
     output: OutputLimit | None = None
+    target: str | None = None  # INSERT INTO: the rows are events of this next-stage stream
 
 
 @dataclass(frozen=True)
@@ -314,6 +335,7 @@ class JoinRule:
     columns: tuple[Column, ...]
     key: str | None
     output: OutputLimit | None = None
+    target: str | None = None  # INSERT INTO: the rows are events of this next-stage stream
 
 
 @dataclass(frozen=True)
@@ -334,6 +356,7 @@ class PatternRule:
     key: str | None
     ttl_us: int | None = None
     output: OutputLimit | None = None
+    target: str | None = None  # INSERT INTO: the rows are events of this next-stage stream
 
     @property
     def horizon_us(self) -> int | None:
@@ -353,6 +376,23 @@ class Variable:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """A later stage of an INSERT INTO chain (hierarchical detection).
+
+    A stateful rule with a ``target`` outputs no rows to the sink: its rows are the events
+    of that stream, which belongs to the next stage. A stage's rules read those streams
+    (and any earlier ones); it runs after the previous stage, on its own partition key:
+    its stateless rules, then its stateful rules, exactly like stage 0 (the module's own
+    ``derived``/``stateful``/``key``). ``CompiledModule.stage_modules`` gives each stage
+    as a module, and ``cep.engine.chain`` turns a stage's output rows into the next
+    stage's events."""
+
+    key: str | None
+    derived: tuple[DerivedRule, ...]
+    stateful: tuple[StatefulRule, ...]
+
+
+@dataclass(frozen=True)
 class CompiledModule:
     """A checked rule file, ready to run.
 
@@ -367,6 +407,24 @@ class CompiledModule:
     stateful: tuple[StatefulRule, ...]
     key: str | None
     outputs: tuple[str, ...] = field(default=())
+    stages: tuple[Stage, ...] = ()  # the stages after this one, in order
+
+    def stage_modules(self) -> list[CompiledModule]:
+        """Stage 0 (this module's own rules) and each later stage as a module of its
+        own, without later stages: what one routing + engine pass runs. A later stage
+        reads every stream as an input (earlier stages produced them)."""
+        first = dataclasses.replace(self, stages=())
+        later = [
+            dataclasses.replace(self, stages=(), derived=s.derived, stateful=s.stateful,
+                                key=s.key, input_streams=tuple(self.streams))
+            for s in self.stages
+        ]
+        return [first, *later]
+
+    def inserting_rules(self) -> dict[str, str]:
+        """Stateful rules (of every stage) whose rows are events: rule → target stream."""
+        rules = [*self.stateful, *(r for s in self.stages for r in s.stateful)]
+        return {r.name: r.target for r in rules if r.target is not None}
 
     def stateful_streams(self) -> tuple[str, ...]:
         """Streams the engines need, in a stable order."""

@@ -1,0 +1,76 @@
+"""INSERT INTO from stateful rules: a stage's output rows become the next stage's events.
+
+A stateful rule with a target (``ir.Stage``) emits output rows like any rule, and those
+rows are the events of its target stream: ``__seq`` is the row's seq (the input event
+that triggered it), ``__sub`` orders the rows of one seq (1 + their rank by rule order,
+then output order, so that they follow the input event itself, whose ``__sub`` is 0),
+and the fields are the row's values, decoded from the output row's JSON text (which
+holds every value exactly: floats as their shortest repr, timestamps to the µs).
+The same function serves the reference evaluator and any runtime that routes a stage's
+output to the next stage's engines.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, SUB, Table, take
+from cep.engine.windows import SUB_RANGE
+from cep.lang import ir
+
+
+def complex_events(module: ir.CompiledModule, rows: Table) -> dict[str, Table]:
+    """The events that ``rows`` (output rows of any stage, in (seq, rule) order as engines
+    return them) hold for each target stream of an inserting rule."""
+    targets = module.inserting_rules()
+    if not targets or not rows or not len(rows["seq"]):
+        return {}
+    rule_of = rows["rule"]
+    out: dict[str, Table] = {}
+    for stream in dict.fromkeys(targets.values()):
+        rules = [r for r, t in targets.items() if t == stream]
+        mine = take(rows, np.isin(rule_of, np.array(rules, dtype=object)))
+        if len(mine["seq"]):
+            out[stream] = _decode(module.streams[stream], mine, rules)
+    return out
+
+
+def output_only(module: ir.CompiledModule, rows: Table) -> Table:
+    """``rows`` without those of inserting rules (which are events, not output)."""
+    targets = module.inserting_rules()
+    if not targets or not rows or not len(rows["seq"]):
+        return rows
+    return take(rows, ~np.isin(rows["rule"], np.array(list(targets), dtype=object)))
+
+
+def _decode(stream: ir.StreamDef, rows: Table, rules: list[str]) -> Table:
+    rank = {r: i for i, r in enumerate(rules)}
+    order = np.lexsort((np.arange(len(rows["seq"])),
+                        np.array([rank[r] for r in rows["rule"].tolist()]), rows["seq"]))
+    rows = take(rows, order)
+    seq = rows["seq"].astype(np.int64)
+    first = np.r_[True, seq[1:] != seq[:-1]]
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(seq)), 0))
+    sub = np.arange(len(seq)) - starts + 1
+    if len(sub) and sub.max() >= SUB_RANGE:
+        raise ValueError(f"one event produced {int(sub.max())} rows into stream "
+                         f"'{stream.name}'; at most {SUB_RANGE - 1} are supported")
+    records = [json.loads(text) for text in rows["values"].tolist()]
+    table: Table = {SEQ: seq, SUB: sub.astype(np.int64)}
+    for name, type_name in stream.fields:
+        values = [rec.get(name) for rec in records]
+        nulls = np.array([v is None for v in values], dtype=bool)
+        filled = [PLACEHOLDERS[type_name] if v is None else v for v in values]
+        if type_name == "timestamp":
+            column = np.array([np.datetime64(v.rstrip("Z"), "us") if isinstance(v, str)
+                               else np.datetime64(0, "us") for v in filled])
+            column = column.astype(np.int64)
+        else:
+            column = np.array(filled, dtype=DTYPES[type_name]) if filled else np.empty(
+                0, dtype=DTYPES[type_name])
+        table[name] = column
+        if nulls.any():
+            table[name + NULL_SUFFIX] = nulls
+    return table
