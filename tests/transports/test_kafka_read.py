@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from cep.transports.address import (
     KafkaTransportError,
@@ -123,6 +124,21 @@ def test_a_range_past_the_log_is_an_error(kafka: EmbeddedKafka, fresh_name: Name
     assert "\n" not in str(info.value)
     with pytest.raises(KafkaTransportError, match="Offset out of range"):
         read_partition_range(kafka.bootstrap, topic, 0, 50, 60, timeout_s=10)
+
+
+def test_a_range_below_the_log_start_is_an_error(kafka: EmbeddedKafka,
+                                                 fresh_name: Name) -> None:
+    """Records deleted (retention) under a planned range: an error, never a silent jump."""
+    topic = fresh_name("deleted")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    _transactions(kafka.bootstrap, topic, [("commit", 6)])
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 4)]).values():
+        future.result(10)
+    assert partition_ends(kafka.bootstrap, topic) == {0: (4, 7)}
+    with pytest.raises(KafkaTransportError, match="Offset out of range"):
+        read_partition_range(kafka.bootstrap, topic, 0, 0, 7, timeout_s=10)
+    assert len(read_partition_range(kafka.bootstrap, topic, 0, 4, 7)) == 2
 
 
 def test_a_missing_topic_is_named(kafka: EmbeddedKafka) -> None:
