@@ -154,8 +154,9 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="draw PNG plots from runs' --metrics files")
     report.add_argument("metrics", nargs="+", help="metrics JSON-lines files (one per run)")
     report.add_argument("-o", "--output", required=True, metavar="DIR")
-    report.add_argument("--threshold", type=float, default=15.0, metavar="PCT",
-                        help="the θ line on the RSTD plot (default 15)")
+    report.add_argument("--threshold", type=float, default=None, metavar="PCT",
+                        help="the θ line on the RSTD plot (default: the θ each run used, "
+                        "from its metrics)")
     report.set_defaults(handler=_report)
     return parser
 

@@ -22,8 +22,16 @@ def load_series(path: str) -> tuple[str, list[dict]]:
     batches = [r for r in rows if "batch" in r and "events_in" in r]
     if not batches:
         raise ValueError(f"{path}: no per-batch metrics (write them with cep run --metrics)")
-    name = batches[-1].get("strategy") or Path(path).stem
+    name = (batches[-1].get("strategy") or batches[-1].get("settings", {}).get("strategy")
+            or Path(path).stem)
     return name, batches
+
+
+def run_thresholds(series: list[tuple[str, list[dict]]]) -> list[float]:
+    """The θ each run used (its metrics carry its settings), in order, without repeats."""
+    found = [b["settings"]["threshold"] for _, batches in series for b in batches[-1:]
+             if "threshold" in b.get("settings", {})]
+    return list(dict.fromkeys(found))
 
 
 def _elapsed_and_rate(batches: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -33,9 +41,11 @@ def _elapsed_and_rate(batches: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     return wall - wall[0] + gaps[0], events / np.maximum(gaps, 1e-3)
 
 
-def draw(paths: list[str], out_dir: str, threshold: float = 15.0) -> list[Path]:
-    """Write the plots; returns the PNG paths."""
+def draw(paths: list[str], out_dir: str, threshold: float | None = None) -> list[Path]:
+    """Write the plots; returns the PNG paths. ``threshold``: the θ line on the RSTD
+    plot; by default the θ each run's metrics say it used (15% for metrics without)."""
     series = [load_series(p) for p in paths]
+    thresholds = [threshold] if threshold is not None else run_thresholds(series) or [15.0]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -59,7 +69,8 @@ def draw(paths: list[str], out_dir: str, threshold: float = 15.0) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, batches in series:
         ax.plot([b["batch"] for b in batches], [b["rstd"] for b in batches], label=name)
-    ax.axhline(threshold, color="red", ls="--", lw=1, label=f"θ = {threshold:g}%")
+    for theta in thresholds:
+        ax.axhline(theta, color="red", ls="--", lw=1, label=f"θ = {theta:g}%")
     ax.set(title="Engine load imbalance (RSTD)", xlabel="batch", ylabel="RSTD %")
     ax.legend()
     ax.grid(alpha=0.3)

@@ -41,3 +41,17 @@ def test_report_refuses_a_file_without_batches(tmp_path, capsys):
     bad.write_text('{"quality": {}}\n')
     assert main(["report", str(bad), "-o", str(tmp_path / "p")]) == 1
     assert "no per-batch metrics" in capsys.readouterr().err
+
+
+def test_report_draws_the_threshold_the_run_used(tmp_path):
+    from cep.report import load_series, run_thresholds
+
+    path = tmp_path / "run.jsonl"
+    rows = [{"batch": b, "events_in": 10, "rows_per_engine": [5, 5], "rstd": 0.0,
+             "settings": {"strategy": "dlb-h", "threshold": 1.0, "engines": 2}}
+            for b in range(3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    series = [load_series(str(path))]
+    assert series[0][0] == "dlb-h"
+    assert run_thresholds(series) == [1.0]
+    assert main(["report", str(path), "-o", str(tmp_path / "plots")]) == 0

@@ -87,23 +87,29 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
         log.discover(first=True)
     except (InputLogError, ValueError) as err:
         raise InputError(str(err)) from None
-    parts: dict[str, list[Table]] = {name: [] for name in sources}
-    truth: list[np.ndarray] = []
     with DeadLetter(dead_letter_path) as dead:
-        for ordinal in sorted(log.segments):
-            segment = log.segments[ordinal]
-            stream = module.streams[segment.stream]
-            frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
-                                        max_record_bytes)
-            parts[segment.stream].append(frame_to_table(frame, stream))
-            if flags is not None:
-                truth.append(frame["id"].to_numpy()[flags])
-        rejected, skipped = dead.count, dead.skipped
+        return load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead,
+                             max_record_bytes)
+
+
+def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: DeadLetter,
+                  max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
+    """The events of the given segments (in their order) as the reference runner's
+    tables: also how a followed run's input log is replayed in one process."""
+    parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
+    truth: list[np.ndarray] = []
+    for segment in segments:
+        stream = module.streams[segment.stream]
+        frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
+                                    max_record_bytes)
+        parts[segment.stream].append(frame_to_table(frame, stream))
+        if flags is not None:
+            truth.append(frame["id"].to_numpy()[flags])
     tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
               for name, tabs in parts.items()}
     accepted = sum(len(t[SEQ]) for t in tables.values())
     truth_ids = np.concatenate(truth) if truth else None
-    return LoadedInputs(tables, accepted, rejected, skipped, truth_ids)
+    return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids)
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
