@@ -9,10 +9,12 @@ log4j configuration at ERROR so Spark's start-up chatter stays hidden without --
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import os
 import sys
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +64,39 @@ def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
 
+#: The packages executors need, and where each one's files come from.
+SHIPPED_PACKAGES = ("cep", "splitter", "migration")
+
+
+def code_archive(directory: Path) -> Path:
+    """A zip of cep's own code for executors (``addPyFile``): the packages, with the
+    grammar and the example rules as the ``cep.grammar`` and ``cep.rules`` package data
+    they are in the wheel. Executors then need cep's third-party dependencies only."""
+    import cep
+
+    root = Path(cep.__file__).resolve().parent.parent
+    target = directory / "cep-code.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in SHIPPED_PACKAGES:
+            for path in sorted((root / package).rglob("*.py")):
+                archive.write(path, path.relative_to(root).as_posix())
+        for name, suffix in (("grammar", ".lark"), ("rules", ".epl")):
+            archive.writestr(f"cep/{name}/__init__.py", "")
+            for entry in importlib.resources.files(f"cep.{name}").iterdir():
+                if entry.name.endswith(suffix):
+                    archive.writestr(f"cep/{name}/{entry.name}", entry.read_bytes())
+    return target
+
+
+def ship_code(spark) -> None:
+    """Send cep's code to the executors of a cluster (not needed on ``local[…]``, whose
+    workers run this very Python, nor when ``CEP_SHIP_CODE=0``)."""
+    if is_local_master(spark.sparkContext.master) or os.environ.get("CEP_SHIP_CODE") == "0":
+        return
+    directory = Path(tempfile.mkdtemp(prefix="cep-code-"))
+    spark.sparkContext.addPyFile(str(code_archive(directory)))
+
+
 def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
                   app_name: str = "cep"):
     """Get or create the session; ``engines`` sets the shuffle partitions for new queries."""
@@ -101,4 +136,5 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     spark.conf.set("spark.sql.shuffle.partitions", str(engines))
+    ship_code(spark)
     return spark

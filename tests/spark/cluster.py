@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,31 @@ TEST_CONF = {
 LEAK_GRACE_SECONDS = 10.0
 
 
+HIDE_CEP = """\
+# Executors of the test cluster: this machine's Python and packages, but not cep (as on a
+# real cluster whose nodes were given cep's dependencies only): cep's editable-install
+# finder is taken off the import system, so only the code cep ships can be imported.
+import sys
+
+sys.meta_path[:] = [f for f in sys.meta_path
+                    if "__editable__" not in getattr(f, "__module__", "")]
+sys.path_hooks[:] = [h for h in sys.path_hooks
+                     if "__editable__" not in getattr(h, "__module__", "")]
+"""
+
+
+def python_without_cep() -> str:
+    """A ``python`` for executors that cannot import an installed cep (see HIDE_CEP)."""
+    folder = Path(tempfile.gettempdir()) / "cep-test-python-without-cep"
+    (folder / "site").mkdir(parents=True, exist_ok=True)
+    (folder / "site" / "sitecustomize.py").write_text(HIDE_CEP)
+    script = folder / "python"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{folder / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" '
+                      f'exec {sys.executable} "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
 @contextlib.contextmanager
 def cluster_session(cluster: LocalStandaloneCluster, app_name: str = "cep-test",
                     **conf: str) -> Iterator[SparkSession]:
@@ -50,7 +76,7 @@ def cluster_session(cluster: LocalStandaloneCluster, app_name: str = "cep-test",
     back that session and silently ignore ``.master``. The session is created only once
     an executor on every worker has registered (see ``driver_conf``).
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # what executors run; see driver_conf
+    os.environ["PYSPARK_PYTHON"] = python_without_cep()  # what executors run; driver_conf
     active = SparkContext._active_spark_context
     if active is not None and active.master != cluster.master_url:
         active.stop()

@@ -1,6 +1,7 @@
 """The cluster path is real: cep's runtime on a standalone master with two workers on
-127.0.0.1 gives the reference events, with key grouping and with DLB-H moving keys
-through a MongoDB the executors reach by URI."""
+127.0.0.1, whose Python has cep's dependencies but not cep (cep ships its own code),
+gives the reference events, with key grouping and with DLB-H moving keys through a
+MongoDB the executors reach by URI."""
 
 from __future__ import annotations
 
@@ -33,3 +34,8 @@ def test_cep_run_on_a_standalone_cluster(spark_cluster, cluster_spark):  # noqa:
                                       strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri)
     assert sum(m["exported_keys"] for m in moved.metrics) > 0
     assert records == expected
+    # the executors' Python has cep's dependencies but not cep: they ran the code cep
+    # shipped to them
+    origin = (cluster_spark.sparkContext.parallelize([0], 1)
+              .map(lambda _: __import__("cep").__file__).collect()[0])
+    assert "cep-code.zip" in origin
