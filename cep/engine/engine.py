@@ -68,9 +68,11 @@ class Engine:
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
         state = codec.decode(blob, "engine", "engine snapshot")
-        if type(state) is not dict or state.get("rules") != list(self.rule_order):
+        parts = state.get("parts") if type(state) is dict else None
+        if (type(parts) is not list or len(parts) != len(self.operators)
+                or state.get("rules") != list(self.rule_order)):
             raise ValueError("the engine snapshot does not belong to this rule file")
-        for (_, op), part in zip(self.operators, state["parts"], strict=True):
+        for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
 
     def keys(self) -> set:
