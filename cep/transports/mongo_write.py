@@ -1,10 +1,16 @@
 """Complex events into a MongoDB collection, idempotently: ``--output mongodb://…/DB.COLL``.
 
-Each event is upserted (``ReplaceOne(upsert=True)``, one unordered ``bulk_write`` per
-batch) under a deterministic ``_id`` made of its rule, key and sequence number, which
-identify an event in a run (``seq`` counts a rule's events per key). A replayed batch
-therefore rewrites the same documents and adds none: exactly once without
+Each event is stored under a deterministic ``_id`` made of its rule, key and sequence
+number, which identify an event in a run (``seq`` counts a rule's events per key). A
+replayed batch therefore meets its own documents and adds none: exactly once without
 transactions, on any MongoDB and on the embedded SecantusDB server.
+
+How: one unordered ``insert_many`` per batch; the documents refused as duplicate ids
+(code 11000: a replay) are then replaced by ``ReplaceOne(upsert=True)`` in one unordered
+``bulk_write``, so the stored event is the latest written, as with a plain upsert.
+Inserting first is for speed: SecantusDB upserts a *new* document ~40x slower than it
+inserts one with ``j: true`` (measured, 5 000 events: upsert 284/s, insert 12 128/s;
+replacing existing ones 2 352/s), and real MongoDB also inserts faster than it upserts.
 
 ``_id`` is the string ``"<rule>/<seq, 12 digits>/<i|s>:<key>"``: a string because
 SecantusDB scans the whole collection to find a sub-document ``_id`` (see
@@ -30,6 +36,7 @@ from typing import Any
 
 from pymongo import MongoClient, ReplaceOne
 from pymongo.collection import Collection
+from pymongo.errors import BulkWriteError
 
 from migration.store import (
     _key_part,
@@ -39,6 +46,8 @@ from migration.store import (
     open_client,
     selection_timeout_ms,
 )
+
+_DUPLICATE_KEY = 11000
 
 
 def parse_mongo_target(uri: str) -> tuple[str, str, str]:
@@ -129,13 +138,25 @@ class MongoEventWriter:
         """Upsert the events; the number of documents that were new (a replay: 0)."""
         if not records:
             return 0
-        ops = [ReplaceOne({"_id": event_id(r)}, dict(r), upsert=True) for r in records]
+        docs = [{"_id": event_id(r), **r} for r in records]
         where = f"{self.database}.{self.collection}"
-        what = f"writing {len(ops)} events to {where}" + (
+        what = f"writing {len(docs)} events to {where}" + (
             f" (batch {batch_id})" if batch_id is not None else "")
         with mongo_errors(self.uri, what, self._timeout_ms):
-            result = self._coll().bulk_write(ops, ordered=False)
-        return result.upserted_count
+            collection = self._coll()
+            try:
+                collection.insert_many(docs, ordered=False)
+            except BulkWriteError as exc:
+                failed = exc.details.get("writeErrors", [])
+                if any(e.get("code") != _DUPLICATE_KEY for e in failed):
+                    raise
+                replays = [docs[e["index"]] for e in failed]
+                collection.bulk_write(
+                    [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in replays],
+                    ordered=False,
+                )
+                return len(docs) - len(replays)
+        return len(docs)
 
     def close(self) -> None:
         with self._lock:
