@@ -349,7 +349,8 @@ def _build_class(reader: _Reader, payload: object) -> object:
 
 def _build_scalar(reader: _Reader, payload: object) -> object:
     dtype, value = _pair(reader, payload)
-    if not _SCALAR.fullmatch(dtype) or type(value) not in _PLAIN_DTYPES:
+    if not _SCALAR.fullmatch(dtype) or (type(value) not in _PLAIN_DTYPES
+                                        and type(value) is not str):
         raise reader.fail("has a malformed numpy scalar")
     return np.dtype(dtype).type(value)
 
@@ -424,7 +425,7 @@ def _malformed(reader: _Reader, payload: object) -> object:
     raise reader.fail("has a malformed header")
 
 
-_SCALAR = re.compile(r"[<|](b1|[iu][1248]|f[248])")
+_SCALAR = re.compile(r"[<|](b1|[iu][1248]|f[248]|U\d{1,9})")
 _PLAIN_NAMES = {np.dtype(t).str for t in _PLAIN_DTYPES.values()}
 _ARROW_TYPES = {"str": pa.large_string(), "bytes": pa.large_binary()}
 _BUILDERS: dict[str, Callable[[_Reader, Any], object]] = {

@@ -182,7 +182,7 @@ def _window_fields(rule: ir.JoinRule, stream: ir.StreamDef,
                    fast: set[ir.Agg]) -> frozenset[str]:
     """The window stream's fields the rule reads once a row is in the window (its filter
     has already run), outside the fast aggregates (which read term rows instead): only
-    these are kept, because the retained rows are the engine's state, pickled every batch
+    these are kept, because the retained rows are the engine's state, written every batch
     and shipped when a key moves (FSD keeps 500 tweets per key and needs none of their
     fields, only their term rows)."""
     names = {stream.timestamp} if stream.timestamp else set()

@@ -114,7 +114,7 @@ def test_object_columns_keep_int_float_nan_negative_zero_and_big_ints() -> None:
         [float("nan"), -0.0, 0.0, float("inf")],
         [2**64, -(2**80), 3],
         ["x", None, "\ud800"],  # a lone surrogate is not UTF-8: stored element-wise
-        [np.int32(7), np.float32(1.5), np.bool_(True)],
+        [np.int32(7), np.float32(1.5), np.bool_(True), np.str_("é")],
     ]
     for items in cases:
         column = _object_array(items)
