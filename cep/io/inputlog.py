@@ -278,7 +278,7 @@ class InputLog:
                 ) -> tuple[int, int]:
         """The position about ``budget`` records after (seg, pos), not past ``stop``."""
         stop = stop or self.end_offset()
-        left = budget
+        origin, left = (seg, pos), budget
         while (seg, pos) < stop and seg in self.segments:
             s = self.segments[seg]
             pos = max(pos, s.start)
@@ -294,8 +294,9 @@ class InputLog:
                     break
                 continue
             pos += max(1, math.ceil(left * s.unit))
+            left = 0
             break
-        return seg, pos
+        return (seg, pos) if left < budget else origin  # nothing new: stay put
 
     def pieces(self, start: tuple[int, int], end: tuple[int, int]) -> Iterator[Piece]:
         """The ranges between two positions, cut at fixed grid points of each segment
