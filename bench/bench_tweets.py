@@ -1,16 +1,20 @@
-"""Generation speed and key-load calibration of the built-in ``tweets`` workload.
+"""Generation speed, memory and key-load calibration of the built-in ``tweets`` workload.
 
-Prints the figures and writes them to ``bench/results/tweets.json``. For each mode
-(``default``, ``zipf-periodic``) at the DLB paper's scale (2.95M tweets, 4,096 LSH keys):
+Prints the figures and writes them to ``bench/results/tweets.json``:
 
-* generation time (wall, one run: the whole ``generate_tweets`` call, text rendering and
-  the LSH key of every tweet included) and µs per tweet;
-* the stream's shape: event-time span and rate, first stories, one-off tweets, the
-  largest story, keys that occur, the largest key's share;
-* the calibration the paper reports for key grouping over 5 engines: the RSTD
-  (100·std/mean) of the engines' loads in windows of 10,000 tweets that lie inside one
-  zipf-periodic phase, summarised per exponent (paper: ~3% at 0.2, ~77% at 1.5). The
-  default order is summarised under the same phase clock for comparison.
+* ``ranges``: what an executor pays for one ``tweets_range`` of 100,000 rows of a
+  30M-tweet plan (the Spark source's unit of work), at ``lo = 0``, at ``lo = 3.5M`` (the
+  worst case: the look-back of stories born before the stream reaches furthest there)
+  and at ``lo = 29.9M``; wall time (process warm: world built, rendered pieces cached)
+  and the peak of traced allocations during the call (``tracemalloc``), per mode.
+* per mode (``default``, ``zipf-periodic``) at the DLB paper's scale (2.95M tweets, 4,096
+  LSH keys), each in a fresh process: wall time of the whole ``generate_tweets`` call and
+  µs per tweet, the process's peak resident memory, the stream's shape (event-time
+  span, first stories, one-off tweets, largest story, keys that occur, largest key) and
+  the RSTD (100·std/mean) of key grouping over 5 engines in windows of 10,000 tweets
+  inside one zipf-periodic phase (:func:`cep.io.tweets.kg_window_rstd`), per exponent
+  (paper: ~3% at 0.2, ~77% at 1.5; real text in its arrival order: 40-44.5%). The default
+  order is summarised under the same phase clock: it has no swing, only its own skew.
 
 Run: ``python bench/bench_tweets.py [--n 2950000] [--seed 7]``.
 """
@@ -19,13 +23,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
+import subprocess
+import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 from cep.io import tweets
+
+RANGE_N = 30_000_000
+RANGE_ROWS = 100_000
+RANGE_LOS = (0, 3_500_000, 29_900_000)
 
 
 def summarise(values: np.ndarray) -> dict[str, float]:
@@ -40,11 +53,33 @@ def summarise(values: np.ndarray) -> dict[str, float]:
     }
 
 
-def measure(n: int, mode: str, seed: int, buckets: int, engines: int, window: int) -> dict:
-    """Generate one stream and describe it (see the module docstring)."""
+def measure_ranges(mode: str, seed: int) -> dict[str, dict[str, float]]:
+    """Time and traced peak memory of 100k-row ranges of a 30M plan (see the docstring)."""
+    plan = tweets.tweets_plan(f"tweets:n={RANGE_N},mode={mode},seed={seed}")
+    tweets.tweets_range(plan, 15_000_000, 15_000_000 + RANGE_ROWS)  # warm the process
+    out = {}
+    for lo in RANGE_LOS:
+        start = time.perf_counter()
+        tweets.tweets_range(plan, lo, lo + RANGE_ROWS)
+        seconds = time.perf_counter() - start
+        tracemalloc.start()
+        tweets.tweets_range(plan, lo, lo + RANGE_ROWS)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out[str(lo)] = {
+            "seconds": seconds,
+            "rows_per_s": RANGE_ROWS / seconds,
+            "peak_traced_mb": peak / 1e6,
+        }
+    return out
+
+
+def measure_whole(n: int, mode: str, seed: int, buckets: int, engines: int, window: int) -> dict:
+    """Generate one stream in this process and describe it (see the module docstring)."""
     start = time.perf_counter()
     gen = tweets.generate_tweets(n, mode=mode, seed=seed, buckets=buckets)
     seconds = time.perf_counter() - start
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ts = gen.frame.ts.to_numpy()
     span = (ts[-1] - tweets.START_US) / 1e6
     sizes = np.bincount(gen.story_of)
@@ -53,6 +88,7 @@ def measure(n: int, mode: str, seed: int, buckets: int, engines: int, window: in
     return {
         "seconds": seconds,
         "us_per_tweet": 1e6 * seconds / n,
+        "peak_rss_mb": peak_rss_mb,
         "event_time_span_s": span,
         "tweets_per_event_s": n / span,
         "first_stories": len(gen.first_story_ids),
@@ -65,6 +101,19 @@ def measure(n: int, mode: str, seed: int, buckets: int, engines: int, window: in
             str(e): summarise(rstd[exponent == e]) for e in np.unique(exponent).tolist()
         },
     }
+
+
+def in_child(task: str, **kwargs: object) -> dict:
+    """Run one measurement in a fresh interpreter (its own peak memory, cold caches)."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_tweets as b; "
+        f"print(json.dumps(b.{task}(**json.loads(sys.argv[2]))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent), json.dumps(kwargs)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)
 
 
 def main() -> None:
@@ -83,16 +132,29 @@ def main() -> None:
         "engines": args.engines,
         "window": args.window,
         "rate": tweets.DEFAULT_RATE,
+        "ranges": {"plan_n": RANGE_N, "rows": RANGE_ROWS},
     }
     for mode in tweets.MODES:
-        figures = measure(args.n, mode, args.seed, args.buckets, args.engines, args.window)
+        ranges = in_child("measure_ranges", mode=mode, seed=args.seed)
+        results["ranges"][mode] = ranges  # type: ignore[index]
+        for lo, r in ranges.items():
+            print(
+                f"{mode} range [{lo}, +{RANGE_ROWS}) of {RANGE_N}: {r['seconds']:.2f} s "
+                f"({r['rows_per_s']:,.0f} rows/s), peak traced {r['peak_traced_mb']:.0f} MB"
+            )
+    for mode in tweets.MODES:
+        figures = in_child(
+            "measure_whole", n=args.n, mode=mode, seed=args.seed, buckets=args.buckets,
+            engines=args.engines, window=args.window,
+        )  # fmt: skip
         results[mode] = figures
         print(
             f"{mode}: {figures['seconds']:.1f} s ({figures['us_per_tweet']:.2f} µs/tweet), "
+            f"peak RSS {figures['peak_rss_mb']:.0f} MB, "
             f"{figures['event_time_span_s']:.0f} s of event time, "
             f"{figures['first_stories']} first stories "
-            f"({100 * figures['first_story_fraction']:.1f}%), "
-            f"{figures['keys_occurring']} keys, largest key "
+            f"({100 * figures['first_story_fraction']:.1f}%), largest story "
+            f"{figures['largest_story']}, {figures['keys_occurring']} keys, largest key "
             f"{100 * figures['largest_key_share']:.2f}%"
         )
         for e, s in figures["kg_rstd_by_exponent"].items():
@@ -104,6 +166,7 @@ def main() -> None:
     results["machine"] = f"{platform.machine()} {platform.python_implementation()} " + (
         platform.python_version()
     )
+    results["load_average"] = [round(x, 1) for x in os.getloadavg()]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -128,12 +128,12 @@ class StreamLayout:
         self.seed = seed
         self.first = first - MAX_SPAN_BLOCKS
         self.born = {b: births(seed, b) for b in range(self.first, last + 1)}
-        multi = [p.take(p.size > 1) for p in self.born.values()]
-        short = [m.take(m.span <= SHORT_SPAN_BLOCKS) for m in multi]
-        self.short = Births.concat(short)
-        self.short_start = np.cumsum([0] + [len(m.gid) for m in short])
-        long = Births.concat(multi)
-        self.long = long.take(long.span > SHORT_SPAN_BLOCKS)
+        every = Births.concat(list(self.born.values()))
+        multi = every.take(every.size > 1)
+        short = multi.span <= SHORT_SPAN_BLOCKS
+        self.short, self.long = multi.take(short), multi.take(~short)
+        blocks = np.arange(self.first, last + 2)
+        self.short_start = np.searchsorted(birth_block(self.short.gid), blocks)
 
     def active(self, b: int) -> Births:
         """Stories with later tweets that may fall in block ``b``.
