@@ -15,7 +15,7 @@ import numpy as np
 
 from cep.engine import patterns as nfa
 from cep.engine.emit import emit
-from cep.engine.expr import Col, Env, truth
+from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import empty_output
 from cep.engine.table import (
     DTYPES,
@@ -51,6 +51,12 @@ class PatternOperator:
             if a.local_filter is None or a.bound_filter is not None}
         self.pattern = nfa.compile_pattern(root, within_us=rule.horizon_us)
         self.states: dict[object, nfa.PatternState] = {}
+        # tag[i] the rule reads: bound (NULL) even when no match has that many events
+        self.indices: dict[str, int] = {}
+        for ref in collect_nodes([rule.where, *(c.expr for c in rule.columns)], ir.FieldRef):
+            if ref.index is not None:
+                self.indices[ref.qualifier] = max(self.indices.get(ref.qualifier, 0),
+                                                  ref.index + 1)
 
     # ---- compile the IR pattern into matcher nodes
 
@@ -68,7 +74,8 @@ class PatternOperator:
             return nfa.Not(self._build(node.operand))
         if isinstance(node, ir.PEvery):
             return nfa.Every(self._build(node.operand))
-        return nfa.Repeat(node.count, self._build(node.operand))
+        until = self._build(node.until) if node.until is not None else None
+        return nfa.Repeat(node.count, self._build(node.operand), high=node.high, until=until)
 
     def _predicate(self, atom: ir.PAtom) -> Callable[[nfa.Event, dict], bool] | None:
         checks: list[Callable[[nfa.Event, dict], bool]] = []
@@ -163,7 +170,8 @@ class PatternOperator:
         for tag in rule.tags:
             stream = self.tag_streams[tag]
             if tag in rule.repeated_tags:
-                width = max((len(m.bindings.get(tag) or []) for _, m in matches), default=0)
+                width = max([self.indices.get(tag, 0),
+                             *(len(m.bindings.get(tag) or []) for _, m in matches)])
                 for i in range(width):
                     rows = [_nth(m.bindings.get(tag), i) for _, m in matches]
                     _bind_rows(env, tag, stream, rows, index=i)
@@ -263,6 +271,8 @@ def _bind_rows(env: Env, tag: str, stream: ir.StreamDef, rows: list[Row | None],
 def _atoms(node: ir.PNode) -> list[ir.PAtom]:
     if isinstance(node, ir.PAtom):
         return [node]
+    if isinstance(node, ir.PRepeat) and node.until is not None:
+        return _atoms(node.operand) + _atoms(node.until)
     if isinstance(node, ir.PNot | ir.PEvery | ir.PRepeat):
         return _atoms(node.operand)
     return _atoms(node.left) + _atoms(node.right)

@@ -50,6 +50,11 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
   the n-th completion of ``x``, and every tag bound inside ``x`` is then a list of events in
   match order (empty if no iteration bound it). Inside ``x`` a tag is a single event of the
   current iteration; earlier iterations are not visible to predicates.
+* Match-until ``[n:m] x until u`` (``[n:] x until u``, ``[:m] x``, ``x until u``,
+  ``[n] x until u``): x repeats as in ``[n]``; the repeat completes on x's m-th completion,
+  or when u completes if x completed at least n times by then (the match has u's tags as
+  well); u completing earlier makes it permanently false. An event is offered to u first
+  and, if u completes on it, not to x. Without an upper bound only u completes it.
 * WITHIN T (whole pattern, microseconds): the clock of a partial instance starts at its
   earliest bound event by sequence number (``first``); when an event arrives with
   ``ts - first.ts >= T`` the instance is discarded before the event is considered for it,
@@ -144,11 +149,22 @@ class Every:
 
 @dataclass(frozen=True)
 class Repeat:
-    """``[count] operand``: the operand completes ``count`` times, one after the other."""
+    """Esper's match-until: ``[count] operand`` (``high`` EXACT), ``[count:high] operand``
+    (``high`` None: no upper bound), each optionally ``until`` another pattern."""
 
     count: int
     operand: PatternNode
     node_id: int = field(default=-1, compare=False)
+    high: int | None = -1  # EXACT: as many as count
+    until: PatternNode | None = None
+
+    @property
+    def most(self) -> int | None:
+        """The completion of the operand that completes the repeat (None: only until)."""
+        return self.count if self.high == EXACT else self.high
+
+
+EXACT = -1
 
 
 PatternNode = Union[Atom, FollowedBy, And, Or, Not, Every, Repeat]  # noqa: UP007
@@ -583,7 +599,9 @@ class _And:
 
 
 class _Repeat:
-    """``[n] x``; instance [begin, begin_first, first, count, acc lists by tag, x instance].
+    """Match-until; instance [begin, begin_first, first, count, acc lists by tag,
+    x instance] plus the until instance (or None once it can never complete) when the
+    repeat has an until.
 
     ``begin_first`` is what a restarted x begins with; ``first`` is the WITHIN clock, which
     also covers the events collected in earlier iterations.
@@ -591,25 +609,48 @@ class _Repeat:
 
     is_atom = False
 
-    def __init__(self, count: int, child: Any, tags: tuple[str, ...], within: int | None):
+    def __init__(self, count: int, most: int | None, child: Any, until: Any,
+                 tags: tuple[str, ...], within: int | None):
         self.count = count
+        self.most = most
         self.child = child
+        self.until = until
         self.tags = tags
         self.within = within
 
     def start(self, begin: Bindings, first: Event | None) -> list[Any]:
-        return [begin, first, first, 0, {t: [] for t in self.tags},
+        inst = [begin, first, first, 0, {t: [] for t in self.tags},
                 self.child.start(begin, first)]
+        if self.until is not None:
+            inst.append(self.until.start(begin, first))
+        return inst
 
     def step(self, inst: Any, ev: Event, out: list[Completion]) -> int:
-        begin, bfirst, first, count, acc, ci = inst
+        begin, bfirst, first, count, acc, ci = inst[:6]
         w = self.within
         if w is not None and first is not None and ev.ts - first.ts >= w:
             return EXPIRED
+        touched = 0
+        if self.until is not None and inst[6] is not None:
+            ended: list[Completion] = []
+            st = self.until.step(inst[6], ev, ended)
+            touched = st & TOUCHED
+            if ended:
+                if count < self.count:
+                    return FALSE | touched
+                bindings, ufirst = ended[0]
+                if first is None or ufirst.seq < first.seq:
+                    first = ufirst
+                out.append(({**bindings, **begin, **acc}, first))
+                return DONE | touched
+            if st & 3:
+                inst[6] = None
+                if self.most is None:  # nothing else can end it
+                    return (st & 3) | touched
         tmp: list[Completion] = []
         st = self.child.step(ci, ev, tmp)
         code = st & 3
-        touched = st & TOUCHED
+        touched |= st & TOUCHED
         for b, f in tmp:
             count += 1
             for t in self.tags:
@@ -620,7 +661,7 @@ class _Repeat:
                     acc[t].append(v)
             if first is None:
                 first = f
-            if count == self.count:
+            if count == self.most:
                 out.append(({**begin, **acc}, first))
                 return DONE | touched
         inst[2] = first
@@ -635,6 +676,11 @@ class _Repeat:
         first = inst[2]
         if first is not None and ts - first.ts >= self.within:
             return EXPIRED
+        if (self.until is not None and inst[6] is not None
+                and self.until.purge(inst[6], ts) == EXPIRED):
+            inst[6] = None
+            if self.most is None:
+                return EXPIRED
         return self.child.purge(inst[5], ts)
 
 
@@ -646,6 +692,8 @@ def _children(node: PatternNode) -> tuple[PatternNode, ...]:
         return ()
     if isinstance(node, (FollowedBy, And, Or)):
         return (node.left, node.right)
+    if isinstance(node, Repeat) and node.until is not None:
+        return (node.operand, node.until)
     return (node.operand,)
 
 
@@ -663,12 +711,25 @@ def _number(node: PatternNode, counter: list[int], nodes: list[PatternNode]) -> 
         right = _number(node.right, counter, nodes)
         new = dataclasses.replace(node, left=left, right=right, node_id=node_id)
     else:
-        if isinstance(node, Repeat) and (not isinstance(node.count, int) or node.count < 1):
+        if isinstance(node, Repeat) and not _valid_range(node):
             raise ValueError(f"repeat count must be a positive int, got {node.count!r}")
         operand = _number(node.operand, counter, nodes)
         new = dataclasses.replace(node, operand=operand, node_id=node_id)
+        if isinstance(node, Repeat) and node.until is not None:
+            new = dataclasses.replace(new, until=_number(node.until, counter, nodes))
     nodes[node_id] = new
     return new
+
+
+def _valid_range(node: Repeat) -> bool:
+    """A repeat completes at its ``most``-th iteration or by its until: at least once."""
+    if not isinstance(node.count, int) or node.count < 0:
+        return False
+    if node.high == EXACT:
+        return node.count >= 1
+    if node.high is None:
+        return node.until is not None
+    return isinstance(node.high, int) and node.high >= max(node.count, 1)
 
 
 def _flatten(node: PatternNode, kind: type) -> list[PatternNode]:
@@ -704,7 +765,7 @@ def _describe(node: PatternNode) -> str:
     name = type(node).__name__
     if isinstance(node, Atom):
         return f"{name}#{node.node_id}({node.tag!r},{node.stream!r},{node.predicate is None})"
-    extra = f"{node.count}," if isinstance(node, Repeat) else ""
+    extra = f"{node.count}:{node.high}," if isinstance(node, Repeat) else ""
     inner = ",".join(_describe(c) for c in _children(node))
     return f"{name}#{node.node_id}({extra}{inner})"
 
@@ -721,7 +782,9 @@ def _build(node: PatternNode, within: int | None) -> Any:
         return _Every(_build(node.operand, within), within)
     if isinstance(node, Repeat):
         tags = tuple(_tags(node.operand, under_not=False))
-        return _Repeat(node.count, _build(node.operand, within), tags, within)
+        until = _build(node.until, within) if node.until is not None else None
+        return _Repeat(node.count, node.most, _build(node.operand, within), until, tags,
+                       within)
     if isinstance(node, FollowedBy):
         return _FollowedBy([_build(c, within) for c in _flatten(node, FollowedBy)], within)
     if isinstance(node, Or):

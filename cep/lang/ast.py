@@ -243,11 +243,15 @@ class PatEvery:
 
 @dataclass(frozen=True)
 class PatRepeat:
-    """``[count] operand``: the operand matched ``count`` times in sequence."""
+    """Esper's match-until: ``[count] operand``, ``[count:high] operand`` (``high`` None:
+    ``[count:]``; ``[:high]`` has count 0), optionally ``until`` another pattern, and
+    ``operand until other`` (count 0, no high)."""
 
     count: int
     operand: Pattern
     pos: Pos
+    high: int | None = None
+    until: Pattern | None = None
 
 
 @dataclass(frozen=True)
@@ -301,12 +305,17 @@ class Annotation:
 
 @dataclass(frozen=True)
 class FieldDecl:
-    """``name type`` in CREATE SCHEMA; ``type`` lower-cased and normalised
-    (int, long, double, boolean, string, timestamp)."""
+    """``name type [FROM 'path', ...] [FORMAT 'text']`` in CREATE SCHEMA; ``type``
+    lower-cased and normalised (int, long, double, boolean, string, timestamp); the
+    paths and format as written, with their places."""
 
     name: str
     type: str
     pos: Pos
+    paths: tuple[str, ...] = ()
+    paths_pos: tuple[Pos, ...] = ()
+    format: str | None = None
+    format_pos: Pos | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cep.engine import functions as function_registry
+from cep.io.fieldpaths import split_path
+from cep.io.timeformat import to_strptime
 from cep.lang import ast, ir
 from cep.lang.errors import Pos, RuleError, did_you_mean
 from cep.lang.types import (
@@ -160,6 +162,7 @@ class _Checker:
             raise RuleError(f"stream '{stmt.name}' is already defined", stmt.pos)
         names: set[str] = set()
         fields = []
+        sources: list[tuple[str, ir.FieldSource]] = []
         for f in stmt.fields:
             if f.name in names:
                 raise RuleError(f"field '{f.name}' is declared twice", f.pos)
@@ -172,6 +175,8 @@ class _Checker:
                 )
             names.add(f.name)
             fields.append((f.name, t))
+            if (source := _field_source(f, t)) is not None:
+                sources.append((f.name, source))
         if stmt.timestamp is not None:
             ts_type = dict(fields).get(stmt.timestamp)
             pos = stmt.timestamp_pos or stmt.pos
@@ -185,7 +190,8 @@ class _Checker:
                 raise RuleError(
                     f"TIMESTAMP field '{stmt.timestamp}' has type {ts_type}, not timestamp", pos
                 )
-        self.streams[stmt.name] = ir.StreamDef(stmt.name, tuple(fields), stmt.timestamp)
+        self.streams[stmt.name] = ir.StreamDef(stmt.name, tuple(fields), stmt.timestamp,
+                                               sources=tuple(sources))
         self.input_streams.append(stmt.name)
 
     def _variable(self, stmt: ast.CreateVariable) -> None:
@@ -803,9 +809,15 @@ class _Checker:
                 raise RuleError(f"pattern tag '{tag}' hides the stream of that name", node.pos)
             tags[tag] = (stream, repeated)
         elif isinstance(node, ast.PatRepeat):
-            if node.count < 1:
-                raise RuleError("a repetition count must be at least 1", node.pos)
+            if node.high is None and node.until is None:
+                raise RuleError(f"[{node.count}:] has no upper bound, so it needs 'until'",
+                                node.pos, hint=f"e.g. [{node.count}:] b=B until c=C")
+            if node.high is not None and node.high < max(node.count, 1):
+                raise RuleError(f"a repetition range [{node.count}:{node.high}] is empty",
+                                node.pos)
             self._collect_tags(node.operand, tags, repeated=True)
+            if node.until is not None:
+                self._collect_tags(node.until, tags, repeated)
         elif isinstance(node, ast.PatWithin):
             raise RuleError(
                 "WITHIN applies to the whole pattern only",
@@ -867,9 +879,10 @@ class _Checker:
                 raise RuleError("'every not ...' never matches", node.pos)
             return ir.PEvery(self._pattern_node(node.operand, tags, earlier, repeated))
         if isinstance(node, ast.PatRepeat):
-            return ir.PRepeat(
-                node.count, self._pattern_node(node.operand, tags, earlier, repeated)
-            )
+            until = (self._pattern_node(node.until, tags, earlier, repeated)
+                     if node.until is not None else None)
+            return ir.PRepeat(node.count, self._pattern_node(node.operand, tags, earlier,
+                                                             repeated), node.high, until)
         raise RuleError("unsupported pattern expression", node.pos)
 
     # ------------------------------------------------------------ clauses
@@ -1295,6 +1308,8 @@ def _source_streams(stmt: ast.SelectStatement) -> list[str]:
             todo.append(node.pattern)
         elif hasattr(node, "operand"):
             todo.append(node.operand)
+            if getattr(node, "until", None) is not None:
+                todo.append(node.until)
         else:
             todo.extend((node.left, node.right))  # type: ignore[attr-defined]
     return names
@@ -1438,6 +1453,8 @@ def _tags_of(node: ast.Pattern) -> set[str]:
         return {node.tag} if node.tag else set()
     if isinstance(node, ast.PatNot):
         return set()  # a 'not' binds nothing usable later
+    if isinstance(node, ast.PatRepeat) and node.until is not None:
+        return _tags_of(node.operand) | _tags_of(node.until)
     if isinstance(node, ast.PatEvery | ast.PatRepeat | ast.PatWithin):
         return _tags_of(node.operand)
     return _tags_of(node.left) | _tags_of(node.right)
@@ -1524,3 +1541,27 @@ def _parse_override(name: str, t: str, raw: str) -> object:
     except ValueError:
         pass
     raise RuleError(f"--set {name}={raw}: '{raw}' is not a valid {t}")
+
+
+def _field_source(f: ast.FieldDecl, ftype: str) -> ir.FieldSource | None:
+    """A schema field's FROM paths and FORMAT, checked (None if it declares neither)."""
+    for text, pos in zip(f.paths, f.paths_pos, strict=True):
+        try:
+            split_path(text)
+        except ValueError as err:
+            raise RuleError(str(err), pos) from None
+    if f.format is not None:
+        if ftype != "timestamp":
+            raise RuleError(f"FORMAT is for timestamp fields; '{f.name}' is {ftype}",
+                            f.format_pos or f.pos)
+        try:
+            to_strptime(f.format)
+        except ValueError as err:
+            raise RuleError(
+                f"bad timestamp format '{f.format}': {err}", f.format_pos or f.pos,
+                hint="FORMAT 'epoch_s', 'epoch_ms', 'epoch_us', 'iso', or a pattern such as "
+                     "'yyyy-MM-dd HH:mm:ss' or '%Y-%m-%d %H:%M:%S'",
+            ) from None
+    if not f.paths and f.format is None:
+        return None
+    return ir.FieldSource(f.paths or (f.name,), f.format)

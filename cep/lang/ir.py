@@ -266,8 +266,13 @@ class PEvery:
 
 @dataclass(frozen=True)
 class PRepeat:
+    """Match-until: ``count`` to ``high`` (None: no bound) completions of ``operand``,
+    ended early by ``until`` (see ``cep.engine.patterns``)."""
+
     count: int
     operand: PNode
+    high: int | None = None
+    until: PNode | None = None
 
 
 PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat]  # noqa: UP007

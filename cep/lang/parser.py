@@ -12,6 +12,7 @@ Rule text is never evaluated as Python: numbers and strings are decoded by this 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib.resources
@@ -512,6 +513,37 @@ def _tpos(token: Token) -> Pos:
 
 
 @dataclass(frozen=True)
+class _FieldText:
+    """A schema field's FROM path or FORMAT text, decoded, with its place."""
+
+    kind: str
+    text: str
+    pos: Pos
+
+
+def _attach_paths(parts: list) -> tuple[ast.FieldDecl, ...]:
+    """Schema fields with the extra FROM paths (``, 'path' [FORMAT 'f']`` items of the
+    field list) attached to the field before them."""
+    fields: list[ast.FieldDecl] = []
+    for part in parts:
+        if isinstance(part, ast.FieldDecl):
+            fields.append(part)
+            continue
+        path, fmt = part
+        last = fields[-1]
+        if not last.paths:
+            raise RuleError("a path can only follow FROM: name type FROM 'path', 'path'",
+                            path.pos)
+        if last.format is not None:
+            raise RuleError("FORMAT goes after the field's last FROM path", last.format_pos)
+        fields[-1] = dataclasses.replace(
+            last, paths=(*last.paths, path.text), paths_pos=(*last.paths_pos, path.pos),
+            format=fmt.text if fmt else None, format_pos=fmt.pos if fmt else None,
+        )
+    return tuple(fields)
+
+
+@dataclass(frozen=True)
 class _Clause:
     """A SELECT statement part on its way up to ``select_stmt`` (which reads them by kind);
     ``pos`` is kept where the AST wants it (the INSERT INTO stream name)."""
@@ -654,15 +686,31 @@ class _Builder(Transformer_NonRecursive):
         timestamp = rest.pop() if isinstance(rest[-1], Token) else None
         return ast.CreateSchema(
             name=str(name),
-            fields=tuple(rest),
+            fields=_attach_paths(rest),
             timestamp=str(timestamp) if timestamp is not None else None,
             pos=_pos(meta),
             timestamp_pos=_tpos(timestamp) if timestamp is not None else None,
         )
 
     def field_decl(self, meta: Meta, children: list) -> ast.FieldDecl:
-        name, type_ = children
-        return ast.FieldDecl(str(name), _type_name(type_), _pos(meta))
+        name, type_, *more = children
+        path = next((c for c in more if isinstance(c, _FieldText) and c.kind == "from"), None)
+        fmt = next((c for c in more if isinstance(c, _FieldText) and c.kind == "format"), None)
+        return ast.FieldDecl(
+            str(name), _type_name(type_), _pos(meta),
+            paths=(path.text,) if path else (), paths_pos=(path.pos,) if path else (),
+            format=fmt.text if fmt else None, format_pos=fmt.pos if fmt else None,
+        )
+
+    def field_from(self, meta: Meta, children: list) -> _FieldText:
+        return _FieldText("from", _string(children[0]), _tpos(children[0]))
+
+    def field_format(self, meta: Meta, children: list) -> _FieldText:
+        return _FieldText("format", _string(children[0]), _tpos(children[0]))
+
+    def field_path(self, meta: Meta, children: list) -> tuple[_FieldText, _FieldText | None]:
+        path = _FieldText("from", _string(children[0]), _tpos(children[0]))
+        return path, children[1] if len(children) > 1 else None
 
     def schema_timestamp(self, meta: Meta, children: list) -> Token:
         return children[0]
@@ -804,7 +852,29 @@ class _Builder(Transformer_NonRecursive):
 
     def pat_repeat(self, meta: Meta, children: list) -> ast.PatRepeat:
         count, operand = children
-        return ast.PatRepeat(_whole_number(count, "a repeat count", 1), operand, _pos(meta))
+        n = _whole_number(count, "a repeat count", 1)
+        return ast.PatRepeat(n, operand, _pos(meta), high=n)
+
+    def pat_repeat_range(self, meta: Meta, children: list) -> ast.PatRepeat:
+        low, high, operand = children
+        return ast.PatRepeat(_whole_number(low, "a repeat bound", 0), operand, _pos(meta),
+                             high=_whole_number(high, "a repeat bound", 1))
+
+    def pat_repeat_from(self, meta: Meta, children: list) -> ast.PatRepeat:
+        low, operand = children
+        return ast.PatRepeat(_whole_number(low, "a repeat bound", 0), operand, _pos(meta))
+
+    def pat_repeat_upto(self, meta: Meta, children: list) -> ast.PatRepeat:
+        high, operand = children
+        return ast.PatRepeat(0, operand, _pos(meta), high=_whole_number(high, "a repeat bound",
+                                                                        1))
+
+    def pat_until(self, meta: Meta, children: list) -> ast.PatRepeat:
+        operand, until = children
+        if isinstance(operand, ast.PatRepeat) and operand.until is None:
+            return ast.PatRepeat(operand.count, operand.operand, _pos(meta), high=operand.high,
+                                 until=until)
+        return ast.PatRepeat(0, operand, _pos(meta), until=until)
 
     def pat_tagged(self, meta: Meta, children: list) -> ast.PatAtom:
         tag, stream, *filter_ = children
