@@ -1,6 +1,9 @@
 """Reference evaluator throughput: 1M events, 4096 keys, one core.
 
-Two rules: a per-key length-window aggregate and a per-key sequence pattern. Events are
+Two rules: a per-key length-window aggregate and a per-key sequence pattern, measured
+whole and in 100k-event batches; then one row per Esper construct of issue 15 (data-window
+functions, the further windows, output rate limiting, an INSERT INTO chain), in 100k-event
+batches. Events are
 built in memory (typed columns, as the input reader produces them), so the figures are
 the evaluator's own; where the time goes is printed from cProfile's top entries.
 Writes bench/results/reference.json.
@@ -32,6 +35,24 @@ RULES = {
         @Name('seq') SELECT a.v AS av, c.v AS cv
         FROM PATTERN [ every a=S(kind = 1) -> b=S(kind = 2) -> c=S(kind = 3)
                        WITHIN 10 sec ] PARTITION BY k;""",
+}
+
+ESPER_RULES = {
+    "prev_prior": SCHEMA + """
+        SELECT prev(1, v) AS p, prevtail(v) AS t, prevcount(v) AS c, prior(3, v) AS r
+        FROM S#groupwin(k)#length(10);""",
+    "firstlength": SCHEMA + "SELECT count(*) AS n, avg(v) AS a FROM S#groupwin(k)#firstlength(50);",
+    "firsttime": SCHEMA + "SELECT count(*) AS n, avg(v) AS a FROM S#groupwin(k)#firsttime(5 min);",
+    "time_length_batch": SCHEMA + """
+        SELECT count(*) AS n, sum(v) AS s FROM S#groupwin(k)#time_length_batch(10 sec, 5);""",
+    "unique": SCHEMA + "SELECT count(*) AS n, avg(v) AS a FROM S#groupwin(k)#unique(kind);",
+    "output_last_every_events": SCHEMA + """
+        SELECT avg(v) AS a FROM S#groupwin(k)#length(10) OUTPUT LAST EVERY 5 EVENTS;""",
+    "output_all_every_time": SCHEMA + """
+        SELECT avg(v) AS a FROM S#groupwin(k)#length(10) OUTPUT ALL EVERY 10 sec;""",
+    "insert_into_chain": SCHEMA + """
+        INSERT INTO High SELECT k, ts, v FROM S#groupwin(k)#length(10) HAVING v > avg(v) * 1.5;
+        SELECT count(*) AS n, max(v) AS top FROM High#groupwin(k)#time(30 sec);""",
 }
 
 
@@ -83,6 +104,8 @@ def main() -> None:
     for name, text in RULES.items():
         for batch in (None, 100_000):
             results.append(measure(name, text, events, batch))
+    for name, text in ESPER_RULES.items():
+        results.append(measure(name, text, events, 100_000))
     out = Path(__file__).parent / "results" / "reference.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"events": args.events, "keys": args.keys,
