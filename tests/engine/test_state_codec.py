@@ -202,6 +202,13 @@ def test_snapshot_and_key_states_round_trip_through_fresh_engines() -> None:
     assert other.keys() == {0, 1}
 
 
+def test_an_empty_document_is_a_key_without_state() -> None:
+    """The store writes empty bytes for a key an engine exports without holding it."""
+    engine = Engine(_engine().module)
+    engine.import_keys({5: b""})
+    assert engine.keys() == set()
+
+
 def test_one_kind_of_state_is_not_taken_for_another() -> None:
     engine = _engine()
     key_blob = engine.export_keys([0])[0]
