@@ -2,10 +2,29 @@
 
 First Story Detection (``rules/fsd.epl``) needs tweets in which stories are born and
 spread, so that "is this the first tweet of its story?" has a known answer, and the DLB
-paper's second experiment needs the same tweets re-ordered so that the popularity of the
-LSH keys swings between balanced and skewed. Nothing is downloaded: every word, user and
-story comes from ``numpy.random.Generator(PCG64(seed))``, so a seed gives the same frame in
-every process (no Python ``hash()``, no global random state).
+paper's second experiment needs the same kind of tweets re-ordered so that the popularity
+of the LSH keys swings between balanced and skewed. Nothing is downloaded: every word,
+user and story comes from seeded generators, so a seed gives the same rows in every
+process (no Python ``hash()``, no global random state).
+
+Ranges (what the Spark source calls)
+    :func:`tweets_plan` turns a spec (``tweets:n=30000000,mode=zipf-periodic``) into a
+    small JSON-serialisable plan: the arguments and the event time of every block
+    boundary (blocks of :data:`~cep.io.tweet_layout.BLOCK` = 10,000 rows; 59 kB of JSON
+    at n = 30M). :func:`tweets_range` gives rows ``lo..hi-1`` and their first-story flags.
+    Everything random about block ``b`` comes from generators seeded ``(seed, purpose,
+    b)``, and a story's attributes from a counter-based hash of ``(seed, story number)``
+    (:func:`cep.io.tweet_world.hash_uniform`); no state flows from block to block. A range
+    draws the blocks it overlaps whole and keeps its rows, so any cut of ``[0, n)``
+    concatenates to the same rows bit for bit; :func:`generate_tweets` is the range
+    ``[0, n)``. A block of the default stream also needs the births (not the texts) of
+    the 361 blocks before it, because a story tweets for at most 3.6M rows. Measured
+    (``bench/bench_tweets.py``, warm process, 2-core machine under a load of 5-7): a
+    100k-row range of a 30M plan takes 0.71 s at ``lo = 0`` and 0.74 s at ``lo = 29.9M``
+    (peak traced memory 99 MB both); zipf-periodic 0.5-0.9 s and 39 MB. Ranges that start
+    in the first 3.6M rows also replay which stories the blocks before them used (to
+    know whether a story born before the stream has appeared yet): at most ~4x, 3.1 s
+    and 193 MB at ``lo = 3.5M``.
 
 Vocabulary
     8,000 pronounceable words (1-4 consonant-vowel syllables, some closed by n/r/s/l/k),
@@ -19,84 +38,119 @@ Vocabulary
     words stay short), so languages differ in their frequent words. Users are word+digits
     handles (``n/10`` of them, 1,000-200,000), active with the same kind of law, exponent 1.
 
-Stories
-    Stories are born as a Poisson process in event time. A story's size is 1 (a one-off)
-    with probability 0.7, otherwise ``1 + Z`` with ``Z`` Zipf(1.9) truncated at 20,000:
-    most stories get a few tweets and a few get thousands (mean 4.0 tweets). The first
-    tweet is the story's seed text (8-20 words, in the story's language and topic); the
-    others follow it after independent exponential delays with a story lifetime
-    ``20 s · sqrt(size) · LogNormal(0, 0.5)`` clipped to [10 s, 1 h]. Stories born during
-    the four hours before the stream starts are included through the memoryless property
-    (only their tweets after time 0, a Binomial share), so the stream starts in steady
-    state instead of with a burst of new stories; such a story's first tweet in the
-    stream is a paraphrase, and it is the first story in the ground truth because FSD
-    only sees the stream. The birth rate is ``rate / 4.0`` stories/s, so the stream
-    carries ``rate`` tweets per second of event time on average (1,000 by default: 2.95M
-    tweets ≈ 49 min), with the bursts of popular stories. At 2.95M tweets: 25.1% of the
-    tweets are first stories, 17.5% are one-offs, the largest story has 12,811 tweets.
+Stories (:mod:`cep.io.tweet_layout`)
+    In every block, ``S ~ Binomial(10000, 0.25)`` stories are born at uniform positions:
+    their seed tweets, so about a quarter of the rows are first stories. A story is a
+    one-off with probability 0.7, otherwise it plans ``1 + Z`` tweets, ``Z`` Zipf(1.9)
+    truncated at 20,000. Its later tweets follow it after exponential delays of mean
+    ``20,000 rows · sqrt(size) · LogNormal(0, 0.5)`` clipped to [10k, 3.6M] rows, cut at
+    6 means and at 3.6M rows (lifetimes count rows, 10 s to 1 h at 1,000 tweets/s, so
+    the look-back is bounded whatever the rate). The other ``10000 - S`` rows of the
+    block are later tweets of the stories alive in it, shared out by a multinomial whose
+    weights are each story's planned later tweets times the mass of its delay law inside
+    the block, at uniform positions within that part of the block; rows are ordered by
+    position (a seed precedes its later tweets). Every block thus has exactly 10,000 rows
+    (row -> block is arithmetic) and realised sizes follow the planned ones up to the
+    normalisation. Stories born in the 361 blocks before the stream are included (their
+    seeds are not in it), so the stream starts in steady state; the first tweet in the
+    stream of such a story is its first story. Event time: block ``b`` lasts
+    ``Gamma(10000, 1/rate)`` seconds (drawn in the plan), its rows are uniform order
+    statistics inside it, i.e. Poisson arrivals at ``rate`` (1,000/s by default: 2.95M
+    tweets ≈ 49 min).
+    Trending stories: every 90 blocks (15 min at 1,000/s) the block's first-born story
+    trends. It plans 20-35% of the rows for the next 90 blocks (a delay law ten times
+    longer than that span, so nearly flat; about 18% once normalised) and every one of
+    its tweets carries its hashtag, the next of the 4 "hot words" (see Key skew).
+    At 2.95M tweets: 25.2% of the tweets are first stories, the largest story (a trend)
+    has 191,758 tweets.
+
+Key skew (default order)
+    With key grouping over N engines, a window's engine loads have RSTD about
+    ``sqrt((N - 1) · Σ p_k²)`` for key shares ``p_k``: over 5 engines, one key carrying a
+    share ``p`` alone gives about ``2p``. Real tweets give 40-44.5% (the DLB paper) because
+    a few tokens are both frequent and low under the MinHash permutations: a tweet that
+    holds one takes its key from it. Zipf words with random hashes give ~4.5% (the
+    previous version of this generator). Here the hot words are the 4 vocabulary words
+    whose two MinHash values are lowest (fillers excluded), used only as trending
+    hashtags: in 95% of a trend's tweets the hashtag attains both minima, so about 17%
+    of the traffic shares one key while the trend lasts, and KG RSTD per 10,000-tweet
+    window is 38% (median; p10-p90 31-46%, 292 windows at 2.95M), 40% at 30k. Rejected:
+    (1) a topic word (a low-hash word per topic) in half of the seed texts gave 34% but
+    cut FSD recall from 0.92 to 0.68 at 20k: unrelated same-topic tweets then share a
+    key and a word, and their maximum similarity over the rule's 500-tweet window
+    passes τ; (2) trending stories without a low-hash hashtag gave ~15%, because only
+    about half of a story's paraphrases keep its seed's key. A trend's key window holds
+    the trend's own tweets, so FSD quality does not suffer: reference runner
+    (``cep run rules/fsd.epl --input tweets:n=... --runner local``) precision/recall
+    0.747/0.931 at 20k and 0.687/0.783 at 200k (previous version 0.728/0.887 and
+    0.635/0.734).
 
 Paraphrase
     A later tweet of a story is a retweet (20%: ``RT @author: <seed text>``) or a
     paraphrase of the seed: 1-3 words dropped or replaced by fresh Zipf words, an adjacent
     pair swapped (40%), 0-2 frequent filler words, maybe a leading ``@mention``. Any tweet
-    may end with the story's ``#hashtag`` (one of its seed words), capitalise its first
-    word, carry a comma or end in ``!``/``?``/``...``. Sigils, case and punctuation vanish
-    under the engine's ``[a-z0-9]+`` tokenisation. Measured with ``similarity`` (n = 30k):
-    two tweets of one story average 0.79 (97% of later tweets are > 0.5 to their story's
-    first tweet); tweets of different stories average 0.026 (99th percentile 0.2).
+    may end with the story's ``#hashtag`` (one of its seed words; 30%, a trend's always),
+    capitalise its first word, carry a comma or end in ``!``/``?``/``...``. Sigils, case
+    and punctuation vanish under the engine's ``[a-z0-9]+`` tokenisation. Measured with
+    ``similarity`` (n = 30k, the test): two tweets of one story average 0.80; tweets of
+    different stories average 0.022 (0.021 at 200k, 99th percentile 0.18).
 
 Columns (typed like :func:`cep.io.sources.read_events` output for the FSD schema)
     ``seq`` 0..n-1, ``id`` (unique, Twitter's snowflake layout ``ms << 22 | worker << 12 |
-    counter``: time-ordered to the millisecond, not within one), ``ts`` (µs since the
-    epoch, non-decreasing, from 2026-01-01T00:00Z), ``user``, ``lang``, ``text``,
-    ``retweets`` (heavy-tailed: Zipf(2.1) minus one, plus the story's size on its seed
-    tweet) and ``topic`` (16 topics, Zipf). Strings are Python ``str`` in object columns.
+    counter``: time-ordered to the millisecond, not within one; the counter is ``seq mod
+    4096``, unique because one millisecond's rows are consecutive and fewer than 4096),
+    ``ts`` (µs since the epoch, non-decreasing, from 2026-01-01T00:00Z), ``user``,
+    ``lang``, ``text``, ``retweets`` (heavy-tailed: Zipf(2.1) minus one, plus the story's
+    planned size on its seed tweet) and ``topic`` (16 topics, Zipf). Strings are Python
+    ``str`` in object columns; the frame's index is ``lo..hi-1``.
 
 Modes
     ``default``: the stream in event-time order, as generated.
-    ``zipf-periodic``: the DLB paper's second experiment. A pool of ``n`` tweets is
-    generated exactly as the ``default`` stream of the same arguments, and each pool
-    tweet's key ``lsh_bucket(text, buckets)`` is computed. The output gets fresh Poisson
-    arrival times at ``rate``; the Zipf exponent is 0.2 for the first 5 min of each 15 min
-    of event time (counted from 2026-01-01T00:00Z) and 1.5 for the other 10. For every
-    output position a key rank is drawn from the current (exact, discrete) Zipf law over
-    the keys that occur in the pool, mapped to a key through a seeded permutation, and
-    the next unused pool tweet of that key (in pool order) is emitted. When a key's pool
-    tweets run out it cycles: its tweets are emitted again from its first one, with fresh
-    ``seq``/``id``/``ts`` but the same text, user and story (a repost). Skewed phases need
-    that: the top key takes ~38% of their traffic, far more than any key's share of the
-    pool. Ground truth is recomputed on the output order: a story's first story is its
-    first tweet in the output (13.7% of the tweets at 2.95M).
+    ``zipf-periodic``: the DLB paper's second experiment. Every block of 10,000 rows
+    re-orders its own pool: 10,000 tweets laid out like a default block but
+    self-contained (its stories are born and done inside it, no trend), each with its key
+    ``lsh_bucket(text, buckets)``. The rows keep the default clock; the Zipf exponent is
+    0.2 for the first 5 min of each 15 min of event time (counted from
+    2026-01-01T00:00Z) and 1.5 for the other 10. Every row draws a key rank from the
+    current (exact, discrete) Zipf law over the keys in the pool, ranked most frequent
+    first (ties in a seeded order), and the ``j``-th use of a key in the block takes the
+    pool's ``(j mod count)``-th tweet of that key, in pool order: when a key's pool tweets
+    run out they come again (a repost, same text, user and story, fresh
+    ``seq``/``id``/``ts``). The first story of a story is its first use in the block
+    (pool stories never leave their block): 12.5% of the tweets at 2.95M. Pools are per
+    block so that a range needs only its own blocks; the price is more reposts than a
+    whole-stream pool (the top key of a skewed phase takes about 40% of a block).
 
 Ground truth
-    ``story_of[i]`` numbers stories by first appearance (0, 1, ...), ``first_story_ids``
-    are the ids of those first appearances, in stream order. :func:`write_ground_truth`
-    writes them as JSON lines, the side file for FSD verification.
+    ``tweets_range`` returns each row's first-story flag; ``generate_tweets`` numbers
+    stories by first appearance (``story_of``) and lists ``first_story_ids``, the ids of
+    the flagged rows in stream order. :func:`write_ground_truth` writes them as JSON
+    lines, the side file for FSD verification.
 
 Keys
     :attr:`GeneratedTweets.keys` is every tweet's ``lsh_bucket(text, buckets)``, computed
-    without tokenising 2.95M texts: the bucket depends only on the two MinHash minima of
-    the token set, and the two tokens attaining them have exactly those minima on their
-    own, so each tweet is keyed by ``lsh_bucket("<token a> <token b>")`` of its minimising
-    pair, asked once per distinct pair (equality with the UDF is tested).
+    without tokenising the texts: the bucket hashes the token set's two MinHash minima,
+    and each minimum is the least of its tokens' own values, so it is a row-wise ``min``
+    over the token slots' precomputed values (:func:`cep.io.tweet_text.slot_keys`;
+    equality with the UDF is tested).
 
 Calibration (``bench/bench_tweets.py``: n = 2.95M, seed 7, 4,096 buckets, key grouping
 ``splitter.hashing.kg_engine`` over 5 engines, RSTD = 100·std/mean of the engines' loads
 per window of 10,000 tweets inside one phase; :func:`kg_window_rstd`)
-    ``zipf-periodic``: median 2.1% in the 0.2 phases (p10-p90 1.2-3.1%, 111 windows) and
-    73.7% in the 1.5 phases (p10-p90 72.5-74.9%, 179 windows); the paper measured ~3% and
-    ~77%. The 1.5 figure depends on which engines the top-ranked keys hash to, i.e. on
-    the seed: 84-100% for seeds 1, 2, 3, 11 at n = 60k (the test's setting: 60 tweets/s,
-    3,000-tweet windows, where seed 7 gives 3.9% and 91%). ``default`` order: 4.5-4.9%
-    median under the same clock, no swing. All 4,096 keys occur; the largest key holds
-    1.7% of the default stream and 23.7% of the zipf-periodic one.
+    ``zipf-periodic``: median 3.1% in the 0.2 phases (p10-p90 1.7-4.8%, 113 windows) and
+    79.1% in the 1.5 phases (p10-p90 65-97%, 179 windows); the paper measured ~3% and
+    ~77%. The 1.5 figure depends on which engines the top-ranked keys hash to, and these
+    change from block to block with the pools. At the test's setting (n = 60k, 60
+    tweets/s, 3,000-tweet windows) 3.1% and 79.6%. ``default`` order: 38.5% and 37.1%
+    median under the same clock (no swing; see Key skew). The largest key holds 6.3% of
+    the default stream (17% while its trend lasts) and 8.9% of the zipf-periodic one.
 
-Speed (one run each on the shared 2-core development machine)
-    2.95M tweets: 18.7 s in ``default`` mode and 18.5 s in ``zipf-periodic`` when the
-    machine was quiet (6.3 µs per tweet, texts and keys included), 29-37 s under a load
-    average of 5-6 (the figures in ``bench/results/tweets.json``); peak memory 1.3 GB.
-    About a quarter of the time is rendering the texts (building, joining and splitting
-    strings), an eighth tokenising the vocabulary and the distinct key pairs.
+Speed (one run each on the shared 2-core development machine, load average 5-7)
+    2.95M tweets: 26.3 s in ``default`` mode (8.9 µs per tweet, texts and keys included)
+    and 21.0 s in ``zipf-periodic``; peak resident memory 1.3 GB and 1.2 GB for the
+    whole stream (a range's is bounded, above). Rendering the texts (joining and
+    splitting strings) is the largest part of a range, so a block renders only the rows
+    the range keeps.
 """
 
 from __future__ import annotations
@@ -393,8 +447,12 @@ def _rows(plan: dict[str, Any], lo: int, hi: int) -> _Rows:
     cols = {name: np.concatenate(p) for name, p in parts.items()}
     # Explicit dtypes: pandas >= 3 would otherwise infer its string dtype for the str
     # columns, and the engine expects object columns of Python str (as read_events).
+    index = pd.RangeIndex(lo, hi)  # as generate_tweets(...).frame.iloc[lo:hi]
     frame = pd.DataFrame(
-        {name: pd.Series(cols[name], dtype=cols[name].dtype, copy=False) for name in _COLUMNS},
+        {
+            name: pd.Series(cols[name], index=index, dtype=cols[name].dtype, copy=False)
+            for name in _COLUMNS
+        },
         copy=False,
     )
     return _Rows(frame, cols["first"], cols["gid"], cols["keys"])

@@ -206,7 +206,7 @@ def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> Non
 
 def _concat(plan: dict, cuts: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
     parts = [tweets.tweets_range(plan, lo, hi) for lo, hi in itertools.pairwise(cuts)]
-    frame = pd.concat([f for f, _ in parts], ignore_index=True)
+    frame = pd.concat([f for f, _ in parts])
     return frame, np.concatenate([flags for _, flags in parts])
 
 
@@ -226,6 +226,8 @@ def test_any_cut_gives_the_same_stream(mode: str) -> None:
         frame, flags = _concat(plan, _random_cuts(rng, 0, n, 6))
         pd.testing.assert_frame_equal(frame, gen.frame)
         np.testing.assert_array_equal(frame.id.to_numpy()[flags], gen.first_story_ids)
+    some, _ = tweets.tweets_range(plan, 20_000, 20_100)
+    pd.testing.assert_frame_equal(some, gen.frame.iloc[20_000:20_100])
     empty, no_flags = tweets.tweets_range(plan, 500, 500)
     assert list(empty.columns) == COLUMNS and len(empty) == 0 and len(no_flags) == 0
     pd.testing.assert_series_equal(empty.dtypes, gen.frame.dtypes)
