@@ -46,9 +46,10 @@ class PatternOperator:
         self.local_filters: list[tuple[str, str, str, ir.TExpr]] = []
         root = self._build(rule.pattern)
         # streams with an atom whose filter is not fully precomputed: feed every event
+        # (a timer's clock moves with every event of the key: then all are fed)
         self.unfiltered_streams = {
             a.stream for a in _atoms(rule.pattern)
-            if a.local_filter is None or a.bound_filter is not None}
+            if a.local_filter is None or a.bound_filter is not None or _has_timer(rule.pattern)}
         self.pattern = nfa.compile_pattern(root, within_us=rule.horizon_us)
         self.states: dict[object, nfa.PatternState] = {}
         # tag[i] the rule reads: bound (NULL) even when no match has that many events
@@ -74,6 +75,8 @@ class PatternOperator:
             return nfa.Not(self._build(node.operand))
         if isinstance(node, ir.PEvery):
             return nfa.Every(self._build(node.operand))
+        if isinstance(node, ir.PTimer):
+            return nfa.Timer(node.us)
         until = self._build(node.until) if node.until is not None else None
         return nfa.Repeat(node.count, self._build(node.operand), high=node.high, until=until)
 
@@ -268,9 +271,22 @@ def _bind_rows(env: Env, tag: str, stream: ir.StreamDef, rows: list[Row | None],
         env.columns[key] = Col(values, nulls if nulls.any() else None)
 
 
+def _has_timer(node: ir.PNode) -> bool:
+    if isinstance(node, ir.PTimer):
+        return True
+    if isinstance(node, ir.PAtom):
+        return False
+    parts = [node.operand] if hasattr(node, "operand") else [node.left, node.right]  # type: ignore[union-attr]
+    if getattr(node, "until", None) is not None:
+        parts.append(node.until)  # type: ignore[union-attr]
+    return any(map(_has_timer, parts))
+
+
 def _atoms(node: ir.PNode) -> list[ir.PAtom]:
     if isinstance(node, ir.PAtom):
         return [node]
+    if isinstance(node, ir.PTimer):
+        return []
     if isinstance(node, ir.PRepeat) and node.until is not None:
         return _atoms(node.operand) + _atoms(node.until)
     if isinstance(node, ir.PNot | ir.PEvery | ir.PRepeat):

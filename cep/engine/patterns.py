@@ -62,6 +62,17 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
   operand does see the event. So a match always has ``last.ts - first.ts < T`` (exclusive).
   ``every a -> b -> c WITHIN 24h`` gives each a its own clock. Events with an older
   timestamp than earlier ones are processed normally; only WITHIN looks at timestamps.
+* ``timer:interval(T)`` is an atom that no event matches: it completes once event time
+  passes ``start + T``, where start is the timestamp of the event during which the
+  instance started (the key's first event for an instance that exists before any).
+  Event time is per key and only events move it: before each event of the key, every
+  timer whose deadline is at or before the event's timestamp fires, in passes (what a
+  firing starts, starts at the deadline and may fire in the next pass), and only then is
+  the event processed, so ``a -> (timer:interval(T) and not b)`` fires when the key's
+  next event comes at a.ts + T or later, unless a b came strictly before. A timer
+  never fires at the end of a bounded input (no event moves the clock). Matches a timer
+  completes are reported with the event that moved the clock. Timers may not sit under
+  ``[n]``, ``not`` or at the start of an ``every`` operand (which could fire without end).
 * The matches produced by one event are ordered by the sequence number of their first
   event, then by creation order (the order the state tree yields them).
 """
@@ -167,7 +178,16 @@ class Repeat:
 EXACT = -1
 
 
-PatternNode = Union[Atom, FollowedBy, And, Or, Not, Every, Repeat]  # noqa: UP007
+@dataclass(frozen=True)
+class Timer:
+    """``timer:interval(T)``: completes, binding nothing, once the key's event time has
+    passed T after the instance started (see the module docstring)."""
+
+    us: int
+    node_id: int = field(default=-1, compare=False)
+
+
+PatternNode = Union[Atom, FollowedBy, And, Or, Not, Every, Repeat, Timer]  # noqa: UP007
 
 
 @dataclass(slots=True)
@@ -211,6 +231,7 @@ class _Atom:
     """Atom runtime; ``persistent`` is ``every <atom>``, which stays after matching."""
 
     is_atom = True
+    timed = False
 
     def __init__(self, node: Atom, within: int | None, persistent: bool) -> None:
         self.tag = node.tag
@@ -241,6 +262,52 @@ class _Atom:
         return EXPIRED if first is not None and ts - first.ts >= self.within else ALIVE
 
 
+class _Clock:
+    """The event time at which instances start (shared by one pattern's runtime nodes;
+    keys are fed one event at a time, so one value serves them all)."""
+
+    now: int | None = None
+
+
+class _Timer:
+    """``timer:interval``; instance [begin, first, deadline] (deadline None until the key's
+    first event when the instance exists before any event)."""
+
+    is_atom = False
+    timed = True
+
+    def __init__(self, node: Timer, clock: _Clock, within: int | None) -> None:
+        self.us = node.us
+        self.clock = clock
+        self.within = within
+
+    def start(self, begin: Bindings, first: Event | None) -> list[Any]:
+        now = self.clock.now
+        return [begin, first, None if now is None else now + self.us]
+
+    def step(self, inst: Any, ev: Event, out: list[Completion]) -> int:
+        if self.purge(inst, ev.ts) == EXPIRED:
+            return EXPIRED
+        if inst[2] is None:
+            inst[2] = ev.ts + self.us
+        return ALIVE
+
+    def tick(self, inst: Any, now: int, out: list[Completion]) -> int:
+        deadline = inst[2]
+        if deadline is None or deadline > now:
+            return ALIVE
+        if self.purge(inst, deadline) == EXPIRED:
+            return EXPIRED
+        self.clock.now = deadline  # what this completion starts, starts at the deadline
+        out.append((inst[0], inst[1]))
+        return DONE
+
+    def purge(self, inst: Any, ts: int) -> int:
+        first = inst[1]
+        w = self.within
+        return EXPIRED if w is not None and first is not None and ts - first.ts >= w else ALIVE
+
+
 class _FollowedBy:
     """n-ary followed-by (``a -> b -> c`` flattened); instance [begin, first, levels].
 
@@ -255,6 +322,33 @@ class _FollowedBy:
         self.children = children
         self.last = len(children) - 1
         self.within = within
+        self.timed = any(c.timed for c in children)
+
+    def tick(self, inst: Any, now: int, out: list[Completion]) -> int:
+        """Fire the timers due by ``now`` (see `_Timer`); same status codes as ``step``."""
+        levels = inst[2]
+        children = self.children
+        emitted = False
+        for k in range(self.last, -1, -1):
+            child = children[k]
+            if not child.timed or not levels[k]:
+                continue
+            keep = []
+            for ci in levels[k]:
+                tmp: list[Completion] = []
+                if child.tick(ci, now, tmp) & 3 == ALIVE:
+                    keep.append(ci)
+                for comp in tmp:
+                    if k == self.last:
+                        out.append(comp)
+                        emitted = True
+                    else:
+                        nchild = children[k + 1]
+                        levels[k + 1].append(comp if nchild.is_atom else nchild.start(*comp))
+            levels[k] = keep
+        if any(levels):
+            return ALIVE
+        return DONE if emitted else FALSE
 
     def start(self, begin: Bindings, first: Event | None) -> list[Any]:
         levels: list[list[Any]] = [[] for _ in self.children]
@@ -369,9 +463,26 @@ class _Every:
     def __init__(self, child: Any, within: int | None) -> None:
         self.child = child
         self.within = within
+        self.timed = child.timed
 
     def start(self, begin: Bindings, first: Event | None) -> list[Any]:
         return [begin, first, [self.child.start(begin, first)]]
+
+    def tick(self, inst: Any, now: int, out: list[Completion]) -> int:
+        begin, first, kids = inst
+        child = self.child
+        keep: list[Any] = []
+        spawned: list[Any] = []
+        for ci in kids:
+            tmp: list[Completion] = []
+            code = child.tick(ci, now, tmp) & 3
+            if code == ALIVE:
+                keep.append(ci)
+            for _ in range(len(tmp) + (code != ALIVE and not tmp)):
+                spawned.append(child.start(begin, first))
+            out.extend(tmp)
+        inst[2] = keep + spawned
+        return ALIVE
 
     def step(self, inst: Any, ev: Event, out: list[Completion]) -> int:
         begin, first, kids = inst
@@ -425,9 +536,22 @@ class _Or:
     def __init__(self, children: list[Any], within: int | None) -> None:
         self.children = children
         self.within = within
+        self.timed = any(c.timed for c in children)
 
     def start(self, begin: Bindings, first: Event | None) -> list[Any]:
         return [begin, first, [c.start(begin, first) for c in self.children]]
+
+    def tick(self, inst: Any, now: int, out: list[Completion]) -> int:
+        kids = inst[2]
+        for i, child in enumerate(self.children):
+            if kids[i] is None or not child.timed:
+                continue
+            code = child.tick(kids[i], now, out) & 3
+            if code == DONE:
+                return DONE
+            if code:
+                kids[i] = None
+        return FALSE if all(ci is None for ci in kids) else ALIVE
 
     def step(self, inst: Any, ev: Event, out: list[Completion]) -> int:
         first = inst[1]
@@ -474,6 +598,8 @@ class _Not:
 
     is_atom = False
 
+    timed = False  # the checker keeps timers out of 'not'
+
     def __init__(self, child: Any) -> None:
         self.child = child
 
@@ -505,6 +631,24 @@ class _And:
         self.within = within
         self.nots = [i for i, c in enumerate(children) if isinstance(c, _Not)]
         self.ops = [i for i, c in enumerate(children) if not isinstance(c, _Not)]
+        self.timed = any(c.timed for c in children)
+
+    def tick(self, inst: Any, now: int, out: list[Completion]) -> int:
+        kids = inst[2]
+        for i in self.ops:
+            child = self.children[i]
+            if kids[i] is None or not child.timed:
+                continue
+            tmp: list[Completion] = []
+            code = child.tick(kids[i], now, tmp) & 3
+            for n, comp in enumerate(tmp, 1):
+                if code == DONE and n == len(tmp):
+                    kids[i] = None
+                if self._combine(inst, i, comp, out):
+                    return DONE
+            if code > DONE:
+                return FALSE
+        return ALIVE
 
     def start(self, begin: Bindings, first: Event | None) -> list[Any]:
         return [begin, first, [c.start(begin, first) for c in self.children],
@@ -608,6 +752,7 @@ class _Repeat:
     """
 
     is_atom = False
+    timed = False  # the checker keeps timers out of repeats
 
     def __init__(self, count: int, most: int | None, child: Any, until: Any,
                  tags: tuple[str, ...], within: int | None):
@@ -688,7 +833,7 @@ class _Repeat:
 
 
 def _children(node: PatternNode) -> tuple[PatternNode, ...]:
-    if isinstance(node, Atom):
+    if isinstance(node, Atom | Timer):
         return ()
     if isinstance(node, (FollowedBy, And, Or)):
         return (node.left, node.right)
@@ -699,12 +844,12 @@ def _children(node: PatternNode) -> tuple[PatternNode, ...]:
 
 def _number(node: PatternNode, counter: list[int], nodes: list[PatternNode]) -> PatternNode:
     """Rebuild the tree with node ids in pre-order (ids index ``Pattern.nodes``)."""
-    if not isinstance(node, (Atom, FollowedBy, And, Or, Not, Every, Repeat)):
+    if not isinstance(node, (Atom, FollowedBy, And, Or, Not, Every, Repeat, Timer)):
         raise TypeError(f"not a pattern node: {node!r}")
     node_id = counter[0]
     counter[0] += 1
     nodes.append(node)  # placeholder, replaced below once the children are numbered
-    if isinstance(node, Atom):
+    if isinstance(node, Atom | Timer):
         new: PatternNode = dataclasses.replace(node, node_id=node_id)
     elif isinstance(node, (FollowedBy, And, Or)):
         left = _number(node.left, counter, nodes)
@@ -765,35 +910,62 @@ def _describe(node: PatternNode) -> str:
     name = type(node).__name__
     if isinstance(node, Atom):
         return f"{name}#{node.node_id}({node.tag!r},{node.stream!r},{node.predicate is None})"
+    if isinstance(node, Timer):
+        return f"{name}#{node.node_id}({node.us})"
     extra = f"{node.count}:{node.high}," if isinstance(node, Repeat) else ""
     inner = ",".join(_describe(c) for c in _children(node))
     return f"{name}#{node.node_id}({extra}{inner})"
 
 
-def _build(node: PatternNode, within: int | None) -> Any:
-    """Runtime object for a numbered node; checks where ``not`` may appear."""
+def _build(node: PatternNode, within: int | None, clock: _Clock) -> Any:
+    """Runtime object for a numbered node; checks where ``not`` and timers may appear."""
     if isinstance(node, Atom):
         return _Atom(node, within, persistent=False)
+    if isinstance(node, Timer):
+        return _Timer(node, clock, within)
     if isinstance(node, Not):
         raise ValueError("'not' is only allowed as a direct operand of 'and'")
     if isinstance(node, Every):
         if isinstance(node.operand, Atom):
             return _Atom(node.operand, within, persistent=True)
-        return _Every(_build(node.operand, within), within)
+        if _starts_with_timer(node.operand):
+            raise ValueError("'every' over a pattern that starts with a timer fires without "
+                             "events")
+        return _Every(_build(node.operand, within, clock), within)
     if isinstance(node, Repeat):
+        if _has_timer(node):
+            raise ValueError("timer:interval is not supported inside a repeat or a 'not'")
         tags = tuple(_tags(node.operand, under_not=False))
-        until = _build(node.until, within) if node.until is not None else None
-        return _Repeat(node.count, node.most, _build(node.operand, within), until, tags,
+        until = _build(node.until, within, clock) if node.until is not None else None
+        return _Repeat(node.count, node.most, _build(node.operand, within, clock), until, tags,
                        within)
     if isinstance(node, FollowedBy):
-        return _FollowedBy([_build(c, within) for c in _flatten(node, FollowedBy)], within)
+        return _FollowedBy([_build(c, within, clock) for c in _flatten(node, FollowedBy)],
+                           within)
     if isinstance(node, Or):
-        return _Or([_build(c, within) for c in _flatten(node, Or)], within)
+        return _Or([_build(c, within, clock) for c in _flatten(node, Or)], within)
     operands = _flatten(node, And)
     if all(isinstance(c, Not) for c in operands):
         raise ValueError("an 'and' needs at least one operand that is not a 'not'")
-    return _And([_Not(_build(c.operand, within)) if isinstance(c, Not) else _build(c, within)
-                 for c in operands], within)
+    if any(isinstance(c, Not) and _has_timer(c) for c in operands):
+        raise ValueError("timer:interval is not supported inside a repeat or a 'not'")
+    return _And([_Not(_build(c.operand, within, clock)) if isinstance(c, Not)
+                 else _build(c, within, clock) for c in operands], within)
+
+
+def _has_timer(node: PatternNode) -> bool:
+    return isinstance(node, Timer) or any(_has_timer(c) for c in _children(node))
+
+
+def _starts_with_timer(node: PatternNode) -> bool:
+    """Whether the pattern can complete before any event: a timer it starts with."""
+    if isinstance(node, Timer):
+        return True
+    if isinstance(node, FollowedBy):
+        return _starts_with_timer(node.left)
+    if isinstance(node, And | Or):
+        return _starts_with_timer(node.left) or _starts_with_timer(node.right)
+    return isinstance(node, Every | Repeat) and _starts_with_timer(node.operand)
 
 
 def compile_pattern(root: PatternNode, within_us: int | None = None) -> Pattern:
@@ -808,13 +980,10 @@ def compile_pattern(root: PatternNode, within_us: int | None = None) -> Pattern:
     nodes: list[PatternNode] = []
     numbered = _number(root, [0], nodes)
     _tags(numbered)
-    runtime = _build(numbered, within_us)
+    clock = _Clock()
+    runtime = _build(numbered, within_us, clock)
     fingerprint = zlib.crc32(f"{_describe(numbered)}|{within_us}".encode())
-    return Pattern(numbered, tuple(nodes), within_us, runtime, fingerprint)
-
-
-def _first_seq(comp: Completion) -> int:
-    return comp[1].seq
+    return Pattern(numbered, tuple(nodes), within_us, runtime, fingerprint, clock)
 
 
 class Pattern:
@@ -822,15 +991,18 @@ class Pattern:
     shared by all keys (each key has its own `PatternState`)."""
 
     def __init__(self, root: PatternNode, nodes: tuple[PatternNode, ...],
-                 within_us: int | None, runtime: Any, fingerprint: int) -> None:
+                 within_us: int | None, runtime: Any, fingerprint: int,
+                 clock: _Clock) -> None:
         self.root = root
         self.nodes = nodes
         self.within_us = within_us
         self.fingerprint = fingerprint
         self._runtime = runtime
+        self._clock = clock
 
     def new_state(self) -> PatternState:
         """The state of a key that has seen no events yet."""
+        self._clock.now = None  # its timers start at its first event
         return PatternState(self.fingerprint, self._runtime.start({}, None))
 
     def feed(self, state: PatternState, event: Event) -> list[Match]:
@@ -845,12 +1017,23 @@ class Pattern:
         if root is None:
             return []
         out: list[Completion] = []
-        if self._runtime.step(root, event, out) & 3:
+        if self._runtime.timed:
+            for _ in range(len(self.nodes)):  # a pass per timer a firing can start
+                fired: list[Completion] = []
+                code = self._runtime.tick(root, event.ts, fired) & 3
+                out.extend(fired)
+                if code:
+                    state.root = None
+                    break
+                if not fired:
+                    break
+        self._clock.now = event.ts
+        if state.root is not None and self._runtime.step(root, event, out) & 3:
             state.root = None
         if not out:
             return []
         if len(out) > 1:
-            out.sort(key=_first_seq)
+            out.sort(key=lambda comp: comp[1].seq if comp[1] is not None else event.seq)
         return [Match(dict(b), event) for b, _ in out]
 
     def is_exhausted(self, state: PatternState) -> bool:

@@ -255,6 +255,14 @@ class PatRepeat:
 
 
 @dataclass(frozen=True)
+class PatTimer:
+    """``timer:interval(duration)``: completes once event time passes the duration."""
+
+    duration: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
 class PatWithin:
     """``operand WITHIN duration`` or ``operand where timer:within(duration)``.
 
@@ -267,7 +275,7 @@ class PatWithin:
 
 
 Pattern = Union[  # noqa: UP007
-    PatAtom, PatFollowedBy, PatAnd, PatOr, PatNot, PatEvery, PatRepeat, PatWithin,
+    PatAtom, PatFollowedBy, PatAnd, PatOr, PatNot, PatEvery, PatRepeat, PatWithin, PatTimer,
 ]
 
 

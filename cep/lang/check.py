@@ -749,11 +749,13 @@ class _Checker:
                         key_expr.pos,
                         hint=did_you_mean(key, dict(self.streams[s].fields)),
                     )
-        if within_us is not None:
-            for s in streams:
+        timer = _first_timer(root)
+        for what, needed in (("WITHIN", within_us is not None),
+                             ("timer:interval", timer is not None)):
+            for s in streams if needed else ():
                 if self.streams[s].timestamp is None:
                     raise RuleError(
-                        f"WITHIN needs event time, but stream '{s}' has no TIMESTAMP",
+                        f"{what} needs event time, but stream '{s}' has no TIMESTAMP",
                         source.pos,
                     )
         ttl_us = self.state_ttl_us if within_us is None else None
@@ -784,6 +786,15 @@ class _Checker:
                 ttl_us=ttl_us,
             )
         )
+
+    def _timer_us(self, node: ast.PatTimer) -> int:
+        arg = self._expr(node.duration, _Scope({}, ()))
+        if not isinstance(arg, ir.Const):
+            raise RuleError("timer:interval needs a constant duration", node.duration.pos)
+        us = _duration_us(arg, node.duration.pos)
+        if us <= 0:
+            raise RuleError("timer:interval needs a positive duration", node.duration.pos)
+        return us
 
     def _ttl_needs_time(self, streams: list[ir.StreamDef], pos: Pos, what: str) -> None:
         """The state time-to-live counts event time, so the state it bounds needs it."""
@@ -824,6 +835,8 @@ class _Checker:
                 node.pos,
                 hint="write PATTERN [ ... ] with WITHIN after the whole expression",
             )
+        elif isinstance(node, ast.PatTimer):
+            return
         elif isinstance(node, ast.PatNot | ast.PatEvery):
             self._collect_tags(node.operand, tags, repeated)
         else:
@@ -872,11 +885,27 @@ class _Checker:
             if isinstance(node.left, ast.PatNot) and isinstance(node.right, ast.PatNot):
                 raise RuleError("'and' needs at least one operand that is not 'not'", node.pos)
             return ir.PAnd(left, right)
+        if isinstance(node, ast.PatTimer):
+            return ir.PTimer(self._timer_us(node))
+        if isinstance(node, ast.PatNot | ast.PatRepeat):
+            timer = _first_timer(node)
+            if timer is not None:
+                raise RuleError("timer:interval is not supported inside 'not' or a repeat",
+                                timer.pos,
+                                hint="for a missed follow-up write a -> (timer:interval(T) "
+                                "and not b)")
         if isinstance(node, ast.PatNot):
             return ir.PNot(self._pattern_node(node.operand, tags, earlier, repeated))
         if isinstance(node, ast.PatEvery):
             if isinstance(node.operand, ast.PatNot):
                 raise RuleError("'every not ...' never matches", node.pos)
+            if _starts_with_timer(node.operand):
+                raise RuleError(
+                    "'every' over a pattern that starts with timer:interval would fire "
+                    "without events (a periodic timer is not supported)", node.pos,
+                    hint="start the repeated part with an event: every (a=A -> "
+                    "timer:interval(10 sec))",
+                )
             return ir.PEvery(self._pattern_node(node.operand, tags, earlier, repeated))
         if isinstance(node, ast.PatRepeat):
             until = (self._pattern_node(node.until, tags, earlier, repeated)
@@ -1304,6 +1333,8 @@ def _source_streams(stmt: ast.SelectStatement) -> list[str]:
         node = todo.pop()
         if isinstance(node, ast.StreamSource | ast.PatAtom):
             names.append(node.stream)
+        elif isinstance(node, ast.PatTimer):
+            continue
         elif isinstance(node, ast.PatternSource):
             todo.append(node.pattern)
         elif hasattr(node, "operand"):
@@ -1451,6 +1482,8 @@ def _is_key_equality(cond: ir.TExpr, a: str, b: str, key: str) -> bool:
 def _tags_of(node: ast.Pattern) -> set[str]:
     if isinstance(node, ast.PatAtom):
         return {node.tag} if node.tag else set()
+    if isinstance(node, ast.PatTimer):
+        return set()
     if isinstance(node, ast.PatNot):
         return set()  # a 'not' binds nothing usable later
     if isinstance(node, ast.PatRepeat) and node.until is not None:
@@ -1458,6 +1491,29 @@ def _tags_of(node: ast.Pattern) -> set[str]:
     if isinstance(node, ast.PatEvery | ast.PatRepeat | ast.PatWithin):
         return _tags_of(node.operand)
     return _tags_of(node.left) | _tags_of(node.right)
+
+
+def _first_timer(node: ast.Pattern) -> ast.PatTimer | None:
+    """The first ``timer:interval`` inside a pattern, if any."""
+    if isinstance(node, ast.PatTimer):
+        return node
+    if isinstance(node, ast.PatAtom):
+        return None
+    parts = [node.operand] if hasattr(node, "operand") else [node.left, node.right]  # type: ignore[union-attr]
+    if getattr(node, "until", None) is not None:
+        parts.append(node.until)  # type: ignore[union-attr]
+    return next((t for t in map(_first_timer, parts) if t is not None), None)
+
+
+def _starts_with_timer(node: ast.Pattern) -> bool:
+    """Whether a pattern can complete before any event: it starts with a timer."""
+    if isinstance(node, ast.PatTimer):
+        return True
+    if isinstance(node, ast.PatFollowedBy):
+        return _starts_with_timer(node.left)
+    if isinstance(node, ast.PatAnd | ast.PatOr):
+        return _starts_with_timer(node.left) or _starts_with_timer(node.right)
+    return isinstance(node, ast.PatEvery | ast.PatRepeat) and _starts_with_timer(node.operand)
 
 
 def _refuse_growing_every(root: ast.Pattern) -> None:
@@ -1485,7 +1541,7 @@ def _refuse_growing_every(root: ast.Pattern) -> None:
 def _growing_every(node: ast.Pattern) -> ast.PatEvery | None:
     """The outermost ``every`` over a pattern that matches repeatedly, outside ``[n]`` and
     ``not`` (see `_refuse_growing_every`)."""
-    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot):
+    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot | ast.PatTimer):
         return None
     if isinstance(node, ast.PatEvery):
         return node if _matches_repeatedly(node.operand) else _growing_every(node.operand)
@@ -1497,7 +1553,7 @@ def _matches_repeatedly(node: ast.Pattern) -> bool:
     ``every`` outside ``[n]`` and ``not``, which complete at most once themselves."""
     if isinstance(node, ast.PatEvery):
         return True
-    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot):
+    if isinstance(node, ast.PatAtom | ast.PatRepeat | ast.PatNot | ast.PatTimer):
         return False
     return _matches_repeatedly(node.left) or _matches_repeatedly(node.right)
 

@@ -275,7 +275,14 @@ class PRepeat:
     until: PNode | None = None
 
 
-PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat]  # noqa: UP007
+@dataclass(frozen=True)
+class PTimer:
+    """``timer:interval``: microseconds of event time (see ``cep.engine.patterns``)."""
+
+    us: int
+
+
+PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat, PTimer]  # noqa: UP007
 
 # ---------------------------------------------------------------- rules
 

@@ -297,7 +297,7 @@ _BEYOND_BRACKETS = _STATEMENT_STARTS | _CLAUSE_KEYWORDS | {"from", "as", "#", ")
 _EXPRESSION_STARTS = frozenset(
     {"NAME", "NUMBER", "STRING", "(", "-", "not", "case", "true", "false", "null"}
 )
-_PATTERN_STARTS = frozenset({"NAME", "every", "not", "(", "["})
+_PATTERN_STARTS = frozenset({"NAME", "every", "not", "(", "[", "timer"})
 _COMPARISONS = frozenset({"=", "!=", "<>", "<", "<=", ">", ">="})
 _OPERATORS = _COMPARISONS | {
     "+", "-", "*", "/", "%", "||", "and", "or", "is", "in", "not", "between", "like",
@@ -879,6 +879,9 @@ class _Builder(Transformer_NonRecursive):
     def pat_tagged(self, meta: Meta, children: list) -> ast.PatAtom:
         tag, stream, *filter_ = children
         return ast.PatAtom(str(tag), str(stream), filter_[0].expr if filter_ else None, _pos(meta))
+
+    def pat_timer(self, meta: Meta, children: list) -> ast.PatTimer:
+        return ast.PatTimer(children[0], _pos(meta))
 
     def pat_untagged(self, meta: Meta, children: list) -> ast.PatAtom:
         stream, *filter_ = children

@@ -641,7 +641,8 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
         [1].split("|")
     )
     contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream",
-                  "output", "all", "first", "last", "snapshot", "events", "until"}
+                  "output", "all", "first", "last", "snapshot", "events", "until",
+                  "interval"}
     contextual |= {"format"}  # FORMAT, only after a schema field's type or path
     assert reserved <= keywords
     assert keywords - reserved == contextual

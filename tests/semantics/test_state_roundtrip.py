@@ -46,6 +46,8 @@ RULES = {
                          "OUTPUT FIRST EVERY 2 sec;",
     "match_until": "SELECT b[0].v AS b0, b[1].v AS b1, c.v AS cv FROM PATTERN [every "
                    "([1:3] b=S(kind = 1) until c=S(kind = 2)) WITHIN 8 sec] PARTITION BY k;",
+    "timer_absence": "SELECT a.v AS av FROM PATTERN [every a=S(kind = 1) -> "
+                     "(timer:interval(2 sec) and not b=S(kind = 2))] PARTITION BY k;",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }
