@@ -14,8 +14,11 @@ per key, and only some rows leave, when the interval allows:
   SNAPSHOT releases, at each close, the key's latest result row so far (even if the
   interval had none), stamped with the closing event's seq and ts.
 
-Released rows keep their own seq, ts and values (SNAPSHOT's excepted), so a limited rule
-outputs a subset of the unlimited rule's rows. An interval no later event closes stays
+A released row carries the seq of the event at which it is released (the n-th row, or
+the event that closes the interval), so outputs stay in seq order in every runtime, and
+keeps its own ts and values (SNAPSHOT's take the closing event's ts as well). A limited
+rule thus outputs (re-stamped) rows of the unlimited rule; ALL may output several rows at
+one event. An interval no later event closes stays
 pending (as a ``#time_batch`` bucket does): its rows are per-key state that moves with
 the key, made of plain values (ints, strings, lists).
 """
@@ -74,7 +77,7 @@ class RateLimited:
             if kind == "all":
                 state["pending"].append(row)
                 if state["count"] == n:
-                    out.extend((key, r) for r in state["pending"])
+                    out.extend((key, _at(r, row[0])) for r in state["pending"])
                     state["pending"] = []
             elif state["count"] == (1 if kind == "first" else n):
                 out.append((key, row))
@@ -107,7 +110,7 @@ class RateLimited:
                     if state["latest"] is not None:
                         out.append((key, [seq, ts, False, state["latest"][3]]))
                 else:
-                    out.extend((key, r) for r in state["pending"])
+                    out.extend((key, _at(r, seq)) for r in state["pending"])
                 state["pending"] = []
             if state["bucket"] is None or bucket > state["bucket"]:
                 state["bucket"] = bucket
@@ -174,6 +177,12 @@ class RateLimited:
     def restore(self, state: object) -> None:
         self.inner.restore(state["operator"])  # type: ignore[attr-defined,index]
         self.states = {k: s for k, s in state["output"]}  # type: ignore[index]
+
+
+def _at(row: Row, seq: int) -> Row:
+    """A pending row released at the event ``seq``: output rows are in seq order in
+    every runtime only if each carries the seq of the moment it leaves."""
+    return [seq, *row[1:]]
 
 
 def clock_tables(rule: ir.StatefulRule, module: ir.CompiledModule) -> Callable[

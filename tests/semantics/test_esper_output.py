@@ -27,8 +27,9 @@ def run(run_epl, clause):
 
 
 @pytest.mark.parametrize(("clause", "expected"), [
-    # a's rows 0 2 | 4 6 | 7 8 | 9 10 | 11 12 | 13 (pending); b's 1 3 | 5 (pending)
-    ("OUTPUT EVERY 2 EVENTS", [("a", 0), ("b", 1), ("a", 2), ("b", 3), ("a", 4), ("a", 6),
+    # a's rows 0 2 | 4 6 | 7 8 | 9 10 | 11 12 | 13 (pending); b's 1 3 | 5 (pending);
+    # ALL releases a block at its last row (and with that row's seq)
+    ("OUTPUT EVERY 2 EVENTS", [("a", 0), ("a", 2), ("b", 1), ("b", 3), ("a", 4), ("a", 6),
                                ("a", 7), ("a", 8), ("a", 9), ("a", 10), ("a", 11),
                                ("a", 12)]),
     ("OUTPUT FIRST EVERY 2 EVENTS", [("a", 0), ("b", 1), ("a", 4), ("b", 5), ("a", 7),
@@ -43,7 +44,8 @@ def test_every_n_events(run_epl, clause, expected):
 @pytest.mark.parametrize(("clause", "expected"), [
     # 3 s intervals; a: [0,3) 0 2, [3,6) 4, [6,9) 6 7 8, [9,12) 9 10 11, [12,15) open;
     # b: [0,3) 1, [3,6) 3 5 (open: no later b)
-    ("OUTPUT ALL EVERY 3 sec", [("a", 0), ("b", 1), ("a", 2), ("a", 4), ("a", 6), ("a", 7),
+    # (ALL releases at the closing event: b's 1 at 3 s, a's 0 2 at 4 s, ...)
+    ("OUTPUT ALL EVERY 3 sec", [("b", 1), ("a", 0), ("a", 2), ("a", 4), ("a", 6), ("a", 7),
                                 ("a", 8), ("a", 9), ("a", 10), ("a", 11)]),
     ("OUTPUT FIRST EVERY 3 sec", [("a", 0), ("b", 1), ("b", 3), ("a", 4), ("a", 6), ("a", 9),
                                   ("a", 12)]),
@@ -51,6 +53,13 @@ def test_every_n_events(run_epl, clause, expected):
 ])
 def test_every_period_of_event_time(run_epl, clause, expected):
     assert run(run_epl, clause) == expected
+
+
+def test_released_rows_carry_the_seq_of_their_release(run_epl):
+    out = run_epl(SCHEMA + RULE.format("OUTPUT ALL EVERY 3 sec"), events())
+    # a's rows of [0 s, 3 s) leave with a's event at 4 s, keeping their own ts
+    assert [(r["v"], r["seq"] == out[2]["seq"], r["ts"][17:19]) for r in out[1:4]] == [
+        (0, True, "00"), (2, True, "02"), (4, False, "04")]
 
 
 def test_snapshot_repeats_the_latest_row_at_each_close(run_epl):
