@@ -40,6 +40,11 @@ RULES = {
     "output_snapshot_pattern": "SELECT a.price AS p, b.price AS q FROM PATTERN [every "
                                "a=StockTick -> b=StockTick(price > a.price, vol > 20)] "
                                "PARTITION BY symbol OUTPUT SNAPSHOT EVERY 2 sec;",
+    "match_until": "SELECT b[0].price AS b0, b[1].price AS b1, c.price AS c FROM PATTERN [every "
+                   "([1:3] b=StockTick(vol > 25) until c=StockTick(vol < 5)) WITHIN 30 sec] "
+                   "PARTITION BY symbol;",
+    "timer_absence": "SELECT a.price AS p FROM PATTERN [every a=StockTick(vol > 40) -> "
+                     "(timer:interval(3 sec) and not b=StockTick(vol < 10))] PARTITION BY symbol;",
 }
 
 
