@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cep.engine.output import output_records
@@ -29,6 +30,11 @@ def run_epl(tmp_path):
         module = compile_text(text, "<test>", {k: str(v) for k, v in overrides.items()})
         path = write_events(tmp_path / f"events{next(counter)}.jsonl", events)
         loaded = load_inputs(module, [str(path)], None)
-        return output_records(run_reference(module, loaded.tables, batch_size))
+        out = output_records(run_reference(module, loaded.tables, batch_size))
+        # an event's seq is its place in the input, here the byte offset of its line in
+        # the one file: shown as its index in ``events``, which the tests speak of
+        starts = np.cumsum([0, *(len(json.dumps(e)) + 1 for e in events)])
+        index = {int(offset): i for i, offset in enumerate(starts[:-1])}
+        return [{**r, "seq": index[r["seq"]]} for r in out]
 
     return run

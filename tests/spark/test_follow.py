@@ -98,11 +98,11 @@ def test_sigkill_during_follow_then_restart_loses_nothing_and_doubles_nothing(
         tmp_path, kill_at_batch):
     folder, run = tmp_path / "in", tmp_path / "run"
     folder.mkdir()
-    _land(folder, "a.jsonl", LINES[:30])
+    _land(folder, "a.jsonl", LINES[:45])  # three batches of 15
     proc = start(_command(folder, run, "--follow"), tmp_path / "killed")
     wait_until(lambda: in_flight(run, kill_at_batch), proc, f"batch {kill_at_batch}")
     kill_group(proc)
-    _land(folder, "b.jsonl", LINES[30:])
+    _land(folder, "b.jsonl", LINES[45:])
     proc = start(_command(folder, run, "--follow"), tmp_path / "resumed")
     wait_until(lambda: _consumed(run) >= len(LINES), proc, "every line")
     os.kill(proc.pid, signal.SIGTERM)
