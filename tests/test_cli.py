@@ -61,7 +61,7 @@ def test_run_dead_letters_malformed_records_and_counts_them(tmp_path):
     good = (DATA / "readings.jsonl").read_text().splitlines()
     messy = tmp_path / "messy.jsonl"
     messy.write_text("\n".join([
-        good[0], "{not json", good[1], '{"sensor": "s1", "ts": "2026-03-01T12:00:00Z"}',
+        good[0], "{not json", good[1], '{"sensor": "s1", "temp": 1.0, "ok": true}',  # no ts
         '{"sensor": "s1", "ts": "yesterday", "temp": 1.0, "ok": true}', good[2],
         '{"sensor": "s1", "ts": "2026-03-01T12:00:00Z", "temp": "hot", "ok": true}',
     ]) + "\n")

@@ -37,8 +37,7 @@ KINDS = (
     "not_json",  # the line does not parse as JSON
     "not_object",  # valid JSON, but not an object
     "bad_row",  # CSV: wrong number of columns, or a quoted value spanning lines
-    "missing_field",  # a schema field is absent
-    "null_timestamp",  # the TIMESTAMP field is null
+    "null_timestamp",  # the TIMESTAMP field is missing or null (any other field is NULL then)
     "wrong_type",  # a value of the wrong kind (string for int, fraction for int, ...)
     "out_of_range",  # an integer outside int (32-bit) / long (64-bit), a timestamp overflow
     "bad_timestamp",  # a string that is neither ISO-8601 nor a number

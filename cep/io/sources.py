@@ -95,6 +95,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import IO, Any
 
 import numpy as np
@@ -106,8 +107,10 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from cep.engine.table import DTYPES
+from cep.io import fieldpaths, timeformat
 from cep.io.deadletter import DeadLetter
 from cep.io.lines import HEAD_BYTES, TAIL_BYTES, Oversized, range_chunks
+from cep.io.timeformat import EPOCH_SCALE
 from cep.lang import ir
 
 FIELD_TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
@@ -142,22 +145,15 @@ _PLACEHOLDER: dict[str, Any] = {
     "boolean": False,
     "string": "",
 }
-_JSON_ARROW = {
-    "int": pa.int64(),
-    "long": pa.int64(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-    "string": pa.string(),
-}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _TWO63 = 2.0**63
-_MS_LIMIT = (2**63 - 1) // 1000  # largest |ms| whose µs fit int64
 _INT_RE = r"^[+-]?[0-9]+(\.0*)?$"
 _FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _TRUE, _FALSE = ("true", "1"), ("false", "0")
 _TS_NAIVE, _TS_UTC = pa.timestamp("us"), pa.timestamp("us", tz="UTC")
 _SUBMICRO = r"(\.[0-9]{6})[0-9]+"  # fraction digits past microseconds (cut)
 _ISO_PREFIX = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TWITTER = re.compile(timeformat.TWITTER_RE)
 ISO_LEAF = 64  # failing ISO groups are halved down to this size, then tried one by one
 
 Schema = Sequence[tuple[str, str]]
@@ -215,11 +211,13 @@ def _regex_mask(arr: pa.Array, pattern: str) -> np.ndarray:
     return pc.match_substring_regex(arr, pattern).fill_null(False).to_numpy(zero_copy_only=False)
 
 
-def _convert(arr: pa.Array, ftype: str, name: str, text_cells: bool) -> _Column:
+def _convert(arr: pa.Array, ftype: str, name: str, text_cells: bool,
+             fmt: str | None = None) -> _Column:
     """Convert one arrow column to the engine representation of ``ftype``.
 
     ``text_cells``: strings are cells of a text format (CSV) to be parsed as the field's
-    type; otherwise (JSON, Parquet) a string is only a string or a timestamp.
+    type; otherwise (JSON, Parquet) a string is only a string or a timestamp. ``fmt``:
+    a timestamp's declared format.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -238,7 +236,7 @@ def _convert(arr: pa.Array, ftype: str, name: str, text_cells: bool) -> _Column:
     elif ftype == "string" and pa.types.is_string(t):
         col.values = arr.fill_null("").to_numpy(zero_copy_only=False).astype(object, copy=False)
     elif ftype == "timestamp":
-        _to_timestamp(arr, col, name)
+        _to_timestamp(arr, col, name, fmt)
     else:
         _wrong_type(arr, col, name, ftype)
     return col
@@ -362,22 +360,23 @@ def _to_bool(arr: pa.Array, col: _Column, name: str, is_text: bool) -> None:
         _wrong_type(arr, col, name, "boolean")
 
 
-def _ms_to_us(ms: np.ndarray, ok: np.ndarray, col: _Column, name: str, raw: pa.Array):
-    """Epoch milliseconds (float64) → µs for rows ``ok``; non-finite/overflow → bad."""
+def _epoch_to_us(v: np.ndarray, unit: str, ok: np.ndarray, col: _Column, name: str,
+                 raw: pa.Array) -> None:
+    """Epoch numbers in ``unit`` (float64) → µs for rows ``ok``; non-finite/overflow → bad."""
     with np.errstate(invalid="ignore", over="ignore"):
-        us = np.rint(ms * 1000.0)
+        us = np.rint(v * float(EPOCH_SCALE[unit]))
         finite = np.isfinite(us)
         fits = finite & (us >= -_TWO63) & (us < _TWO63)
     col.fail(
         ok & ~finite,
         "bad_timestamp",
-        lambda v: f"field '{name}': timestamp must be finite, got {_show(v)}",
+        lambda x: f"field '{name}': timestamp must be finite, got {_show(x)}",
         raw,
     )
     col.fail(
         ok & finite & ~fits,
         "out_of_range",
-        lambda v: f"field '{name}': timestamp {_show(v)} ms out of range",
+        lambda x: f"field '{name}': timestamp {_show(x)} {unit[6:]} out of range",
         raw,
     )
     keep = ok & fits
@@ -426,62 +425,86 @@ def _iso_rows(s: pa.Array, idx: np.ndarray, us: np.ndarray, good: np.ndarray) ->
             us[i], good[i] = v[0], True
 
 
-def _to_timestamp(arr: pa.Array, col: _Column, name: str) -> None:
+def _to_timestamp(arr: pa.Array, col: _Column, name: str, fmt: str | None) -> None:
+    """Timestamps as declared by ``fmt`` (see :mod:`cep.io.timeformat`; None: ISO-8601
+    strings, epoch-millisecond numbers or Twitter's ``created_at``)."""
     t, ok = arr.type, ~col.null
+    unit = fmt if fmt in EPOCH_SCALE else "epoch_ms" if fmt is None else None
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         tz = t.tz if pa.types.is_timestamp(t) else None
         us = arr.cast(pa.timestamp("us", tz=tz), safe=False).cast(pa.int64())
         col.values = us.fill_null(0).to_numpy()
+    elif (pa.types.is_integer(t) or pa.types.is_floating(t)) and unit is None:
+        col.fail(ok, "bad_timestamp",
+                 lambda v: f"field '{name}': expected a timestamp string in format "
+                           f"'{fmt}', got number {_show(v)}", arr)
     elif pa.types.is_integer(t):
         v = arr.cast(pa.int64()).fill_null(0).to_numpy()
-        big = ok & (np.abs(v) > _MS_LIMIT)
+        big = ok & (np.abs(v) > (2**63 - 1) // EPOCH_SCALE[unit])
         col.fail(
             big,
             "out_of_range",
-            lambda x: f"field '{name}': timestamp {_show(x)} ms out of range",
+            lambda x: f"field '{name}': timestamp {_show(x)} {unit[6:]} out of range",
             arr,
         )
-        col.values = np.where(ok & ~big, v, 0) * 1000
+        col.values = np.where(ok & ~big, v, 0) * EPOCH_SCALE[unit]
     elif pa.types.is_floating(t):
-        _ms_to_us(arr.cast(pa.float64()).fill_null(0.0).to_numpy(), ok, col, name, arr)
+        _epoch_to_us(arr.cast(pa.float64()).fill_null(0.0).to_numpy(), unit, ok, col, name, arr)
     elif pa.types.is_string(t):
+        _string_timestamps(arr, col, name, fmt, unit)
+    else:
+        _wrong_type(arr, col, name, "timestamp")
+
+
+def _string_timestamps(arr: pa.Array, col: _Column, name: str, fmt: str | None,
+                       unit: str | None) -> None:
+    idx = np.flatnonzero(~col.null)
+    twitter_first = fmt is None and len(idx) and _TWITTER.match(arr[int(idx[0])].as_py())
+    if fmt in (None, "iso") and not twitter_first:
         # fast path: a column of one shape (all naive, or all ending in Z) casts at once
         pending = []
         z = pc.ends_with(arr, "Z").fill_null(False).to_numpy(zero_copy_only=False)
-        for group, zoned in ((ok & z, True), (ok & ~z, False)):
-            idx = np.flatnonzero(group)
-            values = _iso_cast(arr.take(idx), zoned) if len(idx) else None
+        for group, zoned in ((~col.null & z, True), (~col.null & ~z, False)):
+            rows = np.flatnonzero(group)
+            values = _iso_cast(arr.take(rows), zoned) if len(rows) else None
             if values is not None:
-                col.values[idx] = values
-            elif len(idx):
-                pending.append(idx)
-        if not pending:
-            return
-        idx = np.sort(np.concatenate(pending))
-        sub = arr.take(idx)
-        trimmed = pc.utf8_trim_whitespace(sub)
-        numeric = _regex_mask(trimmed, _FLOAT_RE)  # epoch ms written as a string
-        if numeric.any():
-            ms = np.zeros(len(arr))
-            parsed = pc.cast(trimmed.filter(pa.array(numeric)), pa.float64())
-            ms[idx[numeric]] = parsed.to_numpy()
-            rows = np.zeros(len(arr), dtype=bool)
-            rows[idx[numeric]] = True
-            _ms_to_us(ms, rows, col, name, arr)
-        rest = idx[~numeric]
-        if len(rest):
-            us, good = _parse_iso(sub.filter(pa.array(~numeric)))
-            col.values[rest] = us
-            bad = np.zeros(len(arr), dtype=bool)
-            bad[rest[~good]] = True
-            col.fail(
-                bad,
-                "bad_timestamp",
-                lambda v: f"field '{name}': unparseable timestamp {_show(v)}",
-                arr,
-            )
+                col.values[rows] = values
+            elif len(rows):
+                pending.append(rows)
+        idx = np.sort(np.concatenate(pending)) if pending else idx[:0]
+    if not len(idx):
+        return
+    sub = arr.take(idx)
+    trimmed = pc.utf8_trim_whitespace(sub)
+    numeric = _regex_mask(trimmed, _FLOAT_RE) if unit else np.zeros(len(idx), dtype=bool)
+    if numeric.any():  # epoch numbers written as strings
+        v = np.zeros(len(arr))
+        v[idx[numeric]] = pc.cast(trimmed.filter(pa.array(numeric)), pa.float64()).to_numpy()
+        rows = np.zeros(len(arr), dtype=bool)
+        rows[idx[numeric]] = True
+        _epoch_to_us(v, unit, rows, col, name, arr)
+    rest = idx[~numeric]
+    if not len(rest) or fmt in EPOCH_SCALE:
+        good = np.zeros(len(rest), dtype=bool)
     else:
-        _wrong_type(arr, col, name, "timestamp")
+        strings = sub.filter(pa.array(~numeric))
+        if fmt is None:  # ISO-8601, or Twitter's created_at (told apart by its shape)
+            us, good = np.zeros(len(rest), dtype=np.int64), np.zeros(len(rest), dtype=bool)
+            twitter = _regex_mask(strings, timeformat.TWITTER_RE)
+            for mask, parse in ((twitter, lambda s: timeformat.parse(s, timeformat.TWITTER)),
+                                (~twitter, _parse_iso)):
+                if mask.any():
+                    us[mask], good[mask] = parse(strings.filter(pa.array(mask)))
+        elif fmt == "iso":
+            us, good = _parse_iso(strings)
+        else:
+            us, good = timeformat.parse(strings, timeformat.to_strptime(fmt))
+        col.values[rest] = np.where(good, us, 0)
+    bad = np.zeros(len(arr), dtype=bool)
+    bad[rest[~good]] = True
+    expected = "" if fmt is None else f" (format '{fmt}')"
+    col.fail(bad, "bad_timestamp",
+             lambda v: f"field '{name}': unparseable timestamp {_show(v)}{expected}", arr)
 
 
 # ---------------------------------------------------------------- pieces of output
@@ -613,6 +636,12 @@ class _Reader:
         names = [name for name, _ in self.fields]
         if stream.timestamp is not None and stream.timestamp not in names:
             raise ValueError(f"TIMESTAMP field '{stream.timestamp}' is not in the schema")
+        self.paths = fieldpaths.field_paths(stream)
+        for f in self.paths:
+            if f.format is not None and f.type != "timestamp":
+                raise ValueError(f"field '{f.name}': FORMAT is for timestamp fields")
+            if f.format is not None:
+                timeformat.to_strptime(f.format)  # ValueError naming what is wrong
         self.timestamp = stream.timestamp
         self.dead = dead
         self.pieces: list[_Piece] = []
@@ -647,7 +676,7 @@ class _Reader:
             col = cols[name]
             if name == self.timestamp:
                 nulls = np.flatnonzero(col.null)
-                reason = f"field '{name}': the TIMESTAMP field is null"
+                reason = f"field '{name}': the TIMESTAMP field is missing or null"
                 col.errors.append((nulls, "null_timestamp", [reason] * len(nulls)))
             for idx, kind, reasons in col.errors:
                 for i, r in zip(idx.tolist(), reasons, strict=True):
@@ -718,16 +747,21 @@ class _Reader:
         """Parse lines that all start with ``{`` with pyarrow; False to fall back.
 
         Succeeds only when pyarrow accepts the block and returns one row per line (a line
-        holding two objects would otherwise shift every later row).
+        holding two objects would otherwise shift every later row). Rows where a field's
+        path holds an object are left to the line-by-line path, which names the value.
         """
         if not _utf8_ok(data):
             return False
+        try:
+            first = json.loads(data[: data.find(b"\n")] if b"\n" in data else data)
+        except ValueError:
+            first = None
         try:
             table = pa_json.read_json(
                 pa.BufferReader(data),
                 read_options=pa_json.ReadOptions(block_size=1 << 22),
                 parse_options=pa_json.ParseOptions(
-                    explicit_schema=self.json_schema(data),
+                    explicit_schema=fieldpaths.arrow_schema(self.paths, first),
                     unexpected_field_behavior="ignore",
                 ),
             )
@@ -736,34 +770,42 @@ class _Reader:
         n = len(offsets)
         if table.num_rows != n:
             return False
-        cols = {
-            name: _convert(table.column(name), ftype, name, text_cells=False)
-            for name, ftype in self.fields
-        }
         undecided = np.zeros(n, dtype=bool)
-        for col in cols.values():
-            undecided |= col.null
+        cols = {}
+        for f in self.paths:
+            arrays = [fieldpaths.select(table, keys) for keys in f.paths]
+            cols[f.name] = self.first_present(f, arrays, n, text_cells=False, objects=undecided)
         self.accept_columns(cols, offsets, raw, undecided)
         if undecided.any():
             idx = np.flatnonzero(undecided).tolist()
             self.json_per_line([raw(i) for i in idx], offsets[idx])
         return True
 
-    def json_schema(self, data: bytes) -> pa.Schema:
-        """pyarrow types for the schema; a timestamp's kind is peeked from the first line."""
-        try:
-            first = json.loads(data[: data.find(b"\n")] if b"\n" in data else data)
-        except ValueError:
-            first = None
-        types = []
-        for name, ftype in self.fields:
-            if ftype == "timestamp":
-                v = first.get(name) if isinstance(first, dict) else None
-                numeric = isinstance(v, int | float) and not isinstance(v, bool)
-                types.append((name, pa.float64() if numeric else pa.string()))
-            else:
-                types.append((name, _JSON_ARROW[ftype]))
-        return pa.schema(types)
+    def first_present(self, f: fieldpaths.FieldPaths, arrays: list[pa.Array | None], n: int,
+                      text_cells: bool, objects: np.ndarray | None = None) -> _Column:
+        """Field ``f`` from the arrays of its paths (None: a path the data lacks): in each
+        row, the first path with a value gives the value or the error; none gives NULL.
+        ``objects``: rows whose winning path holds a struct are marked there instead."""
+        out = _Column(np.full(n, _PLACEHOLDER[f.type], dtype=DTYPES[f.type]), np.ones(n, bool))
+        for arr in arrays:
+            if arr is None:
+                continue
+            if objects is not None and pa.types.is_struct(arr.type):
+                here = out.null & arr.is_valid().to_numpy(zero_copy_only=False)
+                objects |= here
+                out.null &= ~here
+                continue
+            col = _convert(arr, f.type, f.name, text_cells, f.format)
+            if len(arrays) == 1:
+                return col
+            take = out.null & ~col.null
+            out.values[take] = col.values[take]
+            for idx, kind, reasons in col.errors:
+                keep = take[idx]
+                if keep.any():
+                    out.errors.append((idx[keep], kind, list(compress(reasons, keep))))
+            out.null &= ~take
+        return out
 
     def json_per_line(self, lines: list[bytes], offsets: np.ndarray) -> None:
         """The reference path: :func:`json.loads` per line, then the shared converters."""
@@ -790,11 +832,14 @@ class _Reader:
             objs.append(obj)
             obj_offsets.append(offset)
             obj_raw.append(raw)
-        cols = {name: self.json_values(objs, name, ftype) for name, ftype in self.fields}
+        cols = {f.name: self.json_values(objs, f) for f in self.paths}
         self.accept_columns(cols, np.array(obj_offsets, dtype=np.int64), obj_raw.__getitem__)
-    def json_values(self, objs: list[dict[str, Any]], name: str, ftype: str) -> _Column:
-        """One field of parsed JSON objects: JSON kinds checked here, values converted by
-        the shared converters after packing them in the arrow types the fast path uses."""
+
+    def json_values(self, objs: list[dict[str, Any]], f: fieldpaths.FieldPaths) -> _Column:
+        """One field of parsed JSON objects: the first of its paths with a value, JSON
+        kinds checked here, values converted by the shared converters after packing them
+        in the arrow types the fast path uses."""
+        name, ftype = f.name, f.type
         n = len(objs)
         accepts = _JSON_ACCEPTS[ftype]
         col = _Column(np.full(n, _PLACEHOLDER[ftype], dtype=DTYPES[ftype]), np.zeros(n, bool))
@@ -807,12 +852,11 @@ class _Reader:
             reasons.append(reason)
 
         for i, obj in enumerate(objs):
-            v = obj.get(name, _MISSING)
+            v = next((v for keys in f.paths
+                      if (v := fieldpaths.lookup(obj, keys)) is not None
+                      and v is not fieldpaths.ABSENT), None)
             if v is None:
                 col.null[i] = True
-                continue
-            if v is _MISSING:
-                problem("missing_field", i, f"missing field '{name}'")
                 continue
             target = accepts.get("bool" if isinstance(v, bool) else type(v).__name__)
             if target is None:
@@ -823,12 +867,13 @@ class _Reader:
                 problem("invalid_utf8", i, f"field '{name}': string with a lone surrogate")
                 continue
             if isinstance(v, int) and not isinstance(v, bool):
+                original = v
                 try:
                     v = float(v) if target == pa.float64() else v
                 except OverflowError:
                     v = None
                 if v is None or (isinstance(v, int) and not -(2**63) <= v < 2**63):
-                    shown = _show(obj[name])
+                    shown = _show(original)
                     problem("out_of_range", i, f"field '{name}': {shown} out of range for {ftype}")
                     continue
             rows, values = groups.setdefault(target, ([], []))
@@ -837,13 +882,12 @@ class _Reader:
         for kind, (rows, reasons) in problems.items():
             col.errors.append((np.array(rows), kind, reasons))
         for target, (rows, values) in groups.items():
-            sub = _convert(pa.array(values, type=target), ftype, name, text_cells=False)
+            sub = _convert(pa.array(values, type=target), ftype, name, False, f.format)
             idx = np.array(rows)
             col.values[idx] = sub.values
             for sub_idx, kind, reasons in sub.errors:
                 col.errors.append((idx[sub_idx], kind, reasons))
         return col
-
 
     # -------------------------------------------------------------- CSV
 
@@ -896,7 +940,7 @@ class _Reader:
         """Parse lines that are each one record with pyarrow (one row per line, else the
         lines go one by one through :mod:`csv`); rows with the wrong number of cells are
         rejected."""
-        present = [name for name, _ in self.fields if name in header]
+        present = self.columns_in(header)
         invalid: list[tuple[int, str]] = []  # (1-based row number, text)
 
         def on_invalid(row: Any) -> str:
@@ -944,7 +988,7 @@ class _Reader:
 
     def csv_per_line(self, lines: list[bytes], offsets: np.ndarray, header: list[str]) -> None:
         """Lines pyarrow did not map one to one onto rows, each parsed alone by :mod:`csv`."""
-        present = [name for name, _ in self.fields if name in header]
+        present = self.columns_in(header)
         where = {name: header.index(name) for name in present}
         values: dict[str, list[str | None]] = {name: [] for name in present}
         kept: list[int] = []
@@ -974,25 +1018,24 @@ class _Reader:
         offsets: np.ndarray,
         raw: Callable[[int], bytes | str],
     ) -> None:
-        missing = [name for name, _ in self.fields if name not in columns]
-        if missing:
-            reason = f"missing field '{missing[0]}'"
-            for r, offset in enumerate(offsets.tolist()):
-                self.reject(offset, "missing_field", reason, raw(r))
-            return
+        n = len(offsets)
         cols = {
-            name: _convert(columns[name], ftype, name, text_cells=True)
-            for name, ftype in self.fields
+            f.name: self.first_present(f, [columns.get(c) for c in f.columns], n, text_cells=True)
+            for f in self.paths
         }
         self.accept_columns(cols, offsets, raw)
+
+    def columns_in(self, names: list[str]) -> list[str]:
+        """The columns of a CSV header or Parquet file that some field's paths start at."""
+        wanted = dict.fromkeys(c for f in self.paths for c in f.columns)
+        return [c for c in wanted if c in names]
 
     # -------------------------------------------------------------- Parquet
 
     def read_parquet(self, path: str, start: int, end: int) -> None:
         """Rows ``[start, end)``, reading only the row groups that hold them, in batches."""
         pf = pq.ParquetFile(path)
-        names = set(pf.schema_arrow.names)
-        present = [name for name, _ in self.fields if name in names]
+        present = self.columns_in(pf.schema_arrow.names)
         meta = pf.metadata
         sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
         firsts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
@@ -1021,15 +1064,11 @@ class _Reader:
         large = sizes > self.max_record_bytes
         for i in np.flatnonzero(large).tolist():
             self.reject_too_large(offsets[i], int(sizes[i]), raw(i))
-        missing = [name for name, _ in self.fields if name not in table.column_names]
-        if missing:
-            reason = f"missing field '{missing[0]}'"
-            for i in np.flatnonzero(~large).tolist():
-                self.reject(offsets[i], "missing_field", reason, raw(i))
-            return
+        n = table.num_rows
         cols = {
-            name: _convert(table.column(name), ftype, name, text_cells=False)
-            for name, ftype in self.fields
+            f.name: self.first_present(f, [fieldpaths.select(table, k) for k in f.paths], n,
+                                       text_cells=False)
+            for f in self.paths
         }
         self.accept_columns(cols, offsets, raw, undecided=large)
 
@@ -1073,7 +1112,6 @@ def _frame(piece: _Piece, fields: list[tuple[str, str]],
     return pd.DataFrame(columns, copy=False)
 
 
-_MISSING = object()
 
 
 # ---------------------------------------------------------------- public API

@@ -1,7 +1,7 @@
 """Bad input for real: a file of good events with every kind of broken record mixed in.
 
 Each test writes the same good events twice, once clean and once interleaved with
-malformed JSON, missing and mistyped fields, huge text fields, bytes that are not UTF-8
+malformed JSON, a missing timestamp, mistyped fields, huge text fields, bytes that are not UTF-8
 and (CSV) rows with the wrong number of cells, runs the rules over both, and requires the
 same output events, one dead letter with a reason per broken record, and every line
 accounted for. Some good events have timestamps going backwards: those are events, not
@@ -99,14 +99,14 @@ def broken_json(event: dict, stream: ir.StreamDef) -> list[tuple[bytes, str]]:
     def edit(**changes: object) -> bytes:
         return json.dumps({**event, **changes}).encode()
 
-    missing = {k: v for k, v in event.items() if k != number}
+    no_time = {k: v for k, v in event.items() if k != ts}
     return [
         (line[: len(line) // 2].encode(), "not_json"),  # cut off mid-record
         (b"{not json", "not_json"),
         (line.replace('", "', '" "', 1).encode(), "not_json"),  # a comma missing
         (b"[1, 2, 3]", "not_object"),
         (b'"just a string"', "not_object"),
-        (json.dumps(missing).encode(), "missing_field"),
+        (json.dumps(no_time).encode(), "null_timestamp"),  # a missing TIMESTAMP field
         (edit(**{number: "abc"}), "wrong_type"),
         (edit(**{text: ["a", "list"]}), "wrong_type"),
         (edit(**{text: 42}), "wrong_type"),
@@ -308,7 +308,7 @@ def test_a_line_of_hundreds_of_megabytes_is_read_past_in_bounded_memory(
     small = tmp_path / "small.jsonl"
     small.write_text('{"sensor": "s1", "ts": 1000, "temp": 1.0, "ok": true}\n'
                      '{"x": 1}\n{"sensor": "s1", "ts": 3000, "temp": 3.0, "ok": true}\n')
-    baseline = _peak_rss_mb(read(str(small)).replace("'too_large'", "'missing_field'"))
+    baseline = _peak_rss_mb(read(str(small)).replace("'too_large'", "'null_timestamp'"))
     peak = _peak_rss_mb(read(str(path)))
     print(f"peak RSS: {baseline:.0f} MB on a small file, {peak:.0f} MB past a 256 MiB line")
     assert peak - baseline < 64

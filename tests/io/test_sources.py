@@ -149,7 +149,7 @@ MESSY = [
     (rec(13, ts="yesterday"), "bad_timestamp"),
     (rec(14, ts="2024-02-30T00:00:00Z"), "bad_timestamp"),
     (rec(15, ts=None), "null_timestamp"),
-    ('{"id": 16, "ts": "2024-05-01T12:00:00Z", "n": 1, "x": 1.5, "s": "a"}', "missing_field"),
+    ('{"id": 16, "ts": "2024-05-01T12:00:00Z", "n": 1, "x": 1.5, "s": "a"}', None),  # ok: NULL
     ("   \t", "blank"),
     (rec(17, n=2.0, x=3, extra=[1, {"y": None}]), None),  # integral float, int for double
     (rec(18, s=None, n=None), None),
@@ -180,10 +180,11 @@ def test_messy_file_every_line_accounted_for(tmp_path: Path) -> None:
     n_lines = len(MESSY) + 1
     assert len(df) + dead.count + dead.skipped == n_lines
     assert dead.skipped == 2
-    assert df["id"].tolist() == [1, 17, 18, 20, 22]
-    assert df["n"].tolist() == [1, 2, 0, 1, 1]
-    assert df["s__null"].tolist() == [False, False, True, False, False]
-    assert np.isnan(df["x"].iloc[4])
+    assert df["id"].tolist() == [1, 16, 17, 18, 20, 22]
+    assert df["n"].tolist() == [1, 1, 2, 0, 1, 1]
+    assert df["s__null"].tolist() == [False, False, False, True, False, False]
+    assert df["ok__null"].tolist() == [False, True, False, False, False, False]  # missing
+    assert np.isnan(df["x"].iloc[5])
 
     at = line_offsets(data)
     got = {line: e for line, offset in at.items() for e in entries(dl_path)
@@ -199,8 +200,7 @@ def test_messy_file_every_line_accounted_for(tmp_path: Path) -> None:
     assert got[7]["reason"] == "field 'n': 3000000000 out of range for int (32-bit)"
     assert got[9]["reason"] == "field 'n': expected int, got non-integral number 1.5"
     assert got[10]["reason"] == "field 'n': expected int, got string \"12\""
-    assert got[18]["reason"] == "missing field 'ok'"
-    assert got[17]["reason"] == "field 'ts': the TIMESTAMP field is null"
+    assert got[17]["reason"] == "field 'ts': the TIMESTAMP field is missing or null"
     assert got[15]["reason"] == "field 'ts': unparseable timestamp \"yesterday\""
     assert got[3]["record"] == "not json"
     assert len(got[26]["reason"]) < 120 and got[26]["reason"].endswith("...")
@@ -405,11 +405,15 @@ def test_csv_values_spanning_lines_are_bad_rows(tmp_path: Path) -> None:
     assert "quoted value spanning lines" in entries(dead_path)[0]["reason"]
 
 
-def test_csv_missing_column_rejects_every_record(tmp_path: Path) -> None:
+def test_csv_missing_column_is_null_in_every_record(tmp_path: Path) -> None:
     path = tmp_path / "e.csv"
     path.write_text("id,ts,n,x,s\n1,2024-05-01,1,1,a\n2,2024-05-01,1,1,a\n", encoding="utf-8")
     df, dead = read(path)
-    assert len(df) == 0 and dead.count == 2 and dead.reasons == {"missing_field": 2}
+    assert dead.count == 0 and df["id"].tolist() == [1, 2]
+    assert df["ok__null"].tolist() == [True, True] and df["ok"].tolist() == [False, False]
+    path.write_text("id,n,x,ok,s\n1,1,1,true,a\n2,1,1,true,a\n", encoding="utf-8")
+    df, dead = read(path)  # without the TIMESTAMP column every record is rejected
+    assert len(df) == 0 and dead.reasons == {"null_timestamp": 2}
     assert list(df.columns) == ["seq", "file_index", "offset", "id", "ts", "n", "x", "ok", "s"]
     assert df["s"].dtype == object and df["ts"].dtype == np.int64
 
