@@ -24,6 +24,7 @@ import numpy as np
 
 from cep.engine import codec
 from cep.engine.join_rule import JoinOperator
+from cep.engine.match_recognize import MatchRecognizeOperator
 from cep.engine.output import empty_output
 from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
@@ -31,7 +32,8 @@ from cep.engine.table import Table, concat, take
 from cep.engine.window_rule import WindowOperator
 from cep.lang import ir
 
-Operator = WindowOperator | JoinOperator | PatternOperator | RateLimited
+Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
+            | RateLimited)
 
 
 class Engine:
@@ -124,5 +126,7 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
     if isinstance(rule, ir.JoinRule):
         return JoinOperator(rule, module.streams[rule.trigger_stream],
                             module.streams[rule.window_stream])
+    if isinstance(rule, ir.MatchRecognizeRule):
+        return MatchRecognizeOperator(rule, module.streams[rule.stream])
     return PatternOperator(rule, module.streams)
 

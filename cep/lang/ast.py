@@ -288,7 +288,40 @@ class PatternSource:
     pos: Pos
 
 
-Source = Union[StreamSource, PatternSource]  # noqa: UP007
+@dataclass(frozen=True)
+class RowPattern:
+    """A MATCH_RECOGNIZE pattern: ``kind`` ``var`` (``name``), ``seq`` and ``alt``
+    (``items``), or ``repeat`` (``items[0]`` from ``low`` to ``high`` times, None: no
+    bound; ``greedy`` False for the reluctant forms ``*? +? ?? {n,m}?``)."""
+
+    kind: str
+    pos: Pos
+    name: str | None = None
+    items: tuple[RowPattern, ...] = ()
+    low: int = 1
+    high: int | None = 1
+    greedy: bool = True
+
+
+@dataclass(frozen=True)
+class RecognizeSource:
+    """``Stream[(filter)] MATCH_RECOGNIZE ( [PARTITION BY k] MEASURES e AS m, ...
+    [AFTER MATCH SKIP ...] PATTERN (...) [WITHIN T] DEFINE V AS cond, ... ) [AS alias]``;
+    ``skip`` is ``past last row``, ``to next row`` or ``to current row``."""
+
+    stream: str
+    filter: Expr | None
+    partition_by: tuple[Expr, ...]
+    measures: tuple[tuple[Expr, str, Pos], ...]
+    skip: str
+    pattern: RowPattern
+    within: Expr | None
+    defines: tuple[tuple[str, Expr, Pos], ...]
+    alias: str | None
+    pos: Pos
+
+
+Source = Union[StreamSource, PatternSource, RecognizeSource]  # noqa: UP007
 
 # ---------------------------------------------------------------- statements
 

@@ -25,6 +25,7 @@ from cep.io.fieldpaths import split_path
 from cep.io.timeformat import to_strptime
 from cep.lang import ast, ir
 from cep.lang.errors import Pos, RuleError, did_you_mean
+from cep.lang.match_recognize import check_recognize
 from cep.lang.types import (
     INTEGRAL,
     NUMERIC,
@@ -295,6 +296,14 @@ class _Checker:
             )
         if not stmt.sources:
             raise RuleError("a rule needs a FROM clause", stmt.pos)
+        recognize = [s for s in stmt.sources if isinstance(s, ast.RecognizeSource)]
+        if recognize:
+            if len(stmt.sources) > 1:
+                raise RuleError("MATCH_RECOGNIZE cannot be joined with other sources",
+                                stmt.sources[1].pos)
+            self.stateful.append(check_recognize(self, stmt, name, recognize[0]))
+            self.outputs.append(name)
+            return
         pattern_sources = [s for s in stmt.sources if isinstance(s, ast.PatternSource)]
         if pattern_sources:
             if len(stmt.sources) > 1:
@@ -1331,7 +1340,7 @@ def _source_streams(stmt: ast.SelectStatement) -> list[str]:
     todo: list[object] = list(stmt.sources)
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.StreamSource | ast.PatAtom):
+        if isinstance(node, ast.StreamSource | ast.PatAtom | ast.RecognizeSource):
             names.append(node.stream)
         elif isinstance(node, ast.PatTimer):
             continue

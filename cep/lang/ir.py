@@ -376,8 +376,50 @@ class PatternRule:
         return self.within_us if self.within_us is not None else self.ttl_us
 
 
-StatefulRule = Union[WindowRule, JoinRule, PatternRule]  # noqa: UP007
-Rule = Union[DerivedRule, WindowRule, JoinRule, PatternRule]  # noqa: UP007
+@dataclass(frozen=True)
+class RPattern:
+    """A MATCH_RECOGNIZE row pattern (see ``ast.RowPattern``)."""
+
+    kind: str
+    name: str | None = None
+    items: tuple[RPattern, ...] = ()
+    low: int = 1
+    high: int | None = 1
+    greedy: bool = True
+
+
+@dataclass(frozen=True)
+class MatchRecognizeRule:
+    """``S MATCH_RECOGNIZE (...)``: one output row per match, per partition key.
+
+    ``defines`` read the candidate row as its variable's qualifier, other variables as
+    their last row so far and ``__prev{n}`` as the partition's row n before; ``measures``
+    read each variable's last row and aggregate over its rows (``count(*)``: all rows of
+    the match); ``columns`` (the SELECT list) read the measures. See
+    ``cep.engine.match_recognize``."""
+
+    name: str
+    stream: str
+    filter: TExpr | None
+    variables: tuple[str, ...]
+    pattern: RPattern
+    defines: tuple[tuple[str, TExpr], ...]
+    measures: tuple[Column, ...]
+    columns: tuple[Column, ...]
+    skip: str
+    within_us: int | None
+    prev_depth: int
+    key: str | None
+    output: OutputLimit | None = None
+    target: str | None = None
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return (self.stream,)
+
+
+StatefulRule = Union[WindowRule, JoinRule, PatternRule, MatchRecognizeRule]  # noqa: UP007
+Rule = Union[DerivedRule, WindowRule, JoinRule, PatternRule, MatchRecognizeRule]  # noqa: UP007
 
 
 @dataclass(frozen=True)

@@ -829,6 +829,82 @@ class _Builder(Transformer_NonRecursive):
         (pattern,), alias = _split_alias(children)
         return ast.PatternSource(pattern, alias, _pos(meta))
 
+    # -- MATCH_RECOGNIZE
+
+    def recognize_source(self, meta: Meta, children: list) -> ast.RecognizeSource:
+        children, alias = _split_alias(children)
+        stream, *rest = children
+        parts = {c.kind: c.value for c in rest if isinstance(c, _Clause)}
+        filters = [c.expr for c in rest if isinstance(c, _Filter)]
+        return ast.RecognizeSource(
+            stream=str(stream), filter=filters[0] if filters else None,
+            partition_by=parts.get("partition_by", ()), measures=parts["measures"],
+            skip=parts.get("skip", "past last row"),
+            pattern=next(c for c in rest if isinstance(c, ast.RowPattern)),
+            within=parts.get("within"), defines=parts["defines"], alias=alias, pos=_pos(meta))
+
+    def mr_partition(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("partition_by", tuple(children))
+
+    def mr_measures(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("measures", tuple(children))
+
+    def mr_measure(self, meta: Meta, children: list) -> tuple:
+        return children[0], str(children[1]), _pos(meta)
+
+    def mr_after(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("skip", children[0])
+
+    def mr_skip(self, meta: Meta, children: list) -> str:
+        return " ".join(str(c).lower() for c in children)
+
+    def mr_within(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("within", children[0])
+
+    def mr_define(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("defines", tuple(children))
+
+    def mr_def(self, meta: Meta, children: list) -> tuple:
+        return str(children[0]), children[1], _tpos(children[0])
+
+    def mr_alt(self, meta: Meta, children: list) -> ast.RowPattern:
+        if len(children) == 1:
+            return children[0]
+        return ast.RowPattern("alt", _pos(meta), items=tuple(children))
+
+    def mr_seq(self, meta: Meta, children: list) -> ast.RowPattern:
+        if len(children) == 1:
+            return children[0]
+        return ast.RowPattern("seq", _pos(meta), items=tuple(children))
+
+    def mr_item(self, meta: Meta, children: list) -> ast.RowPattern:
+        if len(children) == 1:
+            return children[0]
+        item, (low, high, greedy) = children
+        return ast.RowPattern("repeat", _pos(meta), items=(item,), low=low, high=high,
+                              greedy=greedy)
+
+    def mr_var(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("var", _pos(meta), name=str(children[0]))
+
+    def mr_quantifier(self, meta: Meta, children: list) -> tuple:
+        low, high = children[0]
+        return low, high, len(children) == 1
+
+    def mr_count(self, meta: Meta, children: list) -> tuple[int, int | None]:
+        texts = [str(c) for c in children]
+        if texts[0] in ("*", "+", "?"):
+            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[texts[0]]
+        numbers = [_whole_number(c, "a repetition bound", 0) for c in children
+                   if c.type == "NUMBER"]
+        if len(texts) == 3:  # {n}
+            return numbers[0], numbers[0]
+        if texts[1] == ",":  # {,m}
+            return 0, numbers[0]
+        if texts[2] == "," and texts[3] == "}":  # {n,}
+            return numbers[0], None
+        return numbers[0], numbers[1]
+
     # -- patterns
 
     def pat_within(self, meta: Meta, children: list) -> ast.PatWithin:

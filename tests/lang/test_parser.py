@@ -642,7 +642,8 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
     )
     contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream",
                   "output", "all", "first", "last", "snapshot", "events", "until",
-                  "interval"}
+                  "interval", "measures", "define", "after", "match",
+                  "skip", "past", "row", "to", "next", "current"}
     contextual |= {"format"}  # FORMAT, only after a schema field's type or path
     assert reserved <= keywords
     assert keywords - reserved == contextual

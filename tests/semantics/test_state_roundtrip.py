@@ -48,6 +48,9 @@ RULES = {
                    "([1:3] b=S(kind = 1) until c=S(kind = 2)) WITHIN 8 sec] PARTITION BY k;",
     "timer_absence": "SELECT a.v AS av FROM PATTERN [every a=S(kind = 1) -> "
                      "(timer:interval(2 sec) and not b=S(kind = 2))] PARTITION BY k;",
+    "match_recognize": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a, "
+                       "count(B.v) AS n, last(C.v) AS c PATTERN (A B+ C) WITHIN 7 sec "
+                       "DEFINE B AS B.v < prev(B.v), C AS C.v > A.v );",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }

@@ -45,6 +45,10 @@ RULES = {
                    "PARTITION BY symbol;",
     "timer_absence": "SELECT a.price AS p FROM PATTERN [every a=StockTick(vol > 40) -> "
                      "(timer:interval(3 sec) and not b=StockTick(vol < 10))] PARTITION BY symbol;",
+    "match_recognize": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol MEASURES "
+                       "A.price AS top, last(B.price) AS bottom, count(B.price) AS falls "
+                       "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{2,} C) WITHIN 20 sec "
+                       "DEFINE B AS B.price < prev(B.price), C AS C.price > prev(C.price) );",
 }
 
 
