@@ -20,10 +20,10 @@ Ranges (what the Spark source calls)
     ``[0, n)``. A block of the default stream also needs the births (not the texts) of
     the 361 blocks before it, because a story tweets for at most 3.6M rows. Measured
     (``bench/bench_tweets.py``, warm process, 2-core machine under a load of 5-7): a
-    100k-row range of a 30M plan takes 0.71 s at ``lo = 0`` and 0.74 s at ``lo = 29.9M``
-    (peak traced memory 99 MB both); zipf-periodic 0.5-0.9 s and 39 MB. Ranges that start
+    100k-row range of a 30M plan takes 0.95 s at ``lo = 0`` and 0.91 s at ``lo = 29.9M``
+    (peak traced memory 99 MB both); zipf-periodic 0.8-1.0 s and 39 MB. Ranges that start
     in the first 3.6M rows also replay which stories the blocks before them used (to
-    know whether a story born before the stream has appeared yet): at most ~4x, 3.1 s
+    know whether a story born before the stream has appeared yet): at most ~3x, 2.7 s
     and 193 MB at ``lo = 3.5M``.
 
 Vocabulary
@@ -112,12 +112,14 @@ Modes
     ``lsh_bucket(text, buckets)``. The rows keep the default clock; the Zipf exponent is
     0.2 for the first 5 min of each 15 min of event time (counted from
     2026-01-01T00:00Z) and 1.5 for the other 10. Every row draws a key rank from the
-    current (exact, discrete) Zipf law over the keys in the pool, ranked most frequent
-    first (ties in a seeded order), and the ``j``-th use of a key in the block takes the
-    pool's ``(j mod count)``-th tweet of that key, in pool order: when a key's pool tweets
-    run out they come again (a repost, same text, user and story, fresh
-    ``seq``/``id``/``ts``). The first story of a story is its first use in the block
-    (pool stories never leave their block): 12.5% of the tweets at 2.95M. Pools are per
+    current (exact, discrete) Zipf law over the keys in the pool, ranked in one order for
+    the whole stream (by frequency in a reference pool, the never-emitted pool of block
+    -1, most frequent first, ties in a seeded order: the hot keys of a skewed phase stay
+    hot for its 10 min and have many tweets to emit), and the ``j``-th use of a key in
+    the block takes the pool's ``(j mod count)``-th tweet of that key, in pool order:
+    when a key's pool tweets run out they come again (a repost, same text, user and
+    story, fresh ``seq``/``id``/``ts``). The first story of a story is its first use in the block
+    (pool stories never leave their block): 12.4% of the tweets at 2.95M. Pools are per
     block so that a range needs only its own blocks; the price is more reposts than a
     whole-stream pool (the top key of a skewed phase takes about 40% of a block).
 
@@ -137,17 +139,20 @@ Keys
 Calibration (``bench/bench_tweets.py``: n = 2.95M, seed 7, 4,096 buckets, key grouping
 ``splitter.hashing.kg_engine`` over 5 engines, RSTD = 100·std/mean of the engines' loads
 per window of 10,000 tweets inside one phase; :func:`kg_window_rstd`)
-    ``zipf-periodic``: median 3.1% in the 0.2 phases (p10-p90 1.7-4.8%, 113 windows) and
-    79.1% in the 1.5 phases (p10-p90 65-97%, 179 windows); the paper measured ~3% and
-    ~77%. The 1.5 figure depends on which engines the top-ranked keys hash to, and these
-    change from block to block with the pools. At the test's setting (n = 60k, 60
-    tweets/s, 3,000-tweet windows) 3.1% and 79.6%. ``default`` order: 38.5% and 37.1%
-    median under the same clock (no swing; see Key skew). The largest key holds 6.3% of
-    the default stream (17% while its trend lasts) and 8.9% of the zipf-periodic one.
+    ``zipf-periodic``: median 3.9% in the 0.2 phases (p10-p90 2.2-5.6%, 113 windows) and
+    71.3% in the 1.5 phases (p10-p90 64.6-79.2%, 179 windows); the paper measured ~3% and
+    ~77%. Both depend on which engines the top-ranked keys hash to, i.e. on the seed: at
+    n = 900k, seeds 1, 2, 3, 7, 11 give 2.7-4.1% and 70-88%. The 0.2 phases stay above
+    the paper's 3% because a 10,000-tweet pool holds only ~2,500 of the 4,096 keys. At
+    the test's setting (n = 60k, 60 tweets/s, 3,000-tweet windows) 5.6% and 76.1%.
+    ``default`` order: 38.5% and 37.1% median under the same clock (no swing; see Key
+    skew). The largest key holds 6.3% of the default stream (17% while its trend lasts)
+    and 23.8% of the zipf-periodic one.
 
 Speed (one run each on the shared 2-core development machine, load average 5-7)
-    2.95M tweets: 26.3 s in ``default`` mode (8.9 µs per tweet, texts and keys included)
-    and 21.0 s in ``zipf-periodic``; peak resident memory 1.3 GB and 1.2 GB for the
+    2.95M tweets: 20.4 s in ``default`` mode (6.9 µs per tweet, texts and keys included)
+    and 10.6 s in ``zipf-periodic`` (it renders each pool tweet it emits, not the whole
+    pool); peak resident memory 1.3 GB and 1.2 GB for the
     whole stream (a range's is bounded, above). Rendering the texts (joining and
     splitting strings) is the largest part of a range, so a block renders only the rows
     the range keeps.
@@ -303,11 +308,11 @@ class _Drawn:
 
 
 def _draw(
-    plan: dict[str, Any], w: World, layout: lay.BlockLayout, rng: np.random.Generator
+    seed: int, buckets: int, w: World, layout: lay.BlockLayout, rng: np.random.Generator
 ) -> _Drawn:
     """The tweets of a block laid out as ``layout``, all random draws from ``rng``."""
     uniq, story = np.unique(layout.gid, return_inverse=True)
-    st = stories(w, plan["seed"], uniq, lay.trend_of(uniq))
+    st = stories(w, seed, uniq, lay.trend_of(uniq))
     user = w.users(rng.random(lay.BLOCK))
     user[layout.is_seed] = st.author[story[layout.is_seed]]
     retweets = np.minimum(rng.zipf(2.1, lay.BLOCK) - 1, 10_000_000)
@@ -319,7 +324,7 @@ def _draw(
         "retweets": retweets.astype(np.int64),
         "topic": np.array(TOPICS, dtype=object)[st.topic[story]],
     }
-    return _Drawn(columns, (tok, style, last_end), slot_keys(w, tok, plan["buckets"]))
+    return _Drawn(columns, (tok, style, last_end), slot_keys(w, tok, buckets))
 
 
 def _keep(b: int, lo: int, hi: int) -> slice:
@@ -343,7 +348,9 @@ def _default_blocks(plan: dict[str, Any], w: World, b0: int, b1: int, lo: int, h
     renderer = _renderer(plan["seed"], len(w.handles))
     for b in range(b0, b1 + 1):
         bl = layout.block(b)
-        drawn = _draw(plan, w, bl, lay.block_rng(plan["seed"], lay.TEXT, b))
+        drawn = _draw(
+            plan["seed"], plan["buckets"], w, bl, lay.block_rng(plan["seed"], lay.TEXT, b)
+        )
         keep = _keep(b, lo, hi)
         columns = {**drawn.columns, "text": np.empty(lay.BLOCK, dtype=object)}
         columns["text"][keep] = drawn.texts(renderer, keep)
@@ -361,21 +368,19 @@ def _zipf_blocks(plan: dict[str, Any], w: World, b0: int, b1: int, lo: int, hi: 
     """Blocks ``b0..b1`` of the zipf-periodic stream (texts for the rows in ``[lo, hi)``).
 
     Each block re-orders its own pool (:func:`tweet_layout.pool_block`) by key: row ``i``
-    draws a key rank from the Zipf law of its phase over the keys in the pool (most
-    frequent first, ties in a seeded order), and the ``j``-th use of a key in the block
-    takes the pool's ``(j mod count)``-th tweet of that key. Pool stories live in their
-    block, so the first story is the first use of a story in the block.
+    draws a key rank from the Zipf law of its phase over the keys in the pool, ranked as
+    in :func:`_key_ranks`, and the ``j``-th use of a key in the block takes the pool's
+    ``(j mod count)``-th tweet of that key. Pool stories live in their block, so the
+    first story is the first use of a story in the block.
     """
-    seed = plan["seed"]
-    priority = np.random.Generator(np.random.PCG64([seed, _KEY_PRIORITY])).permutation(
-        plan["buckets"]
-    )
+    seed, buckets = plan["seed"], plan["buckets"]
+    key_rank = _key_ranks(seed, buckets, len(w.handles))
     renderer = _renderer(seed, len(w.handles))
     for b in range(b0, b1 + 1):
         pool = lay.pool_block(seed, b)
-        drawn = _draw(plan, w, pool, lay.block_rng(seed, lay.POOL_TEXT, b))
+        drawn = _draw(seed, buckets, w, pool, lay.block_rng(seed, lay.POOL_TEXT, b))
         ts, worker = _clock(plan, b)
-        rows = _zipf_rows(lay.block_rng(seed, lay.ZIPF_KEYS, b), drawn.keys, priority, ts)
+        rows = _zipf_rows(lay.block_rng(seed, lay.ZIPF_KEYS, b), drawn.keys, key_rank, ts)
         keep = _keep(b, lo, hi)
         columns = {name: col[rows] for name, col in drawn.columns.items()}
         columns["text"] = np.empty(lay.BLOCK, dtype=object)
@@ -386,12 +391,32 @@ def _zipf_blocks(plan: dict[str, Any], w: World, b0: int, b1: int, lo: int, hi: 
         yield _Block(columns, first, gid, drawn.keys[rows], ts, worker)
 
 
+@functools.lru_cache(maxsize=4)
+def _key_ranks(seed: int, buckets: int, users: int) -> np.ndarray:
+    """Every key's zipf-periodic rank (0 = the most popular in skewed phases).
+
+    The same for all blocks, so the hot keys of a skewed phase stay hot for its 10 min:
+    keys by their frequency in a reference pool (the pool of block -1, never emitted),
+    most frequent first, so that the keys drawn most have the most tweets to emit;
+    ties (and absent keys) in a seeded order.
+    """
+    w = world(seed, users)
+    drawn = _draw(
+        seed, buckets, w, lay.pool_block(seed, -1), lay.block_rng(seed, lay.POOL_TEXT, -1)
+    )
+    priority = np.random.Generator(np.random.PCG64([seed, _KEY_PRIORITY])).permutation(buckets)
+    order = np.lexsort((priority, -np.bincount(drawn.keys, minlength=buckets)))
+    ranks = np.empty(buckets, dtype=np.int64)
+    ranks[order] = np.arange(buckets)
+    return ranks
+
+
 def _zipf_rows(
-    rng: np.random.Generator, pool_keys: np.ndarray, priority: np.ndarray, ts: np.ndarray
+    rng: np.random.Generator, pool_keys: np.ndarray, key_rank: np.ndarray, ts: np.ndarray
 ) -> np.ndarray:
     """Pool rows to emit, in order, for one zipf-periodic block (see :func:`_zipf_blocks`)."""
     uniq, key_idx, key_count = np.unique(pool_keys, return_inverse=True, return_counts=True)
-    by_rank = np.lexsort((priority[uniq], -key_count))  # rank -> index into uniq
+    by_rank = np.argsort(key_rank[uniq])  # rank among the pool's keys -> index into uniq
     u = rng.random(len(ts))
     exponent = zipf_exponent(ts)
     out_key = np.empty(len(ts), dtype=np.int64)
