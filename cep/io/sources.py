@@ -19,10 +19,18 @@ Representation (what the engine expects; every column is numpy-backed)
     string          object, Python ``str`` (not pandas' string dtype)
     timestamp       int64 microseconds since the Unix epoch, UTC
     ``<f>__null``   bool, present only when field ``f`` has at least one null (JSON
-                    ``null``, an empty unquoted CSV cell, a Parquet null); the value slot
-                    then holds a placeholder: 0, 0.0, False, "" or 0. Each mask follows
-                    its field. The TIMESTAMP field is never null (such records are
-                    rejected).
+                    ``null`` or a missing key, an empty unquoted CSV cell or a column the
+                    header lacks, a Parquet null or missing column: missing is NULL, as
+                    Spark, Flink and Esper read it); the value slot then holds a
+                    placeholder: 0, 0.0, False, "" or 0. Each mask follows its field.
+                    The TIMESTAMP field is never null (records where it is missing or
+                    null are rejected, ``null_timestamp``).
+
+Where a field is read from
+    A field's own name, or the paths of its ``FROM`` clause (``user string FROM
+    'user.screen_name', 'user'``): the first path with a value wins, a dot descends into
+    a nested JSON object (see :mod:`cep.io.fieldpaths`). CSV reads each path's first key
+    as a column name; Parquet follows struct columns like JSON objects.
 
 Accepted values (anything else is a dead letter naming the field and the value)
     int/long    JSON integers, or numbers with an integral value (``3.0``); CSV
@@ -33,22 +41,27 @@ Accepted values (anything else is a dead letter naming the field and the value)
     string      JSON strings; any CSV cell (``""`` quoted is the empty string)
     timestamp   ISO-8601 strings as Arrow parses them: ``YYYY-MM-DD[(T| )hh[:mm[:ss
                 [.ffffff]]]][Z|±hh[:mm]]`` (naive = UTC; surrounding whitespace ignored;
-                digits past microseconds truncated; lower-case ``z`` is not a zone), or
+                digits past microseconds truncated; lower-case ``z`` is not a zone),
                 numbers = epoch *milliseconds* (Esper's convention; a numeric string
-                counts as a number), converted as ``rint(ms * 1000.0)``; Parquet
-                timestamp/date columns as they are (naive = UTC)
+                counts as a number), converted as ``rint(ms * 1000.0)``, or Twitter's
+                ``created_at`` (``Wed Oct 10 20:19:24 +0000 2018``); Parquet
+                timestamp/date columns as they are (naive = UTC). A field's ``FORMAT``
+                narrows this to epoch seconds/milliseconds/microseconds, ISO-8601 or a
+                Java/strptime pattern (see :mod:`cep.io.timeformat`).
     Extra fields/columns are ignored. Lines must be UTF-8.
 
 How JSON lines are read, and why it is fast and exact at the same time
     The range is read in ~8 MB chunks of whole lines. A chunk whose lines all start with
     ``{`` goes to pyarrow's JSON reader with an explicit schema (int64, float64, bool,
-    string; a timestamp as string or float64 after peeking at the chunk's first line),
+    string, structs for nested paths; a timestamp as string or float64, and a key used
+    both as an object and as a value, after peeking at the chunk's first line),
     and the columns are validated with vectorised numpy/arrow code. If pyarrow refuses
     the chunk (one bad line is enough), the chunk is split in halves and retried, down
     to blocks of at most 256 lines that are parsed one by one with :mod:`json`, so a bad
-    line costs the speed of a few hundred lines, not of its file. Rows with a null in a
-    schema field are re-read with :mod:`json` to tell a missing field (rejected) from
-    ``null`` (accepted), because pyarrow reports both as null. Both paths hand their
+    line costs the speed of a few hundred lines, not of its file. pyarrow reports a
+    missing key and ``null`` alike, which is right as both are NULL. Rows whose winning
+    path holds an object where a value belongs are re-read with :mod:`json`, so the
+    reason quotes the object as written. Both paths hand their
     values to the same column converters, so a record gets the same value or the same
     verdict whichever path read it (tested on randomly corrupted files). A record with
     several problems is reported for the first field in schema order.
@@ -79,9 +92,9 @@ fit 32 bits, a double column feeding an int field must hold integers). It is rea
 batches of :data:`PARQUET_BATCH_ROWS` rows from the row groups that hold the range.
 
 Limitations: no compressed inputs; ``.json`` means JSON *lines*, not one JSON array; a
-UTF-8 byte-order mark makes the first line a dead letter; JSON rows with nulls cost a
-:mod:`json` parse each (~15 µs), so a mostly-null column loads several times slower; in
-the CSV line-by-line path a quoted empty string ``""`` reads as null like an empty cell.
+UTF-8 byte-order mark makes the first line a dead letter; in the CSV line-by-line path
+a quoted empty string ``""`` reads as null like an empty cell; a JSON key holding a dot
+cannot be named in a FROM path.
 """
 
 from __future__ import annotations
