@@ -4,7 +4,10 @@ Part of :mod:`cep.io.tweets` (its docstring, "Stories", explains the model). The
 cut into blocks of :data:`BLOCK` rows; everything random about block ``b`` comes from
 generators seeded with ``(seed, purpose, b)``, and a story can only tweet within
 :data:`MAX_SPAN_BLOCKS` blocks of its birth, so block ``b`` needs the births of blocks
-``b - MAX_SPAN_BLOCKS .. b`` and nothing else: a range costs the same anywhere in the stream.
+``b - MAX_SPAN_BLOCKS .. b``: a range's cost does not grow with its position or with n.
+(Which stories born before the stream already appeared is the one thing that needs the
+blocks before a range, and only in the first ``MAX_SPAN_BLOCKS`` blocks:
+:meth:`StreamLayout.follow_counts`.)
 """
 
 from __future__ import annotations

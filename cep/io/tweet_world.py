@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cep.engine.text import minhash_signatures
+from cep.engine.text import _splitmix64, minhash_signatures
 
 VOCAB_SIZE = 8000
 WORD_ZIPF = 0.8
@@ -50,22 +50,15 @@ def power_ranks(u: np.ndarray, k: int, s: float) -> np.ndarray:
     return np.minimum(x.astype(np.int64) - 1, k - 1)
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser (wrapping uint64): an avalanching bijection."""
-    h = (h ^ (h >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return h ^ (h >> _U64(31))
-
-
 def hash_uniform(seed: int, keys: np.ndarray, field: int) -> np.ndarray:
     """Uniforms in [0, 1) that depend only on ``(seed, key, field)``: random access.
 
-    Counter-based (three rounds of splitmix64), so a range can draw the attributes of
-    story ``k`` without drawing those of the stories before it.
+    Counter-based (three rounds of the splitmix64 finaliser the LSH key uses), so a
+    range can draw the attributes of story ``k`` without drawing those before it.
     """
     base = np.array([seed], dtype=_U64) * _U64(0x9E3779B97F4A7C15) + _U64(field)
-    h = _mix(_mix(base) ^ np.asarray(keys, dtype=np.int64).astype(_U64))
-    return (_mix(h) >> _U64(11)).astype(np.float64) * 2.0**-53
+    h = _splitmix64(_splitmix64(base) ^ np.asarray(keys, dtype=np.int64).astype(_U64))
+    return (_splitmix64(h) >> _U64(11)).astype(np.float64) * 2.0**-53
 
 
 _ONSETS = np.array([*"bdfgklmnprstvz", "br", "ch", "sh", "tr", "st"], dtype=object)

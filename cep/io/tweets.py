@@ -450,6 +450,8 @@ _COLUMNS = ("seq", "id", "ts", "user", "lang", "text", "retweets", "topic")
 def _rows(plan: dict[str, Any], lo: int, hi: int) -> _Rows:
     """Rows ``lo..hi-1``: whole blocks are drawn (so any cut agrees), the rows kept."""
     n = plan["n"]
+    if plan["block"] != lay.BLOCK:
+        raise ValueError(f"tweets: plan made for blocks of {plan['block']} rows, not {lay.BLOCK}")
     if not 0 <= lo <= hi <= n:
         raise ValueError(f"tweets: range [{lo}, {hi}) is not within [0, {n})")
     w = world(plan["seed"], n_users(n))
