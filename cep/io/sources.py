@@ -680,7 +680,8 @@ class _Reader:
     ) -> None:
         """Emit rows without errors; reject the others for their first field's error.
 
-        ``undecided`` rows (JSON rows with a null somewhere) are left to the caller.
+        ``undecided`` rows are left to the caller (JSON rows re-read line by line, Parquet
+        rows already rejected as too large).
         """
         n = len(offsets)
         first = np.full(n, len(self.fields))  # index of the first failing field per row

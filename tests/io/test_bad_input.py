@@ -298,13 +298,20 @@ def test_a_line_of_hundreds_of_megabytes_is_read_past_in_bounded_memory(
         fh.write(b'", "ts": 2000, "temp": 2.0, "ok": true}\n')
         fh.write(b'{"sensor": "s1", "ts": 3000, "temp": 3.0, "ok": true}\n')
     read: Callable[[str], str] = lambda p: (  # noqa: E731
+        "import os\n"
         "from cep.io.deadletter import DeadLetter\n"
-        "from cep.io.sources import read_events\n"
+        "from cep.io.sources import read_events, read_range\n"
+        "from cep.lang.ir import StreamDef\n"
         "dead = DeadLetter()\n"
-        f"frame = read_events({p!r}, [('sensor', 'string'), ('ts', 'timestamp'),"
-        " ('temp', 'double'), ('ok', 'boolean')], 'ts', dead)\n"
+        "fields = (('sensor', 'string'), ('ts', 'timestamp'), ('temp', 'double'),"
+        " ('ok', 'boolean'))\n"
+        f"frame = read_events({p!r}, fields, 'ts', dead)\n"
         "assert frame['temp'].tolist() == [1.0, 3.0], frame\n"
-        "assert dict(dead.reasons) == {'too_large': 1}, dead.reasons\n")
+        "assert dict(dead.reasons) == {'too_large': 1}, dead.reasons\n"
+        # a range starting inside the second line skips to the third one
+        f"tail = read_range({p!r}, 'json', 60, os.path.getsize({p!r}),"
+        " StreamDef('R', fields, 'ts'), DeadLetter())\n"
+        "assert tail['temp'].tolist() == [3.0], tail\n")
     small = tmp_path / "small.jsonl"
     small.write_text('{"sensor": "s1", "ts": 1000, "temp": 1.0, "ok": true}\n'
                      '{"x": 1}\n{"sensor": "s1", "ts": 3000, "temp": 3.0, "ok": true}\n')
