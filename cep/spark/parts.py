@@ -47,7 +47,10 @@ class EventParts:
         return sorted(Path(self.directory).glob(f"batch-{batch:07d}-engine-*.{self.fmt}"))
 
     def write(self, batch: int, engine: int, lines: str) -> None:
-        """Write one engine's events of one batch (JSON lines text) as its part."""
+        """Write one engine's events of one batch (JSON lines text) as its part; an
+        engine with no events in a batch writes nothing (a replay computes the same)."""
+        if not lines:
+            return
         path = self.path(batch, engine)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

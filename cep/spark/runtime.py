@@ -259,12 +259,19 @@ def _expected_events(sources: dict[str, str], follow: bool) -> int | None:
 def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None) -> None:
     """Wait for the query to end by itself (a bounded input consumed) or for a stop
     (SIGINT, SIGTERM, ``stop``): then plan no new batch, let the one in flight commit,
-    and stop the query. Raises the query's error if it failed."""
+    and stop the query. A second SIGINT/SIGTERM interrupts at once. Raises the query's
+    error if it failed."""
     requested = stop or threading.Event()
     handlers = {}
+
+    def on_signal(signum, frame) -> None:
+        if requested.is_set():  # asked twice: stop now (a --checkpoint run can resume)
+            raise KeyboardInterrupt
+        requested.set()
+
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            handlers[sig] = signal.signal(sig, lambda *_: requested.set())
+            handlers[sig] = signal.signal(sig, on_signal)
     try:
         while query.isActive:
             with contextlib.suppress(Exception):  # a failure is raised below, once

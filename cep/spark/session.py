@@ -91,10 +91,16 @@ def code_archive(directory: Path) -> Path:
 def ship_code(spark) -> None:
     """Send cep's code to the executors of a cluster (not needed on ``local[…]``, whose
     workers run this very Python, nor when ``CEP_SHIP_CODE=0``)."""
-    if is_local_master(spark.sparkContext.master) or os.environ.get("CEP_SHIP_CODE") == "0":
+    context = spark.sparkContext
+    if (is_local_master(context.master) or os.environ.get("CEP_SHIP_CODE") == "0"
+            or context.applicationId in _SHIPPED):
         return
     directory = Path(tempfile.mkdtemp(prefix="cep-code-"))
-    spark.sparkContext.addPyFile(str(code_archive(directory)))
+    context.addPyFile(str(code_archive(directory)))
+    _SHIPPED.add(context.applicationId)
+
+
+_SHIPPED: set[str] = set()  # applications whose executors have cep's code already
 
 
 def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
