@@ -3,7 +3,7 @@
 Two rules: a per-key length-window aggregate and a per-key sequence pattern, measured
 whole and in 100k-event batches; then one row per Esper construct of issue 15 (data-window
 functions, the further windows, output rate limiting, an INSERT INTO chain), in 100k-event
-batches. Events are
+batches (patterns: match-until, timer absence; MATCH_RECOGNIZE). Events are
 built in memory (typed columns, as the input reader produces them), so the figures are
 the evaluator's own; where the time goes is printed from cProfile's top entries.
 Writes bench/results/reference.json.
@@ -50,6 +50,16 @@ ESPER_RULES = {
         SELECT avg(v) AS a FROM S#groupwin(k)#length(10) OUTPUT LAST EVERY 5 EVENTS;""",
     "output_all_every_time": SCHEMA + """
         SELECT avg(v) AS a FROM S#groupwin(k)#length(10) OUTPUT ALL EVERY 10 sec;""",
+    "match_until": SCHEMA + """
+        SELECT b[0].v AS b0, c.v AS cv FROM PATTERN [ every ([1:3] b=S(kind = 1)
+            until c=S(kind = 2)) WITHIN 10 sec ] PARTITION BY k;""",
+    "timer_absence": SCHEMA + """
+        SELECT a.v AS av FROM PATTERN [ every a=S(kind = 1) ->
+            (timer:interval(5 sec) and not b=S(kind = 2)) ] PARTITION BY k;""",
+    "match_recognize": SCHEMA + """
+        SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a,
+            count(B.v) AS n PATTERN (A B+ C) WITHIN 10 sec
+            DEFINE B AS B.v < prev(B.v), C AS C.v > A.v );""",
     "insert_into_chain": SCHEMA + """
         INSERT INTO High SELECT k, ts, v FROM S#groupwin(k)#length(10) HAVING v > avg(v) * 1.5;
         SELECT count(*) AS n, max(v) AS top FROM High#groupwin(k)#time(30 sec);""",

@@ -268,6 +268,9 @@ class _Checker:
     def _output_limit(self, node: ast.OutputLimit, rule: ir.StatefulRule) -> ir.OutputLimit:
         if node.period is None:
             return ir.OutputLimit(node.kind, node.events, None)
+        if isinstance(node.period, ast.Name) and node.period.name.lower() == "events":
+            raise RuleError("OUTPUT EVERY ... EVENTS needs the number of events",
+                            node.period.pos, hint="e.g. OUTPUT LAST EVERY 5 EVENTS")
         arg = self._expr(node.period, _Scope({}, ()))
         if not isinstance(arg, ir.Const):
             raise RuleError("OUTPUT EVERY needs a constant time period or a count of EVENTS",
