@@ -222,3 +222,24 @@ def test_parquet_row_ranges(tmp_path: Path) -> None:
             assert dead == whole_dead
     got, _, _ = read_cut(path, "parquet", [6, 10], tmp_path)
     assert got["id"].tolist() == [6, 7, 9]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_files_and_cuts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               seed: int) -> None:
+    """Random mixes of the lines above (thousands, so pyarrow blocks are bisected around
+    bad lines) in small chunks, cut at random places: the same rows and dead letters."""
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 2048)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(JSON_LINES), size=3000, p=[0.6] + [0.4 / 13] * 13)
+    rows = [rec(i % 60, id=i) if k == 0 else JSON_LINES[k] for i, k in enumerate(picks.tolist())]
+    data = b"\n".join(rows) + (b"\n" if seed % 2 else b"")
+    path = tmp_path / "in.json"
+    path.write_bytes(data)
+    whole, whole_dead, whole_skipped = read_cut(path, "json", [0, len(data)], tmp_path)
+    assert len(whole) > 1500 and len(whole_dead) > 300
+    for _ in range(5):
+        bounds = [0, *sorted(rng.integers(0, len(data), size=20).tolist()), len(data)]
+        got, dead, skipped = read_cut(path, "json", bounds, tmp_path)
+        pd.testing.assert_frame_equal(got, whole)
+        assert (dead, skipped) == (whole_dead, whole_skipped)
