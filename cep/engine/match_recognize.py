@@ -42,6 +42,7 @@ from cep.engine.table import (
     SEQ,
     SUB,
     Table,
+    factorize,
     nrows,
     take,
 )
@@ -134,6 +135,12 @@ class MatchRecognizeOperator:
                      for var, cond in self.defines.items()}
         self.types = dict(stream.fields)
         self.states: dict[object, dict] = {}
+        # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
+        # batch at once (with how many earlier rows of the key they need)
+        self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
+                               default=0)
+                      for var, refs in self.refs.items()
+                      if all(q == var or q.startswith("__prev") for q, _ in refs)}
 
     # ---- processing
 
@@ -144,8 +151,9 @@ class MatchRecognizeOperator:
         env = Env(nrows(rows_table))
         env.bind_table("", rows_table)
         rows_table = take(rows_table, truth(self.rule.filter, env))
+        flags = self._local_flags(rows_table)
         found: list[tuple[object, Row, list[list]]] = []
-        for key, row in _rows_by_key(rows_table, self.stream):
+        for key, row in _rows_by_key(rows_table, self.stream, flags):
             state = self.states.get(key)
             if state is None:
                 state = self.states[key] = {"rows": [], "base": 0, "threads": [],
@@ -199,6 +207,11 @@ class MatchRecognizeOperator:
             cond = self.defines.get(var)
             if cond is None:
                 continue  # an undefined variable accepts every row
+            known = row.get(f"__ok_{var}")
+            if known is not None:  # precomputed for the batch (see _local_flags)
+                for n in members:
+                    passed[n] = known
+                continue
             env = Env(len(members))
             for qual, name in self.refs[var]:
                 values = [self._value(state, threads[n][2], qual, name, var, row, i)
@@ -207,6 +220,33 @@ class MatchRecognizeOperator:
             for n, ok in zip(members, truth(cond, env).tolist(), strict=True):
                 passed[n] = ok
         return passed
+
+    def _local_flags(self, table: Table) -> dict[str, np.ndarray]:
+        """For each DEFINE that reads only the candidate row and ``prev`` rows, its value
+        on every row of the batch (None where prev reaches before the key's first row of
+        the batch: those rows are judged one by one against the key's buffered rows)."""
+        n = nrows(table)
+        if not self.local or n == 0:
+            return {}
+        codes = factorize(table[KEY])
+        order = np.lexsort((table[SUB], table[SEQ], codes))
+        sorted_codes = codes[order]
+        starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+        rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+        out = {}
+        for var, depth in self.local.items():
+            env = Env(n)
+            for qual, name in self.refs[var]:
+                values = table[name][order]
+                nulls = table.get(name + NULL_SUFFIX)
+                nulls = nulls[order] if nulls is not None else np.zeros(n, dtype=bool)
+                back = 0 if qual == var else int(qual[6:])
+                at = np.maximum(np.arange(n) - back, 0)
+                env.columns[(qual, name)] = Col(values[at], nulls[at] | (rank < back))
+            flag = np.empty(n, dtype=object)
+            flag[order] = np.where(rank >= depth, truth(self.defines[var], env), None)
+            out[f"__ok_{var}"] = flag
+        return out
 
     def _value(self, state: dict, assign: list[list], qual: str, name: str, var: str,
                row: Row, i: int) -> object:
@@ -295,10 +335,13 @@ class MatchRecognizeOperator:
         self.states = {k: s for k, s in state}  # type: ignore[union-attr]
 
 
-def _rows_by_key(table: Table, stream: ir.StreamDef) -> Iterable[tuple[object, Row]]:
-    """The batch's rows as (key, dict with the fields and ``__seq``), in per-key order."""
+def _rows_by_key(table: Table, stream: ir.StreamDef,
+                 flags: dict[str, np.ndarray]) -> Iterable[tuple[object, Row]]:
+    """The batch's rows as (key, dict with the fields, ``__seq`` and precomputed DEFINE
+    flags), in per-key order."""
     order = np.lexsort((table[SUB], table[SEQ]))
     columns: dict[str, list] = {SEQ: table[SEQ][order].tolist()}
+    columns.update({name: flag[order].tolist() for name, flag in flags.items()})
     for name, _ in stream.fields:
         values = table[name][order].tolist()
         nulls = table.get(name + NULL_SUFFIX)
