@@ -42,6 +42,12 @@ from cep.transports.address import KafkaAddress, as_address, kafka_errors, trans
 Record = tuple[bytes | None, bytes]
 _CHUNK = 50_000
 _LOG = logging.getLogger("cep.kafka")
+# After every broker was down, librdkafka 2.16 "re-bootstraps" (KIP-899); a transactional
+# producer that went through that never found its coordinator again and hung in
+# send_offsets_to_transaction past its time-out (seen with the embedded broker stopped
+# and restarted between two batches). Without re-bootstrap it reconnects to the broker
+# it knew; and any error resets the writer, whose fresh clients bootstrap anew anyway.
+_NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 
 class TransactionalBatchWriter:
@@ -74,6 +80,7 @@ class TransactionalBatchWriter:
             "linger.ms": 5,
             "batch.size": 1 << 20,
             "queue.buffering.max.messages": 2 * _CHUNK,
+            **_NO_REBOOTSTRAP,
         }
         self._producer: Producer | None = None
         self._marker_reader: Consumer | None = None
@@ -93,6 +100,7 @@ class TransactionalBatchWriter:
                         "group.id": self.group_id,
                         "enable.auto.commit": False,
                         "isolation.level": "read_committed",
+                        **_NO_REBOOTSTRAP,
                     }
                 )
             )
@@ -101,7 +109,7 @@ class TransactionalBatchWriter:
     def last_committed_batch(self) -> int | None:
         """The id of the last batch this run committed to the topic, or None."""
         _producer, reader = self._open()
-        with kafka_errors(self.address, f"reading the batch marker of {self.topic!r}"):
+        with self._failing("reading the batch marker"):
             (marker,) = reader.committed([TopicPartition(self.topic, 0)], self.timeout_s)
         if marker.error is not None:
             raise transport_error(self.address, "reading the batch marker", marker.error)
