@@ -69,6 +69,10 @@ def check_recognize(checker: _Checker, stmt: ast.SelectStatement, name: str,
         if stream.timestamp is None:
             raise RuleError(f"WITHIN needs event time, but stream '{stream.name}' has no "
                             "TIMESTAMP", source.within.pos)
+    if within_us is None and checker.state_ttl_us is not None:
+        # the state time-to-live bounds undecided starts as WITHIN would
+        checker._ttl_needs_time([stream], source.pos, "MATCH_RECOGNIZE without WITHIN")
+        within_us = checker.state_ttl_us
     row = ir.StreamDef(f"{name}#measures", tuple((c.name, _field_type(c.expr.type))
                                                  for c in measures), None)
     scope = checker._single_scope(row, source.alias)

@@ -105,3 +105,11 @@ def test_alternation_prefers_the_left_branch_and_aggregates(run_epl):
 def test_misuse(rule, message):
     with pytest.raises(RuleError, match=message):
         compile_text(SCHEMA + rule)
+
+
+def test_state_time_to_live_bounds_undecided_starts():
+    rule = SCHEMA + V_SHAPE.format(skip="", within="")
+    assert compile_text(rule, state_ttl_us=5_000_000).stateful[0].within_us == 5_000_000
+    assert compile_text(rule).stateful[0].within_us is None
+    with pytest.raises(RuleError, match="state time-to-live needs event time"):
+        compile_text(rule.replace("TIMESTAMP ts", ""), state_ttl_us=5_000_000)
