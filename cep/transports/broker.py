@@ -41,6 +41,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
 from types import TracebackType
@@ -88,6 +90,23 @@ def running_bootstrap(data_dir: Path, timeout_s: float = 10.0) -> str | None:
     )
     found = _STATUS_LINE.search(status.stdout) if status.returncode == 0 else None
     return found.group(1) if found else None
+
+
+@contextmanager
+def embedded_bootstrap(data_dir: Path) -> Iterator[str]:
+    """The address of the broker serving ``data_dir`` for the ``with`` block: the one
+    already running there (left running), else one started now (stopped at the end).
+
+    What ``kafka://embedded/TOPIC`` resolves to: ``cep produce`` and a later ``cep run``
+    name the same data dir, so the run reads what the produce left, and a produce
+    during a ``--follow`` run feeds the running broker.
+    """
+    running = running_bootstrap(data_dir)
+    if running is not None:
+        yield running
+        return
+    with EmbeddedKafka(data_dir=data_dir) as broker:
+        yield broker.bootstrap
 
 
 def _die_with_parent() -> None:

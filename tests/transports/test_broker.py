@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cep.transports.broker import EmbeddedKafka, EmbeddedKafkaError, running_bootstrap
+from cep.transports.broker import (
+    EmbeddedKafka,
+    EmbeddedKafkaError,
+    embedded_bootstrap,
+    running_bootstrap,
+)
 from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
 from cep.transports.produce import ensure_topic, produce
 
@@ -80,3 +85,16 @@ def test_one_broker_per_data_dir_and_others_attach(tmp_path: Path) -> None:
             EmbeddedKafka(data_dir=data, startup_timeout=5).start()
         assert "\n" not in str(info.value) and "GLIBC" not in str(info.value)
     assert running_bootstrap(data) is None
+
+
+def test_embedded_bootstrap_starts_or_attaches(tmp_path: Path) -> None:
+    data = tmp_path / "kafka"
+    with embedded_bootstrap(data) as started:
+        ensure_topic(started, "demo", 1)
+        with embedded_bootstrap(data) as attached:  # a second command meanwhile
+            assert attached == started
+            assert topic_partitions(attached, "demo") == [0]
+        assert running_bootstrap(data) == started  # the attached one did not stop it
+    assert running_bootstrap(data) is None
+    with embedded_bootstrap(data) as again:  # a later command sees the topic
+        assert topic_partitions(again, "demo") == [0]
