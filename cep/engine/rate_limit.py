@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from cep.engine.output import OUTPUT_COLUMNS, empty_output
-from cep.engine.table import KEY, SEQ, Table, factorize, object_array
+from cep.engine.table import KEY, SEQ, Table, factorize, object_array, take
 from cep.lang import ir
 
 # a result row in state: [seq, ts, ts is null, values (JSON text)]
@@ -53,6 +53,8 @@ class RateLimited:
 
     def process(self, *args: object) -> Table:
         out = self.inner.process(*args)  # type: ignore[attr-defined]
+        if self.limit.events is not None and self.limit.kind != "all":
+            return self._every_nth(out)
         rows = _rows_by_key(out)
         if self.limit.events is not None:
             released = [r for key, krows in rows.items() for r in self._count(key, krows)]
@@ -69,18 +71,37 @@ class RateLimited:
                                         "pending": [], "latest": None}
         return state
 
+    def _every_nth(self, out: Table) -> Table:
+        """FIRST/LAST/SNAPSHOT EVERY n EVENTS with array operations: the rows whose
+        position among their key's results (counted on from the key's state) is 1 (FIRST)
+        or 0 (LAST, SNAPSHOT) modulo n."""
+        m = len(out["seq"]) if out else 0
+        if m == 0:
+            return empty_output()
+        n = self.limit.events
+        codes = factorize(out["key"])
+        order = np.lexsort((np.arange(m), out["seq"], codes))
+        sorted_codes = codes[order]
+        starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+        sizes = np.diff(np.append(starts, m))
+        keys = out["key"][order][starts].tolist()
+        counted = np.array([self._state(k)["count"] for k in keys], dtype=np.int64)
+        position = np.repeat(counted, sizes) + np.arange(m) - np.repeat(starts, sizes) + 1
+        hit = position % n == (1 % n if self.limit.kind == "first" else 0)  # type: ignore[operator]
+        for key, total in zip(keys, ((counted + sizes) % n).tolist(), strict=True):  # type: ignore[operator]
+            self.states[key]["count"] = total
+        return take(out, np.sort(order[hit]))
+
     def _count(self, key: object, rows: list[Row]) -> list[tuple[object, Row]]:
-        state, n, kind = self._state(key), self.limit.events, self.limit.kind
+        """ALL EVERY n EVENTS: each block of n rows leaves at its n-th row."""
+        state, n = self._state(key), self.limit.events
         out = []
         for row in rows:
             state["count"] = state["count"] % n + 1  # type: ignore[operator]
-            if kind == "all":
-                state["pending"].append(row)
-                if state["count"] == n:
-                    out.extend((key, _at(r, row[0])) for r in state["pending"])
-                    state["pending"] = []
-            elif state["count"] == (1 if kind == "first" else n):
-                out.append((key, row))
+            state["pending"].append(row)
+            if state["count"] == n:
+                out.extend((key, _at(r, row[0])) for r in state["pending"])
+                state["pending"] = []
         return out
 
     def _time(self, key: object, rows: list[Row], ticks: list[Row]) -> list[tuple[object, Row]]:
