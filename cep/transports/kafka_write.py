@@ -1,13 +1,16 @@
 """Exactly-once output of micro-batches to a Kafka topic, with Kafka transactions.
 
 Scheme (chosen because the embedded broker, like Kafka, supports transactions fully;
-see README_DRAFT.md): one writer per (run, topic) with ``transactional.id =
-cep-<run>-<topic>``. A batch is one transaction that holds its records *and* a marker:
-the offset ``batch_id + 1`` committed, through ``send_offsets_to_transaction``, for the
-consumer group ``cep-sink-<run>-<topic>`` on partition 0 of the output topic. The
-broker makes both visible together or neither, so the group's committed offset says
-which batch was the last to commit. Before writing batch ``b`` we read it; if it is
-``b + 1`` or more, the batch is already in the topic and the call writes nothing.
+see README_DRAFT.md): one writer per (run, topic, writer) with ``transactional.id =
+cep-<run>-<topic>-<writer>``, where ``writer`` names the part of each batch it writes
+(the engine, i.e. the Spark partition: the driver never gathers the events, so every
+engine's task writes its own events). Its part of a batch is one transaction that holds
+the records *and* a marker: the offset ``batch_id + 1`` committed, through
+``send_offsets_to_transaction``, for the consumer group
+``cep-sink-<run>-<topic>-<writer>`` on partition 0 of the output topic. The broker makes
+both visible together or neither, so the group's committed offset says which batch was
+the last this writer committed. Before writing batch ``b`` we read it; if it is ``b + 1``
+or more, the part is already in the topic and the call writes nothing.
 
 Why that is exactly once across kill -9, for a ``read_committed`` consumer:
 
@@ -21,8 +24,11 @@ Why that is exactly once across kill -9, for a ``read_committed`` consumer:
   ``init_transactions`` and can no longer commit.
 
 Requirements on the caller: ``run_id`` is the same across restarts of one run (derive
-it from the checkpoint), batch ids increase, and one process writes a given batch
-(the driver, or a single task). Consumers must read ``read_committed`` (the default of
+it from the checkpoint), batch ids increase, a writer id always names the same part
+of a batch (engine e, Spark partition e), and a replayed part holds the same events.
+Two attempts of one part at once (speculation, a task retried while the old one
+lingers) are safe: the later one fences the earlier. Parts of one batch become visible
+one by one, each exactly once. Consumers must read ``read_committed`` (the default of
 Kafka Streams; librdkafka and the Java client default to read_uncommitted). An open
 transaction of a killed writer holds read_committed consumers back until the writer
 restarts or ``transaction.timeout.ms`` (60 s here) passes.
@@ -65,7 +71,7 @@ def encode_events(records: Sequence[Mapping[str, Any]]) -> list[Record]:
 
 
 class TransactionalBatchWriter:
-    """Writes batches of (key, value) records to ``topic``, each exactly once.
+    """Writes its part of each batch, (key, value) records, to ``topic`` exactly once.
 
     ``write(batch_id, records)`` does it in one call; ``begin`` / ``send`` / ``commit``
     split it for callers that stream a batch in pieces. Not thread-safe; not picklable
@@ -77,6 +83,7 @@ class TransactionalBatchWriter:
         bootstrap: KafkaAddress | str,
         topic: str,
         run_id: str,
+        writer_id: int | str = 0,
         *,
         timeout_s: float = 60.0,
         transaction_timeout_ms: int = 60_000,
@@ -85,8 +92,8 @@ class TransactionalBatchWriter:
         self.topic = topic
         self.run_id = run_id
         self.timeout_s = timeout_s
-        self.transactional_id = f"cep-{run_id}-{topic}"
-        self.group_id = f"cep-sink-{run_id}-{topic}"
+        self.transactional_id = f"cep-{run_id}-{topic}-{writer_id}"
+        self.group_id = f"cep-sink-{run_id}-{topic}-{writer_id}"
         self._settings = {
             "transactional.id": self.transactional_id,
             "transaction.timeout.ms": transaction_timeout_ms,
@@ -228,8 +235,12 @@ def write_batch(
     batch_id: int,
     run_id: str,
     records: Sequence[Record],
+    writer_id: int | str = 0,
     timeout_s: float = 60.0,
 ) -> int:
-    """One batch, exactly once (see the module notes); records written, 0 if skipped."""
-    with TransactionalBatchWriter(bootstrap, topic, run_id, timeout_s=timeout_s) as writer:
+    """Writer ``writer_id``'s part of a batch, exactly once (see the module notes);
+    records written, 0 if skipped."""
+    with TransactionalBatchWriter(
+        bootstrap, topic, run_id, writer_id, timeout_s=timeout_s
+    ) as writer:
         return writer.write(batch_id, records)

@@ -27,9 +27,10 @@ def _values(seen: list[tuple[int, int, bytes | None, bytes]]) -> Counter[bytes]:
 
 
 def _run_child(kafka: EmbeddedKafka, topic: str, run_id: str, batch: int, n: int,
-               mode: str) -> subprocess.Popen[str]:
+               mode: str, writer: int = 0) -> subprocess.Popen[str]:
     child = subprocess.Popen(
-        [sys.executable, str(CHILD), kafka.bootstrap, topic, run_id, str(batch), str(n), mode],
+        [sys.executable, str(CHILD), kafka.bootstrap, topic, run_id, str(batch), str(n), mode,
+         str(writer)],
         stdout=subprocess.PIPE, text=True, cwd=str(CHILD.parents[2]),
     )
     assert child.stdout is not None
@@ -141,3 +142,24 @@ def test_events_are_json_lines_keyed_by_their_key(kafka: EmbeddedKafka, fresh_na
     assert write_batch(kafka.bootstrap, topic, 0, "ev", encoded) == 3
     got = {key: json.loads(value) for _p, _o, key, value in consume(kafka.bootstrap, topic)}
     assert got == {b"5": events[0], b"u1": events[1], None: events[2]}
+
+
+def test_engines_write_their_parts_of_a_batch_independently(
+        kafka: EmbeddedKafka, fresh_name: Name, consume: Callable[..., list]) -> None:
+    """Each engine's task writes its part; one is killed mid-transaction while the
+    others commit; the replay of the batch rewrites only the killed part."""
+    topic = fresh_name("parts")
+    ensure_topic(kafka.bootstrap, topic, 3)
+
+    def part(engine: int) -> list[tuple[bytes, bytes]]:
+        return [(k, b"e%d-" % engine + v) for k, v in records(7, 100)]
+
+    child = _run_child(kafka, topic, "engines", 7, 100, "mid", writer=1)
+    assert write_batch(kafka.bootstrap, topic, 7, "engines", part(0), writer_id=0) == 100
+    assert write_batch(kafka.bootstrap, topic, 7, "engines", part(2), writer_id=2) == 100
+    _kill(child)
+    replay = [write_batch(kafka.bootstrap, topic, 7, "engines", part(e), writer_id=e)
+              for e in range(3)]
+    assert replay == [0, 100, 0]
+    expected = Counter(v for e in range(3) for _k, v in part(e))
+    assert _values(consume(kafka.bootstrap, topic)) == expected
