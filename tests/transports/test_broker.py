@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,25 @@ def test_embedded_bootstrap_starts_or_attaches(tmp_path: Path) -> None:
     assert running_bootstrap(data) is None
     with embedded_bootstrap(data) as again:  # a later command sees the topic
         assert topic_partitions(again, "demo") == [0]
+
+
+def test_the_broker_dies_with_its_owner_process() -> None:
+    """kill -9 of the process that started it: the kernel sends the broker SIGTERM."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time\n"
+         "from cep.transports.broker import EmbeddedKafka\n"
+         "k = EmbeddedKafka().start()\n"
+         "print(k.pid, flush=True)\n"
+         "time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert owner.stdout is not None
+    broker_pid = int(owner.stdout.readline())
+    assert _alive(broker_pid)
+    owner.kill()
+    owner.wait(10)
+    deadline = time.monotonic() + 10
+    while _alive(broker_pid):
+        assert time.monotonic() < deadline, "the broker outlived its owner"
+        time.sleep(0.05)
