@@ -36,12 +36,10 @@ restarts or ``transaction.timeout.ms`` (60 s here) passes.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -56,18 +54,6 @@ _LOG = logging.getLogger("cep.kafka")
 # and restarted between two batches). Without re-bootstrap it reconnects to the broker
 # it knew; and any error resets the writer, whose fresh clients bootstrap anew anyway.
 _NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
-
-
-def encode_events(records: Sequence[Mapping[str, Any]]) -> list[Record]:
-    """Output records as Kafka records: the value is the record's JSON line as the file
-    sink writes it (``rule``, ``key``, ``seq``, ``ts``, then the rule's columns), the key
-    the event key as text (an int as written, a str as is, None for no key), so every
-    event of a key lands in one partition, in order."""
-    return [
-        (None if r["key"] is None else str(r["key"]).encode(),
-         json.dumps(r, ensure_ascii=False).encode())
-        for r in records
-    ]
 
 
 class TransactionalBatchWriter:

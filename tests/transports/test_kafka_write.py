@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from writer_child import records
 
 from cep.transports.broker import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends
-from cep.transports.kafka_write import TransactionalBatchWriter, encode_events, write_batch
+from cep.transports.kafka_write import TransactionalBatchWriter, write_batch
 from cep.transports.produce import ensure_topic
 
 CHILD = Path(__file__).with_name("writer_child.py")
@@ -127,21 +126,6 @@ def test_a_fenced_zombie_cannot_commit(kafka: EmbeddedKafka, fresh_name: Name,
     assert _values(consume(kafka.bootstrap, topic)) == Counter(v for _k, v in records(0, 20))
     (_low, high), = partition_ends(kafka.bootstrap, topic).values()
     assert high > 20  # the zombie's aborted records and markers are in the log
-
-
-def test_events_are_json_lines_keyed_by_their_key(kafka: EmbeddedKafka, fresh_name: Name,
-                                                  consume: Callable[..., list]) -> None:
-    events = [{"rule": "fsd", "key": 5, "seq": 0, "ts": "2026-01-01T00:00:00.000Z",
-               "text": "été"},
-              {"rule": "agg", "key": "u1", "seq": 3, "ts": None, "n": 2},
-              {"rule": "all", "key": None, "seq": 1, "ts": None}]
-    encoded = encode_events(events)
-    assert [k for k, _v in encoded] == [b"5", b"u1", None]
-    topic = fresh_name("events")
-    ensure_topic(kafka.bootstrap, topic, 2)
-    assert write_batch(kafka.bootstrap, topic, 0, "ev", encoded) == 3
-    got = {key: json.loads(value) for _p, _o, key, value in consume(kafka.bootstrap, topic)}
-    assert got == {b"5": events[0], b"u1": events[1], None: events[2]}
 
 
 def test_engines_write_their_parts_of_a_batch_independently(
