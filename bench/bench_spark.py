@@ -1,23 +1,32 @@
 """cep on Spark against the same rule hand-written in PySpark, and against Spark's floor.
 
 1M events (``k`` long in [0, 4096), ``ts`` timestamp 1 ms apart, ``v`` double uniform in
-[0, 1)), one per-key length-window rule, local[2], 5 engines / 5 shuffle partitions, the
-same micro-batch size and the same SparkSession for every query:
+[0, 1) to 6 decimals, so its JSON text reads back exactly), one per-key length-window
+rule, local[2], 5 engines / 5 shuffle partitions, the same micro-batch size and the same
+SparkSession for every query:
 
-(a) ``cep``: :func:`cep.spark.runtime.run_on_spark` (router ``mapInPandas`` → 5 engines
-    in ``transformWithStateInPandas`` → ``foreachBatch`` sink). Its events are compared
-    with the reference evaluator's, record for record.
+(a) ``cep``: :func:`cep.spark.runtime.run_on_spark` over one JSON-lines file, written
+    once (timed apart: *writing the input*): executors read and route it (cep's Python
+    data source) → 5 engines in ``transformWithStateInPandas``, each writing its events
+    as parts → ``foreachBatch`` sink. ``--batch-size`` is turned into bytes from the
+    file's first 64 KiB, so cep's batches hold about, not exactly, that many events.
+    Its events (an ``Output(dir)`` run read back with ``read_output``) are compared with
+    the reference evaluator's over the same file, record for record.
 (b) ``hand``: what a user would write instead: typed Parquet, one file per micro-batch,
     ``groupBy("k").applyInPandasWithState`` keeping the last 10 ``v`` of each key in
     state (as float64 bytes: see HAND_STATE), one output row per event whose window
     average is > 0.9; ``foreachBatch`` collects (``toPandas``) and counts. Its rows are
-    compared with the reference's (key, ts, n, mean, top).
+    compared with the reference's (key, ts, n, mean, top). It reads typed Parquet, cep
+    reads JSON text: (b) and (c) leave out the parsing that (a) pays.
 (c) floors, on the same Parquet files and batches:
     ``floor``    read + shuffle every event into 5 groups (cep's engine labels, one group
                  per shuffle partition) + ``applyInPandasWithState`` whose function reads
                  every row, stores a row count and emits nothing: the cheapest honest
                  "read + shuffle + Python stateful no-op" (the ratio a/c uses this one);
     ``floor-key`` the same no-op grouped by ``k`` (4096 groups: the per-group cost (b) pays);
+    ``floor-tws`` / ``floor-tws-blob`` cep's operator, ``transformWithStateInPandas``
+                 by engine, rewriting an 8-byte / an engine-sized state blob (the size of
+                 one engine's snapshot after the first batch) per batch;
     ``floor-jvm`` ``repartition(5, "k")`` + ``foreachBatch`` count: no Python, no state.
 
 Timing. The session is started once (``spark_session``, the first thing ``run_on_spark``
@@ -25,14 +34,12 @@ does; timed as *session start*), then cep runs cold (its first micro-batch pays 
 Python workers' imports and the first stateful batch). Then each query runs once on a tiny
 input (warm-up), and the measured queries run warm, round-robin, ``--rounds`` times; the
 tables show each query's best round (the machine is shared: see the load average).
-*total* = query start → terminated (cep: the whole ``run_on_spark`` call on a pre-staged
-checkpoint directory, so staging is reported apart, as for the Parquet files of b/c);
+*total* = query start → terminated (cep: the whole ``run_on_spark`` call over the JSON
+file, written beforehand like the Parquet files of b/c, both reported apart);
 *first batch* = start → first batch's sink done; *steady* = events of batches 2.. over
 the time from the first batch's sink to the last's. Spark's own per-batch figures come
 from a StreamingQueryListener (``durationMs``, state operator commit time).
 
-``cep-aipws`` is a what-if, not cep's code path: cep's router, Engine and sink with the
-engines in ``applyInPandasWithState`` instead of ``transformWithStateInPandas``.
 ``--stages`` turns Spark's event log on and adds every stage's time and SQL metrics
 (RocksDB commit phases, Python time) per batch. ``--spark-conf KEY=VALUE`` runs with an
 extra session setting and files the results under ``what_if_spark_conf`` of an existing
@@ -59,17 +66,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_stream import write_jsonl
 
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
-from cep.engine.table import SEQ, SUB, Table, concat, take
+from cep.engine.table import SEQ, SUB, Table
+from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, run_reference
+from cep.spark.delivery import read_output
 from cep.spark.labels import engine_labels
+from cep.spark.parts import EventParts
 from cep.spark.routing import key_grouping, route_part
-from cep.spark.runtime import run_on_spark
+from cep.spark.runtime import Output, run_on_spark
 from cep.spark.session import spark_session
-from cep.spark.staging import stage_batches
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
 RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top
@@ -85,8 +95,7 @@ HAND_OUTPUT = "k long, ts timestamp, n long, mean double, top double"
 # so "elementType" becomes "elementtype" and every task fails with KeyError: the buffer
 # is kept as the float64 bytes instead
 HAND_STATE = "buf binary"
-QUERIES = ("cep", "hand", "floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm",
-           "cep-aipws")
+QUERIES = ("cep", "hand", "floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
 FLOORS = ("floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
 
 
@@ -99,8 +108,17 @@ def make_events(n: int, keys: int, seed: int = 7) -> Table:
         SUB: np.zeros(n, dtype=np.int64),
         "k": rng.integers(0, keys, n).astype(np.int64),
         "ts": np.arange(n, dtype=np.int64) * 1000,  # µs, 1 ms apart
-        "v": rng.random(n),
+        "v": np.round(rng.random(n), 6),
     }
+
+
+def write_input(table: Table, path: Path) -> float:
+    """cep's input: the events as one JSON-lines file; the seconds it took."""
+    started = time.perf_counter()
+    write_jsonl(pd.DataFrame({"k": table["k"], "ts": pd.to_datetime(table["ts"], unit="us",
+                                                                      utc=True),
+                              "v": table["v"]}), path)
+    return time.perf_counter() - started
 
 
 def stage_typed(table: Table, batch_size: int, directory: Path) -> int:
@@ -267,97 +285,26 @@ def timing(seconds: float, wall_start: float, batches: list[dict], rows_out: int
 
 # --------------------------------------------------------------------------- (a)
 
-def run_cep(module, table: Table, batch_size: int, workdir: Path | None) -> dict:
-    """``run_on_spark``; with ``workdir`` the input is staged there first (timed apart)."""
-    checkpoint = None
-    staging_s = None
-    if workdir is not None:
-        checkpoint = str(workdir)
-        started = time.perf_counter()
-        stage_batches({"S": table}, batch_size, 2, workdir / "stage")  # parts as on local[2]
-        staging_s = time.perf_counter() - started
+def run_cep(module, source: Path, batch_size: int, workdir: Path) -> dict:
+    """``run_on_spark`` over the JSON-lines file, events to a parts directory in
+    ``workdir`` (read back after the clock stops, for the comparison)."""
+    out = workdir / "out"
     wall_start = time.time()
-    run = run_on_spark(module, {"S": table}, engines=ENGINES, batch_size=batch_size,
-                       master=MASTER, checkpoint=checkpoint, progress=False)
+    run = run_on_spark(module, {"S": str(source)}, output=Output(str(out)), engines=ENGINES,
+                       batch_size=batch_size, master=MASTER,
+                       checkpoint=str(workdir / "run"), progress=False)
     result = timing(run.seconds, wall_start + run.session_s, run.metrics,
                     sum(m["events_out"] for m in run.metrics))
     result["first_batch_s"] = run.first_batch_s  # query start → first batch's sink done
     result.update({
         "session_s": run.session_s,
-        "staging_s": staging_s,
         "busy_s_per_engine": [m["busy_s_per_engine"] for m in run.metrics],
         "rows_per_engine": [m["rows_per_engine"] for m in run.metrics],
-        "cep_sink_s": [m["sink_s"] for m in run.metrics],
+        "sink_s": [m["sink_s"] for m in run.metrics],
     })
-    result["sink_s"] = result.pop("cep_sink_s")
-    result["records"] = run.records
+    result["records"] = read_output(EventParts(str(out)),
+                                    {name: i for i, name in enumerate(module.outputs)})
     return result
-
-
-def run_cep_aipws(spark, module, table: Table, batch_size: int, workdir: Path) -> dict:
-    """What-if (not cep's code path): cep's router, Engine and sink, with the engines in
-    ``applyInPandasWithState`` (one pickled snapshot per engine) instead of
-    ``transformWithStateInPandas``. Same output, so it is checked against the reference."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
-    from cep.spark.processor import OUTPUT_SCHEMA, arrow_safe, event_frame, stats_frame
-    from cep.spark.routing import ROUTED_SCHEMA, router
-    from cep.spark.runtime import read_events
-    from cep.spark.sink import BatchSink, Progress
-    from cep.spark.staging import STAGED_SCHEMA
-
-    staging_started = time.perf_counter()
-    n_batches = stage_batches({"S": table}, batch_size, 2, workdir / "stage")
-    staging_s = time.perf_counter() - staging_started
-    labels = engine_labels(ENGINES)
-    engine_of_label = {label: e for e, label in enumerate(labels)}
-
-    def engine_fn(key, frames, state):
-        started = time.perf_counter()
-        e = engine_of_label[int(key[0])]
-        parts: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
-        for frame in frames:
-            for payload in frame["payload"].tolist():
-                _, mine, _, _ = pickle.loads(payload)
-                for name, t in mine.items():
-                    parts[name].append(t)
-        streams = {n: concat(p) for n, p in parts.items()}
-        engine = Engine(module)
-        if state.exists:
-            engine.restore(state.get[0])
-        events = engine.process(streams)
-        state.update((engine.snapshot(),))
-        busy = time.perf_counter() - started
-        moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
-        yield arrow_safe(pd.concat([event_frame(events, e),
-                                    stats_frame(e, streams, busy, moves, {})],
-                                   ignore_index=True))
-
-    started = time.perf_counter()
-    wall_start = time.time()
-    order = {name: i for i, name in enumerate(module.outputs)}
-    sink = BatchSink(workdir, ENGINES, order, Progress(len(table[SEQ]), n_batches, False))
-    source = (spark.readStream.schema(STAGED_SCHEMA).option("maxFilesPerTrigger", 2)
-              .parquet(str(workdir / "stage")))
-    routed = source.mapInPandas(router(module, labels, key_grouping(ENGINES)), ROUTED_SCHEMA)
-    result = routed.groupBy("engine").applyInPandasWithState(
-        engine_fn, OUTPUT_SCHEMA, "blob binary", "Append", GroupStateTimeout.NoTimeout)
-    query = (result.writeStream.foreachBatch(sink)
-             .option("checkpointLocation", str(workdir / "checkpoint"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    records = read_events(workdir)
-    seconds = time.perf_counter() - started
-    metrics = [json.loads(p.read_text()) for p in sorted((workdir / "metrics").glob("*.json"))]
-    result_figures = timing(seconds, wall_start, metrics, sum(m["events_out"] for m in metrics))
-    result_figures.update({
-        "staging_s": staging_s,
-        "busy_s_per_engine": [m["busy_s_per_engine"] for m in metrics],
-        "rows_per_engine": [m["rows_per_engine"] for m in metrics],
-        "sink_s": [m["sink_s"] for m in metrics],
-        "records": records,
-    })
-    return result_figures
 
 
 # --------------------------------------------------------------------------- listener
@@ -503,63 +450,18 @@ def hand_matches(frames: list[pd.DataFrame], expected: pd.DataFrame) -> bool:
     return bool(same_keys and close)
 
 
-# --------------------------------------------------------------------------- profile
+# --------------------------------------------------------------------------- state size
 
-def profile_engine_batch(module, table: Table, batch_size: int) -> dict:
-    """cep's per-batch Python work, in this process, for one steady batch (the 2nd):
-    routing one staged part, and for one engine unpickle, restore, process, snapshot."""
-    bounds = batch_bounds({"S": table}, batch_size)
-    labels = engine_labels(ENGINES)
-    route = key_grouping(ENGINES)
-    engine_state: list[bytes | None] = [None] * ENGINES
-    figures: dict = {}
-    for b, (lo, hi) in enumerate(bounds[:2]):
-        mid = (lo + hi) // 2
-        parts = [take(table, (table[SEQ] >= x) & (table[SEQ] < y))
-                 for x, y in ((lo, mid), (mid, hi))]
-        t0 = time.perf_counter()
-        staged = [pickle.dumps({"S": p}, protocol=5) for p in parts]
-        t1 = time.perf_counter()
-        routed = [route_part(module, pickle.loads(s), labels, route, b) for s in staged]
-        t2 = time.perf_counter()
-        e = 0
-        t3 = time.perf_counter()
-        streams = engine_input(routed, e)
-        t4 = time.perf_counter()
-        engine = Engine(module)
-        if engine_state[e] is not None:
-            engine.restore(engine_state[e])
-        t5 = time.perf_counter()
-        engine.process(streams)
-        t6 = time.perf_counter()
-        blob = engine.snapshot()
-        engine_state[e] = blob
-        t7 = time.perf_counter()
-        for other in range(1, ENGINES):  # the other engines' state, for the next batch
-            eng = Engine(module)
-            if engine_state[other] is not None:
-                eng.restore(engine_state[other])
-            eng.process(engine_input(routed, other))
-            engine_state[other] = eng.snapshot()
-        figures = {
-            "batch": b,
-            "stage_pickle_s_per_part": (t1 - t0) / 2,
-            "route_s_per_part": (t2 - t1) / 2,
-            "engine_unpickle_concat_s": t4 - t3,
-            "engine_restore_s": t5 - t4,
-            "engine_process_s": t6 - t5,
-            "engine_snapshot_s": t7 - t6,
-            "snapshot_bytes": len(blob),
-            "engine_rows": sum(len(t[SEQ]) for t in streams.values()),
-            "routed_payload_bytes": sum(len(r[e][1]) for r in routed),
-        }
-    return figures
-
-
-def engine_input(routed: list[list[tuple[int, bytes]]], e: int) -> dict[str, Table]:
-    """What engine ``e`` receives from every routed part, as the processor builds it."""
-    pieces = [pickle.loads(rows[e][1])[1] for rows in routed]
-    return {name: concat([p[name] for p in pieces]) for name in pieces[0]}
+def engine_state_bytes(module, table: Table, batch_size: int) -> int:
+    """Engine 0's snapshot after the first batch, routed as cep routes it: the blob size
+    ``floor-tws-blob`` rewrites per group and batch."""
+    first = {name: column[:batch_size] for name, column in table.items()}
+    rows = route_part(module, {"S": first}, engine_labels(ENGINES), key_grouping(ENGINES),
+                      0, {})
+    _, mine, _, _, _ = pickle.loads(rows[0][1])  # made by this process just now
+    engine = Engine(module)
+    engine.process(mine)
+    return len(engine.snapshot())
 
 
 # --------------------------------------------------------------------------- driver
@@ -578,7 +480,7 @@ def summarise(kind: str, events: int, run: dict) -> dict:
     if run.get("stages"):  # the first batch's stages; steady ones are summarised apart
         first = min(st["batch"] for st in run["stages"])
         out["stages_first_batch"] = [st for st in run["stages"] if st["batch"] == first]
-    for extra in ("session_s", "staging_s", "busy_s_per_engine", "rows_per_engine",
+    for extra in ("session_s", "busy_s_per_engine", "rows_per_engine",
                   "spark_progress", "equal_to_reference"):
         if run.get(extra) is not None:
             value = run[extra]
@@ -638,14 +540,18 @@ def main() -> None:
 
     table = make_events(args.events, args.keys)
     module = compile_text(RULE, "agg")
+    root = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    source = root / "events.jsonl"
+    write_s = write_input(table, source)
+    print(f"writing the input: {args.events:,} JSON lines in {write_s:.2f}s")
     started = time.perf_counter()
-    ref = run_reference(module, {"S": table})
+    ref = run_reference(module, load_inputs(module, [str(source)], None).tables)
     reference_s = time.perf_counter() - started
     expected_records = output_records(ref)
     expected_rows = reference_rows(ref)
-    print(f"reference evaluator: {len(expected_records):,} events out in {reference_s:.2f}s")
+    print(f"reference evaluator: {len(expected_records):,} events out in {reference_s:.2f}s "
+          "(reading the file included)")
 
-    root = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     event_log = root / "event-log"
     submit = [f"--conf {c}" for c in args.spark_conf]
     if args.stages:
@@ -661,7 +567,8 @@ def main() -> None:
         "load_average_at_start": [round(x, 2) for x in load],
         "cpus": os.cpu_count(), "machine": f"{platform.machine()} Python "
         f"{platform.python_version()}", "reference_events_out": len(expected_records),
-        "reference_s": round(reference_s, 3), "spark_conf": args.spark_conf,
+        "reference_s": round(reference_s, 3), "write_input_s": round(write_s, 3),
+        "spark_conf": args.spark_conf,
         "by_batch_size": {},
     }
     try:
@@ -672,36 +579,36 @@ def main() -> None:
         print(f"session start: {session_s:.2f}s")
 
         # cold: the first cep query of the session (Python workers start, imports, first
-        # stateful batch); run_on_spark stages the input itself, as `cep run` does
+        # stateful batch)
         mark = len(listener.started)
-        cold = run_cep(module, table, sizes[0], None)
+        cold = run_cep(module, source, sizes[0], root / "cold-cep")
         cold["spark_progress"] = take_progress(listener, mark)[0]
         cold["equal_to_reference"] = cold.pop("records") == expected_records
         results["cold_cep"] = {"session_start_s": round(session_s, 3),
                                "batch_size": sizes[0],
                                **summarise("cep", args.events, cold)}
         print(f"cold cep (batch {sizes[0]:,}): session start {session_s:.2f}s, "
-              f"first batch {cold['first_batch_s']:.2f}s, run {cold['seconds']:.2f}s "
-              f"(incl. staging), equal to reference: {cold['equal_to_reference']}")
+              f"first batch {cold['first_batch_s']:.2f}s, run {cold['seconds']:.2f}s, "
+              f"equal to reference: {cold['equal_to_reference']}")
 
         # warm-up: every query once on a tiny input
         tiny = {k: v[:20_000] for k, v in table.items()}
         warm_stage = root / "warm-stage"
         stage_typed(tiny, 10_000, warm_stage)
+        warm_source = root / "warm.jsonl"
+        write_input(tiny, warm_source)
         for kind in queries:
             t0 = time.perf_counter()
             mark = len(listener.started)
             if kind == "cep":
-                run_cep(module, tiny, 10_000, root / "warm-cep")
-            elif kind == "cep-aipws":
-                run_cep_aipws(spark, module, tiny, 10_000, root / "warm-cep-aipws")
+                run_cep(module, warm_source, 10_000, root / "warm-cep")
             else:
                 run_plain(spark, kind, warm_stage, root / f"warm-{kind}", 8)
             take_progress(listener, mark)
             print(f"warm-up {kind}: {time.perf_counter() - t0:.2f}s")
 
         for size in sizes:
-            profile = profile_engine_batch(module, table, size)
+            state_bytes = engine_state_bytes(module, table, size)
             stage = root / f"typed-{size}"
             t0 = time.perf_counter()
             n_files = stage_typed(table, size, stage)
@@ -712,14 +619,10 @@ def main() -> None:
                     workdir = root / f"{kind}-{size}-{r}"
                     mark = len(listener.started)
                     if kind == "cep":
-                        run = run_cep(module, table, size, workdir)
-                        run["equal_to_reference"] = run.pop("records") == expected_records
-                    elif kind == "cep-aipws":
-                        run = run_cep_aipws(spark, module, table, size, workdir)
+                        run = run_cep(module, source, size, workdir)
                         run["equal_to_reference"] = run.pop("records") == expected_records
                     else:
-                        run, sink = run_plain(spark, kind, stage, workdir,
-                                              profile["snapshot_bytes"])
+                        run, sink = run_plain(spark, kind, stage, workdir, state_bytes)
                         if kind == "hand":
                             run["equal_to_reference"] = hand_matches(sink.frames,
                                                                      expected_rows)
@@ -760,14 +663,7 @@ def main() -> None:
                         name = "a_over_c" if floor == "floor" else f"a_over_{floor}"
                         entry[name] = round(q["cep"]["seconds"] / q[floor]["seconds"], 3)
                         entry[name + "_steady"] = ratio(q[floor], q["cep"])
-            if "cep-aipws" in q and "cep" in q:
-                entry["what_if_aipws_over_cep"] = round(
-                    q["cep-aipws"]["seconds"] / q["cep"]["seconds"], 3)
-                if "floor" in q:
-                    entry["what_if_aipws_over_c"] = round(
-                        q["cep-aipws"]["seconds"] / q["floor"]["seconds"], 3)
-            entry["cep_profile_one_batch"] = {
-                k: (round(v, 4) if isinstance(v, float) else v) for k, v in profile.items()}
+            entry["engine_state_bytes"] = state_bytes
             results["by_batch_size"][str(size)] = entry
             print_table(entry, args.events)
         results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -803,11 +699,11 @@ def print_table(entry: dict, events: int) -> None:
               f"{med.get('triggerExecution', 0):.0f}/{med.get('addBatch', 0):.0f}/"
               f"{med.get('state_commit_ms', 0):.0f}")
     for name, value in entry.items():
-        if name.startswith(("a_over", "what_if")):
+        if name.startswith("a_over"):
             print(f"  {name} = {value}")
     if "target_a_le_1_2_b" in entry:
         print(f"  target cep <= 1.2x hand-written: {entry['target_a_le_1_2_b']}")
-    print(f"  profile: {entry['cep_profile_one_batch']}")
+    print(f"  engine state blob after the first batch: {entry['engine_state_bytes']:,} bytes")
     for kind, q in entry["queries"].items():
         for st in q.get("stages_median_steady", []):
             extra = {k: v for k, v in st.items() if k not in ("operators", "tasks", "wall_ms",
