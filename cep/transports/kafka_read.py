@@ -17,6 +17,13 @@ offsets with ``np.fromiter(map(Message.offset, …))`` and their values with
 ``map(Message.value, …)``, batch by batch, and do nothing else per record in Python.
 ``consume(n, timeout)`` waits for all ``n`` records or the time-out even after the end
 of the partition, so we call it in short slices.
+
+The embedded broker (noida-db 0.2.3) ignores the fetch size limits: a fetch returns the
+whole rest of the partition, so reading a short range far from a partition's end costs
+as much as reading that rest (measured: 1 000 records at offset 1 000 of a 200 000-record
+partition, 51 MB and 1.1 s; at the end of the log, a millisecond). Following a topic
+reads near its end and is cheap; catching up on a long backlog in small ranges is
+quadratic there. Kafka honours the limits (``max.partition.fetch.bytes``).
 """
 
 from __future__ import annotations
@@ -134,7 +141,10 @@ def read_partition_range(
     address = as_address(bootstrap)
     what = f"read of {topic}[{partition}] offsets {start}..{end}"
     latch = ErrorLatch()
-    consumer = Consumer(address.client_config(**_READER_SETTINGS, error_cb=latch))
+    # Prefetch no more than the range: the consumer is closed once the range is read.
+    prefetch = min(end - start, _MAX_BATCH)
+    settings = {**_READER_SETTINGS, "queued.min.messages": prefetch, "error_cb": latch}
+    consumer = Consumer(address.client_config(**settings))
     offsets: list[np.ndarray] = []
     values: list[bytes | None] = []
     try:
