@@ -21,9 +21,9 @@ of the partition, so we call it in short slices.
 The embedded broker (noida-db 0.2.3) ignores the fetch size limits: a fetch returns the
 whole rest of the partition, so reading a short range far from a partition's end costs
 as much as reading that rest (measured, 1 000 records of a 200 000-record partition: at
-offset 1 000, 51 MB and 0.6-1.1 s; at 100 000, 0.27 s; the last 1 000, 3 ms). Following a topic
-reads near its end and is cheap; catching up on a long backlog in small ranges is
-quadratic there. Kafka honours the limits (``max.partition.fetch.bytes``).
+offset 1 000, 51 MB and 0.6-1.1 s; at 100 000, 0.27 s; the last 1 000, 3 ms).
+Following a topic reads near its end and is cheap; catching up on a long backlog in
+small ranges is quadratic there. Kafka honours the limits (``max.partition.fetch.bytes``).
 """
 
 from __future__ import annotations
