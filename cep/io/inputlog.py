@@ -1,9 +1,11 @@
 """The input log: which bytes of which files make up a stream, and in what order.
 
-Every input stream's source (a file, a directory, a glob, or a built-in generator such as
-``tweets:n=…``) becomes a list of *segments* ``(ordinal, stream, kind, path, start, end)``:
-a byte range of a JSON-lines or CSV file, a row range of a Parquet file or of a
-generator. Segments are numbered in the order they are found: at a run's start, every
+Every input stream's source (a file, a directory, a glob, a built-in generator such as
+``tweets:n=…``, or Kafka topics ``kafka://HOST:PORT/TOPIC``) becomes a list of *segments*
+``(ordinal, stream, kind, path, start, end)``: a byte range of a JSON-lines or CSV file,
+a row range of a Parquet file or of a generator, an offset range of a Kafka partition
+(chunks of at most 10,000 offsets, interleaved across partitions: ``kafka_input.py``).
+Segments are numbered in the order they are found: at a run's start, every
 stream's files in name order (streams in the order the rule file declares them); with
 ``--follow``, then, each listing's new files (in name order) and the lines appended to
 files already seen (one new segment per grown file per listing).
@@ -41,6 +43,7 @@ MAX_SEGMENT = 1 << SEQ_SHIFT
 SAMPLE_BYTES = 64 << 10  # read at a text file's start to estimate its bytes per line
 TAIL_STEP = 64 << 10  # read backwards in steps of this to find a grown file's last newline
 GENERATOR_KINDS = ("tweets",)
+KAFKA_URI = "kafka://"  # a Kafka source: segments of partitions' offsets (kafka_input.py)
 TEXT_KINDS = ("json", "csv")
 GRID_BYTES = 4 << 20  # text pieces are cut at these byte multiples of their segment
 GRID_ROWS = 65_536  # row-addressed pieces (Parquet, generators) at these row multiples
@@ -170,9 +173,11 @@ class InputLog:
     ``follow`` a text file's segments end at its last newline (the rest waits for more
     bytes); without it, files are taken as complete."""
 
-    def __init__(self, directory: Path | None, sources: dict[str, str], follow: bool) -> None:
+    def __init__(self, directory: Path | None, sources: dict[str, str], follow: bool,
+                 starting_offsets: str = "earliest") -> None:
         self.sources = sources
         self.follow = follow
+        self.starting_offsets = starting_offsets  # where a Kafka partition's log begins
         self.file = directory / "segments.jsonl" if directory else None
         self.segments: dict[int, Segment] = {}
         self.count = 0  # segments ever logged (the next ordinal)
@@ -220,6 +225,8 @@ class InputLog:
         error unless the run follows it (a directory may start empty)."""
         new: list[Segment] = []
         for stream, source in self.sources.items():
+            if source.startswith(KAFKA_URI):
+                continue  # below, all topics at once (their chunks interleave)
             kind = generator_kind(source)
             if kind is not None:
                 if source not in self.known:
@@ -227,8 +234,20 @@ class InputLog:
                 continue
             for path in list_files(source, must_exist=first and not self.follow):
                 new.extend(self._file_segments(stream, path, self.count + len(new)))
+        if any(source.startswith(KAFKA_URI) for source in self.sources.values()):
+            new.extend(self._kafka_segments(self.count + len(new)))
         self._append(new)
         return len(new)
+
+    def _kafka_segments(self, ordinal: int) -> list[Segment]:
+        """Chunks of every Kafka partition up to its read_committed end (see
+        ``cep.io.kafka_input``); a broker that cannot tell raises a one-line
+        ``KafkaTransportError``."""
+        from cep.io.kafka_input import KAFKA_KIND, kafka_segments
+
+        found = kafka_segments(self.sources, self.known, self.starting_offsets)
+        return [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)
+                for i, (stream, path, lo, hi) in enumerate(found)]
 
     def _generator_segments(self, stream: str, kind: str, spec: str, added: int
                             ) -> list[Segment]:

@@ -20,8 +20,10 @@ import pandas as pd
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table, concat, empty
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import GENERATOR_KINDS, InputLog, InputLogError, Segment, generator_kind
+from cep.io.kafka_input import KAFKA_KIND, read_kafka_range
 from cep.io.sources import MAX_RECORD_BYTES, read_range
 from cep.lang import ir
+from cep.transports.address import KafkaTransportError
 
 TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")
 
@@ -85,7 +87,7 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
     log = InputLog(None, sources, follow=False)
     try:
         log.discover(first=True)
-    except (InputLogError, ValueError) as err:
+    except (InputLogError, KafkaTransportError, ValueError) as err:
         raise InputError(str(err)) from None
     with DeadLetter(dead_letter_path) as dead:
         return load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead,
@@ -124,6 +126,9 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
 
         frame, flags = tweets_range(_tweets_plan(segment.path), lo, hi)
         offsets = frame["seq"].to_numpy()
+    elif segment.kind == KAFKA_KIND:
+        frame = read_kafka_range(segment.path, lo, hi, stream, dead, max_record_bytes)
+        offsets = frame["offset"].to_numpy()
     else:
         frame = read_range(segment.path, segment.kind, lo, hi, stream, dead,
                            max_record_bytes=max_record_bytes, final=segment.final)

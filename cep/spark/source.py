@@ -56,6 +56,7 @@ class SourceConfig:
     batch_size: int  # events per micro-batch (estimated for text files, from bytes)
     tasks: int  # tasks a batch is spread over
     max_record_bytes: int
+    starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
 
     @property
     def log_dir(self) -> Path:
@@ -86,7 +87,8 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def log(self) -> InputLog:
         if self._log is None:
-            self._log = InputLog(self.config.log_dir, self.config.sources, self.config.follow)
+            self._log = InputLog(self.config.log_dir, self.config.sources, self.config.follow,
+                                 self.config.starting_offsets)
             self._log.discover(first=True)
         return self._log
 
