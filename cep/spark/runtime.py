@@ -60,6 +60,9 @@ from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.session import is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
 from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
+from cep.transports.address import KafkaTransportError
+from cep.transports.embedded import embedded_broker
+from cep.transports.outputs import is_uri_output, publisher
 from migration.server import EmbeddedMongo
 from migration.store import StateStore, StoreError, mask_uri
 
@@ -87,13 +90,19 @@ class Output:
     callback: EventCallback | None = None  # Python code gets each batch's events
 
     @property
+    def is_service(self) -> bool:
+        """``kafka://…/TOPIC`` or ``mongodb://…/DB.COLLECTION``: written per batch by a
+        publisher (``cep.transports.outputs``), exactly once."""
+        return is_uri_output(self.path)
+
+    @property
     def is_file(self) -> bool:
-        return (self.path is not None and self.fmt == "jsonl"
+        return (self.path is not None and self.fmt == "jsonl" and not self.is_service
                 and os.path.splitext(self.path)[1].lower() in (".jsonl", ".json", ".ndjson"))
 
     @property
     def is_directory(self) -> bool:
-        return self.path is not None and not self.is_file
+        return self.path is not None and not self.is_file and not self.is_service
 
 
 @dataclass
@@ -140,6 +149,7 @@ def run_on_spark(
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT,
     capacity: str = "equal",
     slowdown: dict[int, float] | None = None,
+    starting_offsets: str = "earliest",
 ) -> SparkRun:
     """Run the module over its inputs on Spark, writing events as batches complete.
 
@@ -150,7 +160,8 @@ def run_on_spark(
     server). ``mongo_timeout`` bounds, in seconds, each wait on MongoDB (server
     selection, connect, socket) unless the URI sets that option itself. ``follow``:
     run until stopped (SIGINT, SIGTERM or ``stop``), picking up new files and appended
-    lines every ``trigger_s`` seconds."""
+    lines (and Kafka records) every ``trigger_s`` seconds. ``starting_offsets``
+    (``earliest`` or ``latest``) is where a Kafka partition's first read begins."""
     started = time.perf_counter()
     output = output or Output()
     if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):
@@ -159,14 +170,30 @@ def run_on_spark(
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
     if not mongo_timeout > 0:
         raise SparkRunError(f"the MongoDB time-out must be positive, got {mongo_timeout}")
-    if output.fmt == "parquet" and output.path is None:
+    if output.fmt == "parquet" and (output.path is None or output.is_service):
         raise SparkRunError("--format parquet needs --output DIR")
-    expected = _expected_events(sources, follow)
-    workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="cep-run-"))
     with contextlib.ExitStack() as cleanup:
+        if any(uri.startswith("kafka://embedded/") for uri in [*sources.values(),
+                                                                output.path or ""]):
+            if not is_local_master(master):
+                raise SparkRunError("kafka://embedded is a broker on 127.0.0.1: it needs a "
+                                    "local master; give a cluster a real Kafka")
+            cleanup.enter_context(embedded_broker())
+        expected = _expected_events(sources, follow, starting_offsets)
+        workdir = (Path(checkpoint) if checkpoint
+                   else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
         run_id = _manifest(workdir, engines, strategy, sources)
+        events_to = None
+        if output.is_service:
+            assert output.path is not None
+            try:
+                events_to = publisher(output.path, run_id,
+                                      max(1, round(mongo_timeout * 1000)))
+            except (KafkaTransportError, StoreError, ValueError) as err:
+                raise SparkRunError(str(err)) from None
+            cleanup.callback(events_to.close)
         store, hooks = None, []
         if strategy == "kg":
             engine_of = key_grouping(engines)
@@ -203,7 +230,7 @@ def run_on_spark(
         delivery = Delivery(parts, order, workdir,
                             events_file=Path(output.path) if output.is_file else None,
                             stdout=output.path is None and output.callback is None,
-                            callback=output.callback,
+                            callback=output.callback, publisher=events_to,
                             dead_file=Path(dead_letter) if dead_letter else None,
                             metrics_file=Path(metrics_file) if metrics_file else None,
                             transient_parts=not output.is_directory)
@@ -216,7 +243,8 @@ def run_on_spark(
         kept: deque[dict] = deque(maxlen=METRICS_KEPT)
         sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
         config = SourceConfig(sources, str(workdir), follow, batch_size,
-                              max(1, spark.sparkContext.defaultParallelism), max_record_bytes)
+                              max(1, spark.sparkContext.defaultParallelism), max_record_bytes,
+                              starting_offsets)
         spark.dataSource.register(input_source(config, module, labels, engine_of))
         config.stop_file.unlink(missing_ok=True)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
@@ -244,14 +272,16 @@ def run_on_spark(
                         workdir=workdir if checkpoint else None)
 
 
-def _expected_events(sources: dict[str, str], follow: bool) -> int | None:
+def _expected_events(sources: dict[str, str], follow: bool, starting_offsets: str
+                     ) -> int | None:
     """A bounded input's size in events (estimated for text files from their bytes), for
     the progress line; also fails fast, before Spark starts, on inputs that do not
-    exist. Only listings, file sizes and the first 64 KiB of each file are read."""
-    log = InputLog(None, sources, follow)
+    exist (or brokers that do not answer). Only listings, file sizes, the first 64 KiB of
+    each file and Kafka partitions' ends are read."""
+    log = InputLog(None, sources, follow, starting_offsets)
     try:
         log.discover(first=True)
-    except (InputLogError, ValueError) as err:
+    except (InputLogError, KafkaTransportError, ValueError) as err:
         raise SparkRunError(str(err)) from None
     return None if follow else round(log.total_units())
 
@@ -375,6 +405,12 @@ def _failure(err: Exception, store: StateStore | None, workdir: Path,
              checkpoint: str | None) -> str:
     """One line for a failed query (Spark's message holds whole stack traces)."""
     line = _one_line(err)
+    if line.startswith(_KAFKA_ERRORS):
+        message = line.partition(": ")[2]
+        again = (f"checkpoint {checkpoint} is intact: run the same command again once "
+                 "Kafka is back" if checkpoint
+                 else "with --checkpoint DIR a rerun resumes instead of starting over")
+        return f"batch {_next_batch(workdir)} failed: {message} ({again})"
     if store is None or mask_uri(store.uri) not in line:
         return line
     return _store_failure(line, workdir, checkpoint)
@@ -400,7 +436,7 @@ def _one_line(err: Exception) -> str:
     first, else the last ``SomethingError: …`` line of the Python traceback."""
     text = str(err).split("=== Streaming Query ===")[0]
     for marker in ("MongoUnavailableError", "StoreError", "MissingStateError",
-                   "MissingKeyMapError", "RuleError", "InputLogError"):
+                   "MissingKeyMapError", "RuleError", *_KAFKA_ERRORS, "InputLogError"):
         idx = text.rfind(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0][:500]
@@ -412,4 +448,5 @@ def _one_line(err: Exception) -> str:
     return lines[0][:500] if lines else type(err).__name__
 
 
+_KAFKA_ERRORS = ("KafkaUnavailableError", "KafkaTransportError")
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): \S")

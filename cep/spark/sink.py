@@ -31,6 +31,7 @@ import numpy as np
 
 from cep.spark.delivery import AppendLedger, merged_lines
 from cep.spark.parts import EventParts
+from cep.transports.outputs import Publisher
 from splitter.stats import rstd
 
 BatchHook = Callable[[int, list[dict], dict], None]
@@ -71,8 +72,10 @@ class Delivery:
     """Where a batch's events and dead letters go once the engines have written them.
 
     ``events_file``: one JSON-lines file (appended per batch, exactly once);
-    ``stdout``: printed per batch; ``callback``: handed to Python code; none of these:
-    the parts directory is the output. ``dead_file``: the dead-letter file."""
+    ``publisher``: a Kafka topic or MongoDB collection (``cep.transports.outputs``,
+    exactly once per batch id); ``stdout``: printed per batch; ``callback``: handed to
+    Python code; none of these: the parts directory is the output. ``dead_file``: the
+    dead-letter file."""
 
     parts: EventParts
     rule_order: dict[str, int]
@@ -80,6 +83,7 @@ class Delivery:
     events_file: Path | None = None
     stdout: bool = False
     callback: EventCallback | None = None
+    publisher: Publisher | None = None
     dead_file: Path | None = None
     metrics_file: Path | None = None
     transient_parts: bool = False  # parts live in the workdir only to be delivered
@@ -94,7 +98,7 @@ class Delivery:
                          if self.metrics_file else None)
 
     def events(self, batch: int) -> None:
-        if not (self._events or self.stdout or self.callback):
+        if not (self._events or self.stdout or self.callback or self.publisher):
             return
         paths = self.parts.batch_paths(batch)
         text = merged_lines(paths, self.rule_order)
@@ -105,6 +109,8 @@ class Delivery:
             sys.stdout.flush()
         if self.callback is not None:
             self.callback(batch, text)
+        if self.publisher is not None:
+            self.publisher.publish(batch, text)
         if self.transient_parts:
             for path in paths:
                 path.unlink(missing_ok=True)
