@@ -3,6 +3,7 @@ each started once per test module on 127.0.0.1, and a plain consumer to check to
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -23,6 +24,15 @@ def kafka() -> Iterator[EmbeddedKafka]:
 def mongo() -> Iterator[EmbeddedMongo]:
     with EmbeddedMongo() as server:
         yield server
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: bound by us, never
+    listening, so no other process on the shared machine can take it meanwhile."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -146,9 +146,8 @@ def test_a_missing_topic_is_named(kafka: EmbeddedKafka) -> None:
         topic_partitions(kafka.bootstrap, "nope")
 
 
-def test_a_broker_that_is_down_gives_one_masked_line() -> None:
-    with EmbeddedKafka() as gone:
-        port = gone.port
+def test_a_broker_that_is_down_gives_one_masked_line(closed_port: int) -> None:
+    port = closed_port
     uri = parse_kafka_uri(f"kafka://alice:s3cret@127.0.0.1:{port}/t?security.protocol=PLAINTEXT")
     for call in (
         lambda: topic_partitions(uri.address, "t", timeout_s=2),
