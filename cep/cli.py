@@ -1,4 +1,5 @@
-"""The ``cep`` command line: ``cep check FILE`` and ``cep run FILE --input SRC``.
+"""The ``cep`` command line: ``cep check FILE``, ``cep run FILE --input SRC``, ``cep produce
+TOPIC_URI --input SRC`` and the strategy tools.
 
 Exit status: 0 success, 2 a rule error or bad usage (the message names file:line:col),
 1 a run that failed for another reason (unreadable input, ...). Rule errors never show a
@@ -8,6 +9,7 @@ Python traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -17,7 +19,9 @@ from pathlib import Path
 
 from cep.bench import format_bench
 from cep.engine.output import output_records
+from cep.io.inputlog import generator_kind
 from cep.io.inputs import InputError, load_inputs, parse_input_specs
+from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.sinks import FORMATS, write_metrics, write_records
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
@@ -35,6 +39,11 @@ from cep.spark.runtime import (
     SparkRunError,
     run_on_spark,
 )
+from cep.transports.address import KafkaTransportError, parse_kafka_uri
+from cep.transports.broker import EmbeddedKafkaError
+from cep.transports.embedded import embedded_broker, resolve
+from cep.transports.outputs import is_uri_output
+from cep.transports.produce import produce, produce_generated
 from cep.verify import failures, format_table, to_json, verify
 from migration.server import EmbeddedMongoError
 from migration.store import StoreError
@@ -54,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     except RuleError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_RULE_ERROR
-    except (InputError, SparkRunError, StoreError, EmbeddedMongoError) as err:
+    except (InputError, SparkRunError, StoreError, EmbeddedMongoError, KafkaTransportError,
+            EmbeddedKafkaError) as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR
     except KeyboardInterrupt:
@@ -81,8 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-record-bytes", type=int, default=MAX_RECORD_BYTES, metavar="N",
                      help="dead-letter input records larger than this (default 1 MiB)")
     run.add_argument("--input", action="append", required=True, metavar="SRC",
-                     help="a JSON-lines/CSV/Parquet path, directory or glob; with several "
-                     "input streams write STREAM=SRC (repeatable)")
+                     help="a JSON-lines/CSV/Parquet path, directory or glob, or Kafka topics "
+                     "kafka://HOST:PORT/TOPIC[,TOPIC] (kafka://embedded/TOPIC: cep's own "
+                     "broker); with several input streams write STREAM=SRC (repeatable)")
     run.add_argument("--runner", choices=["spark", "local"], default="spark",
                      help="spark (default): N stateful engines on Apache Spark; "
                      "local: the in-process reference evaluator")
@@ -94,7 +105,11 @@ def _parser() -> argparse.ArgumentParser:
                      "local default: all at once)")
     run.add_argument("--output", metavar="PATH", help="where events go, per micro-batch: "
                      "FILE.jsonl (appended), a directory (a part file per batch and engine; "
-                     "always for parquet), default standard output")
+                     "always for parquet), kafka://HOST:PORT/TOPIC or "
+                     "mongodb://HOST/DB.COLLECTION (exactly once), default standard output")
+    run.add_argument("--starting-offsets", choices=STARTING_OFFSETS, default="earliest",
+                     help="where a Kafka input's partitions are first read from: their "
+                     "earliest record (default) or only records that arrive after the start")
     run.add_argument("--follow", action="store_true",
                      help="keep running: pick up new files and appended lines until "
                      "SIGINT/SIGTERM, which finishes the batch in flight (spark runner)")
@@ -121,6 +136,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--verbose", action="store_true", help="show Spark's own logs")
     run.set_defaults(handler=_run)
+
+    produce = sub.add_parser("produce", help="load JSON lines or generated tweets into a "
+                             "Kafka topic (kafka://embedded/TOPIC: cep's own broker)")
+    produce.add_argument("topic", metavar="TOPIC_URI", help="kafka://HOST:PORT/TOPIC")
+    produce.add_argument("--input", required=True, metavar="SRC",
+                         help="a JSON-lines file, or the generator: tweets[:n=…,mode=…]")
+    produce.add_argument("--partitions", type=int, default=None, metavar="N",
+                         help="partitions of a topic created now (default 1; an existing "
+                         "topic must have this many)")
+    produce.add_argument("--key", metavar="FIELD", help="key records by this field (every "
+                         "record of a key in one partition); default: line i to partition "
+                         "i mod N")
+    produce.set_defaults(handler=_produce)
 
     verify = sub.add_parser("verify", help="run strategies on Spark and compare their "
                             "events with key grouping's")
@@ -277,13 +305,17 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     dead_path = args.dead_letter or (
-        f"{args.output}.dead.jsonl" if args.output else "cep-dead-letter.jsonl")
+        f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)
+        else "cep-dead-letter.jsonl")
     if args.runner == "local":
         if args.follow:
             raise InputError("--follow needs --runner spark (the reference runner reads "
                              "a bounded input)")
-        loaded = load_inputs(module, args.input, dead_path,
-                             max_record_bytes=args.max_record_bytes)
+        if is_uri_output(args.output):
+            raise InputError("--output kafka:// and mongodb:// need --runner spark")
+        with _embedded_kafka(args.input):
+            loaded = load_inputs(module, args.input, dead_path,
+                                 max_record_bytes=args.max_record_bytes)
         records = output_records(run_reference(module, loaded.tables, args.batch_size))
         write_records(records, args.output, args.format)
         quality = (precision_recall(records, loaded.truth_ids)
@@ -307,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
             verbose=args.verbose, progress=not args.quiet, strategy=args.strategy,
             threshold=args.threshold, stat_window=args.stat_window, mongo_uri=args.mongo_uri,
             mongo_timeout=args.mongo_timeout, capacity=args.capacity,
-            slowdown=_slowdown(args.slow_engine))
+            slowdown=_slowdown(args.slow_engine), starting_offsets=args.starting_offsets)
         totals = run.totals
         per_rule = dict(sum((Counter(m.get("outputs_per_rule", {})) for m in run.metrics),
                             Counter()))
@@ -327,6 +359,36 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  {rule} vs ground truth: precision {q['precision']:.3f}, recall "
               f"{q['recall']:.3f} ({q['detected']:,} detected, {q['truth']:,} true)",
               file=sys.stderr)
+    return 0
+
+
+def _embedded_kafka(specs: list[str]) -> contextlib.AbstractContextManager:
+    """The embedded broker for the command when an input names ``kafka://embedded``."""
+    if any("kafka://embedded/" in spec for spec in specs):
+        return embedded_broker()
+    return contextlib.nullcontext()
+
+
+def _produce(args: argparse.Namespace) -> int:
+    """``cep produce``: the input side of a Kafka demo (see cep.transports.produce)."""
+    started = time.perf_counter()
+    try:
+        uri = parse_kafka_uri(args.topic)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    if len(uri.topics) != 1:
+        raise InputError(f"cep produce loads one topic, got {','.join(uri.topics)}")
+    topic = uri.topics[0]
+    with _embedded_kafka([args.topic]):
+        address = resolve(uri.address)
+        if generator_kind(args.input) is not None:
+            sent = produce_generated(address, topic, args.input, args.partitions, args.key)
+        elif Path(args.input).is_file():
+            sent = produce(address, topic, args.input, args.partitions, args.key)
+        else:
+            raise InputError(f"input not found: {args.input} (a JSON-lines file or tweets:…)")
+    elapsed = time.perf_counter() - started
+    print(f"cep: {sent:,} records to {uri.address}/{topic} in {elapsed:.2f}s", file=sys.stderr)
     return 0
 
 

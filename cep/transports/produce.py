@@ -175,3 +175,26 @@ def produce_frame(
         path = Path(tmp) / f"{topic}.jsonl"
         write_events_jsonl(frame, str(path), timestamp_fields)
         return produce(bootstrap, topic, path, partitions, key_field)
+
+
+def produce_generated(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    spec: str,
+    partitions: int | None = None,
+    key_field: str | None = None,
+) -> int:
+    """Send the generator's tweets (``tweets:n=…``, see :mod:`cep.io.tweets`) in
+    blocks of ``GRID_ROWS``, so memory holds one block whatever ``n``."""
+    from cep.io.inputlog import GRID_ROWS
+    from cep.io.inputs import TWEETS_FIELDS
+    from cep.io.tweets import tweets_plan, tweets_range
+
+    plan = tweets_plan(spec)
+    total = plan["n"]
+    sent = 0
+    for lo in range(0, total, GRID_ROWS):
+        frame, _first_stories = tweets_range(plan, lo, min(total, lo + GRID_ROWS))
+        sent += produce_frame(bootstrap, topic, frame[list(TWEETS_FIELDS)], partitions,
+                              key_field, timestamp_fields=("ts",))
+    return sent

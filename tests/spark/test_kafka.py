@@ -1,0 +1,248 @@
+"""Kafka in: topics of 3 partitions on a real (embedded) broker on 127.0.0.1, read by the
+Spark runtime and by the reference runner through the same input log, give the same
+events; malformed records are dead-lettered with their topic, partition and offset."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from conftest import reference, run_and_read
+from faults import (
+    INPUT,
+    RULE,
+    cep_run,
+    committed,
+    finish,
+    in_flight,
+    kill_group,
+    metrics,
+    start,
+    wait_until,
+)
+from pymongo import MongoClient
+from test_differential import SAMPLES
+
+from cep.engine.output import output_records
+from cep.io.deadletter import DeadLetter
+from cep.io.inputlog import InputLog
+from cep.io.inputs import load_inputs, load_segments
+from cep.lang.compile import compile_file
+from cep.reference import run_reference
+from cep.spark.runtime import Output, run_on_spark
+from cep.transports.broker import EmbeddedKafka
+from cep.transports.produce import produce
+from migration.server import EmbeddedMongo
+
+ROOT = Path(__file__).parent.parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "transports"))
+from topics import consume_all  # noqa: E402  (the transport tests' topic reader)
+
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[EmbeddedKafka]:
+    with EmbeddedKafka() as broker:
+        yield broker
+
+
+def _topic(kafka: EmbeddedKafka, name: str, data: str) -> str:
+    """A topic of 3 partitions holding ``tests/data/<data>``, line i in partition i % 3."""
+    produce(kafka.bootstrap, name, ROOT / "tests" / "data" / data, partitions=PARTITIONS)
+    return f"kafka://{kafka.bootstrap}/{name}"
+
+
+@pytest.mark.parametrize("rule", sorted(SAMPLES))
+def test_kafka_input_equals_reference_over_the_same_segments(spark, kafka, rule):
+    module = compile_file(ROOT / "rules" / rule)
+    uri = _topic(kafka, f"in-{rule.removesuffix('.epl')}", SAMPLES[rule])
+    expected = reference(module, uri)
+    lines = len((ROOT / "tests" / "data" / SAMPLES[rule]).read_text().splitlines())
+    run, records = run_and_read(module, uri, engines=2, batch_size=17)
+    assert records == expected
+    assert sum(m["events_in"] for m in run.metrics) == run.events == lines
+    assert len(run.metrics) >= lines // 17
+
+
+def test_segments_interleave_partitions_and_latest_starts_at_the_end(kafka, tmp_path):
+    uri = _topic(kafka, "in-log", "readings.jsonl")
+    log = InputLog(tmp_path / "a", {"Reading": uri}, follow=True)
+    log.discover(first=True)
+    segments = [log.segments[o] for o in sorted(log.segments)]
+    assert [s.path.rsplit("#", 1)[1] for s in segments] == ["0", "1", "2"]
+    assert [(s.start, s.end, s.kind) for s in segments] == [(0, 20, "kafka")] * 3
+    assert log.discover() == 0  # nothing new
+    latest = InputLog(tmp_path / "b", {"Reading": uri}, follow=True, starting_offsets="latest")
+    latest.discover(first=True)
+    assert {(s.start, s.end) for s in latest.segments.values()} == {(20, 20)}
+    produce(kafka.bootstrap, "in-log", ROOT / "tests" / "data" / "readings.jsonl")
+    reopened = InputLog(tmp_path / "b", {"Reading": uri}, follow=True,
+                        starting_offsets="latest")  # a restart: the start point was logged
+    assert reopened.discover() == 3
+    assert sorted((s.start, s.end) for s in reopened.segments.values()
+                  if s.end > s.start) == [(20, 40)] * 3
+
+
+def test_malformed_records_are_dead_lettered_with_topic_partition_offset(
+        spark, kafka, tmp_path):
+    module = compile_file(ROOT / "rules" / "sensor_average.epl")
+    good = (ROOT / "tests" / "data" / "readings.jsonl").read_bytes().splitlines()[:6]
+    bad = [b"not json", b'{"sensor": "s1", "ts": "yesterday", "temp": 1.0}',
+           b'{"sensor": "s1", "ts": "2026-01-01T00:00:00Z",\n "temp": "hot"}']
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    produce(kafka.bootstrap, "in-bad", ROOT / "tests" / "data" / "readings.jsonl",
+            partitions=2)  # 30 + 30 good records first
+    for value in [*bad, *good]:
+        producer.produce("in-bad", value, partition=1)
+    producer.flush(10)
+    uri = f"kafka://{kafka.bootstrap}/in-bad"
+    dead_file = tmp_path / "dead.jsonl"
+    loaded = load_inputs(module, [uri], str(dead_file))
+    assert (loaded.accepted, loaded.rejected) == (66, 3)
+    letters = [json.loads(line) for line in dead_file.read_text().splitlines()]
+    assert [(d["source"], d["offset"], d["kind"]) for d in letters] == [
+        ("in-bad/1", 30, "not_json"), ("in-bad/1", 31, "bad_timestamp"),
+        ("in-bad/1", 32, "wrong_type")]
+    assert letters[2]["record"].startswith('{"sensor": "s1"') and "\n" not in letters[2]["record"]
+    run, records = run_and_read(module, uri, engines=2, batch_size=25, dead_letter=str(
+        tmp_path / "spark-dead.jsonl"))
+    assert run.totals["dead_lettered"] == 3 and run.events == 66
+    spark_letters = [json.loads(line) for line in
+                     (tmp_path / "spark-dead.jsonl").read_text().splitlines()]
+    assert spark_letters == letters
+    assert records == reference(module, uri)
+
+
+def _published(kafka: EmbeddedKafka, topic: str) -> list[dict]:
+    """The output topic's events as a read_committed consumer sees them, in order."""
+    return [json.loads(value) for _p, _o, _k, value in consume_all(kafka.bootstrap, topic)]
+
+
+def test_kafka_to_kafka_and_mongodb_equal_the_reference(spark, kafka, tmp_path):
+    module = compile_file(ROOT / "rules" / "fsd.epl")
+    uri = _topic(kafka, "in-fsd-out", SAMPLES["fsd.epl"])
+    expected = reference(module, uri)
+    sources = {module.input_streams[0]: uri}
+    out = f"kafka://{kafka.bootstrap}/out-fsd"
+    options = {"engines": 2, "batch_size": 20, "master": "local[2]", "progress": False}
+    run = run_on_spark(module, sources, output=Output(out),
+                       checkpoint=str(tmp_path / "k"), **options)
+    assert len(run.metrics) >= 3
+    assert _published(kafka, "out-fsd") == expected
+    keys = [key for _p, _o, key, _v in consume_all(kafka.bootstrap, "out-fsd")]
+    assert keys == [json.dumps(e["key"]).encode() for e in expected]
+    # the same command again: nothing new in the topic, nothing written twice
+    run_on_spark(module, sources, output=Output(out), checkpoint=str(tmp_path / "k"),
+                 **options)
+    assert _published(kafka, "out-fsd") == expected
+    with EmbeddedMongo() as mongo:
+        target = f"{mongo.uri.rstrip('/')}/cep.fsd"
+        run_on_spark(module, sources, output=Output(target), **options)
+        with MongoClient(mongo.uri) as client:
+            docs = list(client.cep.fsd.find({}, {"_id": 0}).sort([("seq", 1), ("rule", 1)]))
+    assert docs == expected
+
+
+def _log_reference(module, run: Path) -> list[dict]:
+    """The reference runner over the segments a run logged (its exact input)."""
+    log = InputLog(run / "input", {}, follow=True)
+    with DeadLetter(None) as dead:
+        loaded = load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead)
+    return output_records(run_reference(module, loaded.tables))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sink", ["kafka", "mongodb"])
+def test_sigkill_then_restart_writes_every_event_once(kafka, tmp_path, sink):
+    """FSD with dlb-h moving keys (faults.RUN_OPTIONS), from a 3-partition topic, killed
+    inside batch 2 and run again: the output holds exactly the reference's events."""
+    module = compile_file(RULE)
+    uri = _topic(kafka, f"skewed-{sink}", str(INPUT.relative_to(ROOT / "tests" / "data")))
+    run = tmp_path / "run"
+    with contextlib.ExitStack() as stack:
+        if sink == "kafka":
+            target = f"kafka://{kafka.bootstrap}/stories-{sink}"
+        else:
+            mongo = stack.enter_context(EmbeddedMongo())
+            target = f"{mongo.uri.rstrip('/')}/cep.stories"
+        command = cep_run(run, "--output", target, source=uri)
+        proc = start(command, tmp_path / "killed")
+        wait_until(lambda: in_flight(run, 2), proc, "batch 2 in flight")
+        time.sleep(0.3)
+        kill_group(proc)
+        assert not committed(run, 2), "the kill came too late"
+        resumed = finish(command, tmp_path / "resumed")
+        assert resumed.returncode == 0, resumed.stderr
+        expected = _log_reference(module, run)
+        moved = sum(m["exported_keys"] for m in metrics(Path(f"{run}.metrics")))
+        assert moved > 0, "keys must have moved"
+        if sink == "kafka":
+            assert _published(kafka, f"stories-{sink}") == expected
+        else:
+            with MongoClient(mongo.uri) as client:
+                docs = list(client.cep.stories.find({}, {"_id": 0}).sort("seq", 1))
+            assert docs == expected
+    assert len(expected) > 10
+
+
+def test_broker_stopped_mid_run_one_line_then_the_same_command_resumes(tmp_path):
+    data = tmp_path / "kafka"
+    broker = EmbeddedKafka(data_dir=data).start()
+    port = broker.port
+    try:
+        produce(broker.bootstrap, "readings", ROOT / "tests" / "data" / "readings.jsonl",
+                partitions=3)
+        auth = "kafka://cep:s3cret@127.0.0.1"
+        options = "?security.protocol=PLAINTEXT&socket.timeout.ms=3000"
+        uri = f"{auth}:{port}/readings{options}"
+        run = tmp_path / "run"
+        command = [sys.executable, "-m", "cep.cli", "run", str(ROOT / "rules" /
+                   "sensor_average.epl"), "--input", uri, "--output",
+                   f"{auth}:{port}/averages{options}", "--batch-size", "25", "--engines",
+                   "2", "--master", "local[2]", "--quiet", "--checkpoint", str(run),
+                   "--trigger-interval", "0.5", "--metrics", f"{run}.metrics"]
+        proc = start([*command, "--follow"], tmp_path / "follow")
+        wait_until(lambda: committed(run, 1), proc, "batch 1")
+        broker.stop()  # SIGTERM: the broker saves its data
+        proc.wait(timeout=300)
+        assert proc.returncode == 1
+        error = (tmp_path / "follow.err").read_text().strip().splitlines()[-1]
+        assert error.startswith("cep: batch ") and "Kafka unreachable at " in error
+        assert f"kafka://cep:***@127.0.0.1:{port}" in error and "s3cret" not in error
+        broker = EmbeddedKafka(data_dir=data, port=port or 0).start()
+        resumed = finish(command, tmp_path / "resumed")
+        assert resumed.returncode == 0, resumed.stderr
+        expected = _log_reference(compile_file(ROOT / "rules" / "sensor_average.epl"), run)
+        assert _published(broker, "averages") == expected
+        assert sum(m["events_in"] for m in metrics(Path(f"{run}.metrics"))) == 60
+    finally:
+        broker.stop()
+
+
+def test_csv_values_are_typed_by_the_schema(kafka, tmp_path):
+    """``?format=csv``: values are CSV lines whose columns are the schema's fields."""
+    module = compile_file(ROOT / "rules" / "sensor_average.epl")
+    rows = [json.loads(line) for line in
+            (ROOT / "tests" / "data" / "readings.jsonl").read_text().splitlines()[:10]]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    produce(kafka.bootstrap, "in-csv", ROOT / "tests" / "data" / "readings.jsonl",
+            partitions=1)  # creates the topic; these 60 JSON lines are bad CSV rows
+    for r in rows:
+        producer.produce("in-csv", f"{r['sensor']},{r['ts']},{r['temp']},"
+                         f"{str(r['ok']).lower()}".encode())
+    producer.flush(10)
+    loaded = load_inputs(module, [f"kafka://{kafka.bootstrap}/in-csv?format=csv"],
+                         str(tmp_path / "dead.jsonl"))
+    assert (loaded.accepted, loaded.rejected) == (10, 60)
+    table = loaded.tables["Reading"]
+    assert table["sensor"].tolist() == [r["sensor"] for r in rows]
+    assert table["temp"].tolist() == [r["temp"] for r in rows]
+    letters = [json.loads(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
+    assert [d["offset"] for d in letters] == list(range(60))
