@@ -422,8 +422,11 @@ def follow_part(seconds: float, rate: int, file_events: int, trigger_s: float,
                    if steady_start <= m["wall_time"] <= steady_end)
     interval = statistics.median(np.diff(walls)) if len(walls) > 1 else None
     p50, p99 = (float(np.percentile(latency, q)) for q in (50, 99))
+    times = sorted(t for n, t in landed.items() if n.startswith("f-"))
+    landed_rate = (len(times) - 1) * file_events / (times[-1] - times[0])  # as achieved
     result = {
-        "rate_events_per_s": rate, "file_events": file_events, "files": files,
+        "rate_events_per_s": rate, "landed_events_per_s": round(landed_rate),
+        "file_events": file_events, "files": files,
         "seconds": seconds, "trigger_interval_s": trigger_s,
         "latency_p50_s": round(p50, 3), "latency_p99_s": round(p99, 3),
         "latency_max_s": round(float(latency.max()), 3),
