@@ -39,6 +39,7 @@ from cep.io.sources import MAX_RECORD_BYTES, read_range
 from cep.lang import ir
 from cep.transports.address import KafkaAddress, parse_kafka_uri
 from cep.transports.embedded import resolve
+from cep.transports.kafka_read import partition_ends, read_partition_range
 
 KAFKA_KIND = "kafka"
 CHUNK_OFFSETS = 10_000
@@ -89,8 +90,6 @@ def kafka_segments(sources: dict[str, str], known: dict[str, tuple[int, float]],
     """``(stream, path, start, end)`` of the new chunks of every Kafka source, in log
     order: chunk i of every partition, then chunk i + 1 (see the module notes).
     ``known`` maps a segment path to its logged end."""
-    from cep.transports.kafka_read import partition_ends
-
     if starting not in STARTING_OFFSETS:
         raise ValueError(f"--starting-offsets must be earliest or latest, got {starting!r}")
     ranges: list[tuple[str, str, int, int]] = []
@@ -138,8 +137,6 @@ def read_kafka_range(path: str, lo: int, hi: int, stream: ir.StreamDef, dead: De
                      max_record_bytes: int = MAX_RECORD_BYTES) -> pd.DataFrame:
     """The records with offsets [lo, hi) of a kafka segment as :func:`read_range`'s
     typed frame, whose ``offset`` column holds Kafka offsets."""
-    from cep.transports.kafka_read import read_partition_range
-
     source, topic, partition = parse_segment_path(path)
     records = read_partition_range(resolve(source.address), topic, partition, lo, hi)
     values = records.values

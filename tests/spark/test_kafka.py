@@ -158,8 +158,7 @@ def _log_reference(module, run: Path) -> list[dict]:
     return output_records(run_reference(module, loaded.tables))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("sink", ["kafka", "mongodb"])
+@pytest.mark.parametrize("sink", ["kafka", pytest.param("mongodb", marks=pytest.mark.slow)])
 def test_sigkill_then_restart_writes_every_event_once(kafka, tmp_path, sink):
     """FSD with dlb-h moving keys (faults.RUN_OPTIONS), from a 3-partition topic, killed
     inside batch 2 and run again: the output holds exactly the reference's events."""
