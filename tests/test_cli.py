@@ -124,3 +124,18 @@ def test_spark_run_dead_letters_bad_records_and_keeps_good_events(tmp_path):
         assert "3 malformed records dead-lettered" in result.stderr
         assert "40 events" in result.stderr
     assert out.read_text() == local.read_text() and out.read_text()
+
+
+def test_spark_runner_refuses_insert_into_chains_in_one_line(tmp_path):
+    rule = tmp_path / "chain.epl"
+    rule.write_text("CREATE SCHEMA T (s string, ts timestamp, p double) TIMESTAMP ts;\n"
+                    "INSERT INTO Spike SELECT s, avg(p) AS a FROM T#groupwin(s)#length(3);\n"
+                    "SELECT s, count(*) AS n FROM Spike#groupwin(s)#length(2);\n")
+    data = tmp_path / "t.jsonl"
+    data.write_text('{"s": "a", "ts": 1, "p": 1.0}\n')
+    result = cep("run", str(rule), "--input", str(data))
+    assert result.returncode == 1
+    assert "INSERT INTO chain" in result.stderr and "--runner local" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    local = cep("run", str(rule), "--input", str(data), "--runner", "local")
+    assert local.returncode == 0, local.stderr

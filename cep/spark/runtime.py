@@ -164,6 +164,12 @@ def run_on_spark(
     (``earliest`` or ``latest``) is where a Kafka partition's first read begins."""
     started = time.perf_counter()
     output = output or Output()
+    if module.stages:
+        rule, target = next(iter(module.inserting_rules().items()))
+        raise SparkRunError(
+            f"rule {rule} inserts its rows into stream {target}, which later rules read "
+            "(an INSERT INTO chain): the Spark runner does not run chains of stateful "
+            "rules yet (they need a second routing stage); use --runner local")
     if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
