@@ -288,6 +288,10 @@ def describe(module: ir.CompiledModule) -> str:
         lines.append(f"  {rule.name}: stateless on {rule.stream}{target}")
     for rule in module.stateful:
         lines.append(f"  {rule.name}: {_rule_kind(rule)}, key {rule.key or '-'}")
+    for number, stage in enumerate(module.stages, start=1):
+        for rule in stage.stateful:
+            lines.append(f"  {rule.name}: {_rule_kind(rule)}, key {rule.key or '-'} "
+                         f"(stage {number}: reads complex events)")
     return "\n".join(lines)
 
 
