@@ -446,7 +446,14 @@ def follow_part(seconds: float, rate: int, file_events: int, trigger_s: float,
 # --------------------------------------------------------------------------- report
 
 def print_table(results: dict) -> None:
-    memory = results.get("memory")
+    for key in ("memory", "memory-cluster"):
+        if key in results:
+            print(f"\n{key}:")
+            print_memory(results[key])
+    print_paper_and_follow(results)
+
+
+def print_memory(memory: dict) -> None:
     if memory:
         roles = sorted({r for c in memory["cases"].values() for r in c["peak_rss_mb"]})
         print(f"\n{'case':22s} {'events':>11s} {'s':>8s} {'ev/s':>8s}  peak RSS MB: "
@@ -457,6 +464,9 @@ def print_table(results: dict) -> None:
                   + " ".join(f"{case['peak_rss_mb'].get(r, 0):.0f}" for r in roles))
         for name, ratios in memory["growth"].items():
             print(f"  {name}: {ratios}")
+
+
+def print_paper_and_follow(results: dict) -> None:
     paper = results.get("paper")
     if paper:
         print(f"\npaper FSD: {paper['events']:,} tweets in {paper['seconds']:.1f}s = "
@@ -484,9 +494,24 @@ def main() -> None:
     parser.add_argument("--file-events", type=int, default=500)
     parser.add_argument("--trigger-interval", type=float, default=1.0)
     parser.add_argument("--master", default=None, help="Spark master (cep's default if unset)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run on a standalone master with two 1-core workers started on "
+                        "127.0.0.1, so the executors are processes of their own and the "
+                        "driver's JVM is measured alone (results keyed 'memory-cluster', …)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     parts = [p for p in args.parts.split(",") if p]
+    with contextlib.ExitStack() as stack:
+        if args.cluster:
+            from cep.spark.cluster import LocalStandaloneCluster
+
+            cluster = stack.enter_context(LocalStandaloneCluster())
+            args.master = cluster.master_url
+            os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # executors call the driver back here
+        run_parts(args, parts)
+
+
+def run_parts(args: argparse.Namespace, parts: list[str]) -> None:
     extra = ["--master", args.master] if args.master else []
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
@@ -508,7 +533,8 @@ def main() -> None:
                                      args.file_events, args.trigger_interval, extra, workdir)
             else:
                 raise SystemExit(f"unknown part {part!r}: memory, paper or follow")
-            results[part] = {**result, "load_average_at_start": started_load,
+            key = f"{part}-cluster" if args.cluster else part
+            results[key] = {**result, "load_average_at_start": started_load,
                              "load_average_at_end": load()}
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2) + "\n")  # each part as it ends
