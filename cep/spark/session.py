@@ -1,7 +1,8 @@
 """A SparkSession configured for cep's streaming engines, quiet unless asked.
 
 Why each setting: N shuffle partitions so each engine owns one (labels.py); the RocksDB
-state store that ``transformWithStateInPandas`` needs; no console progress bars or UI
+state store that ``transformWithStateInPandas`` needs, its native memory capped and only
+the last 10 batches' state and logs kept (a run may be unbounded); no console progress bars or UI
 (cep draws its own progress); no empty micro-batches; Arrow for pandas transfers; and a
 log4j configuration at ERROR so Spark's start-up chatter stays hidden without --verbose.
 """
@@ -122,6 +123,11 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
         .appName(app_name)
         .config("spark.sql.shuffle.partitions", str(engines))
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+        # RocksDB's memtables and block cache, for every engine's store, within one cap
+        .config("spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage", "true")
+        .config("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB", "256")
+        # an unbounded run keeps 10 batches of state and logs, not Spark's default 100
+        .config("spark.sql.streaming.minBatchesToRetain", "10")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
