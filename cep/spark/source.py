@@ -111,8 +111,10 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.discover()
         here = (start["seg"], start["pos"])
         end = log.advance(*here, budget=self.config.batch_size, stop=self._target)
-        if end == here:
+        if end == here and start["n"]:
             return start
+        # Spark runs its first batch whatever this returns (it has no earlier offset to
+        # compare with), so an empty first batch is numbered too: n stays Spark's batch id
         return {"n": start["n"] + 1, "seg": end[0], "pos": end[1]}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -32,7 +34,7 @@ from test_differential import SAMPLES
 from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog
-from cep.io.inputs import load_inputs, load_segments
+from cep.io.inputs import load_inputs, load_segments, parse_input_specs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
 from cep.spark.runtime import Output, run_on_spark
@@ -60,13 +62,16 @@ def _topic(kafka: EmbeddedKafka, name: str, data: str) -> str:
 
 
 @pytest.mark.parametrize("rule", sorted(SAMPLES))
-def test_kafka_input_equals_reference_over_the_same_segments(spark, kafka, rule):
+def test_kafka_to_kafka_equals_reference_over_the_same_segments(spark, kafka, rule):
     module = compile_file(ROOT / "rules" / rule)
-    uri = _topic(kafka, f"in-{rule.removesuffix('.epl')}", SAMPLES[rule])
+    name = rule.removesuffix(".epl")
+    uri = _topic(kafka, f"in-{name}", SAMPLES[rule])
     expected = reference(module, uri)
     lines = len((ROOT / "tests" / "data" / SAMPLES[rule]).read_text().splitlines())
-    run, records = run_and_read(module, uri, engines=2, batch_size=17)
-    assert records == expected
+    run = run_on_spark(module, parse_input_specs(module, [uri]),
+                       output=Output(f"kafka://{kafka.bootstrap}/out-{name}"), engines=2,
+                       batch_size=17, master="local[2]", progress=False)
+    assert _published(kafka, f"out-{name}") == expected
     assert sum(m["events_in"] for m in run.metrics) == run.events == lines
     assert len(run.metrics) >= lines // 17
 
@@ -245,3 +250,36 @@ def test_csv_values_are_typed_by_the_schema(kafka, tmp_path):
     assert table["temp"].tolist() == [r["temp"] for r in rows]
     letters = [json.loads(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
     assert [d["offset"] for d in letters] == list(range(60))
+
+
+def test_follow_picks_up_new_records_and_latest_skips_the_old(kafka, tmp_path):
+    """``--follow --starting-offsets latest``: records already in the topic are not read,
+    records produced while the run goes on are, once each; SIGTERM ends it with 0."""
+    data = ROOT / "tests" / "data" / "readings.jsonl"
+    uri = _topic(kafka, "in-follow", "readings.jsonl")  # 60 records before the start
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "cep.cli", "run", str(ROOT / "rules" /
+               "sensor_average.epl"), "--input", uri, "--output",
+               f"kafka://{kafka.bootstrap}/out-follow", "--batch-size", "25", "--engines",
+               "2", "--master", "local[2]", "--quiet", "--checkpoint", str(run),
+               "--trigger-interval", "0.5", "--metrics", f"{run}.metrics", "--follow",
+               "--starting-offsets", "latest"]
+    proc = start(command, tmp_path / "follow")
+    wait_until(lambda: (run / "input" / "segments.jsonl").exists(), proc, "the input log")
+    produce(kafka.bootstrap, "in-follow", data)
+    wait_until(lambda: _consumed(run) >= 60, proc, "the new records")
+    produce(kafka.bootstrap, "in-follow", data)
+    wait_until(lambda: _consumed(run) >= 120, proc, "the next records")
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=120)
+    assert proc.returncode == 0, (tmp_path / "follow.err").read_text()
+    assert _consumed(run) == 120
+    module = compile_file(ROOT / "rules" / "sensor_average.epl")
+    expected = _log_reference(module, run)
+    assert expected and _published(kafka, "out-follow") == expected
+
+
+def _consumed(run: Path) -> int:
+    return sum(json.loads(p.read_text())["events_in"]
+               for p in (run / "metrics").glob("batch-*.json"))
