@@ -83,20 +83,21 @@ def merged_lines(parts: list[Path], rule_order: dict[str, int]) -> bytes:
     blob = b"".join(nonempty)
     raw = np.frombuffer(blob, dtype=np.uint8)
     ends = np.flatnonzero(raw == ord("\n"))
-    starts = np.concatenate([[0], ends[:-1] + 1])
     table = pa_json.read_json(io.BytesIO(blob), parse_options=pa_json.ParseOptions(
         explicit_schema=_ORDER_SCHEMA, unexpected_field_behavior="ignore"))
     names = pa.array(list(rule_order), pa.string())
     rank = pc.index_in(table.column("rule"), value_set=names).fill_null(-1).to_numpy()
     order = np.lexsort((rank, table.column("seq").to_numpy()))
-    return _gather(raw, starts[order], (ends - starts + 1)[order])
-
-
-def _gather(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bytes:
-    """The byte ranges ``[start, start + length)`` of ``raw``, concatenated in order."""
-    first = np.cumsum(lengths) - lengths  # where each range lands in the output
-    index = np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))
-    return raw[index].tobytes()
+    # the lines as one Arrow binary array over the text (no copy), reordered by take:
+    # memory about twice the batch's text, where a gather by byte index took nine times
+    offsets = np.concatenate([[0], ends + 1]).astype(np.int64)
+    lines = pa.Array.from_buffers(pa.large_binary(), len(ends),
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
+    ordered = pc.take(lines, pa.array(order))
+    _, offsets_buffer, data = ordered.buffers()
+    bounds = np.frombuffer(offsets_buffer, dtype=np.int64)[
+        ordered.offset:ordered.offset + len(ordered) + 1]
+    return memoryview(data)[int(bounds[0]):int(bounds[-1])].tobytes()
 
 
 def read_output(parts: EventParts, rule_order: dict[str, int]) -> list[dict]:
