@@ -135,18 +135,18 @@ def test_kafka_to_kafka_and_mongodb_equal_the_reference(spark, kafka, tmp_path):
     uri = _topic(kafka, "in-fsd-out", SAMPLES["fsd.epl"])
     expected = reference(module, uri)
     sources = {module.input_streams[0]: uri}
-    out = f"kafka://{kafka.bootstrap}/out-fsd"
+    out = f"kafka://{kafka.bootstrap}/out-fsd-rerun"
     options = {"engines": 2, "batch_size": 20, "master": "local[2]", "progress": False}
     run = run_on_spark(module, sources, output=Output(out),
                        checkpoint=str(tmp_path / "k"), **options)
     assert len(run.metrics) >= 3
-    assert _published(kafka, "out-fsd") == expected
-    keys = [key for _p, _o, key, _v in consume_all(kafka.bootstrap, "out-fsd")]
+    assert _published(kafka, "out-fsd-rerun") == expected
+    keys = [key for _p, _o, key, _v in consume_all(kafka.bootstrap, "out-fsd-rerun")]
     assert keys == [json.dumps(e["key"]).encode() for e in expected]
     # the same command again: nothing new in the topic, nothing written twice
     run_on_spark(module, sources, output=Output(out), checkpoint=str(tmp_path / "k"),
                  **options)
-    assert _published(kafka, "out-fsd") == expected
+    assert _published(kafka, "out-fsd-rerun") == expected
     with EmbeddedMongo() as mongo:
         target = f"{mongo.uri.rstrip('/')}/cep.fsd"
         run_on_spark(module, sources, output=Output(target), **options)
