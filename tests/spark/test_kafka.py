@@ -196,6 +196,7 @@ def test_sigkill_then_restart_writes_every_event_once(kafka, tmp_path, sink):
     assert len(expected) > 10
 
 
+@pytest.mark.slow  # two cep runs and a broker restart: 87-103 s on the shared machine
 def test_broker_stopped_mid_run_one_line_then_the_same_command_resumes(tmp_path):
     data = tmp_path / "kafka"
     broker = EmbeddedKafka(data_dir=data).start()
