@@ -238,12 +238,65 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[i : i + size]
 
 
-class StateStore:
+class ProcessLocalClient:
+    """A MongoDB client that each process opens for itself on first use.
+
+    Picklable: Spark ships these objects to executors, and a ``MongoClient`` must not
+    cross a fork or a pickle, so the client is dropped on pickling and reopened (with
+    cep's write concern and the time-outs, the URI's own options winning) in the
+    process that next needs it. Shared by the state store and the event writer."""
+
+    APPNAME = "cep"
+
+    def __init__(self, uri: str, *, connect_timeout_ms: int, server_selection_timeout_ms: int,
+                 socket_timeout_ms: int) -> None:
+        self.uri = uri
+        self.connect_timeout_ms = connect_timeout_ms
+        self.server_selection_timeout_ms = server_selection_timeout_ms
+        self.socket_timeout_ms = socket_timeout_ms
+        self._client: MongoClient | None = None
+        self._client_pid = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_client=None, _client_pid=0, _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _process_client(self) -> MongoClient:
+        with self._lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = open_client(self.uri, {
+                    "connectTimeoutMS": self.connect_timeout_ms,
+                    "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
+                    "socketTimeoutMS": self.socket_timeout_ms,
+                    "appname": self.APPNAME,
+                    "w": "majority",
+                    "journal": True,
+                })
+                self._client_pid = os.getpid()
+            return self._client
+
+    def close(self) -> None:
+        """Close this process's client (a later use opens a new one)."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+
+
+class StateStore(ProcessLocalClient):
     """Key maps and key-state documents of one run, over pymongo.
 
     Picklable: Spark ships it to executors, where each process opens its own client
-    on first use (a ``MongoClient`` must not cross a fork or a pickle).
+    on first use (see :class:`ProcessLocalClient`).
     """
+
+    APPNAME = "cep-migration"
 
     def __init__(
         self,
@@ -257,40 +310,16 @@ class StateStore:
     ) -> None:
         if not _RUN_ID.fullmatch(run_id):
             raise ValueError(f"run_id must match {_RUN_ID.pattern}, got {run_id!r}")
-        self.uri = uri
+        super().__init__(uri, connect_timeout_ms=connect_timeout_ms,
+                         server_selection_timeout_ms=server_selection_timeout_ms,
+                         socket_timeout_ms=socket_timeout_ms)
         self.database = database
         self.run_id = run_id
-        self.connect_timeout_ms = connect_timeout_ms
-        self.server_selection_timeout_ms = server_selection_timeout_ms
-        self.socket_timeout_ms = socket_timeout_ms
-        self._client: MongoClient | None = None
-        self._client_pid = 0
-        self._lock = threading.Lock()
 
     # -- connection and error mapping ---------------------------------------------
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.update(_client=None, _client_pid=0, _lock=None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     def _db(self) -> Any:
-        with self._lock:
-            if self._client is None or self._client_pid != os.getpid():
-                self._client = open_client(self.uri, {
-                    "connectTimeoutMS": self.connect_timeout_ms,
-                    "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
-                    "socketTimeoutMS": self.socket_timeout_ms,
-                    "appname": "cep-migration",
-                    "w": "majority",
-                    "journal": True,
-                })
-                self._client_pid = os.getpid()
-            return self._client[self.database]
+        return self._process_client()[self.database]
 
     def _coll(self, name: str) -> Collection:
         return self._db()[name]
@@ -302,12 +331,6 @@ class StateStore:
     def _selection_timeout_ms(self) -> int:
         """The time-out in force (the URI may have overridden the constructor's)."""
         return selection_timeout_ms(self._client, self.server_selection_timeout_ms)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-            self._client = None
 
     def __enter__(self) -> StateStore:
         return self

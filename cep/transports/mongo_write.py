@@ -28,22 +28,20 @@ would not be rewritten, because its batch is not replayed once committed.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from pymongo import MongoClient, ReplaceOne
+from pymongo import ReplaceOne
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError
 
 from migration.store import (
+    ProcessLocalClient,
     _key_part,
     _number,
     mask_uri,
     mongo_errors,
-    open_client,
     selection_timeout_ms,
 )
 
@@ -76,11 +74,13 @@ def event_id(record: Mapping[str, Any]) -> str:
     return f"{record['rule']}/{_number('seq', record['seq'])}/{key_text}"
 
 
-class MongoEventWriter:
+class MongoEventWriter(ProcessLocalClient):
     """Upserts batches of event records into one collection.
 
     Picklable (Spark may ship it): each process opens its own client on first use.
     """
+
+    APPNAME = "cep-output"
 
     def __init__(
         self,
@@ -92,15 +92,11 @@ class MongoEventWriter:
         server_selection_timeout_ms: int = 5000,
         socket_timeout_ms: int = 120_000,
     ) -> None:
-        self.uri = uri
+        super().__init__(uri, connect_timeout_ms=connect_timeout_ms,
+                         server_selection_timeout_ms=server_selection_timeout_ms,
+                         socket_timeout_ms=socket_timeout_ms)
         self.database = database
         self.collection = collection
-        self.connect_timeout_ms = connect_timeout_ms
-        self.server_selection_timeout_ms = server_selection_timeout_ms
-        self.socket_timeout_ms = socket_timeout_ms
-        self._client: MongoClient | None = None
-        self._client_pid = 0
-        self._lock = threading.Lock()
 
     @classmethod
     def from_uri(cls, uri: str, **timeouts: int) -> MongoEventWriter:
@@ -108,28 +104,8 @@ class MongoEventWriter:
         client_uri, database, collection = parse_mongo_target(uri)
         return cls(client_uri, database, collection, **timeouts)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.update(_client=None, _client_pid=0, _lock=None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     def _coll(self) -> Collection:
-        with self._lock:
-            if self._client is None or self._client_pid != os.getpid():
-                self._client = open_client(self.uri, {
-                    "connectTimeoutMS": self.connect_timeout_ms,
-                    "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
-                    "socketTimeoutMS": self.socket_timeout_ms,
-                    "appname": "cep-output",
-                    "w": "majority",
-                    "journal": True,
-                })
-                self._client_pid = os.getpid()
-            return self._client[self.database][self.collection]
+        return self._process_client()[self.database][self.collection]
 
     def _timeout_ms(self) -> int:
         return selection_timeout_ms(self._client, self.server_selection_timeout_ms)
@@ -157,12 +133,6 @@ class MongoEventWriter:
                 )
                 return len(docs) - len(replays)
         return len(docs)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-            self._client = None
 
     def __enter__(self) -> MongoEventWriter:
         return self
