@@ -47,10 +47,18 @@ def flights_file(n_copies: int = 10) -> Path:
     return write_flights(n_copies)
 
 
+def result_files(path: Path) -> list[Path]:
+    """``path`` itself, or the visible files under a directory: Flink's sink keeps
+    unfinished parts under names starting with ``.``, and those are not results."""
+    if not path.is_dir():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.name[0] not in "._")
+
+
 def count_lines(path: Path) -> int:
-    """Newline count of a file or of every file under a directory (read in 16 MiB
+    """Newline count of a file or of the result files under a directory (read in 16 MiB
     blocks: no line is ever a Python object)."""
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    files = result_files(path)
     total = 0
     for file in files:
         with open(file, "rb") as f:
@@ -100,9 +108,8 @@ def run_cep_local(path: Path, out: Path) -> dict:
 
 
 def _flink_rows(out_dir: Path) -> pd.DataFrame:
-    parts = sorted(p for p in Path(out_dir).rglob("part-*") if p.is_file())
-    frames = [pd.read_json(p, lines=True, dtype={"tailnum": str}) for p in parts
-              if p.stat().st_size]
+    frames = [pd.read_json(p, lines=True, dtype={"tailnum": str})
+              for p in result_files(Path(out_dir)) if p.stat().st_size]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     return frame.astype({"ts": "int64"})[COLUMNS]
 
