@@ -84,13 +84,18 @@ class Engine:
             out |= op.keys()
         return out
 
-    def export_keys(self, keys: Iterable) -> dict[object, bytes]:
-        """Remove the keys' state from this engine and return it, one blob per key."""
+    def export_keys(self, keys: Iterable, *, with_state_only: bool = False
+                    ) -> dict[object, bytes]:
+        """Remove the keys' state from this engine and return it, one blob per key
+        (``with_state_only``: only for the keys that have any state left)."""
         keys = list(keys)
         per_rule = {rule.name: op.export(keys) for rule, op in self.operators}
-        return {key: codec.encode({name: parts[key] for name, parts in per_rule.items()
-                                   if key in parts}, "key")
-                for key in keys}
+        out = {}
+        for key in keys:
+            parts = {name: parts[key] for name, parts in per_rule.items() if key in parts}
+            if parts or not with_state_only:
+                out[key] = codec.encode(parts, "key")
+        return out
 
     def import_keys(self, blobs: dict[object, bytes]) -> None:
         """Adopt keys exported by another engine (or by a previous run). Empty bytes are
