@@ -1,10 +1,13 @@
 """One CEP engine as a ``transformWithStateInPandas`` stateful processor.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch. The engine's state lives in one ValueState blob (``Engine.snapshot``):
-measured on this machine, per-key MapState costs ~1–2 ms per key per batch while one
-blob costs tens of milliseconds for thousands of keys, and when most keys are touched
-every batch the per-key granularity buys nothing.
+micro-batch. The engine's state lives per key in a MapState (key as JSON text → the
+key's state in :mod:`cep.engine.codec`'s data-only form): a batch reads the state of the
+keys it touches (and of the keys it hands over), runs an :class:`Engine` holding only
+those keys, and writes them back. So a batch costs what its keys cost, not what the
+engine holds: one blob of the whole engine, restored and written every batch, grew with
+the retained state (1M keys of a ``#length(5)``: 0.9 s to snapshot, 0.5 s to restore,
+5 s to process, against 0.05 s at 100k), while a MapState call costs ~0.05–0.1 ms.
 
 The engine writes its complex events itself, as its part of the batch's output
 (``parts.py``): events never travel to the driver. What the task returns is one
@@ -51,7 +54,8 @@ class EngineProcessor(StatefulProcessor):
         self.slowdown = slowdown or {}
 
     def init(self, handle) -> None:
-        self.state = handle.getValueState("engine", "blob binary")
+        self.key_states = KeyStates(handle.getMapState("keys", "key string",
+                                                       "state binary"))
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         clock = StageClock()
@@ -73,12 +77,16 @@ class EngineProcessor(StatefulProcessor):
         batch_streams = {n: concat(parts) for n, parts in streams.items()}
         clock.lap("unpack")
         engine = Engine(self.module)
-        if self.state.exists():
-            engine.restore(self.state.get()[0])
+        leaving = (leaving_keys(self.store, engine_index, batch) if self.store is not None
+                   else [])
+        arriving = batch_keys(batch_streams)
+        self.key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])))
         clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
+        imported: list[str] = []
         if self.store is not None:
-            moves["imported_keys"] = import_moved_keys(self.store, engine, engine_index, batch)
+            imported = import_moved_keys(self.store, engine, engine_index, batch)
+            moves["imported_keys"] = len(imported)
             clock.lap("import")
         events = engine.process(batch_streams)
         factor = self.slowdown.get(engine_index, 1.0)
@@ -86,9 +94,12 @@ class EngineProcessor(StatefulProcessor):
             time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
         clock.lap("process")
         if self.store is not None:
-            moves.update(export_moved_keys(self.store, engine, engine_index, batch))
+            moves.update(export_moved_keys(self.store, engine, leaving, batch))
+            self.key_states.remove(leaving)
             clock.lap("export")
-        self.state.update((engine.snapshot(),))
+        gone = set(leaving)
+        self.key_states.save(engine, [k for k in dict.fromkeys([*arriving, *imported])
+                                      if k not in gone])
         clock.lap("snapshot")
         if passthrough:
             events = concat([*passthrough, events])
@@ -139,19 +150,71 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
-def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> int:
+class KeyStates:
+    """An engine's state in Spark, per key: the keys a batch touches are read into an
+    empty :class:`Engine` before it runs and written back after, the rest stay put."""
+
+    def __init__(self, states) -> None:
+        self.states = states  # MapState: key (JSON text) → state (codec "key" bytes)
+        self.stored: set[str] = set()  # keys of the running batch that had state
+
+    def load(self, engine: Engine, keys: list[str]) -> None:
+        """Put the stored state of ``keys`` (JSON texts) into ``engine``."""
+        blobs = {}
+        for text in keys:
+            found = self.states.getValue((text,))
+            if found is not None:
+                blobs[text] = found[0]
+        self.stored = set(blobs)
+        engine.import_keys({json.loads(text): blob for text, blob in blobs.items()})
+
+    def save(self, engine: Engine, keys: list[str]) -> None:
+        """Write back the state of ``keys`` after the batch (a key left without state,
+        such as a ``#time`` window that emptied, is removed)."""
+        values = [json.loads(text) for text in keys]
+        blobs = engine.export_keys(values, with_state_only=True)
+        for text, value in zip(keys, values, strict=True):
+            blob = blobs.get(value)
+            if blob is not None:
+                self.states.updateValue((text,), (blob,))
+            elif text in self.stored:
+                self.states.removeKey((text,))
+
+    def remove(self, keys: list[str]) -> None:
+        """Forget keys handed over to another engine."""
+        for text in keys:
+            if text in self.stored:
+                self.states.removeKey((text,))
+
+
+def batch_keys(streams: dict[str, Table]) -> list[str]:
+    """The distinct keys of an engine's batch, as JSON text (the MapState's keys)."""
+    keys = [t[KEY] for t in streams.values() if t and nrows(t)]
+    if not keys:
+        return []
+    values = np.concatenate(keys)
+    codes = factorize(values)
+    first = np.unique(codes, return_index=True)[1]
+    return [json.dumps(k) for k in values[first].tolist()]
+
+
+def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
     """Adopt the keys that move to engine ``e`` in this batch (DESIGN §2, step 1)."""
     prev = key_map(store, batch - 1) if batch > 0 else None
     keys = imports(e, prev, key_map(store, batch))
     if keys:
         blobs = store.get_states(batch - 1, keys)  # a missing document fails the task
         engine.import_keys({json.loads(k): blob for k, blob in blobs.items()})
-    return len(keys)
+    return keys
 
 
-def export_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> dict:
-    """Hand over the keys that leave engine ``e`` after this batch (step 3)."""
-    keys = exports(e, key_map(store, batch), key_map(store, batch + 1))
+def leaving_keys(store: StateStore, e: int, batch: int) -> list[str]:
+    """The keys engine ``e`` hands over at the end of this batch (step 3)."""
+    return exports(e, key_map(store, batch), key_map(store, batch + 1))
+
+
+def export_moved_keys(store: StateStore, engine: Engine, keys: list[str], batch: int) -> dict:
+    """Hand over the keys that leave this engine after this batch (step 3)."""
     if not keys:
         return {"exported_keys": 0, "exported_bytes": 0}
     values = [json.loads(k) for k in keys]
