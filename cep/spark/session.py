@@ -126,6 +126,9 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
         # RocksDB's memtables and block cache, for every engine's store, within one cap
         .config("spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage", "true")
         .config("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB", "256")
+        # a commit writes the batch's changes, not a snapshot of the whole store
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+                "true")
         # an unbounded run keeps 10 batches of state and logs, not Spark's default 100
         .config("spark.sql.streaming.minBatchesToRetain", "10")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
