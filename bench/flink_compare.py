@@ -98,12 +98,18 @@ def run_flink(path: Path, out_dir: Path, threshold: float = 60.0,
 
 def run_cep_local(path: Path, out: Path) -> dict:
     """cep's single-process reference runner (``cep run --runner local``) on ``path``."""
+    return run_cep(path, out, "--runner", "local")
+
+
+def run_cep(path: Path, out: Path, *options: str) -> dict:
+    """``cep run`` of the rule over ``path`` with ``options`` (Spark unless they say
+    ``--runner local``), as a subprocess: JVM start and everything else included."""
     out = Path(out)
     out.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), "--runner", "local",
-                      "--input", str(path), "--output", str(out)], env)
+    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), *options,
+                         "--input", str(path), "--output", str(out)], env)
     return {"seconds": seconds, "events": count_lines(Path(path)), "rows": count_lines(out)}
 
 

