@@ -89,24 +89,38 @@ class Engine:
         """Remove the keys' state from this engine and return it, one blob per key
         (``with_state_only``: only for the keys that have any state left)."""
         keys = list(keys)
+        states = self.take_states(keys)
+        empty: dict[str, object] = {}
+        return {key: codec.encode(states.get(key, empty), "key") for key in keys
+                if key in states or not with_state_only}
+
+    def take_states(self, keys: list) -> dict[object, dict[str, object]]:
+        """Remove the keys' state from this engine and return it as values (rule name →
+        that rule's part), for the keys that have any: what a key blob encodes."""
         per_rule = {rule.name: op.export(keys) for rule, op in self.operators}
-        out = {}
-        for key in keys:
-            parts = {name: parts[key] for name, parts in per_rule.items() if key in parts}
-            if parts or not with_state_only:
-                out[key] = codec.encode(parts, "key")
+        out: dict[object, dict[str, object]] = {}
+        for name, parts in per_rule.items():
+            for key, part in parts.items():
+                out.setdefault(key, {})[name] = part
         return out
 
     def import_keys(self, blobs: dict[object, bytes]) -> None:
         """Adopt keys exported by another engine (or by a previous run). Empty bytes are
         a key without state (the store allows them)."""
+        self.put_states({key: self.decode_state(blob, key) for key, blob in blobs.items()
+                         if blob})
+
+    def decode_state(self, blob: bytes, key: object) -> dict[str, object]:
+        """A key blob's state as values, checked to belong to this engine's rules."""
+        state = codec.decode(blob, "key", f"state document for key {key!r}")
+        if type(state) is not dict or not set(state) <= self.rule_order.keys():
+            raise ValueError(f"the state of key {key!r} does not belong to this rule file")
+        return state
+
+    def put_states(self, states: dict[object, dict[str, object]]) -> None:
+        """Adopt keys' state as :meth:`take_states` returns it."""
         per_rule: dict[str, dict[object, object]] = {}
-        for key, blob in blobs.items():
-            if not blob:
-                continue
-            state = codec.decode(blob, "key", f"state document for key {key!r}")
-            if type(state) is not dict or not set(state) <= self.rule_order.keys():
-                raise ValueError(f"the state of key {key!r} does not belong to this rule file")
+        for key, state in states.items():
             for name, part in state.items():
                 per_rule.setdefault(name, {})[key] = part
         for rule, op in self.operators:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from cep.engine import codec
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
@@ -52,10 +54,11 @@ class EngineProcessor(StatefulProcessor):
         # engine index -> factor: that engine's processing takes factor times as long, to
         # show capacity-aware balancing on a machine whose engines are all equally fast
         self.slowdown = slowdown or {}
+        # names this start of the query: a worker's warm states never outlive it
+        self.start = uuid.uuid4().hex
 
     def init(self, handle) -> None:
-        self.key_states = KeyStates(handle.getMapState("keys", "key string",
-                                                       "state binary"))
+        self.states = handle.getMapState("keys", "key string", "state binary")
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         clock = StageClock()
@@ -80,7 +83,8 @@ class EngineProcessor(StatefulProcessor):
         leaving = (leaving_keys(self.store, engine_index, batch) if self.store is not None
                    else [])
         arriving = batch_keys(batch_streams)
-        self.key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])))
+        key_states = KeyStates(self.states, self.start, engine_index)
+        key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
         clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         imported: list[str] = []
@@ -95,11 +99,11 @@ class EngineProcessor(StatefulProcessor):
         clock.lap("process")
         if self.store is not None:
             moves.update(export_moved_keys(self.store, engine, leaving, batch))
-            self.key_states.remove(leaving)
+            key_states.remove(leaving)
             clock.lap("export")
         gone = set(leaving)
-        self.key_states.save(engine, [k for k in dict.fromkeys([*arriving, *imported])
-                                      if k not in gone])
+        key_states.save(engine, [k for k in dict.fromkeys([*arriving, *imported])
+                                 if k not in gone], batch)
         clock.lap("snapshot")
         if passthrough:
             events = concat([*passthrough, events])
@@ -150,39 +154,63 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
+# (query start, engine) → (batch, key as JSON text → its state as values): the states
+# this worker process wrote for that engine in that batch. Spark gives an engine's next
+# batch to any of its Python workers; when it is this one, the keys it wrote need no
+# read and no decoding. Valid for the very next batch only: any other batch of the engine
+# may have run elsewhere since, so a gap drops the entry.
+_WARM: dict[tuple[str, int], tuple[int, dict[str, dict]]] = {}
+
+
 class KeyStates:
     """An engine's state in Spark, per key: the keys a batch touches are read into an
     empty :class:`Engine` before it runs and written back after, the rest stay put."""
 
-    def __init__(self, states) -> None:
+    def __init__(self, states, start: str, engine_index: int) -> None:
         self.states = states  # MapState: key (JSON text) → state (codec "key" bytes)
+        self.slot = (start, engine_index)
+        self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
         self.stored: set[str] = set()  # keys of the running batch that had state
 
-    def load(self, engine: Engine, keys: list[str]) -> None:
-        """Put the stored state of ``keys`` (JSON texts) into ``engine``."""
-        blobs = {}
+    def load(self, engine: Engine, keys: list[str], batch: int) -> None:
+        """Put the state of ``keys`` (JSON texts) as of the previous batch into
+        ``engine``: from this worker's memory when it ran that batch, else from Spark."""
+        entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
+        for slot in [s for s, (b, _) in _WARM.items() if b < batch - 1]:
+            del _WARM[slot]  # a later batch of that engine ran elsewhere: stale for good
+        self.warm = entry[1] if entry is not None and entry[0] == batch - 1 else {}
+        states: dict[str, dict] = {}
         for text in keys:
-            found = self.states.getValue((text,))
-            if found is not None:
-                blobs[text] = found[0]
-        self.stored = set(blobs)
-        engine.import_keys({json.loads(text): blob for text, blob in blobs.items()})
+            found = self.warm.get(text)
+            if found is None:
+                blob = self.states.getValue((text,))
+                if blob is None:
+                    continue
+                found = engine.decode_state(blob[0], text)
+            states[text] = found
+        self.stored = set(states)
+        engine.put_states({json.loads(text): state for text, state in states.items()})
 
-    def save(self, engine: Engine, keys: list[str]) -> None:
+    def save(self, engine: Engine, keys: list[str], batch: int) -> None:
         """Write back the state of ``keys`` after the batch (a key left without state,
         such as a ``#time`` window that emptied, is removed)."""
         values = [json.loads(text) for text in keys]
-        blobs = engine.export_keys(values, with_state_only=True)
+        states = engine.take_states(values)
         for text, value in zip(keys, values, strict=True):
-            blob = blobs.get(value)
-            if blob is not None:
-                self.states.updateValue((text,), (blob,))
-            elif text in self.stored:
-                self.states.removeKey((text,))
+            state = states.get(value)
+            if state is not None:
+                self.states.updateValue((text,), (codec.encode(state, "key"),))
+                self.warm[text] = state
+            else:
+                self.warm.pop(text, None)
+                if text in self.stored:
+                    self.states.removeKey((text,))
+        _WARM[self.slot] = (batch, self.warm)
 
     def remove(self, keys: list[str]) -> None:
         """Forget keys handed over to another engine."""
         for text in keys:
+            self.warm.pop(text, None)
             if text in self.stored:
                 self.states.removeKey((text,))
 
