@@ -10,6 +10,13 @@ The engine writes its complex events itself, as its part of the batch's output
 (``parts.py``): events never travel to the driver. What the task returns is one
 ``stats`` row: the engine's rows, busy time, events per rule, per-key load for the
 Balancer, and the counts and timings of the tasks that read and routed its input.
+
+An INSERT INTO chain (``chain.py``) has N engines per stage: the label says which stage
+and engine a group is. A stage's engine runs that stage's rules, leaves its inserting
+rules' rows to the next stage as chain rows, and writes the rest as the output part of
+the batch its events' records were read in (``batch - stage``). Keys of later stages
+stay with their key-grouping engine: only stage 0's keys move, and only stage 0 reports
+per-key load to the Balancer.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
+from cep.spark.chain import ChainParts, split_rows
 from cep.spark.keymaps import key_map
 from cep.spark.parts import EventParts, event_lines
 from migration.protocol import exports, imports
@@ -38,11 +46,17 @@ OUTPUT_SCHEMA = "engine int, stats string"
 class EngineProcessor(StatefulProcessor):
     """Runs :class:`Engine` for one engine label per micro-batch."""
 
-    def __init__(self, module: ir.CompiledModule, labels: list[int], parts: EventParts,
+    def __init__(self, module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                  store: StateStore | None = None,
-                 slowdown: dict[int, float] | None = None) -> None:
+                 slowdown: dict[int, float] | None = None,
+                 chain: ChainParts | None = None) -> None:
         self.module = module
-        self.engine_of_label = {label: e for e, label in enumerate(labels)}
+        self.stages = module.stage_modules()
+        # label -> (stage, engine); labels[s][e] is engine e of stage s
+        self.engine_of_label = {label: (s, e) for s, stage in enumerate(labels)
+                                for e, label in enumerate(stage)}
+        self.n_engines = len(labels[0])
+        self.chain = chain  # where chain rows go (a module with later stages)
         self.parts = parts
         self.rule_order = {name: i for i, name in enumerate(module.outputs)}
         self.store = store  # None: keys never move (key grouping, PKG)
@@ -55,8 +69,10 @@ class EngineProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         clock = StageClock()
-        engine_index = self.engine_of_label[int(key[0])]
-        streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
+        stage, engine_index = self.engine_of_label[int(key[0])]
+        module = self.stages[stage]
+        store = self.store if stage == 0 else None  # later stages: key grouping
+        streams: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
         passthrough: list[Table] = []
         batch, tasks = -1, Counter()
         truth: list[np.ndarray] = []
@@ -72,37 +88,42 @@ class EngineProcessor(StatefulProcessor):
                     truth.append(first_stories)
         batch_streams = {n: concat(parts) for n, parts in streams.items()}
         clock.lap("unpack")
-        engine = Engine(self.module)
+        engine = Engine(module)
         if self.state.exists():
             engine.restore(self.state.get()[0])
         clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
-        if self.store is not None:
-            moves["imported_keys"] = import_moved_keys(self.store, engine, engine_index, batch)
+        if store is not None:
+            moves["imported_keys"] = import_moved_keys(store, engine, engine_index, batch)
             clock.lap("import")
         events = engine.process(batch_streams)
         factor = self.slowdown.get(engine_index, 1.0)
         if factor > 1.0:
             time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
         clock.lap("process")
-        if self.store is not None:
-            moves.update(export_moved_keys(self.store, engine, engine_index, batch))
+        if store is not None:
+            moves.update(export_moved_keys(store, engine, engine_index, batch))
             clock.lap("export")
         self.state.update((engine.snapshot(),))
         clock.lap("snapshot")
         if passthrough:
             events = concat([*passthrough, events])
+        if stage + 1 < len(self.stages):
+            assert self.chain is not None
+            chained, events = split_rows(self.module, events)
+            self.chain.write(batch, stage + 1, engine_index, chained)
         frame = event_frame(events)
-        self.parts.write(batch, engine_index, event_lines(frame, self.rule_order))
+        self.parts.write(batch - stage, stage * self.n_engines + engine_index,
+                         event_lines(frame, self.rule_order))
         clock.lap("output")
         scores = rule_scores(frame, np.concatenate(truth) if truth else None)
         counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
         stages = {**clock.laps, **tasks}  # read, derive, route: in the input tasks
-        stats = {"engine": engine_index, "batch": batch,
+        stats = {"engine": engine_index, "batch": batch, "stage": stage,
                  "rows": sum(nrows(t) for t in batch_streams.values()),
                  "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
                  **counts, "stages": stages, "outputs": scores,
-                 "key_load": stream_key_load(batch_streams)}
+                 "key_load": stream_key_load(batch_streams) if stage == 0 else {}}
         yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
                             "stats": [json.dumps(stats)]})
 
