@@ -17,6 +17,7 @@ A run directory (``--checkpoint DIR``, else a temporary one) holds::
     parts/        the engines' event parts, while they wait to be delivered (unless the
                   output is a directory: then the parts are written there)
     dead/ ledgers/   per-batch dead letters; append ledgers of the output files
+    chain/        an INSERT INTO chain's rows for the next stage (``chain.py``)
     mongo/        the embedded MongoDB's data, when keys move and no --mongo-uri is given
 
 Why the embedded server's data lives in the checkpoint: a restarted batch t imports the
