@@ -9,6 +9,7 @@ real local Spark runs over generated stock ticks (started once for the module)."
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from cep.reference import run_batch
 from cep.spark.chain import ChainParts, split_rows
 from cep.spark.labels import partition_of, stage_labels
 from cep.spark.routing import key_grouping
-from cep.spark.runtime import SparkRunError, run_on_spark
+from cep.spark.runtime import Output, SparkRunError, run_on_spark
 from cep.spark.source import InputReader, SourceConfig
 
 SCHEMA = ("CREATE SCHEMA StockTick (symbol string, sector string, ts timestamp, "
@@ -182,3 +183,29 @@ def test_a_key_moving_strategy_on_a_chain_gives_the_kg_events(spark, ticks):
     assert sum(m["imported_keys"] for m in run.metrics) == sum(
         m["exported_keys"] for m in run.metrics[:-1])
     assert records == reference(module, ticks)
+
+
+def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
+    """A followed run stopped as soon as its first events are out: it reads no more
+    input after the batch in flight, but runs the later stages' batches before it
+    returns, so the output holds every event of the records it read, the third stage's
+    included (the reference over those records)."""
+    module = compile_text(RULES["three_stages"])
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "ticks.jsonl").write_text(ticks.read_text())
+    out = tmp_path / "out.jsonl"
+    stop = threading.Event()
+    run = run_on_spark(module, {"StockTick": str(folder)}, engines=2, batch_size=100,
+                       master="local[2]", follow=True, trigger_s=0.3, stop=stop,
+                       progress=False,
+                       output=Output(str(out), callback=lambda _b, text: text and stop.set()))
+    read = sum(m["events_in"] for m in run.metrics)
+    assert 0 < read < TICKS, "the stop must come before the input's end"
+    assert [m["events_in"] for m in run.metrics[-2:]] == [0, 0]  # two drain batches
+    prefix = tmp_path / "read" / "ticks.jsonl"
+    prefix.parent.mkdir()
+    prefix.write_text("".join(ticks.read_text().splitlines(keepends=True)[:read]))
+    expected = reference(module, prefix.parent)
+    assert "heating" in {r["rule"] for r in expected}
+    assert [json.loads(line) for line in out.read_text().splitlines()] == expected
