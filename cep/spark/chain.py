@@ -90,9 +90,8 @@ class ChainParts:
             return
         path = self._folder(batch, stage) / f"engine-{engine:03d}.arrow"
         path.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.table({"rule": pa.array(rows["rule"].tolist(), pa.string()),
-                          "seq": pa.array(rows["seq"], pa.int64()),
-                          "values": pa.array(rows["values"].tolist(), pa.string())},
+        table = pa.table({name: pa.array(rows[name], field.type)
+                          for name, field in zip(_SCHEMA.names, _SCHEMA, strict=True)},
                          schema=_SCHEMA)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with ipc.new_file(str(tmp), _SCHEMA) as writer:
@@ -109,10 +108,8 @@ class ChainParts:
                 table = reader.read_all()
             if table.schema != _SCHEMA:
                 raise ChainError(f"{path} is not a chain part of this cep")
-            tables.append({"rule": np.array(table.column("rule").to_pylist(), dtype=object),
-                           "seq": table.column("seq").to_numpy(),
-                           "values": np.array(table.column("values").to_pylist(),
-                                              dtype=object)})
+            tables.append({name: table.column(name).combine_chunks().to_numpy(
+                zero_copy_only=False) for name in _SCHEMA.names})
         return concat(tables)
 
     def events(self, module: ir.CompiledModule, batch: int, stage: int) -> dict[str, Table]:

@@ -86,6 +86,7 @@ def test_every_batch_once_and_the_chain_files_cleaned_up(killed_twice):
     assert sum(m["events_in"] for m in rows) == TICKS
     assert rows[-1]["batch"] >= killed_twice["drain_batch"]
     assert [m["events_in"] for m in rows[-2:]] == [0, 0]  # two later stages drained
+    assert sum(m["exported_keys"] for m in rows) > 0, "dlb-h must move stage 0's keys"
     assert sum(m["imported_keys"] for m in rows) == sum(m["exported_keys"] for m in rows[:-1])
     left = sorted(p.name for p in (run / "chain").glob("batch-*"))
     assert len(left) <= 2, left  # only what the last batches' readers had not committed
