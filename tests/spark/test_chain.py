@@ -188,8 +188,8 @@ def test_a_key_moving_strategy_on_a_chain_gives_the_kg_events(spark, ticks):
 def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
     """A followed run stopped as soon as its first events are out: it reads no more
     input after the batch in flight, but runs the later stages' batches before it
-    returns, so the output holds every event of the records it read, the third stage's
-    included (the reference over those records)."""
+    returns (they process complex events), so the output holds every event of the
+    records it read (the reference over those records)."""
     module = compile_text(RULES["three_stages"])
     folder = tmp_path / "in"
     folder.mkdir()
@@ -203,9 +203,9 @@ def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
     read = sum(m["events_in"] for m in run.metrics)
     assert 0 < read < TICKS, "the stop must come before the input's end"
     assert [m["events_in"] for m in run.metrics[-2:]] == [0, 0]  # two drain batches
+    assert run.metrics[-2].get("chain_events_in", {}).get("1", 0) > 0
     prefix = tmp_path / "read" / "ticks.jsonl"
     prefix.parent.mkdir()
     prefix.write_text("".join(ticks.read_text().splitlines(keepends=True)[:read]))
     expected = reference(module, prefix.parent)
-    assert "heating" in {r["rule"] for r in expected}
     assert [json.loads(line) for line in out.read_text().splitlines()] == expected
