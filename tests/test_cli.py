@@ -126,16 +126,19 @@ def test_spark_run_dead_letters_bad_records_and_keeps_good_events(tmp_path):
     assert out.read_text() == local.read_text() and out.read_text()
 
 
-def test_spark_runner_refuses_insert_into_chains_in_one_line(tmp_path):
+def test_spark_runner_refuses_a_later_stage_reading_an_input_stream_in_one_line(tmp_path):
+    """INSERT INTO chains run on Spark (tests/spark/test_chain.py), except a later stage
+    that also reads an input stream: refused before Spark starts."""
     rule = tmp_path / "chain.epl"
     rule.write_text("CREATE SCHEMA T (s string, ts timestamp, p double) TIMESTAMP ts;\n"
                     "INSERT INTO Spike SELECT s, avg(p) AS a FROM T#groupwin(s)#length(3);\n"
-                    "SELECT s, count(*) AS n FROM Spike#groupwin(s)#length(2);\n")
+                    "SELECT a.s AS s FROM PATTERN [every a=Spike -> b=T] PARTITION BY s;\n")
     data = tmp_path / "t.jsonl"
     data.write_text('{"s": "a", "ts": 1, "p": 1.0}\n')
     result = cep("run", str(rule), "--input", str(data))
     assert result.returncode == 1
-    assert "INSERT INTO chain" in result.stderr and "--runner local" in result.stderr
+    assert "INSERT INTO chain reads stream T" in result.stderr
+    assert "--runner local" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     local = cep("run", str(rule), "--input", str(data), "--runner", "local")
     assert local.returncode == 0, local.stderr

@@ -5,6 +5,11 @@ With P = N shuffle partitions and label[e] chosen so that this is e, each engine
 partition (one task per batch), and no two engines ever share a task. The hash is Spark's
 ``Murmur3_x86_32.hashInt``, reimplemented here so labels need no Spark job; a test checks
 it against Spark's own ``hash()``.
+
+An INSERT INTO chain has one set of N engines per stage (``stage_labels``): engine e of
+every stage lands in partition e, so a chain keeps N partitions (and N state-store
+partitions, which Spark fixes in the checkpoint) and task e runs engine e of each stage
+one after the other, as separate groups with separate state.
 """
 
 from __future__ import annotations
@@ -39,9 +44,18 @@ def partition_of(value: int, partitions: int) -> int:
 
 def engine_labels(n_engines: int) -> list[int]:
     """For each engine, the smallest non-negative int label landing in its partition."""
-    labels: dict[int, int] = {}
-    value = 0
-    while len(labels) < n_engines:
-        labels.setdefault(partition_of(value, n_engines), value)
+    return stage_labels(n_engines, 1)[0]
+
+
+def stage_labels(n_engines: int, stages: int) -> list[list[int]]:
+    """Labels of engine e of stage s (``[s][e]``): the (s+1)-th smallest non-negative int
+    landing in partition e, so stage 0's labels are the same with or without a chain."""
+    found: list[list[int]] = [[] for _ in range(n_engines)]
+    value, missing = 0, n_engines
+    while missing:
+        slot = found[partition_of(value, n_engines)]
+        if len(slot) < stages:
+            slot.append(value)
+            missing -= len(slot) == stages
         value += 1
-    return [labels[e] for e in range(n_engines)]
+    return [[found[e][s] for e in range(n_engines)] for s in range(stages)]

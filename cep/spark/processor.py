@@ -13,6 +13,13 @@ The engine writes its complex events itself, as its part of the batch's output
 (``parts.py``): events never travel to the driver. What the task returns is one
 ``stats`` row: the engine's rows, busy time, events per rule, per-key load for the
 Balancer, and the counts and timings of the tasks that read and routed its input.
+
+An INSERT INTO chain (``chain.py``) has N engines per stage: the label says which stage
+and engine a group is. A stage's engine runs that stage's rules, leaves its inserting
+rules' rows to the next stage as chain rows, and writes the rest as the output part of
+the batch its events' records were read in (``batch - stage``). Keys of later stages
+stay with their key-grouping engine: only stage 0's keys move, and only stage 0 reports
+per-key load to the Balancer.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from cep.engine import codec
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
+from cep.spark.chain import ChainParts, split_rows
 from cep.spark.keymaps import key_map
 from cep.spark.parts import EventParts, event_lines
 from migration.protocol import exports, imports
@@ -43,11 +51,17 @@ OUTPUT_SCHEMA = "engine int, stats string"
 class EngineProcessor(StatefulProcessor):
     """Runs :class:`Engine` for one engine label per micro-batch."""
 
-    def __init__(self, module: ir.CompiledModule, labels: list[int], parts: EventParts,
+    def __init__(self, module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                  store: StateStore | None = None,
-                 slowdown: dict[int, float] | None = None) -> None:
+                 slowdown: dict[int, float] | None = None,
+                 chain: ChainParts | None = None) -> None:
         self.module = module
-        self.engine_of_label = {label: e for e, label in enumerate(labels)}
+        self.stages = module.stage_modules()
+        # label -> (stage, engine); labels[s][e] is engine e of stage s
+        self.engine_of_label = {label: (s, e) for s, stage in enumerate(labels)
+                                for e, label in enumerate(stage)}
+        self.n_engines = len(labels[0])
+        self.chain = chain  # where chain rows go (a module with later stages)
         self.parts = parts
         self.rule_order = {name: i for i, name in enumerate(module.outputs)}
         self.store = store  # None: keys never move (key grouping, PKG)
@@ -62,8 +76,10 @@ class EngineProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         clock = StageClock()
-        engine_index = self.engine_of_label[int(key[0])]
-        streams: dict[str, list[Table]] = {n: [] for n in self.module.stateful_streams()}
+        stage, engine_index = self.engine_of_label[int(key[0])]
+        module = self.stages[stage]
+        store = self.store if stage == 0 else None  # later stages: key grouping
+        streams: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
         passthrough: list[Table] = []
         batch, tasks = -1, Counter()
         truth: list[np.ndarray] = []
@@ -79,17 +95,16 @@ class EngineProcessor(StatefulProcessor):
                     truth.append(first_stories)
         batch_streams = {n: concat(parts) for n, parts in streams.items()}
         clock.lap("unpack")
-        engine = Engine(self.module)
-        leaving = (leaving_keys(self.store, engine_index, batch) if self.store is not None
-                   else [])
+        engine = Engine(module)
+        leaving = leaving_keys(store, engine_index, batch) if store is not None else []
         arriving = batch_keys(batch_streams)
-        key_states = KeyStates(self.states, self.start, engine_index)
+        key_states = KeyStates(self.states, self.start, int(key[0]))
         key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
         clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         imported: list[str] = []
-        if self.store is not None:
-            imported = import_moved_keys(self.store, engine, engine_index, batch)
+        if store is not None:
+            imported = import_moved_keys(store, engine, engine_index, batch)
             moves["imported_keys"] = len(imported)
             clock.lap("import")
         events = engine.process(batch_streams)
@@ -97,8 +112,8 @@ class EngineProcessor(StatefulProcessor):
         if factor > 1.0:
             time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
         clock.lap("process")
-        if self.store is not None:
-            moves.update(export_moved_keys(self.store, engine, leaving, batch))
+        if store is not None:
+            moves.update(export_moved_keys(store, engine, leaving, batch))
             key_states.remove(leaving)
             clock.lap("export")
         gone = set(leaving)
@@ -107,17 +122,22 @@ class EngineProcessor(StatefulProcessor):
         clock.lap("snapshot")
         if passthrough:
             events = concat([*passthrough, events])
+        if stage + 1 < len(self.stages):
+            assert self.chain is not None
+            chained, events = split_rows(self.module, events)
+            self.chain.write(batch, stage + 1, engine_index, chained)
         frame = event_frame(events)
-        self.parts.write(batch, engine_index, event_lines(frame, self.rule_order))
+        self.parts.write(batch - stage, stage * self.n_engines + engine_index,
+                         event_lines(frame, self.rule_order))
         clock.lap("output")
         scores = rule_scores(frame, np.concatenate(truth) if truth else None)
         counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
         stages = {**clock.laps, **tasks}  # read, derive, route: in the input tasks
-        stats = {"engine": engine_index, "batch": batch,
+        stats = {"engine": engine_index, "batch": batch, "stage": stage,
                  "rows": sum(nrows(t) for t in batch_streams.values()),
                  "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
                  **counts, "stages": stages, "outputs": scores,
-                 "key_load": stream_key_load(batch_streams)}
+                 "key_load": stream_key_load(batch_streams) if stage == 0 else {}}
         yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
                             "stats": [json.dumps(stats)]})
 
@@ -154,7 +174,7 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
-# (query start, engine) → (batch, key as JSON text → its state as values): the states
+# (query start, engine label) → (batch, key as JSON text → its state as values): the states
 # this worker process wrote for that engine in that batch. Spark gives an engine's next
 # batch to any of its Python workers; when it is this one, the keys it wrote need no
 # read and no decoding. Valid for the very next batch only: any other batch of the engine
@@ -166,9 +186,9 @@ class KeyStates:
     """An engine's state in Spark, per key: the keys a batch touches are read into an
     empty :class:`Engine` before it runs and written back after, the rest stay put."""
 
-    def __init__(self, states, start: str, engine_index: int) -> None:
+    def __init__(self, states, start: str, label: int) -> None:
         self.states = states  # MapState: key (JSON text) → state (codec "key" bytes)
-        self.slot = (start, engine_index)
+        self.slot = (start, label)
         self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
         self.stored: set[str] = set()  # keys of the running batch that had state
 

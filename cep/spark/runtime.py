@@ -17,6 +17,7 @@ A run directory (``--checkpoint DIR``, else a temporary one) holds::
     parts/        the engines' event parts, while they wait to be delivered (unless the
                   output is a directory: then the parts are written there)
     dead/ ledgers/   per-batch dead letters; append ledgers of the output files
+    chain/        an INSERT INTO chain's rows for the next stage (``chain.py``)
     mongo/        the embedded MongoDB's data, when keys move and no --mongo-uri is given
 
 Why the embedded server's data lives in the checkpoint: a restarted batch t imports the
@@ -53,7 +54,8 @@ from cep.io.inputlog import InputLog, InputLogError
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.spark.balancer import Balancer
-from cep.spark.labels import engine_labels
+from cep.spark.chain import ChainError, check_chain, drained
+from cep.spark.labels import stage_labels
 from cep.spark.parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
 from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
@@ -164,12 +166,10 @@ def run_on_spark(
     (``earliest`` or ``latest``) is where a Kafka partition's first read begins."""
     started = time.perf_counter()
     output = output or Output()
-    if module.stages:
-        rule, target = next(iter(module.inserting_rules().items()))
-        raise SparkRunError(
-            f"rule {rule} inserts its rows into stream {target}, which later rules read "
-            "(an INSERT INTO chain): the Spark runner does not run chains of stateful "
-            "rules yet (they need a second routing stage); use --runner local")
+    try:
+        check_chain(module)
+    except ChainError as err:
+        raise SparkRunError(str(err)) from None
     if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
@@ -229,7 +229,7 @@ def run_on_spark(
         session_started = time.perf_counter()
         spark = spark_session(master, engines, verbose)
         session_s = time.perf_counter() - session_started
-        labels = engine_labels(engines)
+        labels = stage_labels(engines, len(module.stages) + 1)
         order = {name: i for i, name in enumerate(module.outputs)}
         parts = EventParts(output.path if output.is_directory else str(workdir / "parts"),
                            output.fmt)
@@ -239,7 +239,8 @@ def run_on_spark(
                             callback=output.callback, publisher=events_to,
                             dead_file=Path(dead_letter) if dead_letter else None,
                             metrics_file=Path(metrics_file) if metrics_file else None,
-                            transient_parts=not output.is_directory)
+                            transient_parts=not output.is_directory,
+                            lag=len(module.stages))
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": threshold, "engines": engines,
@@ -255,8 +256,8 @@ def run_on_spark(
         config.stop_file.unlink(missing_ok=True)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
                   .transformWithStateInPandas(
-                      EngineProcessor(module, labels, parts, store, slowdown), OUTPUT_SCHEMA,
-                      "Append", "None"))
+                      EngineProcessor(module, labels, parts, store, slowdown, config.chain),
+                      OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
                   .option("checkpointLocation", str(workdir / "checkpoint")))
         writer = (writer.trigger(processingTime=f"{trigger_s} seconds") if follow
@@ -264,7 +265,7 @@ def run_on_spark(
         query_wall = time.time()
         query = writer.start()
         try:
-            _await(query, config.stop_file, workdir, stop)
+            _await(query, config.stop_file, workdir, stop, len(module.stages))
         except Exception as err:
             raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
         finally:
@@ -292,11 +293,13 @@ def _expected_events(sources: dict[str, str], follow: bool, starting_offsets: st
     return None if follow else round(log.total_units())
 
 
-def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None) -> None:
+def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None,
+           lag: int = 0) -> None:
     """Wait for the query to end by itself (a bounded input consumed) or for a stop
-    (SIGINT, SIGTERM, ``stop``): then plan no new batch, let the one in flight commit,
-    and stop the query. A second SIGINT/SIGTERM interrupts at once. Raises the query's
-    error if it failed."""
+    (SIGINT, SIGTERM, ``stop``): then read no new input, let the batch in flight (and,
+    in an INSERT INTO chain, the ``lag`` batches its later stages need) commit, and stop
+    the query. A second SIGINT/SIGTERM interrupts at once. Raises the query's error if
+    it failed."""
     requested = stop or threading.Event()
     handlers = {}
 
@@ -314,7 +317,7 @@ def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None) 
                 query.awaitTermination(0.5)
             if requested.is_set():
                 stop_file.touch()
-                if _idle(query, workdir):
+                if _idle(query, workdir, lag):
                     query.stop()
                     break
         error = query.exception()
@@ -325,13 +328,16 @@ def _await(query, stop_file: Path, workdir: Path, stop: threading.Event | None) 
             signal.signal(sig, handler)
 
 
-def _idle(query, workdir: Path) -> bool:
-    """No trigger running and every planned batch committed."""
+def _idle(query, workdir: Path, lag: int) -> bool:
+    """No trigger running, every planned batch committed and, in a chain, the later
+    stages drained (the last planned offset counts ``lag`` batches without input)."""
     if query.status.get("isTriggerActive"):
         return False
-    planned = [int(p.name) for p in (workdir / "checkpoint" / "offsets").glob("*")
-               if p.name.isdigit()]
-    return max(planned, default=-1) < _next_batch(workdir)
+    offsets = workdir / "checkpoint" / "offsets"
+    planned = max((int(p.name) for p in offsets.glob("*") if p.name.isdigit()), default=-1)
+    if planned >= _next_batch(workdir):
+        return False
+    return planned < 0 or not lag or drained(offsets / str(planned), lag)
 
 
 def _add_spark_times(metrics: list[dict], progress: list) -> None:

@@ -75,7 +75,9 @@ class Delivery:
     ``publisher``: a Kafka topic or MongoDB collection (``cep.transports.outputs``,
     exactly once per batch id); ``stdout``: printed per batch; ``callback``: handed to
     Python code; none of these: the parts directory is the output. ``dead_file``: the
-    dead-letter file."""
+    dead-letter file. ``lag``: an INSERT INTO chain's later stages, whose last finishes
+    the events of batch b's records in batch b + lag (``chain.py``), so batch B delivers
+    the parts of batch B - lag."""
 
     parts: EventParts
     rule_order: dict[str, int]
@@ -87,6 +89,7 @@ class Delivery:
     dead_file: Path | None = None
     metrics_file: Path | None = None
     transient_parts: bool = False  # parts live in the workdir only to be delivered
+    lag: int = 0
 
     def __post_init__(self) -> None:
         ledgers = self.workdir / "ledgers"
@@ -98,9 +101,10 @@ class Delivery:
                          if self.metrics_file else None)
 
     def events(self, batch: int) -> None:
-        if not (self._events or self.stdout or self.callback or self.publisher):
+        if batch < self.lag or not (self._events or self.stdout or self.callback
+                                    or self.publisher):
             return
-        paths = self.parts.batch_paths(batch)
+        paths = self.parts.batch_paths(batch - self.lag)
         text = merged_lines(paths, self.rule_order)
         if self._events is not None:
             self._events.append(batch, [text])
@@ -168,9 +172,14 @@ class BatchSink:
         counts = {"dead": 0, "blank": 0, "truth": 0}
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
+        chained: dict[str, int] = {}  # events of later stages, per stage
         for info in stats:
             engine = info["engine"]
-            rows[engine] += info["rows"]
+            if info.get("stage", 0):
+                stage = str(info["stage"])
+                chained[stage] = chained.get(stage, 0) + info["rows"]
+            else:
+                rows[engine] += info["rows"]
             busy[engine] += info["busy_s"]
             cpu[engine] += info.get("cpu_s", 0.0)
             for stage, seconds in info.get("stages", {}).items():
@@ -188,6 +197,7 @@ class BatchSink:
             "batch": batch_id,
             "settings": self.settings,
             "events_in": int(rows.sum()),
+            **({"chain_events_in": chained} if chained else {}),
             "events_out": sum(n for n, _ in outputs.values()),
             "outputs_per_rule": {rule: n for rule, (n, _) in outputs.items()},
             "first_stories": {"truth": counts["truth"],

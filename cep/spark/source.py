@@ -14,6 +14,13 @@ the batch id of the batch that starts at the offset (Spark starts a batch only w
 end offset differs from the start, and a replay re-plans from the logged offsets), so a
 task knows its batch (for the key map, its dead-letter file, its part of the output).
 
+INSERT INTO chains (``chain.py``): batch B also has one task per later stage, which
+reads the chain rows batch B-1 left for it. A chain's offsets add ``"idle"``: how many
+batches in a row have read no input. While it is below the number of later stages, a
+later stage still has events of the last input to process, so the source plans one more
+batch (same input position, ``n`` + 1) even with no new input and after a stop: a
+bounded run ends, and a stop takes effect, only when the last stage has drained.
+
 Bad records go to a dead-letter file per piece, ``dead/batch-B/<segment>-<position>.jsonl``,
 written by the executor that read them; the piece grid makes those names the same in a
 replay, so a replay rewrites them instead of adding to them.
@@ -40,7 +47,8 @@ from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog, Segment
 from cep.io.inputs import frame_to_table, read_segment
 from cep.lang import ir
-from cep.spark.routing import KeyRouter, route_part
+from cep.spark.chain import ChainParts
+from cep.spark.routing import KeyRouter, key_grouping, route_part
 
 ROUTED_SCHEMA = "engine int, payload binary"
 SOURCE_NAME = "cep_input"
@@ -66,6 +74,10 @@ class SourceConfig:
     def stop_file(self) -> Path:
         return Path(self.workdir) / "stop"
 
+    @property
+    def chain(self) -> ChainParts:
+        return ChainParts(os.path.join(self.workdir, "chain"))
+
     def dead_path(self, batch: int, segment: Segment, lo: int) -> str:
         return os.path.join(self.workdir, "dead", f"batch-{batch:07d}",
                             f"{segment.ordinal:012d}-{lo:015d}.jsonl")
@@ -74,12 +86,14 @@ class SourceConfig:
 class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets and planning over the input log, reading and routing on executors."""
 
-    def __init__(self, config: SourceConfig, module: ir.CompiledModule, labels: list[int],
-                 engine_of: KeyRouter) -> None:
+    def __init__(self, config: SourceConfig, module: ir.CompiledModule,
+                 labels: list[list[int]], engine_of: KeyRouter) -> None:
         self.config = config
         self.module = module
-        self.labels = labels
-        self.engine_of = engine_of
+        self.stages = module.stage_modules()
+        self.drain = len(self.stages) - 1  # batches a later stage lags behind the input
+        self.labels = labels  # [stage][engine]
+        self.engine_of = engine_of  # stage 0's routing (later stages: key grouping)
         self._log: InputLog | None = None  # made where planning runs, never on executors
         self._target: tuple[int, int] | None = None
 
@@ -93,7 +107,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._log
 
     def initialOffset(self) -> dict:
-        return {"n": 0, "seg": 0, "pos": 0}
+        return self._offset(0, (0, 0), self.drain)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.config.batch_size)
@@ -105,17 +119,24 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """About ``batch_size`` events on from ``start`` (the batch size is cep's own
         bound, whatever ``limit`` Spark passes: a batch never holds the whole input)."""
         log = self.log()
-        if self.config.stop_file.exists():
-            return start
-        if self.config.follow:
-            log.discover()
         here = (start["seg"], start["pos"])
-        end = log.advance(*here, budget=self.config.batch_size, stop=self._target)
-        if end == here and start["n"]:
+        stopping = self.config.stop_file.exists()
+        if self.config.follow and not stopping:
+            log.discover()
+        end = here if stopping else log.advance(*here, budget=self.config.batch_size,
+                                                stop=self._target)
+        idle = 0 if end != here else min(self.drain, start.get("idle", 0) + 1)
+        if end == here and start["n"] and start.get("idle", 0) >= self.drain:
             return start
         # Spark runs its first batch whatever this returns (it has no earlier offset to
         # compare with), so an empty first batch is numbered too: n stays Spark's batch id
-        return {"n": start["n"] + 1, "seg": end[0], "pos": end[1]}
+        return self._offset(start["n"] + 1, end, idle)
+
+    def _offset(self, n: int, at: tuple[int, int], idle: int) -> dict:
+        offset = {"n": n, "seg": at[0], "pos": at[1]}
+        if self.drain:  # no "idle" without a chain: offsets of older runs stay valid
+            offset["idle"] = idle
+        return offset
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         pieces = list(self.log().pieces((start["seg"], start["pos"]), (end["seg"], end["pos"])))
@@ -123,18 +144,40 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         units = np.array([(p.hi - p.lo) / p.segment.unit for p in pieces])
         # consecutive pieces, about equal records per task
         cuts = np.searchsorted(np.cumsum(units), np.arange(1, tasks) * units.sum() / tasks)
-        groups = np.split(np.arange(len(pieces)), cuts)
-        return [InputPartition({"batch": start["n"], "pieces": [
+        groups = [g for g in np.split(np.arange(len(pieces)), cuts) if len(g)]
+        if self.drain and not groups:
+            groups = [np.arange(0)]  # stage 0's engines run too (keys may move)
+        batch = start["n"]
+        return [InputPartition({"batch": batch, "pieces": [
             (pieces[i].segment.to_json(), pieces[i].lo, pieces[i].hi) for i in group]})
-            for group in groups if len(group)]
+            for group in groups] + [InputPartition({"batch": batch, "stage": stage})
+                                    for stage in range(1, len(self.stages))]
 
     def commit(self, end: dict) -> None:
         self.log().forget_before(end["seg"])
+        if self.drain:  # batch end["n"] - 1 committed: its inputs are never read again
+            self.config.chain.drop_through(end["n"] - 2)
 
     # ------------------------------------------------------------------ executors
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         task = partition.value
+        if "stage" in task:
+            yield _record_batch(self._read_chain(int(task["batch"]), int(task["stage"])))
+            return
+        yield _record_batch(self._read_input(task))
+
+    def _read_chain(self, batch: int, stage: int) -> list[tuple[int, bytes]]:
+        """A later stage's task: the complex events the stage before made in the previous
+        batch, through the stage's stateless rules, keyed and routed to its engines."""
+        started = time.perf_counter()
+        events = self.config.chain.events(self.module, batch, stage)
+        info = {"read": time.perf_counter() - started}
+        labels = self.labels[stage]
+        return route_part(self.stages[stage], events, labels, key_grouping(len(labels)),
+                          batch, info)
+
+    def _read_input(self, task: dict) -> list[tuple[int, bytes]]:
         batch = int(task["batch"])
         started = time.perf_counter()
         parts: dict[str, list[Table]] = {name: [] for name in self.module.input_streams}
@@ -149,12 +192,8 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
         info["read"] = time.perf_counter() - started
         info["truth"] = sum(len(t) for t in truth)
-        rows = route_part(self.module, tables, self.labels, self.engine_of, batch, info,
+        return route_part(self.stages[0], tables, self.labels[0], self.engine_of, batch, info,
                           np.concatenate(truth) if truth else None)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([label for label, _ in rows], pa.int32()),
-             pa.array([payload for _, payload in rows], pa.binary())],
-            names=["engine", "payload"])
 
     def _read_piece(self, batch: int, segment: Segment, lo: int, hi: int,
                     info: dict[str, float]) -> tuple[Table, np.ndarray | None]:
@@ -171,7 +210,14 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return frame_to_table(frame, stream), flags
 
 
-def input_source(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
+def _record_batch(rows: list[tuple[int, bytes]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array([label for label, _ in rows], pa.int32()),
+         pa.array([payload for _, payload in rows], pa.binary())],
+        names=["engine", "payload"])
+
+
+def input_source(config: SourceConfig, module: ir.CompiledModule, labels: list[list[int]],
                  engine_of: KeyRouter) -> type[DataSource]:
     """A Data Source class for one run (registered with ``spark.dataSource.register``;
     Spark ships it, with the compiled rules, to the processes that plan and read)."""

@@ -1,0 +1,211 @@
+"""INSERT INTO chains on Spark: complex events feeding rules of later stages, on their own
+keys, give exactly the reference evaluator's events (same rows, same order), whatever the
+engines, the batch size (chain events cross micro-batches) or a key-moving strategy.
+
+Fast checks first (no Spark): stage labels, the chain files, the refusal of a later
+stage reading an input stream, and the source's offsets draining the later stages. Then
+real local Spark runs over generated stock ticks (started once for the module)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import reference, run_and_read
+
+from cep.engine.chain import complex_events
+from cep.engine.engine import Engine
+from cep.io.inputs import load_inputs
+from cep.lang.compile import compile_text
+from cep.reference import run_batch
+from cep.spark.chain import ChainParts, split_rows
+from cep.spark.labels import partition_of, stage_labels
+from cep.spark.routing import key_grouping
+from cep.spark.runtime import Output, SparkRunError, run_on_spark
+from cep.spark.source import InputReader, SourceConfig
+
+SCHEMA = ("CREATE SCHEMA StockTick (symbol string, sector string, ts timestamp, "
+          "price double) TIMESTAMP ts;\n")
+SPIKE = ("INSERT INTO Spike SELECT symbol, sector, ts, price, avg(price) AS mean "
+         "FROM StockTick#groupwin(symbol)#length(3) HAVING price > 1.1 * avg(price);\n")
+DROP = ("@Name('drop') SELECT symbol, price FROM StockTick#groupwin(symbol)#length(2) "
+        "HAVING price < 0.9 * avg(price);\n")
+HOT = ("@Name('hot') SELECT sector, count(*) AS spikes, max(price) AS top "
+       "FROM Spike#groupwin(sector)#time(5 sec);\n")
+RULES = {
+    # stage 0 keyed by symbol (with an output rule of its own), stage 1 by sector
+    "window": SCHEMA + SPIKE + DROP + HOT,
+    # three stages: spikes → sectors with several spikes → a rising count per sector
+    "three_stages": SCHEMA + SPIKE + DROP + HOT + (
+        "INSERT INTO Hot SELECT sector, ts, count(*) AS n FROM Spike#groupwin(sector)"
+        "#time(10 sec) HAVING count(*) >= 2;\n"
+        "@Name('heating') SELECT a.sector AS sector, a.n AS first, b.n AS second FROM "
+        "PATTERN [every a=Hot -> b=Hot(n > a.n) WITHIN 20 sec] PARTITION BY sector;\n"),
+    "pattern": SCHEMA + (
+        "INSERT INTO Jump SELECT a.sector AS sector, b.ts AS ts, b.price - a.price AS rise "
+        "FROM PATTERN [every a=StockTick -> b=StockTick(price >= a.price * 1.25)] "
+        "PARTITION BY symbol;\n"
+        "@Name('jumps') SELECT sector, count(*) AS n, sum(rise) AS total "
+        "FROM Jump#groupwin(sector)#length(4);\n"),
+    # stage 1 has stateless rules only
+    "join": SCHEMA + (
+        "INSERT INTO Cheaper SELECT LE.symbol AS symbol, LE.ts AS ts, count(*) AS n "
+        "FROM StockTick#lastevent AS LE, StockTick#groupwin(symbol)#length(3) AS W "
+        "WHERE LE.symbol = W.symbol AND W.price < LE.price;\n"
+        "@Name('above') SELECT symbol, n FROM Cheaper WHERE n >= 2;\n"),
+}
+TICKS = 500
+
+
+def write_ticks(path: Path, n: int, seed: int = 7) -> Path:
+    """Random walks of 12 symbols in 4 sectors, volatile enough for many spikes."""
+    rng = np.random.default_rng(seed)
+    price = 10.0 + np.arange(12)
+    ts = 0
+    lines = []
+    for _ in range(n):
+        s = int(rng.integers(12))
+        ts += int(rng.integers(0, 800))
+        price[s] = round(max(1.0, price[s] * (1 + rng.normal(0, 0.15))), 2)
+        lines.append(json.dumps({"symbol": f"S{s}", "sector": ["tech", "energy", "bank",
+                                                                "food"][s % 4],
+                                 "ts": ts, "price": float(price[s])}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ticks(tmp_path_factory) -> Path:
+    return write_ticks(tmp_path_factory.mktemp("chain") / "ticks.jsonl", TICKS)
+
+
+# -- no Spark ----------------------------------------------------------------------
+
+
+def test_stage_labels_put_every_stage_of_engine_e_in_partition_e():
+    for n, stages in ((1, 2), (3, 3), (5, 2)):
+        labels = stage_labels(n, stages)
+        assert labels[0] == stage_labels(n, 1)[0]  # stage 0 as without a chain
+        assert len({v for stage in labels for v in stage}) == n * stages
+        for stage in labels:
+            assert [partition_of(v, n) for v in stage] == list(range(n))
+
+
+def test_chain_rows_round_trip_through_their_files(tmp_path):
+    """What an engine leaves for the next stage decodes, after the Arrow file, into the
+    very events the reference hands that stage."""
+    module = compile_text(RULES["three_stages"])
+    path = write_ticks(tmp_path / "t.jsonl", 200)
+    inputs = load_inputs(module, [str(path)], None).tables
+    stage0 = module.stage_modules()[0]
+    rows = run_batch(stage0, Engine(stage0), inputs)
+    chained, output = split_rows(module, rows)
+    assert len(chained["seq"]) > 10 and set(output["rule"]) == {"drop"}
+    parts = ChainParts(str(tmp_path / "chain"))
+    half = len(chained["seq"]) // 2
+    parts.write(4, 1, 0, {c: v[:half] for c, v in chained.items()})
+    parts.write(4, 1, 2, {c: v[half:] for c, v in chained.items()})
+    parts.write(4, 1, 1, {c: v[:0] for c, v in chained.items()})  # nothing: no file
+    assert sorted(p.name for p in (tmp_path / "chain" / "batch-0000004" / "stage-1")
+                  .iterdir()) == ["engine-000.arrow", "engine-002.arrow"]
+    got, want = parts.events(module, 5, 1), complex_events(module, rows)
+    assert got.keys() == want.keys() == {"Spike"}
+    for name, column in want["Spike"].items():
+        assert np.array_equal(got["Spike"][name], column), name
+    parts.drop_through(4)
+    assert parts.events(module, 5, 1) == {}
+
+
+def test_a_later_stage_reading_an_input_stream_is_refused_in_one_line():
+    module = compile_text(SCHEMA + SPIKE + "@Name('after') SELECT a.symbol AS symbol FROM "
+                          "PATTERN [every a=Spike -> b=StockTick] PARTITION BY symbol;")
+    with pytest.raises(SparkRunError) as err:
+        run_on_spark(module, {"StockTick": "unused.jsonl"}, progress=False)
+    message = str(err.value)
+    assert "\n" not in message and "reads stream StockTick" in message
+    assert "--runner local" in message
+
+
+def test_the_source_plans_drain_batches_until_the_last_stage_is_done(tmp_path, ticks):
+    """A bounded input of three batches, two later stages: five batches, the last two
+    reading no input, each with one task per later stage; then the offsets stop."""
+    module = compile_text(RULES["three_stages"])
+    config = SourceConfig({"StockTick": str(ticks)}, str(tmp_path), False,
+                          TICKS // 3 + 1, 2, 1 << 20)
+    reader = InputReader(config, module, stage_labels(2, 3), key_grouping(2))
+    reader.prepareForTriggerAvailableNow()
+    start = reader.initialOffset()
+    offsets = []
+    while (end := reader.latestOffset(start, reader.getDefaultReadLimit())) != start:
+        offsets.append(end)
+        tasks = [p.value for p in reader.partitions(start, end)]
+        assert [t["stage"] for t in tasks if "stage" in t] == [1, 2]
+        assert any(t.get("pieces") for t in tasks) == (end["idle"] == 0)
+        start = end
+    assert [o["idle"] for o in offsets] == [0, 0, 0, 1, 2]
+    assert [o["n"] for o in offsets] == [1, 2, 3, 4, 5]
+
+
+# -- Spark == reference ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("rule", "engines", "batch_size"), [
+    ("window", 1, 150), ("window", 3, 37),
+    ("three_stages", 2, 150), ("three_stages", 3, 37),
+    ("pattern", 3, 60), ("join", 2, 60),
+])
+def test_chains_on_spark_equal_the_reference(spark, ticks, rule, engines, batch_size):
+    module = compile_text(RULES[rule])
+    expected = reference(module, ticks)
+    assert {r["rule"] for r in expected} == set(module.outputs)  # each has events
+    run, records = run_and_read(module, ticks, engines=engines, batch_size=batch_size)
+    assert records == expected
+    input_batches = [m for m in run.metrics if m["events_in"]]
+    assert sum(m["events_in"] for m in run.metrics) == TICKS
+    # the later stages' events cross batches: read in one, processed in later ones, and
+    # the run goes on for one batch per later stage after the input's last
+    chained = [m for m in run.metrics if m.get("chain_events_in")]
+    assert len(chained) >= min(3, len(input_batches))
+    assert run.metrics[-1]["events_in"] == 0 and run.metrics[-1]["batch"] == max(
+        m["batch"] for m in input_batches) + len(module.stages)
+
+
+def test_a_key_moving_strategy_on_a_chain_gives_the_kg_events(spark, ticks):
+    """dlb-l moves stage 0's keys (symbols) through MongoDB; the sectors of stage 1 stay
+    with their key-grouping engine; the events are the reference's."""
+    module = compile_text(RULES["three_stages"])
+    run, records = run_and_read(module, ticks, engines=3, batch_size=40, strategy="dlb-l",
+                                threshold=5.0)
+    assert sum(m["exported_keys"] for m in run.metrics) > 0, "keys must move"
+    assert sum(m["imported_keys"] for m in run.metrics) == sum(
+        m["exported_keys"] for m in run.metrics[:-1])
+    assert records == reference(module, ticks)
+
+
+def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
+    """A followed run stopped as soon as its first events are out: it reads no more
+    input after the batch in flight, but runs the later stages' batches before it
+    returns (they process complex events), so the output holds every event of the
+    records it read (the reference over those records)."""
+    module = compile_text(RULES["three_stages"])
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "ticks.jsonl").write_text(ticks.read_text())
+    out = tmp_path / "out.jsonl"
+    stop = threading.Event()
+    run = run_on_spark(module, {"StockTick": str(folder)}, engines=2, batch_size=100,
+                       master="local[2]", follow=True, trigger_s=0.3, stop=stop,
+                       progress=False,
+                       output=Output(str(out), callback=lambda _b, text: text and stop.set()))
+    read = sum(m["events_in"] for m in run.metrics)
+    assert 0 < read < TICKS, "the stop must come before the input's end"
+    assert [m["events_in"] for m in run.metrics[-2:]] == [0, 0]  # two drain batches
+    assert run.metrics[-2].get("chain_events_in", {}).get("1", 0) > 0
+    prefix = tmp_path / "read" / "ticks.jsonl"
+    prefix.parent.mkdir()
+    prefix.write_text("".join(ticks.read_text().splitlines(keepends=True)[:read]))
+    expected = reference(module, prefix.parent)
+    assert [json.loads(line) for line in out.read_text().splitlines()] == expected
