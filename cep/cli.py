@@ -292,7 +292,21 @@ def describe(module: ir.CompiledModule) -> str:
         for rule in stage.stateful:
             lines.append(f"  {rule.name}: {_rule_kind(rule)}, key {rule.key or '-'} "
                          f"(stage {number}: reads complex events)")
+    if module.stages:
+        lines.append(f"spark: {_chain_on_spark(module)}")
     return "\n".join(lines)
+
+
+def _chain_on_spark(module: ir.CompiledModule) -> str:
+    """Whether the Spark runner takes this INSERT INTO chain, in one line."""
+    from cep.spark.chain import ChainError, check_chain
+
+    try:
+        check_chain(module)
+    except ChainError as err:
+        return f"refused: {err}"
+    return (f"{len(module.stages) + 1} stages, each later stage one micro-batch behind the "
+            "one before it (its keys by key grouping)")
 
 
 def _rule_kind(rule: ir.StatefulRule) -> str:

@@ -142,3 +142,6 @@ def test_spark_runner_refuses_a_later_stage_reading_an_input_stream_in_one_line(
     assert len(result.stderr.strip().splitlines()) == 1
     local = cep("run", str(rule), "--input", str(data), "--runner", "local")
     assert local.returncode == 0, local.stderr
+    check = cep("check", str(rule))  # cep check says so before any run
+    assert check.returncode == 0, check.stderr
+    assert "spark: refused: stage 1 of the INSERT INTO chain reads stream T" in check.stdout
