@@ -79,6 +79,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+from cep.engine.cosine_kernel import sweep_max_cosine
+
 TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
 NUM_PERM = 16
@@ -272,69 +274,57 @@ def term_rows(texts: Iterable[str | None] | np.ndarray) -> tuple[np.ndarray, np.
     return terms, norm2
 
 
-def _grouped_columns(terms: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(terms per row, ``group << 31 | column`` of every term): a column space in which
-    rows of different groups (keys) share nothing."""
-    lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms)) // 4
-    cols = np.frombuffer(b"".join(terms), dtype=np.uint32).astype(np.int64)
-    return lengths, (np.repeat(groups.astype(np.int64), lengths) << 31) | cols
+def _flat_terms(terms: np.ndarray, wanted: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The packed term columns of ``terms`` as one uint32 array and row offsets into it.
+
+    With a boolean ``wanted``, every row keeps its place but only wanted rows carry their
+    terms (the others are empty), so a kernel can index rows by their position without
+    the whole window being copied."""
+    picked = terms if wanted is None else terms[wanted]
+    lengths = np.fromiter(map(len, picked), dtype=np.int64, count=len(picked)) // 4
+    if wanted is not None:
+        placed = np.zeros(len(terms), dtype=np.int64)
+        placed[wanted] = lengths
+        lengths = placed
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(b"".join(picked), dtype=np.uint32), offsets
 
 
-def _csr(lengths: np.ndarray, cols: np.ndarray, width: int) -> sp.csr_matrix:
-    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    return sp.csr_matrix((np.ones(len(cols)), cols, indptr), shape=(len(lengths), width))
+def _by_key(group: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Queries in (key, segment end descending) order, and where each key's run starts
+    (with the end appended): the order the sweep kernel reads them in."""
+    order = np.lexsort((-hi, group))
+    g = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    return order, np.append(starts, len(g))
 
 
-MIN_BLOCK = 64  # fewest queries of one key that share a block of rows
-
-
-def _query_blocks(group: np.ndarray, lo: np.ndarray, hi: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Queries in (key, segment end) order, cut into blocks of at most ``size`` queries
-    of one key, where ``size`` is the longest segment (at least :data:`MIN_BLOCK`).
-
-    Returns ``(order, block of each ordered query, first row, end row of each block)``.
-    A block's rows are the union of its queries' segments, so a query is multiplied only
-    against rows at most ``size`` past its own segment: a key with 50k queries in one
-    batch costs ~2·H pairs per query, not 50k."""
-    order = np.lexsort((hi, group))
-    g, seg_lo, seg_hi = group[order], lo[order], hi[order]
-    size = max(MIN_BLOCK, int((seg_hi - seg_lo).max()))
-    index = np.arange(len(g))
-    new_key = np.concatenate(([True], g[1:] != g[:-1]))
-    position = index - np.maximum.accumulate(np.where(new_key, index, 0))
-    first = new_key | (position % size == 0)
-    starts = np.flatnonzero(first)
-    return (order, np.cumsum(first) - 1, np.minimum.reduceat(seg_lo, starts),
-            np.maximum.reduceat(seg_hi, starts))
-
-
-def _ranges(first: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(a, b) for a, b in zip(first, end)])``, vectorised."""
-    lengths = end - first
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
+def _covered(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """Rows ``[0, n)`` inside at least one segment ``[lo[i], hi[i])``."""
+    edges = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edges, lo, 1)
+    np.add.at(edges, hi, -1)
+    return np.cumsum(edges[:-1]) > 0
 
 
 def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_group: np.ndarray,
-                               rows: tuple[np.ndarray, np.ndarray], row_group: np.ndarray,
-                               lo: np.ndarray, hi: np.ndarray,
-                               pair_budget: int = 4_000_000) -> np.ndarray:
+                               rows: tuple[np.ndarray, np.ndarray], lo: np.ndarray,
+                               hi: np.ndarray, cap: float = np.inf) -> np.ndarray:
     """For each query ``i``, its maximum cosine against ``rows[lo[i]:hi[i]]``.
 
-    ``queries`` and ``rows`` are :func:`term_rows` results; ``query_group``/``row_group``
-    their keys as integer codes (a query's segment lies inside its own key's rows).
-    NaN where the query's text is NULL or its segment holds no non-NULL row (SQL ``MAX``
-    over no values); otherwise ``≥ 0`` and bit-identical to :func:`similarity`.
+    ``queries`` and ``rows`` are :func:`term_rows` results; ``query_group`` the queries'
+    keys as integer codes (a query's segment lies inside its own key's rows). NaN where
+    the query's text is NULL or its segment holds no non-NULL row (SQL ``MAX`` over no
+    values); otherwise ``≥ 0`` and bit-identical to :func:`similarity`, except that a
+    value above ``cap`` only says the maximum is above ``cap`` (the caller's HAVING
+    drops those; see :mod:`cep.engine.cosine_kernel`).
 
     The vectorised form of ``max(similarity(LE.text, TW.text))`` over a ``#lastevent``
-    join, for all keys of a batch at once. Queries are grouped in blocks
-    (:func:`_query_blocks`), each block's rows are gathered and their columns made
-    block-specific, so one sparse product of the queries against the gathered rows
-    yields only pairs of a query with rows near its segment (nothing across keys, and
-    for a hot key nothing far outside the segment); pairs outside a query's own segment
-    are masked. Queries go ``pair_budget`` segment rows at a time.
+    join, for all keys of a batch at once: the compiled sweep
+    (:func:`cep.engine.cosine_kernel.sweep_max_cosine`) reads only rows some query's
+    segment covers, each against the queries that see it.
     """
     q_terms, q_norm2 = queries
     r_terms, r_norm2 = rows
@@ -344,39 +334,15 @@ def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_gro
     if not seen.any():
         return out
     seen_index = np.flatnonzero(seen)
-    order, block, block_lo, block_hi = _query_blocks(query_group[seen], lo[seen], hi[seen])
+    order, starts = _by_key(query_group[seen], hi[seen])
     active = seen_index[order]
-    gathered = _ranges(block_lo, block_hi)  # row index of every gathered row
-    gathered_block = np.repeat(np.arange(len(block_lo)), block_hi - block_lo)
-    q_len, q_cols = _grouped_columns(q_terms[active], block)
-    r_len, r_cols = _grouped_columns(r_terms[gathered], gathered_block)
-    # number the queries' columns only: a row term no query of its block has adds 0 to
-    # every dot product, so it is dropped (hashing into a small table of query columns is
-    # also ~3× faster than numbering every row term)
-    q_codes, uniques = pd.factorize(q_cols)
-    r_codes = pd.Index(uniques).get_indexer(r_cols)
-    kept = r_codes >= 0
-    r_row = np.repeat(np.arange(len(r_len)), r_len)[kept]
-    width = len(uniques)
-    q_matrix = _csr(q_len, q_codes, width)
-    r_matrix_t = sp.csr_matrix((np.ones(int(kept.sum())), (r_codes[kept], r_row)),
-                               shape=(width, len(r_len)))
-    span = np.cumsum((hi - lo)[active])
-    first = 0
-    while first < len(active):
-        last = max(first + 1, int(np.searchsorted(span, span[first] + pair_budget)))
-        product = q_matrix[first:last] @ r_matrix_t
-        counts = np.diff(product.indptr)
-        query = active[first + np.repeat(np.arange(last - first), counts)]
-        row = gathered[product.indices]
-        inside = (row >= lo[query]) & (row < hi[query])
-        cos = np.where(inside, _cosine(product.data, q_norm2[query], r_norm2[row]), -1.0)
-        filled = np.flatnonzero(counts)
-        if len(filled):
-            best = np.maximum.reduceat(cos, product.indptr[filled])
-            hit = active[first + filled]
-            out[hit] = np.maximum(out[hit], best)
-        first = last
+    q_flat, q_offsets = _flat_terms(q_terms[active])
+    r_flat, r_offsets = _flat_terms(r_terms, _covered(lo[active], hi[active], len(r_terms)))
+    best = out[active]
+    sweep_max_cosine(q_flat, q_offsets, q_norm2[active].astype(np.float64),
+                     lo[active].astype(np.int64), hi[active].astype(np.int64), starts,
+                     r_flat, r_offsets, r_norm2.astype(np.float64), float(cap), best)
+    out[active] = best
     return out
 
 
