@@ -233,6 +233,33 @@ def test_any_cut_gives_the_same_stream(mode: str) -> None:
     pd.testing.assert_series_equal(empty.dtypes, gen.frame.dtypes)
 
 
+def test_ranges_in_any_order_share_the_memo_and_stay_exact(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consecutive ranges reuse one layout and the replay's checkpoints (what makes
+    Spark's 64 Ki-row pieces cheap); ranges read backwards, again or after a fresh memo
+    still give generate_tweets' rows and first-story flags bit for bit."""
+    n = 95_000
+    gen = generate_tweets(n, seed=4)
+    plan = tweets.tweets_plan(f"tweets:n={n},seed=4")
+    cuts = [0, 13_000, 31_000, 47_500, 66_000, 95_000]
+    pieces = list(itertools.pairwise(cuts))
+    memo = tweets._DefaultMemo()  # as in a process that has read nothing yet
+    monkeypatch.setattr(tweets, "_MEMO", memo)
+    rng = np.random.default_rng(8)
+    for order in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], rng.permutation(5).tolist() * 2):
+        layouts = set()
+        for i in order:
+            lo, hi = pieces[i]
+            frame, flags = tweets.tweets_range(plan, lo, hi)
+            pd.testing.assert_frame_equal(frame, gen.frame.iloc[lo:hi])
+            ids = frame.id.to_numpy()[flags]
+            np.testing.assert_array_equal(ids, gen.first_story_ids[
+                np.isin(gen.first_story_ids, gen.frame.id.to_numpy()[lo:hi])])
+            layouts.add(id(memo.layouts[4]))
+        assert len(layouts) == 1  # 10 blocks: within one layout's AHEAD_BLOCKS
+    assert len(memo.seen[4]) >= 2
+
+
 def test_first_story_flags_are_first_appearances(default: GeneratedTweets) -> None:
     plan = tweets.tweets_plan(f"tweets:n={N},seed=7")
     _, flags = tweets.tweets_range(plan, 0, N)
