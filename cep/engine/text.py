@@ -76,10 +76,10 @@ from hashlib import blake2b
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from cep.engine.cosine_kernel import sweep_max_cosine
+from cep.engine.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
@@ -88,8 +88,6 @@ SEED = 7
 BAND_ROWS = 2
 
 _U64 = np.uint64
-_TOKEN_BYTE = np.zeros(256, dtype=bool)
-_TOKEN_BYTE[[*b"abcdefghijklmnopqrstuvwxyz0123456789"]] = True  # after ascii_lower
 _MAX_HASH32 = np.uint32(0xFFFFFFFF)
 
 
@@ -103,9 +101,9 @@ def _permutations() -> tuple[np.ndarray, np.ndarray]:
     a, b = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="affine32").permutations
     return np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
 
-# token -> 64-bit hash. A cache of a pure function (so it cannot change results); bounded
-# so a long run over an open vocabulary does not grow without limit.
-_HASH_CACHE: dict[str, int] = {}
+# token (lower-cased UTF-8) -> 64-bit hash. A cache of a pure function (so it cannot
+# change results); bounded so a long run over an open vocabulary does not grow without limit.
+_HASH_CACHE: dict[bytes, int] = {}
 _HASH_CACHE_MAX = 1 << 21
 
 
@@ -125,16 +123,19 @@ def token_hash32(token: str) -> int:
     return token_hash64(token) >> 32
 
 
-def _hash_tokens(flat: list[str]) -> np.ndarray:
-    """64-bit hashes of many tokens as uint64, through the cache."""
+def _hash_tokens(flat: list[bytes]) -> np.ndarray:
+    """64-bit hashes (:func:`token_hash64`) of distinct lower-cased tokens given as UTF-8
+    bytes, as uint64, through the cache."""
     if len(_HASH_CACHE) > _HASH_CACHE_MAX:
         _HASH_CACHE.clear()
-    while True:
-        try:
-            return np.fromiter(map(_HASH_CACHE.__getitem__, flat), dtype=_U64, count=len(flat))
-        except KeyError:
-            for tok in set(flat).difference(_HASH_CACHE):
-                _HASH_CACHE[tok] = token_hash64(tok)
+    cache = _HASH_CACHE
+    out = np.empty(len(flat), dtype=_U64)
+    for i, tok in enumerate(flat):
+        value = cache.get(tok)
+        if value is None:
+            value = cache[tok] = int.from_bytes(blake2b(tok, digest_size=8).digest(), "little")
+        out[i] = value
+    return out
 
 
 def _as_text_array(texts: Iterable[str] | np.ndarray) -> np.ndarray:
@@ -146,37 +147,21 @@ def _as_text_array(texts: Iterable[str] | np.ndarray) -> np.ndarray:
 def _tokenised(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(tokens per text, uint64 hash of every token in text order) for a whole batch.
 
-    Works on the batch's UTF-8 bytes in one Arrow buffer instead of a regex per text
-    (10× faster): a byte is a token byte when it is an ASCII letter or digit (bytes of
-    multi-byte characters never are), tokens are the maximal runs of such bytes inside one
-    text, and Arrow dictionary-encodes them so only distinct tokens are hashed.
+    Works on the batch's UTF-8 bytes in one Arrow buffer instead of a regex per text: the
+    compiled :func:`~cep.engine.token_kernel.scan_tokens` finds the tokens (maximal runs
+    of ASCII letters and digits inside one text; bytes of multi-byte characters never
+    are such) and numbers the distinct ones, so only those are hashed.
     """
-    lowered = pc.ascii_lower(pa.array(texts, type=pa.large_string()))
-    n = len(lowered)
-    _, offsets_buf, data_buf = lowered.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[lowered.offset:lowered.offset + n + 1]
+    column = pa.array(texts, type=pa.large_string())
+    n = len(column)
+    _, offsets_buf, data_buf = column.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[column.offset:column.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else \
         np.zeros(0, dtype=np.uint8)
-    data = data[:offsets[-1]]
-    word = _TOKEN_BYTE[data]
-    starts = word.copy()
-    starts[1:] &= ~word[:-1]
-    ends = word.copy()
-    ends[:-1] &= ~word[1:]
-    inner = offsets[1:-1][offsets[1:-1] < len(data)]  # text boundaries split tokens too
-    starts[inner] = word[inner]
-    ends[inner - 1] = word[inner - 1]
-    first, last = np.flatnonzero(starts), np.flatnonzero(ends) + 1
-    lengths = np.diff(np.searchsorted(first, offsets))
-    if not len(first):
-        return lengths, np.zeros(0, dtype=_U64)
-    # token i is string 2i+1 of [gap, token, gap, token, ...] over the same bytes
-    bounds = np.empty(2 * len(first) + 1, dtype=np.int64)
-    bounds[0], bounds[1::2], bounds[2::2] = 0, first, last
-    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data_buf)
-    encoded = pc.dictionary_encode(spans.take(pa.array(np.arange(1, len(bounds), 2))))
-    hashes = _hash_tokens(encoded.dictionary.to_pylist())
-    return lengths, hashes[encoded.indices.to_numpy()]
+    lengths, ids, first, size = scan_tokens(data, offsets, TOKEN_BYTES)
+    distinct = [data[a:a + k].tobytes().lower() for a, k in zip(first.tolist(), size.tolist(),
+                                                                 strict=True)]
+    return lengths, _hash_tokens(distinct)[ids]
 
 
 # ---------------------------------------------------------------- term vectors
@@ -261,10 +246,7 @@ def term_rows(texts: Iterable[str | None] | np.ndarray) -> tuple[np.ndarray, np.
     null = pd.isna(arr)
     lengths, hashes = _tokenised(np.where(null, "", arr))
     cols = (hashes % _U64(N_FEATURES)).astype(np.uint32)
-    rows = np.repeat(np.arange(len(arr), dtype=np.int64), lengths)
-    pairs, counts = np.unique(rows * N_FEATURES + cols, return_counts=True)
-    norm2 = np.bincount(pairs // N_FEATURES, weights=counts.astype(np.float64) ** 2,
-                        minlength=len(arr)).astype(np.float64)  # int when empty
+    norm2 = squared_counts(cols, lengths)
     norm2[null] = np.nan
     ends = np.cumsum(lengths) * 4
     buffer = cols.tobytes()

@@ -131,7 +131,7 @@ def test_similarity_matches_an_exact_vocabulary() -> None:
 def test_hash_collisions_are_rare(capsys: pytest.CaptureFixture[str]) -> None:
     """Column collisions among 10**6 distinct tokens ≈ V²/(2·N_FEATURES) ≈ 233 pairs."""
     vocab = 1_000_000
-    hashes = text._hash_tokens([f"tok{i}" for i in range(vocab)])
+    hashes = text._hash_tokens([f"tok{i}".encode() for i in range(vocab)])
     cols = hashes % np.uint64(N_FEATURES)
     _, counts = np.unique(cols, return_counts=True)
     colliding_pairs = int((counts * (counts - 1) // 2).sum())
@@ -145,6 +145,18 @@ def test_hash_collisions_are_rare(capsys: pytest.CaptureFixture[str]) -> None:
     assert colliding_pairs < 2 * expected
     # and the 32-bit MinHash inputs are distinct for almost all tokens too
     assert len(np.unique(hashes >> np.uint64(32))) > vocab - 1000
+
+
+def test_batch_tokeniser_numbers_many_distinct_tokens() -> None:
+    """200k distinct tokens (the kernel's token table grows many times), mixed case and
+    repeated across texts: every token's hash is its own BLAKE2b hash."""
+    words = [f"Tok{i}X" if i % 3 else f"tok{i}x" for i in range(200_000)]
+    texts = np.array([" ".join(words[i:i + 50]) + ", " + words[i].upper()
+                      for i in range(0, len(words), 40)], dtype=object)
+    lengths, hashes = text._tokenised(texts)
+    flat = [t for s in texts for t in text.tokens(s)]
+    assert lengths.tolist() == [len(text.tokens(s)) for s in texts]
+    assert hashes.tolist() == [text.token_hash64(t) for t in flat]
 
 
 # ---------------------------------------------------------------- term vectors
