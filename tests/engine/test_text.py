@@ -193,6 +193,21 @@ def test_term_rows_pack_columns_and_norms() -> None:
     assert norm2[[0, 1, 3]].tolist() == [5.0, 0.0, 10.0] and np.isnan(norm2[2])
 
 
+def test_squared_counts_short_and_long_rows() -> None:
+    """Σ count² per row, direct for short rows and sorted for long ones, equals counting
+    every (row, column) pair."""
+    from cep.engine.token_kernel import SHORT_ROW, squared_counts
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 3 * SHORT_ROW, 2000)
+    cols = rng.integers(0, 25, int(lengths.sum())).astype(np.uint32)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    pairs, counts = np.unique(rows * N_FEATURES + cols, return_counts=True)
+    want = np.bincount(pairs // N_FEATURES, weights=counts.astype(float) ** 2,
+                       minlength=len(lengths))
+    assert np.array_equal(squared_counts(cols, lengths), want)
+
+
 @pytest.mark.parametrize(("keys", "rows_per_key", "queries", "seed"),
                          [(1, 0, 5, 1), (1, 40, 30, 2), (7, 60, 50, 3), (40, 30, 400, 4)])
 def test_segment_kernel_is_bit_identical_to_similarity(keys, rows_per_key, queries, seed):
