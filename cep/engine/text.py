@@ -79,6 +79,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from cep.engine.cosine_kernel import sweep_max_cosine
+from cep.engine.minhash_kernel import minhash_minima
 from cep.engine.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
@@ -88,7 +89,6 @@ SEED = 7
 BAND_ROWS = 2
 
 _U64 = np.uint64
-_MAX_HASH32 = np.uint32(0xFFFFFFFF)
 
 
 @functools.cache
@@ -331,15 +331,6 @@ def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_gro
 # ---------------------------------------------------------------- MinHash LSH
 
 
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 32-bit finaliser (datasketch's affine32 pre-mix), wrapping uint32."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
-
-
 def _splitmix64(h: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser: a fixed avalanching bijection on uint64 (wraps)."""
     h = (h ^ (h >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
@@ -355,17 +346,9 @@ def minhash_signatures(texts: Iterable[str] | np.ndarray, num_perm: int = NUM_PE
     """
     if not 1 <= num_perm <= NUM_PERM:
         raise ValueError(f"num_perm must be in [1, {NUM_PERM}]")
-    arr = _as_text_array(texts)
-    lengths, hashes = _tokenised(arr)
-    sig = np.full((len(arr), num_perm), _MAX_HASH32, dtype=np.uint32)
-    if len(hashes):
-        hv = _fmix32((hashes >> _U64(32)).astype(np.uint32))
-        perm_a, perm_b = _permutations()
-        phv = hv[:, None] * perm_a[None, :num_perm] + perm_b[None, :num_perm]
-        nonempty = lengths > 0
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
-        sig[nonempty] = np.minimum.reduceat(phv, starts, axis=0)
-    return sig
+    lengths, hashes = _tokenised(_as_text_array(texts))
+    perm_a, perm_b = _permutations()
+    return minhash_minima(hashes, lengths, perm_a[:num_perm], perm_b[:num_perm])
 
 
 def lsh_bucket(texts: np.ndarray | str, n: int | np.ndarray) -> np.ndarray:
