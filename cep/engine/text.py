@@ -11,8 +11,9 @@ Tokenisation
     Punctuation, emoji, ``#``/``@`` sigils and every non-ASCII character are separators
     (``"Café #1"`` → ``["caf", "1"]``; the Kelvin sign and ``İ``, which Unicode lower-cases
     to ASCII letters, are separators too). Simple, the same in every process, and cheap
-    to compute on a whole batch's UTF-8 bytes at once (:func:`_tokenised`); a multilingual
-    tokeniser would be a deliberate change of the definition, not a tweak.
+    to compute on a whole batch's UTF-8 bytes at once (:func:`_tokenised`, with the
+    compiled :mod:`cep.engine.token_kernel`); a multilingual tokeniser would be a
+    deliberate change of the definition, not a tweak.
 
 Representation: hashed term counts
     A token's 64-bit hash is the first 8 bytes of its BLAKE2b digest (little-endian). Its
@@ -31,9 +32,10 @@ Why raw counts and not L2-normalised rows
     :func:`tokenize_batch` returns *integer* term counts (stored as float64). Every dot
     product and squared norm is then an exact integer whatever the summation order
     (scipy's sparse product, a row-wise ``multiply().sum()``, a future BLAS), and the
-    cosine is the single expression ``dot / sqrt(n2a * n2b)`` evaluated by one function,
-    :func:`_cosine`. That is what makes ``similarity()`` and
-    :func:`max_similarity_to_window` bit-identical by construction instead of by luck.
+    cosine is the single IEEE expression ``dot / sqrt(n2a * n2b)``, evaluated by
+    :func:`_cosine` and by the compiled window kernel (:mod:`cep.engine.cosine_kernel`).
+    That is what makes ``similarity()`` and :func:`max_similarity_in_segments`
+    bit-identical by construction instead of by luck.
 
 Cosine
     ``cos(a, b) = dot(ca, cb) / sqrt(|ca|² · |cb|²)`` over term-count vectors; 0.0 when
@@ -43,7 +45,8 @@ LSH bucket
     The MinHash of the token *set* with datasketch's ``affine32`` scheme, ``num_perm=16``,
     ``seed=7`` and the 32-bit token hash above (identical values to
     ``datasketch.MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``, pinned by
-    a test), computed for a whole batch with numpy instead of one MinHash object per text.
+    a test), computed for a whole batch by a compiled loop
+    (:mod:`cep.engine.minhash_kernel`) instead of one MinHash object per text.
     The bucket uses the first band, :data:`BAND_ROWS` = 2 min-values ``v0, v1``:
     ``h = splitmix64(splitmix64(7 ^ v0) ^ v1)`` in wrapping uint64 arithmetic, bucket =
     ``h mod n``. Two texts with Jaccard similarity ``s`` share the band with probability
@@ -57,13 +60,14 @@ LSH bucket
     tokens get the bucket of the empty set (all min-values ``2**32 - 1``), the same
     constant everywhere.
 
-Speed (``bench/bench_text.py``, 15-word tweets, one core; ranges = two runs on a 2-core
-machine shared with other jobs)
-    ``lsh_bucket`` 63k-120k texts/s (50k-88k with a cold token cache); ``tokenize_batch``
-    76k-108k texts/s; ``similarity`` 67k-109k pairs/s in the join shape (1 text vs a
-    500-text window, the window re-tokenised on every call), 39k-46k pairs/s
-    element-wise; :func:`max_similarity_to_window` 5-6M pairs/s (10k-12k new events/s at
-    H = 500, tokenising included). Regex tokenisation is about half of ``lsh_bucket``.
+Speed (``bench/bench_text.py``, 15-word tweets, one core of a 2-core machine shared with
+other jobs at a load of about 5, so ±30%)
+    ``lsh_bucket`` 132k texts/s with a cold token cache, 603k warm (numpy before the
+    compiled kernels, same session: 115k / 381k); ``similarity`` 103k pairs/s in the join
+    shape (1 text vs a 500-text window, re-tokenised on every call), 146k element-wise;
+    :func:`max_similarity_in_segments` 15M pairs/s without a cap (30k new events/s at
+    H = 500, tokenising included; 6M and 12k before). With FSD's cap, a tweet of a big
+    story stops at its first similar tweet, which is where most of its time went.
 """
 
 from __future__ import annotations
@@ -173,7 +177,7 @@ def tokenize_batch(texts: Iterable[str] | np.ndarray) -> sp.csr_matrix:
     Values are integer counts stored as float64 (exact below 2**53), indices int32 and
     sorted. Not normalised, on purpose: see the module docstring. Do not multiply two of
     these directly (``A @ B.T`` would allocate ``N_FEATURES`` index pointers); use
-    :func:`max_similarity_to_window` or :func:`similarity`.
+    :func:`max_similarity_in_segments` or :func:`similarity`.
     """
     arr = _as_text_array(texts)
     n = len(arr)
