@@ -304,7 +304,7 @@ class _Drawn:
     def texts(self, renderer: Renderer, rows: np.ndarray | slice) -> np.ndarray:
         """Rendered texts of ``rows`` (rendering is the costly part: only what is kept)."""
         tok, style, last_end = self.slots
-        return np.array(renderer.render(tok[rows], style[rows], last_end[rows]), dtype=object)
+        return renderer.render(tok[rows], style[rows], last_end[rows])
 
 
 def _draw(

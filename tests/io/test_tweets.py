@@ -201,6 +201,27 @@ def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> Non
     assert np.bincount(default.keys).max() / N > 0.1
 
 
+def test_renderer_writes_each_slot_in_its_style() -> None:
+    """The compiled renderer against the plain definition: non-empty slots in order,
+    prefix + token (in its case) + suffix, a space between slots, the end mark last."""
+    from cep.io import tweet_text as tt
+
+    forms = {tt._PLAIN: str, tt._CAP: str.capitalize, tt._HASH: lambda t: "#" + t,
+             tt._MENTION: lambda t: "@" + t, tt._MENTION_COLON: lambda t: "@" + t + ":",
+             tt._COMMA: lambda t: t + ",", tt._UPPER: str.upper}
+    tokens = np.array(["a", "bc", "9x", "hello", "r2d2", "zz"], dtype=object)
+    rng = np.random.default_rng(6)
+    tok = rng.integers(-1, len(tokens), (300, 9)).astype(np.int32)
+    tok[np.arange(300), rng.integers(0, 9, 300)] = rng.integers(0, len(tokens), 300)
+    style = rng.integers(0, len(forms), tok.shape).astype(np.int8)
+    last_end = rng.integers(1, len(tt._ENDS), 300)
+    want = [" ".join(forms[s](tokens[t]) for t, s in zip(row, st, strict=True) if t >= 0)
+            + tt._ENDS[e] for row, st, e in zip(tok, style, last_end, strict=True)]
+    got = tt.Renderer(tokens).render(tok, style, last_end)
+    assert got.dtype == object and got.tolist() == want
+    assert tt.Renderer(tokens).render(tok[:0], style[:0], last_end[:0]).tolist() == []
+
+
 # ---------------------------------------------------------------- ranges
 
 
