@@ -64,8 +64,7 @@ class JoinOperator(WindowState):
 
     def _evaluate(self, merged: Merged, triggers: Table) -> Table:
         codes = merged.query_codes
-        start = count_before(merged.codes, order_value(merged.table), codes,
-                             np.full(len(codes), np.iinfo(np.int64).min), inclusive=False)
+        start = np.searchsorted(merged.codes, codes)  # each key's first row: codes are sorted
         hi = count_before(merged.codes, order_value(merged.table), codes,
                           order_value(triggers), inclusive=False)
         clock = self._clock(merged, triggers, start, hi)
