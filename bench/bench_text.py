@@ -87,15 +87,13 @@ def main() -> None:
 
     keys, horizon, per_key = 200, 500, 20
     window = text.term_rows(tweets[: keys * horizon])
-    row_key = np.repeat(np.arange(keys), horizon)
     fresh = tweets[keys * horizon : keys * horizon + keys * per_key]
     query_key = np.repeat(np.arange(keys), per_key)
     # each new event sees its key's full window (the newest H rows; in-batch rows aside)
     lo, hi = query_key * horizon, (query_key + 1) * horizon
 
     def fsd_batch() -> None:
-        text.max_similarity_in_segments(text.term_rows(fresh), query_key, window, row_key,
-                                        lo, hi)
+        text.max_similarity_in_segments(text.term_rows(fresh), query_key, window, lo, hi)
 
     seconds = timed(fsd_batch)
     results["window_events_per_s"] = keys * per_key / seconds

@@ -64,8 +64,7 @@ class JoinOperator(WindowState):
 
     def _evaluate(self, merged: Merged, triggers: Table) -> Table:
         codes = merged.query_codes
-        start = count_before(merged.codes, order_value(merged.table), codes,
-                             np.full(len(codes), np.iinfo(np.int64).min), inclusive=False)
+        start = np.searchsorted(merged.codes, codes)  # each key's first row: codes are sorted
         hi = count_before(merged.codes, order_value(merged.table), codes,
                           order_value(triggers), inclusive=False)
         clock = self._clock(merged, triggers, start, hi)
@@ -94,7 +93,7 @@ class JoinOperator(WindowState):
                 self._trigger_terms(merged, triggers, hi, trigger_field, window_field),
                 merged.query_codes,
                 (merged.table[TERMS + window_field], merged.table[NORM2 + window_field]),
-                merged.codes, lo, hi)
+                lo, hi, having_cap(self.rule.having, agg))
             empty = np.isnan(best)
             out[agg] = Col(np.where(empty, 0.0, best), empty if empty.any() else None)
         return out
@@ -172,6 +171,32 @@ def _fast_spec(agg: ir.Agg, rule: ir.JoinRule) -> tuple[str, str] | None:
     if len(arg.args) != 2 or set(refs) != {rule.trigger_alias, rule.window_alias}:
         return None
     return refs[rule.trigger_alias], refs[rule.window_alias]
+
+
+def having_cap(having: ir.TExpr | None, agg: ir.Agg) -> float:
+    """A value above which ``agg`` cannot pass HAVING, or infinity.
+
+    When HAVING is a conjunction with a conjunct ``agg <= c`` or ``agg < c`` (also written
+    ``c >= agg``, or with ``coalesce(agg, ...)`` in place of ``agg``) and ``c`` a numeric
+    constant, a trigger whose aggregate exceeds ``c`` is dropped whatever the exact value
+    (``false AND x`` is false), so the similarity kernel may stop looking once it has
+    found a value above ``c``. FSD's ``coalesce(MAX(similarity(...)), 0) <= tau`` is the
+    case that matters: a tweet of a big story stops at its first similar tweet."""
+    if isinstance(having, ir.Op) and having.op == "and":
+        return min(having_cap(arg, agg) for arg in having.args)
+    if not isinstance(having, ir.Op) or len(having.args) != 2:
+        return np.inf
+    sides = {"<=": having.args, "<": having.args, ">=": having.args[::-1],
+             ">": having.args[::-1]}.get(having.op)
+    if sides is None:
+        return np.inf
+    bounded, bound = sides
+    if isinstance(bounded, ir.Coalesce) and bounded.args:
+        bounded = bounded.args[0]
+    if (bounded != agg or not isinstance(bound, ir.Const) or isinstance(bound.value, bool)
+            or not isinstance(bound.value, int | float)):
+        return np.inf
+    return float(bound.value)
 
 
 TERMS = "__terms:"  # window columns of term_rows(field): packed term columns ...

@@ -11,8 +11,9 @@ Tokenisation
     Punctuation, emoji, ``#``/``@`` sigils and every non-ASCII character are separators
     (``"Café #1"`` → ``["caf", "1"]``; the Kelvin sign and ``İ``, which Unicode lower-cases
     to ASCII letters, are separators too). Simple, the same in every process, and cheap
-    to compute on a whole batch's UTF-8 bytes at once (:func:`_tokenised`); a multilingual
-    tokeniser would be a deliberate change of the definition, not a tweak.
+    to compute on a whole batch's UTF-8 bytes at once (:func:`_tokenised`, with the
+    compiled :mod:`cep.engine.token_kernel`); a multilingual tokeniser would be a
+    deliberate change of the definition, not a tweak.
 
 Representation: hashed term counts
     A token's 64-bit hash is the first 8 bytes of its BLAKE2b digest (little-endian). Its
@@ -31,9 +32,10 @@ Why raw counts and not L2-normalised rows
     :func:`tokenize_batch` returns *integer* term counts (stored as float64). Every dot
     product and squared norm is then an exact integer whatever the summation order
     (scipy's sparse product, a row-wise ``multiply().sum()``, a future BLAS), and the
-    cosine is the single expression ``dot / sqrt(n2a * n2b)`` evaluated by one function,
-    :func:`_cosine`. That is what makes ``similarity()`` and
-    :func:`max_similarity_to_window` bit-identical by construction instead of by luck.
+    cosine is the single IEEE expression ``dot / sqrt(n2a * n2b)``, evaluated by
+    :func:`_cosine` and by the compiled window kernel (:mod:`cep.engine.cosine_kernel`).
+    That is what makes ``similarity()`` and :func:`max_similarity_in_segments`
+    bit-identical by construction instead of by luck.
 
 Cosine
     ``cos(a, b) = dot(ca, cb) / sqrt(|ca|² · |cb|²)`` over term-count vectors; 0.0 when
@@ -43,7 +45,8 @@ LSH bucket
     The MinHash of the token *set* with datasketch's ``affine32`` scheme, ``num_perm=16``,
     ``seed=7`` and the 32-bit token hash above (identical values to
     ``datasketch.MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``, pinned by
-    a test), computed for a whole batch with numpy instead of one MinHash object per text.
+    a test), computed for a whole batch by a compiled loop
+    (:mod:`cep.engine.minhash_kernel`) instead of one MinHash object per text.
     The bucket uses the first band, :data:`BAND_ROWS` = 2 min-values ``v0, v1``:
     ``h = splitmix64(splitmix64(7 ^ v0) ^ v1)`` in wrapping uint64 arithmetic, bucket =
     ``h mod n``. Two texts with Jaccard similarity ``s`` share the band with probability
@@ -57,13 +60,14 @@ LSH bucket
     tokens get the bucket of the empty set (all min-values ``2**32 - 1``), the same
     constant everywhere.
 
-Speed (``bench/bench_text.py``, 15-word tweets, one core; ranges = two runs on a 2-core
-machine shared with other jobs)
-    ``lsh_bucket`` 63k-120k texts/s (50k-88k with a cold token cache); ``tokenize_batch``
-    76k-108k texts/s; ``similarity`` 67k-109k pairs/s in the join shape (1 text vs a
-    500-text window, the window re-tokenised on every call), 39k-46k pairs/s
-    element-wise; :func:`max_similarity_to_window` 5-6M pairs/s (10k-12k new events/s at
-    H = 500, tokenising included). Regex tokenisation is about half of ``lsh_bucket``.
+Speed (``bench/bench_text.py``, 15-word tweets, one core of a 2-core machine shared with
+other jobs at a load of about 5, so ±30%)
+    ``lsh_bucket`` 132k texts/s with a cold token cache, 603k warm (numpy before the
+    compiled kernels, same session: 115k / 381k); ``similarity`` 103k pairs/s in the join
+    shape (1 text vs a 500-text window, re-tokenised on every call), 146k element-wise;
+    :func:`max_similarity_in_segments` 15M pairs/s without a cap (30k new events/s at
+    H = 500, tokenising included; 6M and 12k before). With FSD's cap, a tweet of a big
+    story stops at its first similar tweet, which is where most of its time went.
 """
 
 from __future__ import annotations
@@ -76,8 +80,11 @@ from hashlib import blake2b
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import scipy.sparse as sp
+
+from cep.engine.cosine_kernel import sweep_max_cosine
+from cep.engine.minhash_kernel import minhash_minima
+from cep.engine.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
@@ -86,9 +93,6 @@ SEED = 7
 BAND_ROWS = 2
 
 _U64 = np.uint64
-_TOKEN_BYTE = np.zeros(256, dtype=bool)
-_TOKEN_BYTE[[*b"abcdefghijklmnopqrstuvwxyz0123456789"]] = True  # after ascii_lower
-_MAX_HASH32 = np.uint32(0xFFFFFFFF)
 
 
 @functools.cache
@@ -101,9 +105,9 @@ def _permutations() -> tuple[np.ndarray, np.ndarray]:
     a, b = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="affine32").permutations
     return np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
 
-# token -> 64-bit hash. A cache of a pure function (so it cannot change results); bounded
-# so a long run over an open vocabulary does not grow without limit.
-_HASH_CACHE: dict[str, int] = {}
+# token (lower-cased UTF-8) -> 64-bit hash. A cache of a pure function (so it cannot
+# change results); bounded so a long run over an open vocabulary does not grow without limit.
+_HASH_CACHE: dict[bytes, int] = {}
 _HASH_CACHE_MAX = 1 << 21
 
 
@@ -123,16 +127,19 @@ def token_hash32(token: str) -> int:
     return token_hash64(token) >> 32
 
 
-def _hash_tokens(flat: list[str]) -> np.ndarray:
-    """64-bit hashes of many tokens as uint64, through the cache."""
+def _hash_tokens(flat: list[bytes]) -> np.ndarray:
+    """64-bit hashes (:func:`token_hash64`) of distinct lower-cased tokens given as UTF-8
+    bytes, as uint64, through the cache."""
     if len(_HASH_CACHE) > _HASH_CACHE_MAX:
         _HASH_CACHE.clear()
-    while True:
-        try:
-            return np.fromiter(map(_HASH_CACHE.__getitem__, flat), dtype=_U64, count=len(flat))
-        except KeyError:
-            for tok in set(flat).difference(_HASH_CACHE):
-                _HASH_CACHE[tok] = token_hash64(tok)
+    cache = _HASH_CACHE
+    out = np.empty(len(flat), dtype=_U64)
+    for i, tok in enumerate(flat):
+        value = cache.get(tok)
+        if value is None:
+            value = cache[tok] = int.from_bytes(blake2b(tok, digest_size=8).digest(), "little")
+        out[i] = value
+    return out
 
 
 def _as_text_array(texts: Iterable[str] | np.ndarray) -> np.ndarray:
@@ -144,37 +151,21 @@ def _as_text_array(texts: Iterable[str] | np.ndarray) -> np.ndarray:
 def _tokenised(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(tokens per text, uint64 hash of every token in text order) for a whole batch.
 
-    Works on the batch's UTF-8 bytes in one Arrow buffer instead of a regex per text
-    (10× faster): a byte is a token byte when it is an ASCII letter or digit (bytes of
-    multi-byte characters never are), tokens are the maximal runs of such bytes inside one
-    text, and Arrow dictionary-encodes them so only distinct tokens are hashed.
+    Works on the batch's UTF-8 bytes in one Arrow buffer instead of a regex per text: the
+    compiled :func:`~cep.engine.token_kernel.scan_tokens` finds the tokens (maximal runs
+    of ASCII letters and digits inside one text; bytes of multi-byte characters never
+    are such) and numbers the distinct ones, so only those are hashed.
     """
-    lowered = pc.ascii_lower(pa.array(texts, type=pa.large_string()))
-    n = len(lowered)
-    _, offsets_buf, data_buf = lowered.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[lowered.offset:lowered.offset + n + 1]
+    column = pa.array(texts, type=pa.large_string())
+    n = len(column)
+    _, offsets_buf, data_buf = column.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[column.offset:column.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else \
         np.zeros(0, dtype=np.uint8)
-    data = data[:offsets[-1]]
-    word = _TOKEN_BYTE[data]
-    starts = word.copy()
-    starts[1:] &= ~word[:-1]
-    ends = word.copy()
-    ends[:-1] &= ~word[1:]
-    inner = offsets[1:-1][offsets[1:-1] < len(data)]  # text boundaries split tokens too
-    starts[inner] = word[inner]
-    ends[inner - 1] = word[inner - 1]
-    first, last = np.flatnonzero(starts), np.flatnonzero(ends) + 1
-    lengths = np.diff(np.searchsorted(first, offsets))
-    if not len(first):
-        return lengths, np.zeros(0, dtype=_U64)
-    # token i is string 2i+1 of [gap, token, gap, token, ...] over the same bytes
-    bounds = np.empty(2 * len(first) + 1, dtype=np.int64)
-    bounds[0], bounds[1::2], bounds[2::2] = 0, first, last
-    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data_buf)
-    encoded = pc.dictionary_encode(spans.take(pa.array(np.arange(1, len(bounds), 2))))
-    hashes = _hash_tokens(encoded.dictionary.to_pylist())
-    return lengths, hashes[encoded.indices.to_numpy()]
+    lengths, ids, first, size = scan_tokens(data, offsets, TOKEN_BYTES)
+    distinct = [data[a:a + k].tobytes().lower() for a, k in zip(first.tolist(), size.tolist(),
+                                                                 strict=True)]
+    return lengths, _hash_tokens(distinct)[ids]
 
 
 # ---------------------------------------------------------------- term vectors
@@ -186,7 +177,7 @@ def tokenize_batch(texts: Iterable[str] | np.ndarray) -> sp.csr_matrix:
     Values are integer counts stored as float64 (exact below 2**53), indices int32 and
     sorted. Not normalised, on purpose: see the module docstring. Do not multiply two of
     these directly (``A @ B.T`` would allocate ``N_FEATURES`` index pointers); use
-    :func:`max_similarity_to_window` or :func:`similarity`.
+    :func:`max_similarity_in_segments` or :func:`similarity`.
     """
     arr = _as_text_array(texts)
     n = len(arr)
@@ -259,10 +250,7 @@ def term_rows(texts: Iterable[str | None] | np.ndarray) -> tuple[np.ndarray, np.
     null = pd.isna(arr)
     lengths, hashes = _tokenised(np.where(null, "", arr))
     cols = (hashes % _U64(N_FEATURES)).astype(np.uint32)
-    rows = np.repeat(np.arange(len(arr), dtype=np.int64), lengths)
-    pairs, counts = np.unique(rows * N_FEATURES + cols, return_counts=True)
-    norm2 = np.bincount(pairs // N_FEATURES, weights=counts.astype(np.float64) ** 2,
-                        minlength=len(arr)).astype(np.float64)  # int when empty
+    norm2 = squared_counts(cols, lengths)
     norm2[null] = np.nan
     ends = np.cumsum(lengths) * 4
     buffer = cols.tobytes()
@@ -272,69 +260,57 @@ def term_rows(texts: Iterable[str | None] | np.ndarray) -> tuple[np.ndarray, np.
     return terms, norm2
 
 
-def _grouped_columns(terms: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(terms per row, ``group << 31 | column`` of every term): a column space in which
-    rows of different groups (keys) share nothing."""
-    lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms)) // 4
-    cols = np.frombuffer(b"".join(terms), dtype=np.uint32).astype(np.int64)
-    return lengths, (np.repeat(groups.astype(np.int64), lengths) << 31) | cols
+def _flat_terms(terms: np.ndarray, wanted: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The packed term columns of ``terms`` as one uint32 array and row offsets into it.
+
+    With a boolean ``wanted``, every row keeps its place but only wanted rows carry their
+    terms (the others are empty), so a kernel can index rows by their position without
+    the whole window being copied."""
+    picked = terms if wanted is None else terms[wanted]
+    lengths = np.fromiter(map(len, picked), dtype=np.int64, count=len(picked)) // 4
+    if wanted is not None:
+        placed = np.zeros(len(terms), dtype=np.int64)
+        placed[wanted] = lengths
+        lengths = placed
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(b"".join(picked), dtype=np.uint32), offsets
 
 
-def _csr(lengths: np.ndarray, cols: np.ndarray, width: int) -> sp.csr_matrix:
-    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    return sp.csr_matrix((np.ones(len(cols)), cols, indptr), shape=(len(lengths), width))
+def _by_key(group: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Queries in (key, segment end descending) order, and where each key's run starts
+    (with the end appended): the order the sweep kernel reads them in."""
+    order = np.lexsort((-hi, group))
+    g = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    return order, np.append(starts, len(g))
 
 
-MIN_BLOCK = 64  # fewest queries of one key that share a block of rows
-
-
-def _query_blocks(group: np.ndarray, lo: np.ndarray, hi: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Queries in (key, segment end) order, cut into blocks of at most ``size`` queries
-    of one key, where ``size`` is the longest segment (at least :data:`MIN_BLOCK`).
-
-    Returns ``(order, block of each ordered query, first row, end row of each block)``.
-    A block's rows are the union of its queries' segments, so a query is multiplied only
-    against rows at most ``size`` past its own segment: a key with 50k queries in one
-    batch costs ~2·H pairs per query, not 50k."""
-    order = np.lexsort((hi, group))
-    g, seg_lo, seg_hi = group[order], lo[order], hi[order]
-    size = max(MIN_BLOCK, int((seg_hi - seg_lo).max()))
-    index = np.arange(len(g))
-    new_key = np.concatenate(([True], g[1:] != g[:-1]))
-    position = index - np.maximum.accumulate(np.where(new_key, index, 0))
-    first = new_key | (position % size == 0)
-    starts = np.flatnonzero(first)
-    return (order, np.cumsum(first) - 1, np.minimum.reduceat(seg_lo, starts),
-            np.maximum.reduceat(seg_hi, starts))
-
-
-def _ranges(first: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(a, b) for a, b in zip(first, end)])``, vectorised."""
-    lengths = end - first
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(first - offsets, lengths) + np.arange(int(lengths.sum()))
+def _covered(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """Rows ``[0, n)`` inside at least one segment ``[lo[i], hi[i])``."""
+    edges = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edges, lo, 1)
+    np.add.at(edges, hi, -1)
+    return np.cumsum(edges[:-1]) > 0
 
 
 def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_group: np.ndarray,
-                               rows: tuple[np.ndarray, np.ndarray], row_group: np.ndarray,
-                               lo: np.ndarray, hi: np.ndarray,
-                               pair_budget: int = 4_000_000) -> np.ndarray:
+                               rows: tuple[np.ndarray, np.ndarray], lo: np.ndarray,
+                               hi: np.ndarray, cap: float = np.inf) -> np.ndarray:
     """For each query ``i``, its maximum cosine against ``rows[lo[i]:hi[i]]``.
 
-    ``queries`` and ``rows`` are :func:`term_rows` results; ``query_group``/``row_group``
-    their keys as integer codes (a query's segment lies inside its own key's rows).
-    NaN where the query's text is NULL or its segment holds no non-NULL row (SQL ``MAX``
-    over no values); otherwise ``≥ 0`` and bit-identical to :func:`similarity`.
+    ``queries`` and ``rows`` are :func:`term_rows` results; ``query_group`` the queries'
+    keys as integer codes (a query's segment lies inside its own key's rows). NaN where
+    the query's text is NULL or its segment holds no non-NULL row (SQL ``MAX`` over no
+    values); otherwise ``≥ 0`` and bit-identical to :func:`similarity`, except that a
+    value above ``cap`` only says the maximum is above ``cap`` (the caller's HAVING
+    drops those; see :mod:`cep.engine.cosine_kernel`).
 
     The vectorised form of ``max(similarity(LE.text, TW.text))`` over a ``#lastevent``
-    join, for all keys of a batch at once. Queries are grouped in blocks
-    (:func:`_query_blocks`), each block's rows are gathered and their columns made
-    block-specific, so one sparse product of the queries against the gathered rows
-    yields only pairs of a query with rows near its segment (nothing across keys, and
-    for a hot key nothing far outside the segment); pairs outside a query's own segment
-    are masked. Queries go ``pair_budget`` segment rows at a time.
+    join, for all keys of a batch at once: the compiled sweep
+    (:func:`cep.engine.cosine_kernel.sweep_max_cosine`) reads only rows some query's
+    segment covers, each against the queries that see it.
     """
     q_terms, q_norm2 = queries
     r_terms, r_norm2 = rows
@@ -344,52 +320,19 @@ def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_gro
     if not seen.any():
         return out
     seen_index = np.flatnonzero(seen)
-    order, block, block_lo, block_hi = _query_blocks(query_group[seen], lo[seen], hi[seen])
+    order, starts = _by_key(query_group[seen], hi[seen])
     active = seen_index[order]
-    gathered = _ranges(block_lo, block_hi)  # row index of every gathered row
-    gathered_block = np.repeat(np.arange(len(block_lo)), block_hi - block_lo)
-    q_len, q_cols = _grouped_columns(q_terms[active], block)
-    r_len, r_cols = _grouped_columns(r_terms[gathered], gathered_block)
-    # number the queries' columns only: a row term no query of its block has adds 0 to
-    # every dot product, so it is dropped (hashing into a small table of query columns is
-    # also ~3× faster than numbering every row term)
-    q_codes, uniques = pd.factorize(q_cols)
-    r_codes = pd.Index(uniques).get_indexer(r_cols)
-    kept = r_codes >= 0
-    r_row = np.repeat(np.arange(len(r_len)), r_len)[kept]
-    width = len(uniques)
-    q_matrix = _csr(q_len, q_codes, width)
-    r_matrix_t = sp.csr_matrix((np.ones(int(kept.sum())), (r_codes[kept], r_row)),
-                               shape=(width, len(r_len)))
-    span = np.cumsum((hi - lo)[active])
-    first = 0
-    while first < len(active):
-        last = max(first + 1, int(np.searchsorted(span, span[first] + pair_budget)))
-        product = q_matrix[first:last] @ r_matrix_t
-        counts = np.diff(product.indptr)
-        query = active[first + np.repeat(np.arange(last - first), counts)]
-        row = gathered[product.indices]
-        inside = (row >= lo[query]) & (row < hi[query])
-        cos = np.where(inside, _cosine(product.data, q_norm2[query], r_norm2[row]), -1.0)
-        filled = np.flatnonzero(counts)
-        if len(filled):
-            best = np.maximum.reduceat(cos, product.indptr[filled])
-            hit = active[first + filled]
-            out[hit] = np.maximum(out[hit], best)
-        first = last
+    q_flat, q_offsets = _flat_terms(q_terms[active])
+    r_flat, r_offsets = _flat_terms(r_terms, _covered(lo[active], hi[active], len(r_terms)))
+    best = out[active]
+    sweep_max_cosine(q_flat, q_offsets, q_norm2[active].astype(np.float64),
+                     lo[active].astype(np.int64), hi[active].astype(np.int64), starts,
+                     r_flat, r_offsets, r_norm2.astype(np.float64), float(cap), best)
+    out[active] = best
     return out
 
 
 # ---------------------------------------------------------------- MinHash LSH
-
-
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 32-bit finaliser (datasketch's affine32 pre-mix), wrapping uint32."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
 
 
 def _splitmix64(h: np.ndarray) -> np.ndarray:
@@ -407,17 +350,9 @@ def minhash_signatures(texts: Iterable[str] | np.ndarray, num_perm: int = NUM_PE
     """
     if not 1 <= num_perm <= NUM_PERM:
         raise ValueError(f"num_perm must be in [1, {NUM_PERM}]")
-    arr = _as_text_array(texts)
-    lengths, hashes = _tokenised(arr)
-    sig = np.full((len(arr), num_perm), _MAX_HASH32, dtype=np.uint32)
-    if len(hashes):
-        hv = _fmix32((hashes >> _U64(32)).astype(np.uint32))
-        perm_a, perm_b = _permutations()
-        phv = hv[:, None] * perm_a[None, :num_perm] + perm_b[None, :num_perm]
-        nonempty = lengths > 0
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[nonempty]
-        sig[nonempty] = np.minimum.reduceat(phv, starts, axis=0)
-    return sig
+    lengths, hashes = _tokenised(_as_text_array(texts))
+    perm_a, perm_b = _permutations()
+    return minhash_minima(hashes, lengths, perm_a[:num_perm], perm_b[:num_perm])
 
 
 def lsh_bucket(texts: np.ndarray | str, n: int | np.ndarray) -> np.ndarray:

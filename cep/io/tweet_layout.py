@@ -130,6 +130,7 @@ class StreamLayout:
         """Layouts of blocks ``first..last`` (inclusive) will be asked for."""
         self.seed = seed
         self.first = first - MAX_SPAN_BLOCKS
+        self.last = last
         self.born = {b: births(seed, b) for b in range(self.first, last + 1)}
         every = Births.concat(list(self.born.values()))
         multi = every.take(every.size > 1)
@@ -137,6 +138,11 @@ class StreamLayout:
         self.short, self.long = multi.take(short), multi.take(~short)
         blocks = np.arange(self.first, last + 2)
         self.short_start = np.searchsorted(birth_block(self.short.gid), blocks)
+
+    def covers(self, first: int, last: int) -> bool:
+        """Whether blocks ``first..last`` may be asked for (the same answers as a layout
+        made for exactly them: a block's active stories do not depend on the others)."""
+        return self.first + MAX_SPAN_BLOCKS <= first and last <= self.last
 
     def active(self, b: int) -> Births:
         """Stories with later tweets that may fall in block ``b``.

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from cep.engine.text import SEED as LSH_SEED
 from cep.engine.text import _splitmix64
+from cep.io.tweet_render import CAPITALISE, KEEP, UPPER, render_bytes
 from cep.io.tweet_world import FILLER_RANKS, LANG_P, LANGS, TOPICS, World, hash_uniform, zipf_p
 
 SEED_LEN = (8, 20)  # words in a story's seed text, inclusive
@@ -23,20 +25,20 @@ P_RETWEET = 0.2
 # Text layout: one token slot per column; -1 = empty.
 _W_RT, _W_MENTION, _W_BODY, _W_FILLER, _W_TAG = 0, 1, 2, 2 + SEED_LEN[1], 4 + SEED_LEN[1]
 _WIDTH = _W_TAG + 1
-# Token styles: how a token is written. None changes the token under the engine's
-# [a-z0-9]+ lower-cased tokenisation, so the text's tokens are exactly the slot tokens.
-_STYLE_FORMS = (
-    lambda t: t,  # _PLAIN
-    str.capitalize,  # _CAP
-    lambda t: "#" + t,  # _HASH
-    lambda t: "@" + t,  # _MENTION
-    lambda t: "@" + t + ":",  # _MENTION_COLON
-    lambda t: t + ",",  # _COMMA
-    str.upper,  # _UPPER
+# Token styles: how a token is written, as (prefix, suffix, case of its letters). None
+# changes the token under the engine's [a-z0-9]+ lower-cased tokenisation, so the text's
+# tokens are exactly the slot tokens.
+_STYLES = (
+    ("", "", KEEP),  # _PLAIN
+    ("", "", CAPITALISE),  # _CAP
+    ("#", "", KEEP),  # _HASH
+    ("@", "", KEEP),  # _MENTION
+    ("@", ":", KEEP),  # _MENTION_COLON
+    ("", ",", KEEP),  # _COMMA
+    ("", "", UPPER),  # _UPPER
 )
-_PLAIN, _CAP, _HASH, _MENTION, _MENTION_COLON, _COMMA, _UPPER = range(len(_STYLE_FORMS))
-_N_STYLE = len(_STYLE_FORMS)
-_ENDS = (" ", "\n", "!\n", "?\n", "...\n")  # what follows a token; index 0 = more follow
+_PLAIN, _CAP, _HASH, _MENTION, _MENTION_COLON, _COMMA, _UPPER = range(len(_STYLES))
+_ENDS = (" ", "", "!", "?", "...")  # what follows a token: 0 = more follow, else the end
 _END_P = (0.6, 0.2, 0.1, 0.1)  # probabilities of ends 1..4 after a tweet's last token
 
 # hash_uniform fields of a story's attributes (slot k of the seed text is _F_WORD + k).
@@ -81,37 +83,38 @@ def stories(w: World, seed: int, gid: np.ndarray, trend: np.ndarray) -> Stories:
 
 
 class Renderer:
-    """Turns token-slot matrices into tweet strings without a Python loop per tweet.
-
-    A piece is ``(token, style, end)`` packed in one integer; its string (e.g. ``"#Word!\\n"``)
-    is built once, the first time it is used. A block of tweets is rendered by looking up
-    all its pieces, joining them into one string and splitting on the newline that ends
-    every tweet.
-    """
+    """Turns token-slot matrices into tweet strings without a Python loop per tweet: the
+    compiled :func:`~cep.io.tweet_render.render_bytes` writes a block's UTF-8 bytes and
+    Arrow makes the strings. Holds the world's tokens, styles and end marks as bytes."""
 
     def __init__(self, tokens: np.ndarray) -> None:
-        self.tokens = tokens
-        self.table = np.empty(len(tokens) * _N_STYLE * len(_ENDS), dtype=object)
-        self.filled = np.zeros(len(self.table), dtype=bool)
+        self.tokens = _packed([t.encode("ascii") for t in tokens.tolist()])
+        self.prefixes = _packed([p.encode() for p, _, _ in _STYLES])
+        self.suffixes = _packed([s.encode() for _, s, _ in _STYLES])
+        self.case = np.array([c for _, _, c in _STYLES], dtype=np.int64)
+        self.ends = _packed([e.encode() for e in _ENDS])
 
-    def _fill(self, codes: np.ndarray) -> None:
-        used = np.zeros(len(self.table), dtype=bool)
-        used[codes] = True
-        need = np.flatnonzero(used & ~self.filled)
-        per_token = _N_STYLE * len(_ENDS)
-        for code in need.tolist():
-            tok, rest = divmod(code, per_token)
-            style, end = divmod(rest, len(_ENDS))
-            self.table[code] = _STYLE_FORMS[style](self.tokens[tok]) + _ENDS[end]
-        self.filled[need] = True
+    def render(self, tok: np.ndarray, style: np.ndarray, last_end: np.ndarray) -> np.ndarray:
+        """Texts of rows of ``tok`` (-1 = empty slot; rows are non-empty), an object array
+        of ``str``; ``last_end`` picks each row's end mark."""
+        prefix_bytes, prefix_offsets = self.prefixes
+        suffix_bytes, suffix_offsets = self.suffixes
+        style_bytes = np.concatenate([prefix_bytes, suffix_bytes])
+        data, offsets = render_bytes(
+            np.ascontiguousarray(tok), np.ascontiguousarray(style),
+            np.asarray(last_end, dtype=np.int64), *self.tokens, style_bytes, prefix_offsets,
+            suffix_offsets + len(prefix_bytes), self.case, *self.ends)
+        texts = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets),
+                                                 pa.py_buffer(data))
+        return texts.to_numpy(zero_copy_only=False)
 
-    def render(self, tok: np.ndarray, style: np.ndarray, last_end: np.ndarray) -> list[str]:
-        """Texts of rows of ``tok`` (-1 = empty slot); ``last_end`` picks each ending."""
-        mask = tok >= 0
-        codes = (tok[mask].astype(np.int64) * _N_STYLE + style[mask]) * len(_ENDS)
-        codes[np.cumsum(np.count_nonzero(mask, axis=1)) - 1] += last_end  # rows are non-empty
-        self._fill(codes)
-        return "".join(self.table[codes].tolist()).split("\n")[:-1]
+
+def _packed(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Byte strings as one uint8 array and int64 offsets (item ``i`` is
+    ``data[offsets[i]:offsets[i+1]]``)."""
+    offsets = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in items], out=offsets[1:])
+    return np.frombuffer(b"".join(items), dtype=np.uint8).copy(), offsets
 
 
 def slot_keys(w: World, tok: np.ndarray, buckets: int) -> np.ndarray:

@@ -131,7 +131,7 @@ def test_similarity_matches_an_exact_vocabulary() -> None:
 def test_hash_collisions_are_rare(capsys: pytest.CaptureFixture[str]) -> None:
     """Column collisions among 10**6 distinct tokens ≈ V²/(2·N_FEATURES) ≈ 233 pairs."""
     vocab = 1_000_000
-    hashes = text._hash_tokens([f"tok{i}" for i in range(vocab)])
+    hashes = text._hash_tokens([f"tok{i}".encode() for i in range(vocab)])
     cols = hashes % np.uint64(N_FEATURES)
     _, counts = np.unique(cols, return_counts=True)
     colliding_pairs = int((counts * (counts - 1) // 2).sum())
@@ -145,6 +145,18 @@ def test_hash_collisions_are_rare(capsys: pytest.CaptureFixture[str]) -> None:
     assert colliding_pairs < 2 * expected
     # and the 32-bit MinHash inputs are distinct for almost all tokens too
     assert len(np.unique(hashes >> np.uint64(32))) > vocab - 1000
+
+
+def test_batch_tokeniser_numbers_many_distinct_tokens() -> None:
+    """200k distinct tokens (the kernel's token table grows many times), mixed case and
+    repeated across texts: every token's hash is its own BLAKE2b hash."""
+    words = [f"Tok{i}X" if i % 3 else f"tok{i}x" for i in range(200_000)]
+    texts = np.array([" ".join(words[i:i + 50]) + ", " + words[i].upper()
+                      for i in range(0, len(words), 40)], dtype=object)
+    lengths, hashes = text._tokenised(texts)
+    flat = [t for s in texts for t in text.tokens(s)]
+    assert lengths.tolist() == [len(text.tokens(s)) for s in texts]
+    assert hashes.tolist() == [text.token_hash64(t) for t in flat]
 
 
 # ---------------------------------------------------------------- term vectors
@@ -181,16 +193,29 @@ def test_term_rows_pack_columns_and_norms() -> None:
     assert norm2[[0, 1, 3]].tolist() == [5.0, 0.0, 10.0] and np.isnan(norm2[2])
 
 
+def test_squared_counts_short_and_long_rows() -> None:
+    """Σ count² per row, direct for short rows and sorted for long ones, equals counting
+    every (row, column) pair."""
+    from cep.engine.token_kernel import SHORT_ROW, squared_counts
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 3 * SHORT_ROW, 2000)
+    cols = rng.integers(0, 25, int(lengths.sum())).astype(np.uint32)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    pairs, counts = np.unique(rows * N_FEATURES + cols, return_counts=True)
+    want = np.bincount(pairs // N_FEATURES, weights=counts.astype(float) ** 2,
+                       minlength=len(lengths))
+    assert np.array_equal(squared_counts(cols, lengths), want)
+
+
 @pytest.mark.parametrize(("keys", "rows_per_key", "queries", "seed"),
                          [(1, 0, 5, 1), (1, 40, 30, 2), (7, 60, 50, 3), (40, 30, 400, 4)])
 def test_segment_kernel_is_bit_identical_to_similarity(keys, rows_per_key, queries, seed):
-    """Random segments inside each query's key, NULL texts among queries and rows, a
-    tiny pair budget so queries go in many chunks: every value equals the pair-by-pair
-    max of similarity() exactly."""
+    """Random segments inside each query's key, NULL texts among queries and rows:
+    every value equals the pair-by-pair max of similarity() exactly."""
     rng = np.random.default_rng(seed)
     rows = corpus(keys * rows_per_key, seed=seed, vocab=60).astype(object)
     rows[rng.random(len(rows)) < 0.1] = None
-    row_group = np.repeat(np.arange(keys), rows_per_key)
     query_group = rng.integers(0, keys, queries)
     start = query_group * rows_per_key
     lo = start + rng.integers(0, rows_per_key + 1, queries)
@@ -198,15 +223,14 @@ def test_segment_kernel_is_bit_identical_to_similarity(keys, rows_per_key, queri
     texts = corpus(queries, seed=seed + 100, vocab=60).astype(object)
     texts[rng.random(queries) < 0.1] = None
     fast = text.max_similarity_in_segments(text.term_rows(texts), query_group,
-                                           text.term_rows(rows), row_group, lo, hi,
-                                           pair_budget=50)
+                                           text.term_rows(rows), lo, hi)
     assert np.array_equal(fast, brute_force_max(texts, rows, lo, hi), equal_nan=True)
     assert (fast[~np.isnan(fast)] > 0).any() or rows_per_key == 0
 
 
-def test_segment_kernel_hot_key_goes_in_blocks_and_stays_exact() -> None:
-    """One key with many more queries than its segment length (the Zipf 1.5 hot key):
-    queries go in several blocks of gathered rows, and every value is still exact."""
+def test_segment_kernel_hot_key_stays_exact() -> None:
+    """One key with many more queries than its segment length (the Zipf 1.5 hot key),
+    in any order: every value is still exact."""
     rng = np.random.default_rng(11)
     n_rows, horizon = 1200, 40
     rows = corpus(n_rows, seed=11, vocab=80).astype(object)
@@ -214,13 +238,29 @@ def test_segment_kernel_hot_key_goes_in_blocks_and_stays_exact() -> None:
     hi = np.sort(rng.integers(1, n_rows + 1, 900))[rng.permutation(900)]  # any order
     lo = np.maximum(0, hi - horizon)
     texts = corpus(900, seed=12, vocab=80).astype(object)
-    order, block, _, _ = text._query_blocks(np.zeros(900, np.int64), lo, hi)
-    assert block.max() + 1 == -(-900 // text.MIN_BLOCK)  # blocks of MIN_BLOCK queries
-    assert np.all(np.diff(hi[order]) >= 0)
     fast = text.max_similarity_in_segments(text.term_rows(texts), np.zeros(900, np.int64),
-                                           text.term_rows(rows), np.zeros(n_rows, np.int64),
-                                           lo, hi, pair_budget=3000)
+                                           text.term_rows(rows), lo, hi)
     assert np.array_equal(fast, brute_force_max(texts, rows, lo, hi), equal_nan=True)
+
+
+@pytest.mark.parametrize("cap", [0.0, 0.2, 0.5])
+def test_segment_kernel_cap_keeps_every_value_at_or_below_it(cap: float) -> None:
+    """With a cap, a query whose maximum is at most the cap gets it exactly, and one whose
+    maximum is above it gets some value above the cap (never more than the maximum)."""
+    rng = np.random.default_rng(21)
+    n_rows = 600
+    rows = corpus(n_rows, seed=21, vocab=80).astype(object)
+    rows[rng.random(n_rows) < 0.05] = None
+    hi = rng.integers(1, n_rows + 1, 500)
+    lo = np.maximum(0, hi - rng.integers(0, 60, 500))
+    texts = corpus(500, seed=22, vocab=80).astype(object)
+    exact = brute_force_max(texts, rows, lo, hi)
+    capped = text.max_similarity_in_segments(text.term_rows(texts), np.zeros(500, np.int64),
+                                             text.term_rows(rows), lo, hi, cap)
+    low = ~(exact > cap)  # NaN included
+    assert np.array_equal(capped[low], exact[low], equal_nan=True)
+    assert np.all((capped[~low] > cap) & (capped[~low] <= exact[~low]))
+    assert low.any() and (~low).any()
 
 
 # ---------------------------------------------------------------- MinHash LSH

@@ -201,6 +201,27 @@ def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> Non
     assert np.bincount(default.keys).max() / N > 0.1
 
 
+def test_renderer_writes_each_slot_in_its_style() -> None:
+    """The compiled renderer against the plain definition: non-empty slots in order,
+    prefix + token (in its case) + suffix, a space between slots, the end mark last."""
+    from cep.io import tweet_text as tt
+
+    forms = {tt._PLAIN: str, tt._CAP: str.capitalize, tt._HASH: lambda t: "#" + t,
+             tt._MENTION: lambda t: "@" + t, tt._MENTION_COLON: lambda t: "@" + t + ":",
+             tt._COMMA: lambda t: t + ",", tt._UPPER: str.upper}
+    tokens = np.array(["a", "bc", "9x", "hello", "r2d2", "zz"], dtype=object)
+    rng = np.random.default_rng(6)
+    tok = rng.integers(-1, len(tokens), (300, 9)).astype(np.int32)
+    tok[np.arange(300), rng.integers(0, 9, 300)] = rng.integers(0, len(tokens), 300)
+    style = rng.integers(0, len(forms), tok.shape).astype(np.int8)
+    last_end = rng.integers(1, len(tt._ENDS), 300)
+    want = [" ".join(forms[s](tokens[t]) for t, s in zip(row, st, strict=True) if t >= 0)
+            + tt._ENDS[e] for row, st, e in zip(tok, style, last_end, strict=True)]
+    got = tt.Renderer(tokens).render(tok, style, last_end)
+    assert got.dtype == object and got.tolist() == want
+    assert tt.Renderer(tokens).render(tok[:0], style[:0], last_end[:0]).tolist() == []
+
+
 # ---------------------------------------------------------------- ranges
 
 
@@ -231,6 +252,33 @@ def test_any_cut_gives_the_same_stream(mode: str) -> None:
     empty, no_flags = tweets.tweets_range(plan, 500, 500)
     assert list(empty.columns) == COLUMNS and len(empty) == 0 and len(no_flags) == 0
     pd.testing.assert_series_equal(empty.dtypes, gen.frame.dtypes)
+
+
+def test_ranges_in_any_order_share_the_memo_and_stay_exact(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consecutive ranges reuse one layout and the replay's checkpoints (what makes
+    Spark's 64 Ki-row pieces cheap); ranges read backwards, again or after a fresh memo
+    still give generate_tweets' rows and first-story flags bit for bit."""
+    n = 95_000
+    gen = generate_tweets(n, seed=4)
+    plan = tweets.tweets_plan(f"tweets:n={n},seed=4")
+    cuts = [0, 13_000, 31_000, 47_500, 66_000, 95_000]
+    pieces = list(itertools.pairwise(cuts))
+    memo = tweets._DefaultMemo()  # as in a process that has read nothing yet
+    monkeypatch.setattr(tweets, "_MEMO", memo)
+    rng = np.random.default_rng(8)
+    for order in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], rng.permutation(5).tolist() * 2):
+        layouts = set()
+        for i in order:
+            lo, hi = pieces[i]
+            frame, flags = tweets.tweets_range(plan, lo, hi)
+            pd.testing.assert_frame_equal(frame, gen.frame.iloc[lo:hi])
+            ids = frame.id.to_numpy()[flags]
+            np.testing.assert_array_equal(ids, gen.first_story_ids[
+                np.isin(gen.first_story_ids, gen.frame.id.to_numpy()[lo:hi])])
+            layouts.add(id(memo.layouts[4]))
+        assert len(layouts) == 1  # 10 blocks: within one layout's AHEAD_BLOCKS
+    assert len(memo.seen[4]) >= 2
 
 
 def test_first_story_flags_are_first_appearances(default: GeneratedTweets) -> None:
