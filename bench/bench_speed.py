@@ -193,7 +193,9 @@ def main() -> None:
     parser.add_argument("--flink-sides", default="flink,cep_spark,cep_local")
     parser.add_argument("--flink-engines", type=int, default=2,
                         help="cep engines in the flink part (Flink runs parallelism 2)")
-    parser.add_argument("--flink-batch-size", type=int, default=1_000_000)
+    parser.add_argument("--flink-batch-sizes", default="1000000,4000000",
+                        help="cep on Spark runs once per batch size (4M: the whole file "
+                        "in one micro-batch)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     out = Path(args.out)
@@ -224,16 +226,20 @@ def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
 
     path = flights_file(args.copies)
     sides: dict[str, dict] = {}
-    outputs = {"flink": workdir / "flink-out", "cep_spark": workdir / "cep-spark.jsonl",
-               "cep_local": workdir / "cep-local.jsonl"}
-    spark_options = ["--master", args.master, "--engines", str(args.flink_engines),
-                     "--batch-size", str(args.flink_batch_size)]
-    for side in args.flink_sides.split(","):
+    outputs = {"flink": workdir / "flink-out", "cep_local": workdir / "cep-local.jsonl"}
+    spark_options = ["--master", args.master, "--engines", str(args.flink_engines)]
+    batch_sizes = [int(x) for x in args.flink_batch_sizes.split(",")]
+    order = [f"cep_spark_{n}" if side == "cep_spark" else side
+             for side in args.flink_sides.split(",")
+             for n in (batch_sizes if side == "cep_spark" else [0])]
+    for side in order:
         started_load = load()
         if side == "flink":
             result = run_flink(path, outputs[side])
-        elif side == "cep_spark":
-            result = run_cep(path, outputs[side], *spark_options)
+        elif side.startswith("cep_spark_"):
+            outputs[side] = workdir / f"{side}.jsonl"
+            result = run_cep(path, outputs[side], *spark_options, "--batch-size",
+                             side.rsplit("_", 1)[1])
         elif side == "cep_local":
             result = run_cep(path, outputs[side], "--runner", "local")
         else:
@@ -243,11 +249,12 @@ def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
         if side != "flink" and "flink" in sides:
             result["same_events_as_flink"] = same_events(outputs["flink"], outputs[side])
         sides[side] = result
-        print(f"{side:>9}: {result['seconds']:7.1f}s  {result['events_per_s']:>9,} events/s  "
+        print(f"{side:>17}: {result['seconds']:7.1f}s  {result['events_per_s']:>9,} events/s  "
               f"{result['rows']:,} rows  (load {started_load})", flush=True)
+    pairs = [*((s, b) for s in sides if s.startswith("cep_spark_")
+               for b in ("flink", "cep_local")), ("cep_local", "flink")]
     ratios = {f"{a}_vs_{b}": round(sides[b]["seconds"] / sides[a]["seconds"], 3)
-              for a, b in (("cep_spark", "flink"), ("cep_spark", "cep_local"),
-                           ("cep_local", "flink")) if a in sides and b in sides}
+              for a, b in pairs if a in sides and b in sides}
     print("rate ratios: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
     return {"input": str(path), "copies": args.copies, "spark_options": spark_options,
             "sides": sides, "ratios": ratios}
