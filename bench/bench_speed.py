@@ -18,12 +18,13 @@ invocation, one after the other, because this machine is shared and noisy):
 * ``flink``: the per-key ``#length(5)`` average with HAVING over the flights file, by
   Flink (SQL ``OVER … ROWS 4 PRECEDING``, parallelism 2, its own venv), ``cep run`` on
   Spark and ``cep run --runner local``; each end to end in a subprocess (JVM start
-  included), events compared (see ``flink_compare.py``).
+  included), events compared (see ``flink_compare.py``); cep on Spark once per
+  ``--flink-batch-sizes``.
+* ``fsd``: First Story Detection at the paper's scale (2.95M tweets of the realistic
+  ``tweets`` workload, 5 engines) per strategy, by ``bench_fsd.py``.
 
-Every Spark run also reports its per-batch fixed cost: Spark's planning, state commit
-and the rest of the trigger besides the engines' busy time.
-
-Run: ``python bench/bench_speed.py [--parts fixed,state,flink]``. Writes
+Run: ``python bench/bench_speed.py [--parts fixed,state,flink,fsd]`` (Flink needs
+``bash bench/flink_env.sh`` once, the flights data ``pip install -e '.[bench]'``). Writes
 ``bench/results/speed.json`` (each part as it ends, keeping the other parts' results).
 """
 
@@ -33,6 +34,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -175,11 +177,28 @@ def fixed_part(args: argparse.Namespace, workdir: Path) -> dict:
     return {"events_per_batch": args.fixed_events, "cases": cases}
 
 
+# --------------------------------------------------------------------------- fsd part
+
+def fsd_part(args: argparse.Namespace, workdir: Path) -> dict:
+    """First Story Detection at the paper's scale per strategy, by ``bench_fsd.py`` (the
+    code ``cep bench`` runs) in a subprocess of its own; its summary and per-stage times
+    are kept here beside the other parts."""
+    out = workdir / "fsd.json"
+    command = [sys.executable, str(ROOT / "bench" / "bench_fsd.py"), "--n", str(args.fsd_n),
+               "--strategies", args.fsd_strategies, "--batch-size",
+               str(args.fsd_batch_size), "--master", args.master, "--out", str(out)]
+    started = time.perf_counter()
+    subprocess.run(command, check=True)
+    result = json.loads(out.read_text())
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
 # --------------------------------------------------------------------------- main
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="fixed,state,flink")
+    parser.add_argument("--parts", default="fixed,state,flink,fsd")
     parser.add_argument("--retained", default="10000,100000,1000000",
                         help="keys the engines hold before the fixed batches")
     parser.add_argument("--touched", type=int, default=10_000)
@@ -196,6 +215,9 @@ def main() -> None:
     parser.add_argument("--flink-batch-sizes", default="1000000,4000000",
                         help="cep on Spark runs once per batch size (4M: the whole file "
                         "in one micro-batch)")
+    parser.add_argument("--fsd-n", type=int, default=2_950_000)
+    parser.add_argument("--fsd-strategies", default="kg,dlb-l,dlb-h")
+    parser.add_argument("--fsd-batch-size", type=int, default=500_000)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     out = Path(args.out)
@@ -209,10 +231,12 @@ def main() -> None:
                 result = state_part(args, Path(tmp))
             elif part == "fixed":
                 result = fixed_part(args, Path(tmp))
+            elif part == "fsd":
+                result = fsd_part(args, Path(tmp))
             elif part == "flink":
                 result = flink_part(args, Path(tmp))
             else:
-                raise SystemExit(f"unknown part {part!r}: state, fixed or flink")
+                raise SystemExit(f"unknown part {part!r}: fixed, state, flink or fsd")
             results[part] = {**result, "load_average_at_start": started_load,
                              "load_average_at_end": load()}
             out.parent.mkdir(parents=True, exist_ok=True)
