@@ -74,6 +74,9 @@ DEFAULT_BATCH_SIZE = 100_000
 #: the run in well under a minute.
 DEFAULT_MONGO_TIMEOUT = 30.0
 DEFAULT_TRIGGER_S = 1.0
+#: How engine state is laid out in Spark's state store (``processor.KeyStates``); a run
+#: directory records it, so a checkpoint of another layout is refused, not misread.
+STATE_LAYOUT = "per-key-1"
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
@@ -372,13 +375,19 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
     wanted = {"engines": engines, "strategy": strategy, "inputs": sources}
     if path.exists():
         manifest = json.loads(path.read_text())
+        if manifest.get("state_layout") != STATE_LAYOUT:
+            # Spark would resume it without a word, every engine's state left behind
+            raise SparkRunError(
+                f"checkpoint {workdir} was written by an older cep, which kept each "
+                "engine's state in one blob; this one keeps it per key and cannot resume "
+                "it: use a new checkpoint directory")
         for name, value in wanted.items():
             if manifest.get(name) != value:
                 raise SparkRunError(
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
         return manifest["run_id"]
-    manifest = {"run_id": uuid.uuid4().hex[:16], **wanted}
+    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT, **wanted}
     workdir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(".run.json.tmp")
     tmp.write_text(json.dumps(manifest) + "\n")

@@ -162,3 +162,16 @@ def test_repeated_sigkills_give_the_events_of_an_uninterrupted_run(tmp_path):
     assert len(rows) >= 9
     assert sum(m["imported_keys"] for m in rows) == sum(m["exported_keys"] for m in rows[:-1])
     assert sum(m["exported_keys"] for m in rows) > 0
+
+
+def test_a_checkpoint_of_the_old_state_layout_is_refused_not_resumed(tmp_path):
+    """A run directory of a cep that kept each engine's state in one blob: Spark itself
+    would resume it and silently start every key from nothing."""
+    module = compile_file(RULE)
+    sources = parse_input_specs(module, [str(INPUT)])
+    old = {"run_id": "0123456789abcdef", "engines": 3, "strategy": "kg", "inputs": sources}
+    (tmp_path / "run.json").write_text(json.dumps(old) + "\n")
+    with pytest.raises(SparkRunError, match="written by an older cep.*new checkpoint"):
+        run_on_spark(module, sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
+                     progress=False)
+    assert not (tmp_path / "checkpoint").exists()  # refused before Spark started
