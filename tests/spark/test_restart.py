@@ -171,7 +171,7 @@ def test_a_checkpoint_of_the_old_state_layout_is_refused_not_resumed(tmp_path):
     sources = parse_input_specs(module, [str(INPUT)])
     old = {"run_id": "0123456789abcdef", "engines": 3, "strategy": "kg", "inputs": sources}
     (tmp_path / "run.json").write_text(json.dumps(old) + "\n")
-    with pytest.raises(SparkRunError, match="written by an older cep.*new checkpoint"):
+    with pytest.raises(SparkRunError, match=r"written by an older cep.*new checkpoint"):
         run_on_spark(module, sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
                      progress=False)
     assert not (tmp_path / "checkpoint").exists()  # refused before Spark started
