@@ -84,15 +84,11 @@ class Engine:
             out |= op.keys()
         return out
 
-    def export_keys(self, keys: Iterable, *, with_state_only: bool = False
-                    ) -> dict[object, bytes]:
-        """Remove the keys' state from this engine and return it, one blob per key
-        (``with_state_only``: only for the keys that have any state left)."""
+    def export_keys(self, keys: Iterable) -> dict[object, bytes]:
+        """Remove the keys' state from this engine and return it, one blob per key."""
         keys = list(keys)
         states = self.take_states(keys)
-        empty: dict[str, object] = {}
-        return {key: codec.encode(states.get(key, empty), "key") for key in keys
-                if key in states or not with_state_only}
+        return {key: codec.encode(states.get(key, {}), "key") for key in keys}
 
     def take_states(self, keys: list) -> dict[object, dict[str, object]]:
         """Remove the keys' state from this engine and return it as values (rule name →
