@@ -97,7 +97,8 @@ class EngineProcessor(StatefulProcessor):
         clock.lap("unpack")
         engine = Engine(module)
         leaving = leaving_keys(store, engine_index, batch) if store is not None else []
-        arriving = batch_keys(batch_streams)
+        load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
+        arriving = list(load)
         key_states = KeyStates(self.states, self.start, int(key[0]))
         key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
         clock.lap("restore")
@@ -137,7 +138,7 @@ class EngineProcessor(StatefulProcessor):
                  "rows": sum(nrows(t) for t in batch_streams.values()),
                  "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
                  **counts, "stages": stages, "outputs": scores,
-                 "key_load": stream_key_load(batch_streams) if stage == 0 else {}}
+                 "key_load": load if stage == 0 else {}}
         yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
                             "stats": [json.dumps(stats)]})
 
@@ -233,17 +234,6 @@ class KeyStates:
             self.warm.pop(text, None)
             if text in self.stored:
                 self.states.removeKey((text,))
-
-
-def batch_keys(streams: dict[str, Table]) -> list[str]:
-    """The distinct keys of an engine's batch, as JSON text (the MapState's keys)."""
-    keys = [t[KEY] for t in streams.values() if t and nrows(t)]
-    if not keys:
-        return []
-    values = np.concatenate(keys)
-    codes = factorize(values)
-    first = np.unique(codes, return_index=True)[1]
-    return [json.dumps(k) for k in values[first].tolist()]
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
