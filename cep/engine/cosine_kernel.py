@@ -31,6 +31,16 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _slot_of(term, mask, slot_used, slot_term):  # pragma: no cover - compiled
+    """The slot of ``term`` in the open-addressing table (linear probing): where it is,
+    or the free slot where it would go."""
+    slot = term & mask
+    while slot_used[slot] and slot_term[slot] != term:
+        slot = (slot + 1) & mask
+    return slot
+
+
 @njit(cache=True, nogil=True)
 def sweep_max_cosine(q_terms: np.ndarray, q_offsets: np.ndarray, q_norm2: np.ndarray,
                      q_lo: np.ndarray, q_hi: np.ndarray, key_starts: np.ndarray,
@@ -79,9 +89,7 @@ def sweep_max_cosine(q_terms: np.ndarray, q_offsets: np.ndarray, q_norm2: np.nda
             while entering < qb and q_hi[entering] > r:
                 for k in range(q_offsets[entering], q_offsets[entering + 1]):
                     term = q_terms[k]
-                    slot = term & mask
-                    while slot_used[slot] and slot_term[slot] != term:
-                        slot = (slot + 1) & mask
+                    slot = _slot_of(term, mask, slot_used, slot_term)
                     if not slot_used[slot]:
                         slot_used[slot] = True
                         slot_term[slot] = term
@@ -94,10 +102,7 @@ def sweep_max_cosine(q_terms: np.ndarray, q_offsets: np.ndarray, q_norm2: np.nda
                 continue
             n_touched = 0
             for k in range(r_offsets[r], r_offsets[r + 1]):
-                term = r_terms[k]
-                slot = term & mask
-                while slot_used[slot] and slot_term[slot] != term:
-                    slot = (slot + 1) & mask
+                slot = _slot_of(r_terms[k], mask, slot_used, slot_term)
                 if not slot_used[slot]:
                     continue
                 previous = -1
