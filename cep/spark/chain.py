@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from cep.engine.chain import complex_events, output_only
+from cep.engine.chain import complex_events
 from cep.engine.table import Table, concat, take
 from cep.lang import ir
 
@@ -71,7 +71,7 @@ def split_rows(module: ir.CompiledModule, rows: Table) -> tuple[Table, Table]:
     if not rows or not len(rows["seq"]):
         return {}, rows
     inserting = np.isin(rows["rule"], np.array(list(module.inserting_rules()), dtype=object))
-    return take(rows, inserting), output_only(module, rows)
+    return take(rows, inserting), take(rows, ~inserting)
 
 
 @dataclass(frozen=True)
