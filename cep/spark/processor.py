@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -41,9 +42,12 @@ from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
 from cep.spark.chain import ChainParts, split_rows
 from cep.spark.keymaps import key_map
+from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
 from migration.protocol import exports, imports
-from migration.store import StateStore
+
+if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
+    from migration.store import StateStore
 
 OUTPUT_SCHEMA = "engine int, stats string"
 
@@ -188,7 +192,7 @@ class KeyStates:
     empty :class:`Engine` before it runs and written back after, the rest stay put."""
 
     def __init__(self, states, start: str, label: int) -> None:
-        self.states = states  # MapState: key (JSON text) → state (codec "key" bytes)
+        self.calls = MapCalls(states)  # MapState: key (JSON text) → state (codec "key" bytes)
         self.slot = (start, label)
         self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
         self.stored: set[str] = set()  # keys of the running batch that had state
@@ -200,15 +204,11 @@ class KeyStates:
         for slot in [s for s, (b, _) in _WARM.items() if b < batch - 1]:
             del _WARM[slot]  # a later batch of that engine ran elsewhere: stale for good
         self.warm = entry[1] if entry is not None and entry[0] == batch - 1 else {}
-        states: dict[str, dict] = {}
-        for text in keys:
-            found = self.warm.get(text)
-            if found is None:
-                blob = self.states.getValue((text,))
-                if blob is None:
-                    continue
-                found = engine.decode_state(blob[0], text)
-            states[text] = found
+        states = {text: self.warm[text] for text in keys if text in self.warm}
+        cold = [text for text in keys if text not in states]
+        for text, blob in zip(cold, self.calls.get_values([(t,) for t in cold]), strict=True):
+            if blob is not None:
+                states[text] = engine.decode_state(blob[0], text)
         self.stored = set(states)
         engine.put_states({json.loads(text): state for text, state in states.items()})
 
@@ -217,23 +217,20 @@ class KeyStates:
         such as a ``#time`` window that emptied, is removed)."""
         values = [json.loads(text) for text in keys]
         states = engine.take_states(values)
-        for text, value in zip(keys, values, strict=True):
-            state = states.get(value)
-            if state is not None:
-                self.states.updateValue((text,), (codec.encode(state, "key"),))
-                self.warm[text] = state
-            else:
-                self.warm.pop(text, None)
-                if text in self.stored:
-                    self.states.removeKey((text,))
+        kept = [(text, states[value]) for text, value in zip(keys, values, strict=True)
+                if value in states]
+        self.calls.update_values(((text,), (codec.encode(state, "key"),))
+                                 for text, state in kept)
+        self.warm.update(kept)
+        self.remove([text for text, value in zip(keys, values, strict=True)
+                     if value not in states])
         _WARM[self.slot] = (batch, self.warm)
 
     def remove(self, keys: list[str]) -> None:
-        """Forget keys handed over to another engine."""
+        """Forget keys (handed over to another engine, or left without state)."""
         for text in keys:
             self.warm.pop(text, None)
-            if text in self.stored:
-                self.states.removeKey((text,))
+        self.calls.remove_keys([(text,) for text in keys if text in self.stored])
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
