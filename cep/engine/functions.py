@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
@@ -51,7 +52,6 @@ from typing import Any
 
 import numpy as np
 
-from cep.engine import text
 from cep.engine.table import DTYPES
 
 TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
@@ -259,17 +259,26 @@ def _sign(x: Any) -> np.ndarray:
 # ---------------------------------------------------------------- text UDFs
 
 
+def text_module() -> types.ModuleType:
+    """:mod:`cep.engine.text`, imported on first use: its compiled kernels (numba,
+    scipy) take about 0.2 s to import in every Python process Spark starts, and only
+    rules that call a text function need them."""
+    from cep.engine import text
+
+    return text
+
+
 def _similarity(a: Any, b: Any) -> np.ndarray:
-    out = text.similarity(a, b)
+    out = text_module().similarity(a, b)
     return out.reshape(()) if _length((a, b)) is None else out
 
 
 def _lsh_bucket(s: Any, n: Any) -> np.ndarray:
     if _length((s,)) is None:
         if _length((n,)) is None:
-            return text.lsh_bucket(s, n).reshape(())
+            return text_module().lsh_bucket(s, n).reshape(())
         s = np.full(len(n), s, dtype=object)
-    return text.lsh_bucket(s, n)
+    return text_module().lsh_bucket(s, n)
 
 
 # ---------------------------------------------------------------- the registry

@@ -21,9 +21,9 @@ import numpy as np
 from cep.engine.aggregates import compute_aggregates
 from cep.engine.emit import emit, timestamp_col
 from cep.engine.expr import Col, Env, collect_aggregates, truth
+from cep.engine.functions import text_module
 from cep.engine.output import empty_output
 from cep.engine.table import KEY, NULL_SUFFIX, Table, concat, nrows, take
-from cep.engine.text import max_similarity_in_segments, term_rows
 from cep.engine.windows import KeyedWindow, Merged, WindowState, count_before, order_value
 from cep.lang import ir
 
@@ -89,7 +89,7 @@ class JoinOperator(WindowState):
             if agg.name == "count":
                 out[agg] = Col(hi - lo)
                 continue
-            best = max_similarity_in_segments(
+            best = text_module().max_similarity_in_segments(
                 self._trigger_terms(merged, triggers, hi, trigger_field, window_field),
                 merged.query_codes,
                 (merged.table[TERMS + window_field], merged.table[NORM2 + window_field]),
@@ -109,7 +109,7 @@ class JoinOperator(WindowState):
             own = np.minimum(hi, nrows(rows) - 1)
             if np.array_equal(order_value(rows)[own], order_value(triggers)):
                 return rows[TERMS + window_field][own], rows[NORM2 + window_field][own]
-        return term_rows(_texts(triggers, trigger_field))
+        return text_module().term_rows(_texts(triggers, trigger_field))
 
     def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
                hi: np.ndarray) -> np.ndarray:
@@ -227,7 +227,7 @@ def _with_terms(rows: Table, fields: list[str]) -> Table:
         return rows
     out = dict(rows)
     for field in fields:
-        out[TERMS + field], out[NORM2 + field] = term_rows(_texts(rows, field))
+        out[TERMS + field], out[NORM2 + field] = text_module().term_rows(_texts(rows, field))
     return out
 
 

@@ -44,6 +44,7 @@ SAMPLE_BYTES = 64 << 10  # read at a text file's start to estimate its bytes per
 TAIL_STEP = 64 << 10  # read backwards in steps of this to find a grown file's last newline
 GENERATOR_KINDS = ("tweets",)
 KAFKA_URI = "kafka://"  # a Kafka source: segments of partitions' offsets (kafka_input.py)
+KAFKA_KIND = "kafka"  # the kind of a Kafka partition's segment
 TEXT_KINDS = ("json", "csv")
 GRID_BYTES = 4 << 20  # text pieces are cut at these byte multiples of their segment
 GRID_ROWS = 65_536  # row-addressed pieces (Parquet, generators) at these row multiples
@@ -243,7 +244,7 @@ class InputLog:
         """Chunks of every Kafka partition up to its read_committed end (see
         ``cep.io.kafka_input``); a broker that cannot tell raises a one-line
         ``KafkaTransportError``."""
-        from cep.io.kafka_input import KAFKA_KIND, kafka_segments
+        from cep.io.kafka_input import kafka_segments
 
         found = kafka_segments(self.sources, self.known, self.starting_offsets)
         return [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)

@@ -19,11 +19,16 @@ import pandas as pd
 
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table, concat, empty
 from cep.io.deadletter import DeadLetter
-from cep.io.inputlog import GENERATOR_KINDS, InputLog, InputLogError, Segment, generator_kind
-from cep.io.kafka_input import KAFKA_KIND, read_kafka_range
+from cep.io.inputlog import (
+    GENERATOR_KINDS,
+    KAFKA_KIND,
+    InputLog,
+    InputLogError,
+    Segment,
+    generator_kind,
+)
 from cep.io.sources import MAX_RECORD_BYTES, read_range
 from cep.lang import ir
-from cep.transports.address import KafkaTransportError
 
 TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")
 
@@ -83,6 +88,8 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
                 max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
     """Read every input, dead-lettering bad records (records over ``max_record_bytes``
     among them), each event numbered by its place in the input."""
+    from cep.transports.address import KafkaTransportError  # Kafka's client: on demand
+
     sources = parse_input_specs(module, specs)
     log = InputLog(None, sources, follow=False)
     try:
@@ -127,6 +134,8 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
         frame, flags = tweets_range(_tweets_plan(segment.path), lo, hi)
         offsets = frame["seq"].to_numpy()
     elif segment.kind == KAFKA_KIND:
+        from cep.io.kafka_input import read_kafka_range  # Kafka's client: on demand
+
         frame = read_kafka_range(segment.path, lo, hi, stream, dead, max_record_bytes)
         offsets = frame["offset"].to_numpy()
     else:

@@ -41,7 +41,6 @@ from cep.transports.address import KafkaAddress, parse_kafka_uri
 from cep.transports.embedded import resolve
 from cep.transports.kafka_read import partition_ends, read_partition_range
 
-KAFKA_KIND = "kafka"
 CHUNK_OFFSETS = 10_000
 STARTING_OFFSETS = ("earliest", "latest")
 _CEP_OPTIONS = ("format",)  # query options cep reads itself, never passed to librdkafka

@@ -7,8 +7,12 @@ would silently route a moved key to an engine that does not have its state.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from migration.protocol import KeyMap
-from migration.store import StateStore
+
+if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
+    from migration.store import StateStore
 
 _CACHE: dict[tuple[str, int], KeyMap] = {}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,9 +21,11 @@ from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat, take
 from cep.lang import ir
 from cep.spark.keymaps import key_map
-from migration.store import StateStore
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
+
+if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
+    from migration.store import StateStore
 
 # key values of a batch → engine index of each (vectorised)
 KeyRouter = Callable[[np.ndarray, int], np.ndarray]
