@@ -58,30 +58,24 @@ WiredTiger locks its home, so a second server on the same directory fails to sta
 
 from __future__ import annotations
 
-import atexit
 import os
 import selectors
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
-from types import TracebackType
 
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-_STDERR_TAIL_CHARS = 2000
+from migration.child_server import ChildServer
 
 
 class EmbeddedMongoError(RuntimeError):
     """The embedded server did not start (the message carries its stderr tail)."""
 
 
-class EmbeddedMongo:
+class EmbeddedMongo(ChildServer):
     """A SecantusDB server in a child process on 127.0.0.1.
 
     ``with EmbeddedMongo() as mongo: StateStore(mongo.uri, run_id=…)``. The server is
@@ -94,6 +88,9 @@ class EmbeddedMongo:
     ``port`` 0 lets the OS choose; a fixed port lets a restarted server keep its URI.
     """
 
+    PREFIX = "cep-mongo-"
+    LOG = "server.log"
+
     def __init__(
         self,
         *,
@@ -103,49 +100,15 @@ class EmbeddedMongo:
         stop_timeout: float = 5.0,
         cache_size: str = "1G",
     ) -> None:
-        self.data_dir = data_dir
-        self.requested_port = port
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
+        super().__init__(data_dir=data_dir, port=port, startup_timeout=startup_timeout,
+                         stop_timeout=stop_timeout)
         self.cache_size = cache_size
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._workdir: Path | None = None
-        self._port: int | None = None
-        self._owner_pid = 0
-        self._lock = threading.Lock()
 
     @property
     def uri(self) -> str:
         if self._port is None:
             raise RuntimeError("EmbeddedMongo is not running")
         return f"mongodb://127.0.0.1:{self._port}/"
-
-    @property
-    def pid(self) -> int | None:
-        """The server process id while it runs (tests use it to prove it is gone)."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def workdir(self) -> Path | None:
-        """Temp dir holding the server's stderr log (and the data without ``data_dir``)."""
-        return self._workdir
-
-    def start(self) -> EmbeddedMongo:
-        with self._lock:
-            if self._proc is not None:
-                raise RuntimeError("EmbeddedMongo is already started")
-            self._workdir = Path(tempfile.mkdtemp(prefix="cep-mongo-"))
-            self._owner_pid = os.getpid()
-            # Registered before the child exists: a Ctrl-C anywhere below still
-            # leads to stop() through the except clause or interpreter exit.
-            atexit.register(self.stop)
-        try:
-            self._spawn()
-            self._await_ping()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _spawn(self) -> None:
         assert self._workdir is not None
@@ -196,7 +159,7 @@ class EmbeddedMongo:
         self._proc.stdout.close()
         return int(line)
 
-    def _await_ping(self) -> None:
+    def _await_ready(self) -> None:
         """The child announces its port after ``listen()``; prove it also answers."""
         timeout_ms = max(1, int(self.startup_timeout * 1000))
         client: MongoClient = MongoClient(
@@ -210,49 +173,6 @@ class EmbeddedMongo:
             client.close()
 
     def _failure(self, what: str) -> EmbeddedMongoError:
-        tail = ""
-        if self._workdir is not None:
-            try:
-                text = (self._workdir / "server.log").read_text(errors="replace")
-                tail = text[-_STDERR_TAIL_CHARS:].strip()
-            except OSError:
-                tail = ""
+        tail = self.stderr_tail()
         detail = f"\n--- server stderr (tail) ---\n{tail}" if tail else " (no stderr output)"
         return EmbeddedMongoError(f"embedded SecantusDB failed to start: {what}{detail}")
-
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent.
-
-        In a forked copy of the owner (which inherits this object and its atexit
-        hook) it does nothing: the server belongs to the process that started it.
-        """
-        if os.getpid() != self._owner_pid:
-            return
-        with self._lock:
-            proc, workdir = self._proc, self._workdir
-            self._proc = self._workdir = self._port = None
-            atexit.unregister(self.stop)
-        if proc is not None:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            for pipe in (proc.stdin, proc.stdout):
-                if pipe is not None:
-                    pipe.close()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedMongo:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -30,24 +30,20 @@ started it exits, so start it from a thread that lives as long as the run).
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
-from types import TracebackType
 
-_STDERR_TAIL_CHARS = 2000
+from migration.child_server import ChildServer
+
 _PR_SET_PDEATHSIG = 1
 _ANNOUNCE = re.compile(rb"^\s*kafka\s+(\S+):(\d+)\s*$", re.MULTILINE)
 _STATUS_LINE = re.compile(r"\bkafka\s+(127\.0\.0\.1:\d+)\b")
@@ -115,18 +111,22 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-class EmbeddedKafka:
+class EmbeddedKafka(ChildServer):
     """A noida-db Kafka broker in a child process on 127.0.0.1.
 
     ``with EmbeddedKafka() as kafka: produce(kafka.bootstrap, …)``. Stopped by
-    :meth:`stop`, by leaving the ``with`` block, at interpreter exit and, when this
-    process is killed, by the kernel (see the module notes).
+    :meth:`stop` (SIGTERM: the broker saves its snapshot), by leaving the ``with``
+    block, at interpreter exit and, when this process is killed, by the kernel (see the
+    module notes).
 
     Data lives in a temp dir removed at stop unless ``data_dir`` is given: then it is
     kept there for the next broker started on it (a checkpointed run's input and
     output topics survive a restart). ``port`` 0 lets the OS choose; a fixed port
     lets a restarted broker keep its address.
     """
+
+    PREFIX = "cep-kafka-"
+    LOG = "broker.log"
 
     def __init__(
         self,
@@ -136,15 +136,8 @@ class EmbeddedKafka:
         startup_timeout: float = 15.0,
         stop_timeout: float = 30.0,
     ) -> None:
-        self.data_dir = data_dir
-        self.requested_port = port
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._workdir: Path | None = None
-        self._port: int | None = None
-        self._owner_pid = 0
-        self._lock = threading.Lock()
+        super().__init__(data_dir=data_dir, port=port, startup_timeout=startup_timeout,
+                         stop_timeout=stop_timeout)
 
     @property
     def bootstrap(self) -> str:
@@ -152,30 +145,6 @@ class EmbeddedKafka:
         if self._port is None:
             raise RuntimeError("EmbeddedKafka is not running")
         return f"127.0.0.1:{self._port}"
-
-    @property
-    def port(self) -> int | None:
-        return self._port
-
-    @property
-    def pid(self) -> int | None:
-        """The broker process id while it runs."""
-        return self._proc.pid if self._proc is not None else None
-
-    def start(self) -> EmbeddedKafka:
-        with self._lock:
-            if self._proc is not None:
-                raise RuntimeError("EmbeddedKafka is already started")
-            self._workdir = Path(tempfile.mkdtemp(prefix="cep-kafka-"))
-            self._owner_pid = os.getpid()
-            atexit.register(self.stop)
-        try:
-            self._spawn()
-            self._await_listen()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _spawn(self) -> None:
         assert self._workdir is not None
@@ -219,7 +188,7 @@ class EmbeddedKafka:
             time.sleep(0.02)
         return int(found.group(2))
 
-    def _await_listen(self) -> None:
+    def _await_ready(self) -> None:
         """The broker prints its address after binding; prove it accepts connections."""
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -232,50 +201,11 @@ class EmbeddedKafka:
                 time.sleep(0.05)
 
     def _failure(self, what: str) -> EmbeddedKafkaError:
-        tail = ""
-        if self._workdir is not None:
-            try:
-                text = (self._workdir / "broker.log").read_text(errors="replace")
-                tail = _GLIBC_WARNING.sub("", text)[-_STDERR_TAIL_CHARS:].strip()
-            except OSError:
-                tail = ""
+        tail = _GLIBC_WARNING.sub("", self.stderr_tail()).strip()
         detail = f": {tail}" if tail and "\n" not in tail else (
             f"\n--- broker stderr (tail) ---\n{tail}" if tail else " (no stderr output)")
         return EmbeddedKafkaError(f"embedded Kafka failed to start: {what}{detail}")
 
-    def stop(self) -> None:
-        """Stop the broker (SIGTERM: it saves its snapshot; SIGKILL after
-        ``stop_timeout``); idempotent, and a no-op in a forked copy of the owner."""
-        self._end(signal.SIGTERM)
-
     def kill(self) -> None:
         """SIGKILL the broker, losing unsaved data: a crash, for tests."""
         self._end(signal.SIGKILL)
-
-    def _end(self, sig: signal.Signals) -> None:
-        if os.getpid() != self._owner_pid:
-            return
-        with self._lock:
-            proc, workdir = self._proc, self._workdir
-            self._proc = self._workdir = self._port = None
-            atexit.unregister(self.stop)
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-    def __enter__(self) -> EmbeddedKafka:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
