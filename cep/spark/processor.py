@@ -201,8 +201,7 @@ class KeyStates:
         """Put the state of ``keys`` (JSON texts) as of the previous batch into
         ``engine``: from this worker's memory when it ran that batch, else from Spark."""
         entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
-        for slot in [s for s, (b, _) in _WARM.items() if b < batch - 1]:
-            del _WARM[slot]  # a later batch of that engine ran elsewhere: stale for good
+        drop_stale(_WARM, self.slot[0], batch)
         self.warm = entry[1] if entry is not None and entry[0] == batch - 1 else {}
         states = {text: self.warm[text] for text in keys if text in self.warm}
         cold = [text for text in keys if text not in states]
@@ -231,6 +230,15 @@ class KeyStates:
         for text in keys:
             self.warm.pop(text, None)
         self.calls.remove_keys([(text,) for text in keys if text in self.stored])
+
+
+def drop_stale(warm: dict[tuple[str, int], tuple[int, dict]], start: str, batch: int) -> None:
+    """Forget the warm states no batch ``batch`` of query ``start`` can use: another
+    query's (one that ended would otherwise keep every key it held in this worker's
+    memory for the session's life, and slow the next query's tasks with it), and those
+    of an engine whose later batch ran in another worker (stale for good)."""
+    for slot in [s for s, (b, _) in warm.items() if s[0] != start or b < batch - 1]:
+        del warm[slot]
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
