@@ -238,13 +238,22 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[i : i + size]
 
 
+# (process, URI, options) -> the one client every shipped copy in that process uses
+_SHARED_CLIENTS: dict[tuple[int, str, tuple[tuple[str, Any], ...]], MongoClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 class ProcessLocalClient:
     """A MongoDB client that each process opens for itself on first use.
 
     Picklable: Spark ships these objects to executors, and a ``MongoClient`` must not
     cross a fork or a pickle, so the client is dropped on pickling and reopened (with
     cep's write concern and the time-outs, the URI's own options winning) in the
-    process that next needs it. Shared by the state store and the event writer."""
+    process that next needs it. Every task unpickles its own copy, so the copies in a
+    process share one client: one each would leave a client, with its monitor threads
+    and connections, behind for every task (a Python worker runs many), all waking to
+    poll the server and competing for the worker's GIL. Shared by the state store and
+    the event writer."""
 
     APPNAME = "cep"
 
@@ -257,6 +266,7 @@ class ProcessLocalClient:
         self._client: MongoClient | None = None
         self._client_pid = 0
         self._lock = threading.Lock()
+        self._shipped = False  # a copy that came through pickle: shares its process's client
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -266,25 +276,36 @@ class ProcessLocalClient:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._shipped = True
+
+    def _options(self) -> dict[str, Any]:
+        return {"connectTimeoutMS": self.connect_timeout_ms,
+                "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
+                "socketTimeoutMS": self.socket_timeout_ms,
+                "appname": self.APPNAME, "w": "majority", "journal": True}
 
     def _process_client(self) -> MongoClient:
         with self._lock:
             if self._client is None or self._client_pid != os.getpid():
-                self._client = open_client(self.uri, {
-                    "connectTimeoutMS": self.connect_timeout_ms,
-                    "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
-                    "socketTimeoutMS": self.socket_timeout_ms,
-                    "appname": self.APPNAME,
-                    "w": "majority",
-                    "journal": True,
-                })
+                self._client = (self._shared_client() if self._shipped
+                                else open_client(self.uri, self._options()))
                 self._client_pid = os.getpid()
             return self._client
 
+    def _shared_client(self) -> MongoClient:
+        options = self._options()
+        key = (os.getpid(), self.uri, tuple(sorted(options.items())))
+        with _SHARED_LOCK:
+            client = _SHARED_CLIENTS.get(key)
+            if client is None:
+                client = _SHARED_CLIENTS[key] = open_client(self.uri, options)
+            return client
+
     def close(self) -> None:
-        """Close this process's client (a later use opens a new one)."""
+        """Close this process's client (a later use opens a new one); a shipped copy
+        only lets go of the client its process's other copies still use."""
         with self._lock:
-            if self._client is not None:
+            if self._client is not None and not self._shipped:
                 self._client.close()
             self._client = None
 

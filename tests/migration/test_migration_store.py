@@ -277,3 +277,16 @@ def test_bad_uri_is_a_store_error_without_password() -> None:
 )
 def test_mask_uri(uri: str, masked: str) -> None:
     assert mask_uri(uri) == masked
+
+
+def test_shipped_copies_in_one_process_share_one_client(store: StateStore) -> None:
+    # every Spark task unpickles its own copy: one client each would leave a client
+    # (monitor threads, connections) behind per task in every Python worker
+    first, second = (pickle.loads(pickle.dumps(store)) for _ in range(2))
+    try:
+        assert first._process_client() is second._process_client()
+        assert store._process_client() is not first._process_client()
+        first.close()  # lets go of the shared client without closing it for the other
+        assert second.get_key_map(7) is None
+    finally:
+        second.close()
