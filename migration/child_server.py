@@ -33,8 +33,8 @@ class ChildServer:
     :meth:`_await_ready` (prove the server answers).
     """
 
-    PREFIX = "cep-server-"
-    LOG = "server.log"
+    PREFIX: str  # of the temp dir
+    LOG: str  # the child's stderr file in the temp dir
 
     def __init__(self, *, data_dir: Path | None, port: int, startup_timeout: float,
                  stop_timeout: float) -> None:
