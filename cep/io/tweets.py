@@ -370,11 +370,17 @@ class _DefaultMemo:
         return seen[lay.birth_block(seen) < 0]
 
     def remember(self, seed: int, b: int, seen: np.ndarray) -> None:
-        """Checkpoint: ``seen`` holds the pre-stream stories met in blocks before ``b``."""
+        """Checkpoint: ``seen`` holds the pre-stream stories met in blocks before ``b``.
+
+        The least recently made checkpoints go first, not the lowest blocks: a process
+        that reads the stream a second time (a later run in the same Spark session)
+        starts again near block 0, and evicting by block would drop each new checkpoint
+        at once, so every read would replay from block 0 (a cost growing with ``b``)."""
         points = self.seen.setdefault(seed, {})
+        points.pop(b, None)  # re-inserted last: dicts keep insertion order
         points[b] = seen
-        for u in sorted(points)[:-_SEEN_KEPT]:
-            del points[u]
+        while len(points) > _SEEN_KEPT:
+            del points[next(iter(points))]
 
 
 _MEMO = _DefaultMemo()

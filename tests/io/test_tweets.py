@@ -281,6 +281,32 @@ def test_ranges_in_any_order_share_the_memo_and_stay_exact(
     assert len(memo.seen[4]) >= 2
 
 
+def test_a_second_pass_keeps_its_own_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that read the stream to its end and starts again at the front (a second
+    run in the same Spark session) keeps the checkpoints it makes: the next range
+    replays from the checkpoint the last one left, not from block 0."""
+    memo = tweets._DefaultMemo()
+    monkeypatch.setattr(tweets, "_MEMO", memo)
+    block = tweets.lay.BLOCK
+    blocks = tweets._SEEN_KEPT + 4
+    plan = tweets.tweets_plan(f"tweets:n={blocks * block},seed=4")
+    for b in range(blocks):  # the first pass leaves checkpoints at its last blocks
+        tweets.tweets_range(plan, b * block, (b + 1) * block)
+    replayed: list[int] = []
+    follow = tweets.lay.StreamLayout.follow_counts
+
+    def counting(layout, b):
+        replayed.append(b)
+        return follow(layout, b)
+
+    monkeypatch.setattr(tweets.lay.StreamLayout, "follow_counts", counting)
+    for b in range(4):  # the second pass
+        replayed.clear()
+        tweets.tweets_range(plan, b * block, (b + 1) * block)
+        assert replayed == [], f"block {b} replayed blocks {replayed}"
+    assert set(memo.seen[4]) >= {1, 2, 3, 4}
+
+
 def test_first_story_flags_are_first_appearances(default: GeneratedTweets) -> None:
     plan = tweets.tweets_plan(f"tweets:n={N},seed=7")
     _, flags = tweets.tweets_range(plan, 0, N)
