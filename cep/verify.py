@@ -19,6 +19,7 @@ from cep.lang import ir
 from cep.spark.delivery import read_output
 from cep.spark.parts import EventParts
 from cep.spark.runtime import Output, SparkRun, run_on_spark
+from splitter.stats import rstd
 from splitter.strategies import KEY_PRESERVING
 
 
@@ -43,6 +44,9 @@ class StrategyResult:
     # the same in CPU seconds, which other tasks on a shared machine do not inflate
     makespan_cpu_s: float = 0.0
     batch_makespan_cpu_s: list[float] = field(default_factory=list)
+    # mean over batches of the RSTD of the engines' CPU seconds: the balance of the work,
+    # beside ``avg_rstd``, the balance of the events that the strategies equalise
+    avg_cpu_rstd: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
 
@@ -99,6 +103,8 @@ def verify(module: ir.CompiledModule, sources: dict[str, str], strategies: list[
             batch_makespan_s=[round(x, 4) for x in slowest],
             makespan_cpu_s=round(sum(slowest_cpu), 3),
             batch_makespan_cpu_s=[round(x, 4) for x in slowest_cpu],
+            avg_cpu_rstd=round(float(np.mean([rstd(m.get("cpu_s_per_engine", []))
+                                               for m in run.metrics] or [0.0])), 2),
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
         ))

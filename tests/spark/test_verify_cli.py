@@ -26,12 +26,16 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     assert lines[0].split()[:3] == ["strategy", "events", "="]
     rows = {r["strategy"]: r for r in json.loads(out.read_text())}
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
+    assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie
     assert not rows["pkg"]["equal_to_kg"] and rows["pkg"]["extra"] > 0
 
 
 def test_bench_table_puts_the_paper_beside_each_strategy():
     result = StrategyResult("dlb-h", 57, True, 0, 0, 21.8, 40.0, 3, 11, 13_134, 30.0,
-                            processed=240, events_per_s=8.0, load_moved=26)
+                            processed=240, events_per_s=8.0, load_moved=26,
+                            avg_cpu_rstd=36.7)
     table = format_bench([result])
     paper_rate = f"{PAPER_TABLE1['dlb-h'][0] / 2400:,.0f}"
     assert "dlb-h" in table and paper_rate in table and "23.43%" in table
+    header, row = table.splitlines()[:2]
+    assert "CPU RSTD" in header and "21.8%" in row and "36.7%" in row
