@@ -44,6 +44,7 @@ from cep.spark.chain import ChainParts, split_rows
 from cep.spark.keymaps import key_map
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
+from cep.spark.warm_files import WarmFiles
 from migration.protocol import exports, imports
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
@@ -141,6 +142,7 @@ class EngineProcessor(StatefulProcessor):
         stats = {"engine": engine_index, "batch": batch, "stage": stage,
                  "rows": sum(nrows(t) for t in batch_streams.values()),
                  "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
+                 "restored": key_states.restored,
                  **counts, "stages": stages, "outputs": scores,
                  "key_load": load if stage == 0 else {}}
         yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
@@ -194,20 +196,32 @@ class KeyStates:
     def __init__(self, states, start: str, label: int) -> None:
         self.calls = MapCalls(states)  # MapState: key (JSON text) → state (codec "key" bytes)
         self.slot = (start, label)
+        self.files = WarmFiles(start, label)  # what the last batch wrote, for any worker
+        self.restored = {"memory": 0, "file": 0, "store": 0}  # where load found the keys
         self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
         self.stored: set[str] = set()  # keys of the running batch that had state
 
     def load(self, engine: Engine, keys: list[str], batch: int) -> None:
         """Put the state of ``keys`` (JSON texts) as of the previous batch into
-        ``engine``: from this worker's memory when it ran that batch, else from Spark."""
+        ``engine``: from this worker's memory when it ran that batch, else from the file
+        that batch left on this host (``warm_files``), else from Spark's state store."""
         entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
         drop_stale(_WARM, self.slot[0], batch)
-        self.warm = entry[1] if entry is not None and entry[0] == batch - 1 else {}
+        ran_last = entry is not None and entry[0] == batch - 1
+        self.warm = entry[1] if ran_last else {}
         states = {text: self.warm[text] for text in keys if text in self.warm}
+        in_memory = len(states)
+        # the file holds what the last batch wrote: all in memory if this worker ran it
+        left = {} if ran_last or not keys else self.files.read(batch - 1)
+        for text in keys:
+            if text not in states and text in left:
+                states[text] = engine.decode_state(left[text], text)
         cold = [text for text in keys if text not in states]
         for text, blob in zip(cold, self.calls.get_values([(t,) for t in cold]), strict=True):
             if blob is not None:
                 states[text] = engine.decode_state(blob[0], text)
+        self.restored = {"memory": in_memory, "file": len(keys) - len(cold) - in_memory,
+                         "store": len(cold)}
         self.stored = set(states)
         engine.put_states({json.loads(text): state for text, state in states.items()})
 
@@ -218,8 +232,11 @@ class KeyStates:
         states = engine.take_states(values)
         kept = [(text, states[value]) for text, value in zip(keys, values, strict=True)
                 if value in states]
-        self.calls.update_values(((text,), (codec.encode(state, "key"),))
-                                 for text, state in kept)
+        texts = [text for text, _ in kept]
+        blobs = [codec.encode(state, "key") for _, state in kept]
+        self.calls.update_values(((text,), (blob,))
+                                 for text, blob in zip(texts, blobs, strict=True))
+        self.files.write(batch, texts, blobs)
         self.warm.update(kept)
         self.remove([text for text, value in zip(keys, values, strict=True)
                      if value not in states])

@@ -62,6 +62,7 @@ from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.session import is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
 from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
+from cep.spark.warm_files import remove_start
 from cep.transports.address import KafkaTransportError
 from cep.transports.embedded import embedded_broker
 from cep.transports.outputs import is_uri_output, publisher
@@ -257,10 +258,12 @@ def run_on_spark(
                               starting_offsets)
         spark.dataSource.register(input_source(config, module, labels, engine_of))
         config.stop_file.unlink(missing_ok=True)
+        processor = EngineProcessor(module, labels, parts, store, slowdown, config.chain)
+        # the engines' files for their next batch (this host's; on a cluster, the
+        # executors' hosts keep at most two batches per engine of a run)
+        cleanup.callback(remove_start, processor.start)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
-                  .transformWithStateInPandas(
-                      EngineProcessor(module, labels, parts, store, slowdown, config.chain),
-                      OUTPUT_SCHEMA, "Append", "None"))
+                  .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
                   .option("checkpointLocation", str(workdir / "checkpoint")))
         writer = (writer.trigger(processingTime=f"{trigger_s} seconds") if follow

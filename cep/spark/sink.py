@@ -170,6 +170,7 @@ class BatchSink:
         cpu = np.zeros(self.n_engines)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         counts = {"dead": 0, "blank": 0, "truth": 0}
+        restored = {"memory": 0, "file": 0, "store": 0}  # where engines found their keys
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
         chained: dict[str, int] = {}  # events of later stages, per stage
@@ -188,6 +189,8 @@ class BatchSink:
                 moved[name] += info.get(name, 0)
             for name in counts:
                 counts[name] += info.get(name, 0)
+            for name, n in info.get("restored", {}).items():
+                restored[name] += n
             for rule, (n, hits) in info.get("outputs", {}).items():
                 total = outputs.setdefault(rule, [0, 0])
                 total[0] += n
@@ -208,6 +211,7 @@ class BatchSink:
             "busy_s_per_engine": [round(b, 4) for b in busy.tolist()],
             "cpu_s_per_engine": [round(c, 4) for c in cpu.tolist()],
             "stage_s": {k: round(v, 4) for k, v in stages.items()},
+            "keys_restored": restored,
             "rstd": round(rstd(rows.astype(float)), 3),
             "sink_s": round(time.perf_counter() - started, 4),
             "wall_time": time.time(),

@@ -61,6 +61,9 @@ def test_kg_and_dlb_l_equal_the_reference(spark, fsd, strategy):
         assert any(m["rebalanced"] for m in run.metrics)
         assert sum(m["exported_keys"] for m in run.metrics) > 0
     assert records == expected
+    # after batch 0 engines find most keys in a worker's memory or the last batch's file
+    later = [m["keys_restored"] for m in run.metrics if m["batch"] > 0]
+    assert sum(r["memory"] + r["file"] for r in later) > sum(r["store"] for r in later)
 
 
 def test_pkg_false_first_stories_are_counted(spark, fsd, capsys):
