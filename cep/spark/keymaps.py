@@ -3,10 +3,15 @@
 Maps are write-once (a version never changes after it is written), so a cache keyed by
 (run, version) is always right. A missing map is an error: assuming key grouping instead
 would silently route a moved key to an engine that does not have its state.
+
+Batch t needs versions t-1 to t+2 (routing, imports, exports, the Balancer), so the
+cache keeps the ``KEPT`` most recently used: kept whole, it grew by one map per batch in
+every process, the driver's included, for as long as the stream ran.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from migration.protocol import KeyMap
@@ -14,7 +19,8 @@ from migration.protocol import KeyMap
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
     from migration.store import StateStore
 
-_CACHE: dict[tuple[str, int], KeyMap] = {}
+KEPT = 16  # maps per process
+_CACHE: OrderedDict[tuple[str, int], KeyMap] = OrderedDict()
 
 
 class MissingKeyMapError(RuntimeError):
@@ -31,4 +37,8 @@ def key_map(store: StateStore, version: int) -> KeyMap:
             raise MissingKeyMapError(f"key map version {version} of run {store.run_id} "
                                      "is missing")
         found = _CACHE[cache_key] = KeyMap.decode(data)
+        while len(_CACHE) > KEPT:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(cache_key)
     return found

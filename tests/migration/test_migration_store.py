@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 
+from cep.spark import keymaps
+from migration.protocol import KeyMap
 from migration.server import EmbeddedMongo
 from migration.store import (
     CHUNK_BYTES,
@@ -290,3 +292,15 @@ def test_shipped_copies_in_one_process_share_one_client(store: StateStore) -> No
         assert second.get_key_map(7) is None
     finally:
         second.close()
+
+
+def test_a_process_keeps_only_the_recent_key_maps(store: StateStore) -> None:
+    """Executors and the driver read one map per batch: a long stream must not keep them
+    all. The versions a batch needs stay; a version read again is fetched again."""
+    for version in range(3 * keymaps.KEPT):
+        store.put_key_map(version, KeyMap(2, {'"k"': version % 2}).encode())
+        assert keymaps.key_map(store, version).overrides == {'"k"': version % 2}
+        assert keymaps.key_map(store, max(0, version - 1)).n_engines == 2  # kept
+    mine = [v for (run, v) in keymaps._CACHE if run == store.run_id]
+    assert len(mine) <= keymaps.KEPT and max(mine) == 3 * keymaps.KEPT - 1
+    assert keymaps.key_map(store, 0).overrides == {'"k"': 0}  # evicted, read again
