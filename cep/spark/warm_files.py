@@ -15,7 +15,7 @@ read from the state store as before. The files are data only (Arrow IPC of key t
 :mod:`cep.engine.codec` blobs, which never run code), in a directory that must belong to
 this user and be closed to others; a directory that is not, or a file that does not
 read, is ignored, never trusted. A batch keeps its file and the one before (a retried
-task reads that one again) and deletes older ones, so the disk holds at most two
+task reads that one again) and deletes older ones, so the host holds at most two
 batches per engine.
 """
 
@@ -93,13 +93,13 @@ class WarmFiles:
                   pa.ipc.new_file(sink, _SCHEMA) as out):
                 out.write_table(table)
             os.replace(temporary, path)
-        except (OSError, pa.ArrowException):
+            for name in os.listdir(self.directory):
+                found = _NAME.match(name)
+                if found and int(found[1]) == self.label and int(found[2]) < batch - 1:
+                    Path(self.directory, name).unlink(missing_ok=True)
+        except (OSError, pa.ArrowException):  # also: the directory pruned meanwhile
             temporary.unlink(missing_ok=True)
             path.unlink(missing_ok=True)  # never an older batch's file under this name
-        for name in os.listdir(self.directory):
-            found = _NAME.match(name)
-            if found and int(found[1]) == self.label and int(found[2]) < batch - 1:
-                Path(self.directory, name).unlink(missing_ok=True)
 
     def _ready(self) -> bool:
         """Both directories exist and are private; a start's first write also deletes
