@@ -108,7 +108,12 @@ class Engine:
 
     def decode_state(self, blob: bytes, key: object) -> dict[str, object]:
         """A key blob's state as values, checked to belong to this engine's rules."""
-        state = codec.decode(blob, "key", f"state document for key {key!r}")
+        return self.check_state(codec.decode(blob, "key", f"state document for key {key!r}"),
+                                key)
+
+    def check_state(self, state: object, key: object) -> dict[str, object]:
+        """``state`` (decoded from data someone may have written), if it is a key's state
+        of this engine's rules."""
         if type(state) is not dict or not set(state) <= self.rule_order.keys():
             raise ValueError(f"the state of key {key!r} does not belong to this rule file")
         return state

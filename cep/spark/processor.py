@@ -41,6 +41,7 @@ from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
 from cep.spark.chain import ChainParts, split_rows
+from cep.spark.key_layout import Layout, plan, read_head, rebuild, split_state
 from cep.spark.keymaps import key_map
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
@@ -77,7 +78,8 @@ class EngineProcessor(StatefulProcessor):
         self.start = uuid.uuid4().hex
 
     def init(self, handle) -> None:
-        self.states = handle.getMapState("keys", "key string", "state binary")
+        self.heads = handle.getMapState("keys", "key string", "head binary")
+        self.segments = handle.getMapState("segments", "key string, batch long", "rows binary")
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         clock = StageClock()
@@ -104,7 +106,7 @@ class EngineProcessor(StatefulProcessor):
         leaving = leaving_keys(store, engine_index, batch) if store is not None else []
         load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
         arriving = list(load)
-        key_states = KeyStates(self.states, self.start, int(key[0]))
+        key_states = KeyStates(self.heads, self.segments, self.start, int(key[0]))
         key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
         clock.lap("restore")
         moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
@@ -181,24 +183,29 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
-# (query start, engine label) → (batch, key as JSON text → its state as values): the states
-# this worker process wrote for that engine in that batch. Spark gives an engine's next
-# batch to any of its Python workers; when it is this one, the keys it wrote need no
-# read and no decoding. Valid for the very next batch only: any other batch of the engine
-# may have run elsewhere since, so a gap drops the entry.
-_WARM: dict[tuple[str, int], tuple[int, dict[str, dict]]] = {}
+# (query start, engine label) → (batch, key as JSON text → its state as values, key → its
+# layout in the state store): the states this worker process wrote for that engine in
+# that batch. Spark gives an engine's next batch to any of its Python workers; when it is
+# this one, the keys it wrote need no read and no decoding. Valid for the very next batch
+# only: any other batch of the engine may have run elsewhere since, so a gap drops it.
+_WARM: dict[tuple[str, int], tuple[int, dict[str, dict], dict[str, Layout]]] = {}
 
 
 class KeyStates:
     """An engine's state in Spark, per key: the keys a batch touches are read into an
-    empty :class:`Engine` before it runs and written back after, the rest stay put."""
+    empty :class:`Engine` before it runs and written back after, the rest stay put. A key
+    rests as a head and the row segments of the batches that appended to its windows
+    (``key_layout``), so a batch writes what it changed, not the whole window."""
 
-    def __init__(self, states, start: str, label: int) -> None:
-        self.calls = MapCalls(states)  # MapState: key (JSON text) → state (codec "key" bytes)
+    def __init__(self, heads, segments, start: str, label: int) -> None:
+        self.heads = MapCalls(heads)  # key (JSON text) → its head (codec "head" bytes)
+        self.segments = MapCalls(segments)  # (key, batch) → rows (codec "segment" bytes)
         self.slot = (start, label)
         self.files = WarmFiles(start, label)  # what the last batch wrote, for any worker
         self.restored = {"memory": 0, "file": 0, "store": 0}  # where load found the keys
         self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
+        self.layouts: dict[str, Layout] = {}  # how the state store holds each key
+        self.began: dict[str, list[Table]] = {}  # the window tables a key began with
         self.stored: set[str] = set()  # keys of the running batch that had state
 
     def load(self, engine: Engine, keys: list[str], batch: int) -> None:
@@ -208,22 +215,42 @@ class KeyStates:
         entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
         drop_stale(_WARM, self.slot[0], batch)
         ran_last = entry is not None and entry[0] == batch - 1
-        self.warm = entry[1] if ran_last else {}
+        self.warm, self.layouts = (entry[1], entry[2]) if entry and ran_last else ({}, {})
         states = {text: self.warm[text] for text in keys if text in self.warm}
         in_memory = len(states)
         # the file holds what the last batch wrote: all in memory if this worker ran it
         left = {} if ran_last or not keys else self.files.read(batch - 1)
         for text in keys:
             if text not in states and text in left:
-                states[text] = engine.decode_state(left[text], text)
+                blob, layout = left[text]
+                states[text] = engine.decode_state(blob, text)
+                self.layouts[text] = Layout.from_json(json.loads(layout))
         cold = [text for text in keys if text not in states]
-        for text, blob in zip(cold, self.calls.get_values([(t,) for t in cold]), strict=True):
-            if blob is not None:
-                states[text] = engine.decode_state(blob[0], text)
+        states.update(self._read_store(engine, cold))
         self.restored = {"memory": in_memory, "file": len(keys) - len(cold) - in_memory,
                          "store": len(cold)}
         self.stored = set(states)
+        self.began = {text: split_state(state)[2] for text, state in states.items()}
         engine.put_states({json.loads(text): state for text, state in states.items()})
+
+    def _read_store(self, engine: Engine, keys: list[str]) -> dict[str, dict]:
+        """The states of ``keys`` that have one in Spark's state store: each key's head,
+        then the live segments of all of them in one pass."""
+        heads = {}
+        for text, blob in zip(keys, self.heads.get_values([(t,) for t in keys]), strict=True):
+            if blob is not None:
+                heads[text] = read_head(blob[0], text)
+                self.layouts[text] = heads[text][1]
+        wanted = [(text, b) for text, (_, layout) in heads.items() for b in layout.segments]
+        blobs = iter(self.segments.get_values(wanted))
+        states = {}
+        for text, (rest, layout) in heads.items():
+            segments = [next(blobs) for _ in layout.segments]
+            if any(s is None for s in segments):
+                raise codec.StateFormatError(f"state of key {text}: a segment is missing")
+            state = rebuild(rest, layout, [s[0] for s in segments], text)  # type: ignore[index]
+            states[text] = engine.check_state(state, text)
+        return states
 
     def save(self, engine: Engine, keys: list[str], batch: int) -> None:
         """Write back the state of ``keys`` after the batch (a key left without state,
@@ -232,29 +259,40 @@ class KeyStates:
         states = engine.take_states(values)
         kept = [(text, states[value]) for text, value in zip(keys, values, strict=True)
                 if value in states]
+        plans = [plan(state, self.layouts.get(text), self.began.get(text), batch)
+                 for text, state in kept]
         texts = [text for text, _ in kept]
-        blobs = [codec.encode(state, "key") for _, state in kept]
-        self.calls.update_values(((text,), (blob,))
-                                 for text, blob in zip(texts, blobs, strict=True))
-        self.files.write(batch, texts, blobs)
+        self.heads.update_values(((text,), (p.head,)) for text, p in zip(texts, plans,
+                                                                         strict=True))
+        self.segments.update_values(((text, batch), (p.segment,)) for text, p in zip(
+            texts, plans, strict=True) if p.segment is not None)
+        self.segments.remove_keys([(text, b) for text, p in zip(texts, plans, strict=True)
+                                   for b in p.dropped])
+        layouts = {text: p.layout for text, p in zip(texts, plans, strict=True)}
+        self.files.write(batch, texts, [codec.encode(state, "key") for _, state in kept],
+                         [json.dumps(layout.as_json()) for layout in layouts.values()])
         self.warm.update(kept)
+        self.layouts.update(layouts)
         self.remove([text for text, value in zip(keys, values, strict=True)
                      if value not in states])
-        _WARM[self.slot] = (batch, self.warm)
+        _WARM[self.slot] = (batch, self.warm, self.layouts)
 
     def remove(self, keys: list[str]) -> None:
         """Forget keys (handed over to another engine, or left without state)."""
+        layouts = [self.layouts.pop(text, None) for text in keys]
         for text in keys:
             self.warm.pop(text, None)
-        self.calls.remove_keys([(text,) for text in keys if text in self.stored])
+        self.heads.remove_keys([(text,) for text in keys if text in self.stored])
+        self.segments.remove_keys([(text, b) for text, layout in zip(keys, layouts, strict=True)
+                                   if layout is not None for b in layout.segments])
 
 
-def drop_stale(warm: dict[tuple[str, int], tuple[int, dict]], start: str, batch: int) -> None:
+def drop_stale(warm: dict[tuple[str, int], tuple], start: str, batch: int) -> None:
     """Forget the warm states no batch ``batch`` of query ``start`` can use: another
     query's (one that ended would otherwise keep every key it held in this worker's
     memory for the session's life, and slow the next query's tasks with it), and those
     of an engine whose later batch ran in another worker (stale for good)."""
-    for slot in [s for s, (b, _) in warm.items() if s[0] != start or b < batch - 1]:
+    for slot in [s for s, entry in warm.items() if s[0] != start or entry[0] < batch - 1]:
         del warm[slot]
 
 

@@ -77,7 +77,7 @@ DEFAULT_MONGO_TIMEOUT = 30.0
 DEFAULT_TRIGGER_S = 1.0
 #: How engine state is laid out in Spark's state store (``processor.KeyStates``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
-STATE_LAYOUT = "per-key-1"
+STATE_LAYOUT = "per-key-2"  # 2: a head and row segments per key (key_layout.py)
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
@@ -381,9 +381,9 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
         if manifest.get("state_layout") != STATE_LAYOUT:
             # Spark would resume it without a word, every engine's state left behind
             raise SparkRunError(
-                f"checkpoint {workdir} was written by an older cep, which kept each "
-                "engine's state in one blob; this one keeps it per key and cannot resume "
-                "it: use a new checkpoint directory")
+                f"checkpoint {workdir} was written by an older cep, which laid out engine "
+                f"state as {manifest.get('state_layout') or 'one blob per engine'}, not "
+                f"{STATE_LAYOUT}: this one cannot resume it, use a new checkpoint directory")
         for name, value in wanted.items():
             if manifest.get(name) != value:
                 raise SparkRunError(

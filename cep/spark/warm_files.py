@@ -11,8 +11,10 @@ the engine's next batch.
 
 The state store stays the truth. A file only holds the keys its batch wrote, and only
 the very next batch of the same query start and engine reads it; a key not in it is
-read from the state store as before. The files are data only (Arrow IPC of key texts and
-:mod:`cep.engine.codec` blobs, which never run code), in a directory that must belong to
+read from the state store as before. Beside each key's whole state, the file says how
+the state store holds it (``key_layout``), so the next batch writes only what changed.
+The files are data only (Arrow IPC of key texts, :mod:`cep.engine.codec` blobs, which
+never run code, and JSON layouts), in a directory that must belong to
 this user and be closed to others; a directory that is not, or a file that does not
 read, is ignored, never trusted. A batch keeps its file and the one before (a retried
 task reads that one again) and deletes older ones, so the host holds at most two
@@ -31,7 +33,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-_SCHEMA = pa.schema([("key", pa.string()), ("state", pa.binary())])
+# key text, its whole state (codec "key" blob), its layout in the state store (JSON text)
+_SCHEMA = pa.schema([("key", pa.string()), ("state", pa.binary()), ("layout", pa.string())])
 _NAME = re.compile(r"^(\d+)-(\d+)\.arrow$")  # engine label - batch
 SHARED_MEMORY = "/dev/shm"
 STALE_S = 3600.0  # a start's directory no batch wrote to for this long is a dead run's
@@ -63,9 +66,9 @@ class WarmFiles:
         self.directory = self.root / start
         self.label = label
 
-    def read(self, batch: int) -> dict[str, bytes]:
-        """Key text → blob, as the engine wrote them in ``batch``; empty when there is no
-        trusted file for it."""
+    def read(self, batch: int) -> dict[str, tuple[bytes, str]]:
+        """Key text → (blob, layout), as the engine wrote them in ``batch``; empty when
+        there is no trusted file for it."""
         path = self._path(batch)
         if not (_private(self.root) and _private(self.directory) and path.is_file()):
             return {}
@@ -76,9 +79,11 @@ class WarmFiles:
             return {}
         if table.schema != _SCHEMA:
             return {}
-        return dict(zip(table["key"].to_pylist(), table["state"].to_pylist(), strict=True))
+        return dict(zip(table["key"].to_pylist(), zip(
+            table["state"].to_pylist(), table["layout"].to_pylist(), strict=True), strict=True))
 
-    def write(self, batch: int, keys: list[str], blobs: list[bytes]) -> None:
+    def write(self, batch: int, keys: list[str], blobs: list[bytes],
+              layouts: list[str]) -> None:
         """Leave ``batch``'s blobs (atomically: a reader sees all of them or none) and
         delete the files of batches before ``batch - 1``. A file that cannot be written
         (a full disk) is left out: the next batch reads the state store instead."""
@@ -86,8 +91,8 @@ class WarmFiles:
             return
         path = self._path(batch)
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        table = pa.table([pa.array(keys, pa.string()), pa.array(blobs, pa.binary())],
-                         schema=_SCHEMA)
+        table = pa.table([pa.array(keys, pa.string()), pa.array(blobs, pa.binary()),
+                          pa.array(layouts, pa.string())], schema=_SCHEMA)
         try:
             with (pa.OSFile(str(temporary), "wb") as sink,
                   pa.ipc.new_file(sink, _SCHEMA) as out):

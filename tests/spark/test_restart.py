@@ -164,12 +164,15 @@ def test_repeated_sigkills_give_the_events_of_an_uninterrupted_run(tmp_path):
     assert sum(m["exported_keys"] for m in rows) > 0
 
 
-def test_a_checkpoint_of_the_old_state_layout_is_refused_not_resumed(tmp_path):
-    """A run directory of a cep that kept each engine's state in one blob: Spark itself
-    would resume it and silently start every key from nothing."""
+@pytest.mark.parametrize("layout", [None, "per-key-1"])
+def test_a_checkpoint_of_an_old_state_layout_is_refused_not_resumed(tmp_path, layout):
+    """A run directory of a cep that kept each engine's state in one blob (no layout
+    named), or each key's in one blob (``per-key-1``): Spark itself would resume it and
+    silently start every key from nothing."""
     module = compile_file(RULE)
     sources = parse_input_specs(module, [str(INPUT)])
-    old = {"run_id": "0123456789abcdef", "engines": 3, "strategy": "kg", "inputs": sources}
+    old = {"run_id": "0123456789abcdef", "engines": 3, "strategy": "kg", "inputs": sources,
+           **({"state_layout": layout} if layout else {})}
     (tmp_path / "run.json").write_text(json.dumps(old) + "\n")
     with pytest.raises(SparkRunError, match=r"written by an older cep.*new checkpoint"):
         run_on_spark(module, sources, checkpoint=str(tmp_path), engines=3, strategy="kg",

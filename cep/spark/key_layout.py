@@ -1,0 +1,205 @@
+"""A key's state in Spark's state store: a small head and append-only row segments.
+
+Why: a window keeps a key's last rows (FSD: up to 500 per key), and a batch adds a few
+(FSD: about 25 per key in a 100k-tweet batch) and drops as many from the front. Written
+whole, every touched key cost its whole window every batch: about half of an FSD run's
+task seconds went to re-encoding and re-writing rows that had not changed, and an
+engine's cost followed the keys it touched rather than its events, which is what the
+Balancer weighs. So the store holds, per key:
+
+* the **head** (``keys`` map: key → codec ``head`` blob): every part of the key's state
+  that is not window rows, whole, and the layout of its rows: which batches' segments
+  are live, how many rows each holds per table, and how many rows at the front of the
+  tables are no longer in the window (``skip``);
+* one **segment** per batch that appended rows (``segments`` map: (key, batch) → codec
+  ``segment`` blob): the rows that batch appended to each of the key's tables.
+
+A batch writes the key's head, its own segment, and removes the segments whose rows have
+all left the window. The window tables are the ``list`` of Tables a
+``WindowState`` operator exports per key. Their rows are sorted by (seq, sub) and only
+leave from the front and arrive at the back; :func:`plan` checks that against the rows
+the batch started with, and a key whose tables changed any other way (a ``#unique``
+window drops rows in the middle) is written afresh as one segment, as is a key whose
+tables changed shape. So the layout is an optimisation that cannot change a state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cep.engine import codec
+from cep.engine.table import SEQ, SUB, Table, concat, nrows
+
+Slots = list[tuple[str, int]]  # (rule, number of tables) of each rule whose part is tables
+
+
+@dataclass
+class Layout:
+    """Where a key's window rows are: live segments (batches, oldest first), the rows
+    each holds per table, and the rows at the front no longer in the window."""
+
+    slots: Slots
+    segments: list[int] = field(default_factory=list)
+    counts: list[list[int]] = field(default_factory=list)
+    skip: list[int] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"slots": [list(s) for s in self.slots], "segments": self.segments,
+                "counts": self.counts, "skip": self.skip}
+
+    @classmethod
+    def from_json(cls, value: object) -> Layout:
+        """A layout from :meth:`as_json`'s form, checked: it comes from a state store or
+        a file, and a wrong one must fail here, not rebuild a wrong window."""
+        try:
+            slots = [(str(rule), int(n)) for rule, n in value["slots"]]  # type: ignore[index]
+            segments = [int(b) for b in value["segments"]]  # type: ignore[index]
+            counts = [[int(c) for c in row] for row in value["counts"]]  # type: ignore[index]
+            skip = [int(s) for s in value["skip"]]  # type: ignore[index]
+        except (TypeError, KeyError, ValueError) as error:
+            raise codec.StateFormatError(f"not a key layout: {error}") from None
+        width = sum(n for _, n in slots)
+        if (len(counts) != len(segments) or len(skip) != width
+                or any(len(row) != width for row in counts)):
+            raise codec.StateFormatError("a key layout whose counts do not fit its tables")
+        return cls(slots, segments, counts, skip)
+
+
+@dataclass
+class Plan:
+    """What one key's save writes: its new layout, head and segment (None when the
+    batch appended no rows), and the batches whose segments to remove."""
+
+    layout: Layout
+    head: bytes
+    segment: bytes | None
+    dropped: list[int]
+
+
+def _is_tables(part: object) -> bool:
+    return (type(part) is list and bool(part) and all(
+        type(t) is dict and (not t or (isinstance(t.get(SEQ), np.ndarray)
+                                       and isinstance(t.get(SUB), np.ndarray)))
+        for t in part))
+
+
+def split_state(state: dict[str, object]) -> tuple[dict[str, object], Slots, list[Table]]:
+    """A key's state as (the parts that are not window tables, the slots, the tables)."""
+    rest: dict[str, object] = {}
+    slots: Slots = []
+    tables: list[Table] = []
+    for rule, part in state.items():
+        if _is_tables(part):
+            slots.append((rule, len(part)))  # type: ignore[arg-type]
+            tables.extend(part)  # type: ignore[arg-type]
+        else:
+            rest[rule] = part
+    return rest, slots, tables
+
+
+def plan(state: dict[str, object], before: Layout | None, before_tables: list[Table] | None,
+         batch: int) -> Plan:
+    """The writes that bring a key's stored state from ``before`` (its layout, and its
+    tables as the batch found them) to ``state`` after ``batch``."""
+    rest, slots, tables = split_state(state)
+    change = _change(tables, before, before_tables, slots)
+    if change is None:  # new key, or tables changed other than at their ends
+        layout = Layout(slots, [], [], [0] * len(tables))
+        appended, dropped = tables, list(before.segments) if before else []
+    else:
+        assert before is not None
+        gone, appended = change
+        layout = Layout(slots, list(before.segments), [list(c) for c in before.counts],
+                        [s + g for s, g in zip(before.skip, gone, strict=True)])
+        dropped = []
+    counts = [_rows(t) for t in appended]
+    segment = None
+    if any(counts):
+        layout.segments.append(batch)
+        layout.counts.append(counts)
+        segment = codec.encode([t if _rows(t) else {} for t in appended], "segment")
+    while layout.segments and all(s >= c for s, c in zip(layout.skip, layout.counts[0],
+                                                          strict=True)):
+        layout.skip = [s - c for s, c in zip(layout.skip, layout.counts[0], strict=True)]
+        layout.counts.pop(0)
+        dropped.append(layout.segments.pop(0))
+    head = codec.encode({"rest": rest, "layout": layout.as_json()}, "head")
+    return Plan(layout, head, segment, dropped)
+
+
+def _rows(table: Table) -> int:
+    return nrows(table) if table else 0
+
+
+def _change(tables: list[Table], before: Layout | None, before_tables: list[Table] | None,
+            slots: Slots) -> tuple[list[int], list[Table]] | None:
+    """Per table, the rows it lost at its front and the rows it gained at its back since
+    the batch began (``before_tables``), if every table changed only so and ``before``
+    describes those tables; else None."""
+    if before is None or before_tables is None or before.slots != slots:
+        return None
+    totals = np.sum(before.counts, axis=0, dtype=np.int64) if before.counts else 0
+    live = (np.zeros(len(before.skip), np.int64) + totals - before.skip).tolist()
+    if live != [_rows(t) for t in before_tables]:
+        return None  # the layout is not of the rows the batch began with
+    gone, appended = [], []
+    for table, old in zip(tables, before_tables, strict=True):
+        n_old, n = _rows(old), _rows(table)
+        if n_old == 0 or n == 0:
+            gone.append(n_old)
+            appended.append(table)
+            continue
+        seq, sub = table[SEQ], table[SUB]
+        last_seq, last_sub = old[SEQ][-1], old[SUB][-1]
+        kept = int(np.count_nonzero((seq < last_seq) | ((seq == last_seq) & (sub <= last_sub))))
+        if kept > n_old or not _same_rows(table, old, kept, n_old - kept):
+            return None
+        gone.append(n_old - kept)
+        appended.append({name: column[kept:] for name, column in table.items()})
+    return gone, appended
+
+
+def _same_rows(table: Table, old: Table, kept: int, gone: int) -> bool:
+    """The first ``kept`` rows of ``table`` are the last ``kept`` rows of ``old``: same
+    columns, same (seq, sub), same numbers (object columns are the same events' values)."""
+    if table.keys() != old.keys():
+        return False
+    for name, column in table.items():
+        if column.dtype != object and not np.array_equal(column[:kept], old[name][gone:]):
+            return False
+    return True
+
+
+def read_head(blob: bytes, key: str) -> tuple[dict[str, object], Layout]:
+    """A stored head as (the parts that are not window rows, the layout)."""
+    head = codec.decode(blob, "head", f"state head of key {key}")
+    if type(head) is not dict or set(head) != {"rest", "layout"} or type(head["rest"]) is not dict:
+        raise codec.StateFormatError(f"state head of key {key}: not a head")
+    return head["rest"], Layout.from_json(head["layout"])
+
+
+def rebuild(rest: dict[str, object], layout: Layout, segments: list[bytes],
+            key: str) -> dict[str, object]:
+    """A key's state from its head's parts and layout and its live segments' blobs."""
+    width = len(layout.skip)
+    pieces: list[list[Table]] = [[] for _ in range(width)]
+    for batch, blob in zip(layout.segments, segments, strict=True):
+        tables = codec.decode(blob, "segment", f"rows of key {key} of batch {batch}")
+        if type(tables) is not list or len(tables) != width:
+            raise codec.StateFormatError(f"rows of key {key} of batch {batch}: not a segment")
+        for piece, table in zip(pieces, tables, strict=True):
+            if table:
+                piece.append(table)
+    state = dict(rest)
+    at = 0
+    for rule, n in layout.slots:
+        part = []
+        for piece, skip in zip(pieces[at:at + n], layout.skip[at:at + n], strict=True):
+            whole = concat(piece) if piece else {}
+            part.append({c: v[skip:] for c, v in whole.items()} if whole and nrows(whole) > skip
+                        else {})
+        state[rule] = part
+        at += n
+    return state
