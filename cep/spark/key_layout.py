@@ -192,14 +192,70 @@ def rebuild(rest: dict[str, object], layout: Layout, segments: list[bytes],
         for piece, table in zip(pieces, tables, strict=True):
             if table:
                 piece.append(table)
+    tables = []
+    for piece, skip in zip(pieces, layout.skip, strict=True):
+        whole = concat(piece) if piece else {}
+        tables.append({c: v[skip:] for c, v in whole.items()} if whole and nrows(whole) > skip
+                      else {})
+    return assemble(rest, layout.slots, tables)
+
+
+def assemble(rest: dict[str, object], slots: Slots, tables: list[Table]) -> dict[str, object]:
+    """The inverse of :func:`split_state`."""
     state = dict(rest)
     at = 0
-    for rule, n in layout.slots:
-        part = []
-        for piece, skip in zip(pieces[at:at + n], layout.skip[at:at + n], strict=True):
-            whole = concat(piece) if piece else {}
-            part.append({c: v[skip:] for c, v in whole.items()} if whole and nrows(whole) > skip
-                        else {})
-        state[rule] = part
+    for rule, n in slots:
+        state[rule] = tables[at:at + n]
         at += n
+    if at != len(tables):
+        raise codec.StateFormatError(f"{len(tables)} tables for slots of {at}")
     return state
+
+
+def pack(keys: list[str], states: list[dict[str, object]], layouts: list[Layout]) -> dict:
+    """Many keys' states and layouts as one value, for one codec encode: the window tables
+    of all keys concatenated, one array per column and column signature rather than one
+    per key (per-array work dominated encoding key by key), the other parts per key."""
+    group_of: dict[tuple, int] = {}
+    groups: list[list[Table]] = []
+    entries = []
+    for key, state, layout in zip(keys, states, layouts, strict=True):
+        rest, slots, tables = split_state(state)
+        refs: list[list[int] | None] = []
+        for table in tables:
+            if not table:
+                refs.append(None)
+                continue
+            signature = tuple((name, column.dtype.str) for name, column in table.items())
+            number = group_of.setdefault(signature, len(groups))
+            if number == len(groups):
+                groups.append([])
+            refs.append([number, len(groups[number])])
+            groups[number].append(table)
+        entries.append([key, rest, [list(s) for s in slots], refs, layout.as_json()])
+    columns = [[{name: np.concatenate([t[name] for t in group]) for name in group[0]},
+                np.array([nrows(t) for t in group], dtype=np.int64)] for group in groups]
+    return {"keys": entries, "groups": columns}
+
+
+def unpack(value: object) -> dict[str, tuple[dict[str, object], Layout]]:
+    """:func:`pack`'s keys: key → (state, layout). Raises StateFormatError on a value of
+    any other shape (it was read from a file)."""
+    try:
+        starts = [(table, np.concatenate(([0], np.cumsum(counts))))
+                  for table, counts in value["groups"]]  # type: ignore[index]
+        out = {}
+        for key, rest, slots, refs, layout in value["keys"]:  # type: ignore[index]
+            tables = []
+            for ref in refs:
+                if ref is None:
+                    tables.append({})
+                    continue
+                table, offsets = starts[ref[0]]
+                lo, hi = int(offsets[ref[1]]), int(offsets[ref[1] + 1])
+                tables.append({name: column[lo:hi] for name, column in table.items()})
+            out[str(key)] = (assemble(dict(rest), [(str(r), int(n)) for r, n in slots],
+                                      tables), Layout.from_json(layout))
+        return out
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
+        raise codec.StateFormatError(f"not packed key states: {error}") from None

@@ -41,7 +41,7 @@ from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
 from cep.spark.chain import ChainParts, split_rows
-from cep.spark.key_layout import Layout, plan, read_head, rebuild, split_state
+from cep.spark.key_layout import Layout, pack, plan, read_head, rebuild, split_state, unpack
 from cep.spark.keymaps import key_map
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
@@ -219,12 +219,11 @@ class KeyStates:
         states = {text: self.warm[text] for text in keys if text in self.warm}
         in_memory = len(states)
         # the file holds what the last batch wrote: all in memory if this worker ran it
-        left = {} if ran_last or not keys else self.files.read(batch - 1)
+        left = {} if ran_last or not keys else self._read_file(batch - 1)
         for text in keys:
             if text not in states and text in left:
-                blob, layout = left[text]
-                states[text] = engine.decode_state(blob, text)
-                self.layouts[text] = Layout.from_json(json.loads(layout))
+                state, self.layouts[text] = left[text]
+                states[text] = engine.check_state(state, text)
         cold = [text for text in keys if text not in states]
         states.update(self._read_store(engine, cold))
         self.restored = {"memory": in_memory, "file": len(keys) - len(cold) - in_memory,
@@ -232,6 +231,17 @@ class KeyStates:
         self.stored = set(states)
         self.began = {text: split_state(state)[2] for text, state in states.items()}
         engine.put_states({json.loads(text): state for text, state in states.items()})
+
+    def _read_file(self, batch: int) -> dict[str, tuple[dict, Layout]]:
+        """The keys ``batch`` left in this host's file (none when there is no file, or
+        one that does not decode as packed key states: the state store has them)."""
+        blob = self.files.read(batch)
+        if blob is None:
+            return {}
+        try:
+            return unpack(codec.decode(blob, "warm", f"warm states of batch {batch}"))
+        except codec.StateFormatError:
+            return {}
 
     def _read_store(self, engine: Engine, keys: list[str]) -> dict[str, dict]:
         """The states of ``keys`` that have one in Spark's state store: each key's head,
@@ -269,8 +279,8 @@ class KeyStates:
         self.segments.remove_keys([(text, b) for text, p in zip(texts, plans, strict=True)
                                    for b in p.dropped])
         layouts = {text: p.layout for text, p in zip(texts, plans, strict=True)}
-        self.files.write(batch, texts, [codec.encode(state, "key") for _, state in kept],
-                         [json.dumps(layout.as_json()) for layout in layouts.values()])
+        self.files.write(batch, codec.encode(pack(texts, [state for _, state in kept],
+                                                  list(layouts.values())), "warm"))
         self.warm.update(kept)
         self.layouts.update(layouts)
         self.remove([text for text, value in zip(keys, values, strict=True)

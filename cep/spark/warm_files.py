@@ -5,20 +5,18 @@ is not the worker that ran the last one (the pool hands out the worker idle long
 that worker's memory (``processor._WARM``) is then of no use: every key the batch touches
 is read back from Spark's state store. For FSD that is about 0.7 ms per key, against
 0.06 ms to decode the same bytes, and it was 28 of the 30 task seconds of restoring in a
-2.95M-tweet run. So each batch also leaves the blobs it has just written to the state
-store in one Arrow IPC file per engine, which any worker on the same host can read for
-the engine's next batch.
+2.95M-tweet run. So each batch also leaves the states of the keys it has just written
+in one file per engine, which any worker on the same host can read for the engine's
+next batch: one :mod:`cep.engine.codec` blob of the keys' states and of their layouts in
+the state store (``key_layout.pack``), so that batch too writes only what changed.
 
 The state store stays the truth. A file only holds the keys its batch wrote, and only
 the very next batch of the same query start and engine reads it; a key not in it is
-read from the state store as before. Beside each key's whole state, the file says how
-the state store holds it (``key_layout``), so the next batch writes only what changed.
-The files are data only (Arrow IPC of key texts, :mod:`cep.engine.codec` blobs, which
-never run code, and JSON layouts), in a directory that must belong to
-this user and be closed to others; a directory that is not, or a file that does not
-read, is ignored, never trusted. A batch keeps its file and the one before (a retried
-task reads that one again) and deletes older ones, so the host holds at most two
-batches per engine.
+read from the state store as before. The files are data only (the codec never runs
+code), in a directory that must belong to this user and be closed to others; a
+directory that is not, or a file that does not decode, is ignored, never trusted. A
+batch keeps its file and the one before (a retried task reads that one again) and
+deletes older ones, so the host holds at most two batches per engine.
 """
 
 from __future__ import annotations
@@ -31,11 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-
-# key text, its whole state (codec "key" blob), its layout in the state store (JSON text)
-_SCHEMA = pa.schema([("key", pa.string()), ("state", pa.binary()), ("layout", pa.string())])
-_NAME = re.compile(r"^(\d+)-(\d+)\.arrow$")  # engine label - batch
+_NAME = re.compile(r"^(\d+)-(\d+)\.state$")  # engine label - batch
 SHARED_MEMORY = "/dev/shm"
 STALE_S = 3600.0  # a start's directory no batch wrote to for this long is a dead run's
 
@@ -66,43 +60,32 @@ class WarmFiles:
         self.directory = self.root / start
         self.label = label
 
-    def read(self, batch: int) -> dict[str, tuple[bytes, str]]:
-        """Key text → (blob, layout), as the engine wrote them in ``batch``; empty when
-        there is no trusted file for it."""
+    def read(self, batch: int) -> bytes | None:
+        """The blob the engine left in ``batch``; None when there is no trusted file."""
         path = self._path(batch)
         if not (_private(self.root) and _private(self.directory) and path.is_file()):
-            return {}
+            return None
         try:
-            with pa.memory_map(str(path)) as source:
-                table = pa.ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowException):
-            return {}
-        if table.schema != _SCHEMA:
-            return {}
-        return dict(zip(table["key"].to_pylist(), zip(
-            table["state"].to_pylist(), table["layout"].to_pylist(), strict=True), strict=True))
+            return path.read_bytes()
+        except OSError:
+            return None
 
-    def write(self, batch: int, keys: list[str], blobs: list[bytes],
-              layouts: list[str]) -> None:
-        """Leave ``batch``'s blobs (atomically: a reader sees all of them or none) and
+    def write(self, batch: int, blob: bytes) -> None:
+        """Leave ``batch``'s blob (atomically: a reader sees all of it or nothing) and
         delete the files of batches before ``batch - 1``. A file that cannot be written
         (a full disk) is left out: the next batch reads the state store instead."""
         if not self._ready():
             return
         path = self._path(batch)
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        table = pa.table([pa.array(keys, pa.string()), pa.array(blobs, pa.binary()),
-                          pa.array(layouts, pa.string())], schema=_SCHEMA)
         try:
-            with (pa.OSFile(str(temporary), "wb") as sink,
-                  pa.ipc.new_file(sink, _SCHEMA) as out):
-                out.write_table(table)
+            temporary.write_bytes(blob)
             os.replace(temporary, path)
             for name in os.listdir(self.directory):
                 found = _NAME.match(name)
                 if found and int(found[1]) == self.label and int(found[2]) < batch - 1:
                     Path(self.directory, name).unlink(missing_ok=True)
-        except (OSError, pa.ArrowException):  # also: the directory pruned meanwhile
+        except OSError:  # also: the directory pruned meanwhile
             temporary.unlink(missing_ok=True)
             path.unlink(missing_ok=True)  # never an older batch's file under this name
 
@@ -125,7 +108,7 @@ class WarmFiles:
         return True
 
     def _path(self, batch: int) -> Path:
-        return self.directory / f"{self.label}-{batch}.arrow"
+        return self.directory / f"{self.label}-{batch}.state"
 
 
 def _prune(root: Path, keep: str) -> None:

@@ -10,7 +10,7 @@ from cep.engine.engine import Engine
 from cep.engine.table import SEQ, SUB, nrows, take
 from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, run_batch
-from cep.spark.key_layout import Layout, plan, read_head, rebuild, split_state
+from cep.spark.key_layout import Layout, pack, plan, read_head, rebuild, split_state, unpack
 
 RULES = """
 CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;
@@ -72,6 +72,11 @@ def _replay(rules: str, batch_size: int) -> tuple[int, int, int]:
             assert _same(back, state), (batch, key)
         assert len([k for k in store if isinstance(k, tuple)]) == sum(
             len(lay.segments) for lay in layouts.values())  # nothing left behind
+        packed = unpack(codec.decode(codec.encode(pack(
+            [str(k) for k in states], list(states.values()),
+            [layouts[k] for k in states]), "warm"), "warm", "file"))
+        assert all(_same(packed[str(k)][0], state) and packed[str(k)][1] == layouts[k]
+                   for k, state in states.items())  # what a warm file carries
         engine.put_states(states)
     return written, whole, rebased
 
