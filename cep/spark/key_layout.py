@@ -25,6 +25,7 @@ tables changed shape. So the layout is an optimisation that cannot change a stat
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -215,12 +216,16 @@ def assemble(rest: dict[str, object], slots: Slots, tables: list[Table]) -> dict
 def pack(keys: list[str], states: list[dict[str, object]], layouts: list[Layout]) -> dict:
     """Many keys' states and layouts as one value, for one codec encode: the window tables
     of all keys concatenated, one array per column and column signature rather than one
-    per key (per-array work dominated encoding key by key), the other parts per key."""
+    per key (per-array work dominated encoding key by key), where each key's rows are and
+    its layout as one JSON text, and the other parts of the keys that have any."""
     group_of: dict[tuple, int] = {}
     groups: list[list[Table]] = []
     entries = []
-    for key, state, layout in zip(keys, states, layouts, strict=True):
+    rests = {}
+    for i, (key, state, layout) in enumerate(zip(keys, states, layouts, strict=True)):
         rest, slots, tables = split_state(state)
+        if rest:
+            rests[i] = rest
         refs: list[list[int] | None] = []
         for table in tables:
             if not table:
@@ -232,10 +237,10 @@ def pack(keys: list[str], states: list[dict[str, object]], layouts: list[Layout]
                 groups.append([])
             refs.append([number, len(groups[number])])
             groups[number].append(table)
-        entries.append([key, rest, [list(s) for s in slots], refs, layout.as_json()])
+        entries.append([key, slots, refs, layout.as_json()])
     columns = [[{name: np.concatenate([t[name] for t in group]) for name in group[0]},
                 np.array([nrows(t) for t in group], dtype=np.int64)] for group in groups]
-    return {"keys": entries, "groups": columns}
+    return {"keys": json.dumps(entries), "rests": rests, "groups": columns}
 
 
 def unpack(value: object) -> dict[str, tuple[dict[str, object], Layout]]:
@@ -244,8 +249,9 @@ def unpack(value: object) -> dict[str, tuple[dict[str, object], Layout]]:
     try:
         starts = [(table, np.concatenate(([0], np.cumsum(counts))))
                   for table, counts in value["groups"]]  # type: ignore[index]
+        rests = value["rests"]  # type: ignore[index]
         out = {}
-        for key, rest, slots, refs, layout in value["keys"]:  # type: ignore[index]
+        for i, (key, slots, refs, layout) in enumerate(json.loads(value["keys"])):  # type: ignore[index]
             tables = []
             for ref in refs:
                 if ref is None:
@@ -254,8 +260,9 @@ def unpack(value: object) -> dict[str, tuple[dict[str, object], Layout]]:
                 table, offsets = starts[ref[0]]
                 lo, hi = int(offsets[ref[1]]), int(offsets[ref[1] + 1])
                 tables.append({name: column[lo:hi] for name, column in table.items()})
-            out[str(key)] = (assemble(dict(rest), [(str(r), int(n)) for r, n in slots],
-                                      tables), Layout.from_json(layout))
+            out[str(key)] = (assemble(dict(rests.get(i, {})),
+                                      [(str(r), int(n)) for r, n in slots], tables),
+                             Layout.from_json(layout))
         return out
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
         raise codec.StateFormatError(f"not packed key states: {error}") from None
