@@ -1,10 +1,11 @@
 """One CEP engine as a ``transformWithStateInPandas`` stateful processor.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch. The engine's state lives per key in a MapState (key as JSON text → the
-key's state in :mod:`cep.engine.codec`'s data-only form): a batch reads the state of the
-keys it touches (and of the keys it hands over), runs an :class:`Engine` holding only
-those keys, and writes them back. So a batch costs what its keys cost, not what the
+micro-batch. The engine's state lives per key in two MapStates (a head per key, and the
+rows each batch appended to the key's windows, in :mod:`cep.engine.codec`'s data-only
+form; ``key_layout``): a batch reads the state of the keys it touches (and of the keys
+it hands over), runs an :class:`Engine` holding only those keys, and writes back what
+changed. So a batch costs what its keys cost, not what the
 engine holds: one blob of the whole engine, restored and written every batch, grew with
 the retained state (1M keys of a ``#length(5)``: 0.9 s to snapshot, 0.5 s to restore,
 5 s to process, against 0.05 s at 100k), while a MapState call costs ~0.05–0.1 ms.
