@@ -103,14 +103,22 @@ def split_state(state: dict[str, object]) -> tuple[dict[str, object], Slots, lis
 def plan(state: dict[str, object], before: Layout | None, before_tables: list[Table] | None,
          batch: int) -> Plan:
     """The writes that bring a key's stored state from ``before`` (its layout, and its
-    tables as the batch found them) to ``state`` after ``batch``."""
+    tables as the batch found them) to ``state`` after ``batch``.
+
+    Three ways, the cheapest that is right: rows mostly new (a short window that turned
+    over, a new key, tables changed other than at their ends) go whole into the head, one
+    write; rows mostly kept go as this batch's segment beside the live ones; and when the
+    kept rows are not in segments yet (they were in the head), all rows become one
+    segment, once."""
     rest, slots, tables = split_state(state)
-    change = _change(tables, before, before_tables, slots)
-    if change is None:  # new key, or tables changed other than at their ends
-        layout = Layout(slots, [], [], [0] * len(tables))
-        appended, dropped = tables, list(before.segments) if before else []
-    else:
-        assert before is not None
+    change = _change(tables, before_tables, slots, before)
+    dropped = list(before.segments) if before else []
+    layout = Layout(slots, [], [], [0] * len(tables))
+    appended = tables
+    if change is None or sum(map(_rows, tables)) <= 2 * sum(map(_rows, change[1])):
+        head = codec.encode({"rest": rest, "layout": layout.as_json(), "rows": tables}, "head")
+        return Plan(layout, head, None, dropped)
+    if before is not None and _holds(before, before_tables):
         gone, appended = change
         layout = Layout(slots, list(before.segments), [list(c) for c in before.counts],
                         [s + g for s, g in zip(before.skip, gone, strict=True)])
@@ -126,7 +134,7 @@ def plan(state: dict[str, object], before: Layout | None, before_tables: list[Ta
         layout.skip = [s - c for s, c in zip(layout.skip, layout.counts[0], strict=True)]
         layout.counts.pop(0)
         dropped.append(layout.segments.pop(0))
-    head = codec.encode({"rest": rest, "layout": layout.as_json()}, "head")
+    head = codec.encode({"rest": rest, "layout": layout.as_json(), "rows": None}, "head")
     return Plan(layout, head, segment, dropped)
 
 
@@ -134,17 +142,20 @@ def _rows(table: Table) -> int:
     return nrows(table) if table else 0
 
 
-def _change(tables: list[Table], before: Layout | None, before_tables: list[Table] | None,
-            slots: Slots) -> tuple[list[int], list[Table]] | None:
+def _holds(layout: Layout, tables: list[Table] | None) -> bool:
+    """The layout's live segment rows are ``tables``' rows (not rows kept in the head)."""
+    if tables is None or not layout.segments:
+        return False
+    live = (np.sum(layout.counts, axis=0, dtype=np.int64) - layout.skip).tolist()
+    return live == [_rows(t) for t in tables]
+
+
+def _change(tables: list[Table], before_tables: list[Table] | None, slots: Slots,
+            before: Layout | None) -> tuple[list[int], list[Table]] | None:
     """Per table, the rows it lost at its front and the rows it gained at its back since
-    the batch began (``before_tables``), if every table changed only so and ``before``
-    describes those tables; else None."""
+    the batch began (``before_tables``), if every table changed only so; else None."""
     if before is None or before_tables is None or before.slots != slots:
         return None
-    totals = np.sum(before.counts, axis=0, dtype=np.int64) if before.counts else 0
-    live = (np.zeros(len(before.skip), np.int64) + totals - before.skip).tolist()
-    if live != [_rows(t) for t in before_tables]:
-        return None  # the layout is not of the rows the batch began with
     gone, appended = [], []
     for table, old in zip(tables, before_tables, strict=True):
         n_old, n = _rows(old), _rows(table)
@@ -173,12 +184,18 @@ def _same_rows(table: Table, old: Table, kept: int, gone: int) -> bool:
     return True
 
 
-def read_head(blob: bytes, key: str) -> tuple[dict[str, object], Layout]:
-    """A stored head as (the parts that are not window rows, the layout)."""
+def read_head(blob: bytes, key: str) -> tuple[dict[str, object], Layout, list[Table] | None]:
+    """A stored head as (the parts that are not window rows, the layout, the rows when
+    the head holds them itself)."""
     head = codec.decode(blob, "head", f"state head of key {key}")
-    if type(head) is not dict or set(head) != {"rest", "layout"} or type(head["rest"]) is not dict:
+    if (type(head) is not dict or set(head) != {"rest", "layout", "rows"}
+            or type(head["rest"]) is not dict):
         raise codec.StateFormatError(f"state head of key {key}: not a head")
-    return head["rest"], Layout.from_json(head["layout"])
+    layout, rows = Layout.from_json(head["layout"]), head["rows"]
+    if rows is not None and (type(rows) is not list or layout.segments
+                             or len(rows) != len(layout.skip)):
+        raise codec.StateFormatError(f"state head of key {key}: rows beside segments")
+    return head["rest"], layout, rows
 
 
 def rebuild(rest: dict[str, object], layout: Layout, segments: list[bytes],

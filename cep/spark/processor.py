@@ -42,7 +42,16 @@ from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.lang import ir
 from cep.spark.chain import ChainParts, split_rows
-from cep.spark.key_layout import Layout, pack, plan, read_head, rebuild, split_state, unpack
+from cep.spark.key_layout import (
+    Layout,
+    assemble,
+    pack,
+    plan,
+    read_head,
+    rebuild,
+    split_state,
+    unpack,
+)
 from cep.spark.keymaps import key_map
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
@@ -252,10 +261,13 @@ class KeyStates:
             if blob is not None:
                 heads[text] = read_head(blob[0], text)
                 self.layouts[text] = heads[text][1]
-        wanted = [(text, b) for text, (_, layout) in heads.items() for b in layout.segments]
+        wanted = [(text, b) for text, (_, layout, _) in heads.items() for b in layout.segments]
         blobs = iter(self.segments.get_values(wanted))
         states = {}
-        for text, (rest, layout) in heads.items():
+        for text, (rest, layout, rows) in heads.items():
+            if rows is not None:  # the head holds the rows itself
+                states[text] = engine.check_state(assemble(rest, layout.slots, rows), text)
+                continue
             segments = [next(blobs) for _ in layout.segments]
             if any(s is None for s in segments):
                 raise codec.StateFormatError(f"state of key {text}: a segment is missing")

@@ -7,10 +7,19 @@ import pytest
 
 from cep.engine import codec
 from cep.engine.engine import Engine
-from cep.engine.table import SEQ, SUB, nrows, take
+from cep.engine.table import SEQ, SUB, take
 from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, run_batch
-from cep.spark.key_layout import Layout, pack, plan, read_head, rebuild, split_state, unpack
+from cep.spark.key_layout import (
+    Layout,
+    assemble,
+    pack,
+    plan,
+    read_head,
+    rebuild,
+    split_state,
+    unpack,
+)
 
 RULES = """
 CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;
@@ -36,19 +45,20 @@ def _same(a: dict, b: dict) -> bool:
         codec.encode(a[rule], "key") == codec.encode(b[rule], "key") for rule in a)
 
 
-def _replay(rules: str, batch_size: int) -> tuple[int, int, int]:
+def _replay(rules: str, batch_size: int) -> dict[str, int]:
     """Runs ``rules`` batch by batch, stores every key's state as :func:`plan` says in a
     dict standing in for the two MapStates, and checks after every batch that each key
     rebuilds from its head and segments to exactly its state and that no segment is left
-    behind. Returns the bytes written (heads and segments), the bytes whole states would
-    have taken, and how many keys were written afresh."""
+    behind. Counts the bytes written (heads and segments), the bytes whole states would
+    have taken, the keys written as a single new segment, the keys written whole in their
+    head, and the segments written."""
     module = compile_text(rules, "layout")
     inputs = _inputs(3_000)
     engine = Engine(module)
     store: dict[object, bytes] = {}
     layouts: dict[object, Layout] = {}
     tables: dict[object, list] = {}
-    written = whole = rebased = 0
+    written = whole = rebased = inline = segments = 0
     for batch, (lo, hi) in enumerate(batch_bounds(inputs, batch_size)):
         run_batch(module, engine, {n: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi))
                                    for n, t in inputs.items()})
@@ -56,6 +66,7 @@ def _replay(rules: str, batch_size: int) -> tuple[int, int, int]:
         for key, state in states.items():
             step = plan(state, layouts.get(key), tables.get(key), batch)
             rebased += step.layout.segments == [batch] and key in layouts
+            inline += step.segment is None and not step.layout.segments
             store[key] = step.head
             written += len(step.head)
             if step.segment is not None:
@@ -66,10 +77,12 @@ def _replay(rules: str, batch_size: int) -> tuple[int, int, int]:
             whole += len(codec.encode(state, "key"))
             layouts[key] = step.layout
             tables[key] = split_state(state)[2]
-            rest, layout = read_head(store[key], str(key))
+            rest, layout, rows = read_head(store[key], str(key))
             assert layout == step.layout
-            back = rebuild(rest, layout, [store[key, b] for b in layout.segments], str(key))
+            back = (assemble(rest, layout.slots, rows) if rows is not None else
+                    rebuild(rest, layout, [store[key, b] for b in layout.segments], str(key)))
             assert _same(back, state), (batch, key)
+            segments += step.segment is not None
         assert len([k for k in store if isinstance(k, tuple)]) == sum(
             len(lay.segments) for lay in layouts.values())  # nothing left behind
         packed = unpack(codec.decode(codec.encode(pack(
@@ -78,18 +91,27 @@ def _replay(rules: str, batch_size: int) -> tuple[int, int, int]:
         assert all(_same(packed[str(k)][0], state) and packed[str(k)][1] == layouts[k]
                    for k, state in states.items())  # what a warm file carries
         engine.put_states(states)
-    return written, whole, rebased
+    return {"written": written, "whole": whole, "rebased": rebased, "inline": inline,
+            "segments": segments}
 
 
 def test_segments_rebuild_every_key_of_every_kind_of_state() -> None:
-    _, _, rebased = _replay(RULES, 80)
-    assert rebased > 0  # #unique dropped rows in the middle: those keys written afresh
+    counts = _replay(RULES, 80)
+    assert counts["segments"] > 0 and counts["inline"] > 0  # both ways were taken
 
 
 def test_a_sliding_window_is_written_as_appends() -> None:
-    written, whole, rebased = _replay(RULES.split("@Name('uniq')")[0], 80)
-    assert rebased == 0
-    assert written < whole / 2
+    counts = _replay(RULES.split("@Name('uniq')")[0], 80)
+    assert counts["written"] < counts["whole"] / 2
+    # a key's rows become one segment when its window first fills (or fills again after
+    # its #time window emptied): not every batch (37 batches of 40 keys)
+    assert counts["rebased"] <= 2 * 40
+
+
+def test_a_window_that_turns_over_every_batch_is_written_whole_in_its_head() -> None:
+    counts = _replay(RULES.split("@Name('avg5')")[0] + "@Name('last2') SELECT k, "
+                     "avg(v) AS a FROM S#groupwin(k)#length(2);", 400)
+    assert counts["segments"] == 0 and counts["inline"] > 0  # one write per key and batch
 
 
 def test_a_layout_that_does_not_fit_its_tables_is_refused() -> None:
@@ -105,14 +127,18 @@ def test_a_head_that_is_not_a_head_is_refused() -> None:
     with pytest.raises(codec.StateFormatError):
         read_head(codec.encode({"rest": {}}, "head"), "k")
     with pytest.raises(codec.StateFormatError):
-        read_head(codec.encode({"rest": {}, "layout": {}}, "key"), "k")
+        read_head(codec.encode({"rest": {}, "layout": {}, "rows": None}, "key"), "k")
+    segmented = Layout([("r", 1)], [3], [[2]], [0]).as_json()
+    with pytest.raises(codec.StateFormatError):  # rows in the head and in a segment
+        read_head(codec.encode({"rest": {}, "layout": segmented, "rows": [{}]}, "head"), "k")
 
 
 def test_a_key_with_no_rows_left_keeps_no_segment() -> None:
     columns = {SEQ: np.arange(3, dtype=np.int64), SUB: np.zeros(3, np.int64),
                "v": np.ones(3)}
-    first = plan({"r": [columns]}, None, None, 0)
-    assert first.segment is not None and first.layout.segments == [0]
-    empty = plan({"r": [{}]}, first.layout, [columns], 1)
+    assert plan({"r": [columns]}, None, None, 0).segment is None  # a new key: whole, in its head
+    segmented = Layout([("r", 1)], [0], [[3]], [0])
+    empty = plan({"r": [{}]}, segmented, [columns], 1)
     assert empty.segment is None and empty.dropped == [0] and empty.layout.segments == []
-    assert nrows(rebuild(*read_head(empty.head, "k"), [], "k")["r"][0] or {SEQ: []}) == 0
+    rest, layout, rows = read_head(empty.head, "k")
+    assert assemble(rest, layout.slots, rows) == {"r": [{}]}
