@@ -2,15 +2,14 @@
 
 Why: a window keeps a key's last rows (FSD: up to 500 per key), and a batch adds a few
 (FSD: about 25 per key in a 100k-tweet batch) and drops as many from the front. Written
-whole, every touched key cost its whole window every batch: about half of an FSD run's
-task seconds went to re-encoding and re-writing rows that had not changed, and an
-engine's cost followed the keys it touched rather than its events, which is what the
-Balancer weighs. So the store holds, per key:
+whole, every touched key cost its whole window every batch, re-encoding and re-writing
+rows that had not changed. So the store holds, per key:
 
 * the **head** (``keys`` map: key → codec ``head`` blob): every part of the key's state
   that is not window rows, whole, and the layout of its rows: which batches' segments
   are live, how many rows each holds per table, and how many rows at the front of the
-  tables are no longer in the window (``skip``);
+  tables are no longer in the window (``skip``); or, when the rows are mostly new, the
+  rows themselves (one write, as good as it gets for a window that turned over);
 * one **segment** per batch that appended rows (``segments`` map: (key, batch) → codec
   ``segment`` blob): the rows that batch appended to each of the key's tables.
 
@@ -19,8 +18,8 @@ all left the window. The window tables are the ``list`` of Tables a
 ``WindowState`` operator exports per key. Their rows are sorted by (seq, sub) and only
 leave from the front and arrive at the back; :func:`plan` checks that against the rows
 the batch started with, and a key whose tables changed any other way (a ``#unique``
-window drops rows in the middle) is written afresh as one segment, as is a key whose
-tables changed shape. So the layout is an optimisation that cannot change a state.
+window drops rows in the middle), or changed shape, is written whole in its head. So the
+layout is an optimisation that cannot change a state.
 """
 
 from __future__ import annotations
