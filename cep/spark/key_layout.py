@@ -197,9 +197,12 @@ def read_head(blob: bytes, key: str) -> tuple[dict[str, object], Layout, list[Ta
     return head["rest"], layout, rows
 
 
-def rebuild(rest: dict[str, object], layout: Layout, segments: list[bytes],
-            key: str) -> dict[str, object]:
-    """A key's state from its head's parts and layout and its live segments' blobs."""
+def rebuild(rest: dict[str, object], layout: Layout, rows: list[Table] | None,
+            segments: list[bytes], key: str) -> dict[str, object]:
+    """A key's state from its head (as :func:`read_head` gives it) and its live
+    segments' blobs (none when the head holds the rows itself)."""
+    if rows is not None:
+        return assemble(rest, layout.slots, rows)
     width = len(layout.skip)
     pieces: list[list[Table]] = [[] for _ in range(width)]
     for batch, blob in zip(layout.segments, segments, strict=True):

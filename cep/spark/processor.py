@@ -44,7 +44,6 @@ from cep.lang import ir
 from cep.spark.chain import ChainParts, split_rows
 from cep.spark.key_layout import (
     Layout,
-    assemble,
     pack,
     plan,
     read_head,
@@ -265,13 +264,10 @@ class KeyStates:
         blobs = iter(self.segments.get_values(wanted))
         states = {}
         for text, (rest, layout, rows) in heads.items():
-            if rows is not None:  # the head holds the rows itself
-                states[text] = engine.check_state(assemble(rest, layout.slots, rows), text)
-                continue
-            segments = [next(blobs) for _ in layout.segments]
+            segments = [next(blobs) for _ in layout.segments]  # none: rows in the head
             if any(s is None for s in segments):
                 raise codec.StateFormatError(f"state of key {text}: a segment is missing")
-            state = rebuild(rest, layout, [s[0] for s in segments], text)  # type: ignore[index]
+            state = rebuild(rest, layout, rows, [s[0] for s in segments], text)  # type: ignore[index]
             states[text] = engine.check_state(state, text)
         return states
 

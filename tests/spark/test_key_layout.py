@@ -12,7 +12,6 @@ from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, run_batch
 from cep.spark.key_layout import (
     Layout,
-    assemble,
     pack,
     plan,
     read_head,
@@ -79,8 +78,8 @@ def _replay(rules: str, batch_size: int) -> dict[str, int]:
             tables[key] = split_state(state)[2]
             rest, layout, rows = read_head(store[key], str(key))
             assert layout == step.layout
-            back = (assemble(rest, layout.slots, rows) if rows is not None else
-                    rebuild(rest, layout, [store[key, b] for b in layout.segments], str(key)))
+            back = rebuild(rest, layout, rows, [store[key, b] for b in layout.segments],
+                           str(key))
             assert _same(back, state), (batch, key)
             segments += step.segment is not None
         assert len([k for k in store if isinstance(k, tuple)]) == sum(
@@ -141,4 +140,4 @@ def test_a_key_with_no_rows_left_keeps_no_segment() -> None:
     empty = plan({"r": [{}]}, segmented, [columns], 1)
     assert empty.segment is None and empty.dropped == [0] and empty.layout.segments == []
     rest, layout, rows = read_head(empty.head, "k")
-    assert assemble(rest, layout.slots, rows) == {"r": [{}]}
+    assert rebuild(rest, layout, rows, [], "k") == {"r": [{}]}
