@@ -19,6 +19,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from cep.spark.worker_python import worker_python
+
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The driver's JVM (in local mode also the executors') compiles with C1 only: C2's
 # compiler threads took about 9 CPU seconds of a 40 s run on 2 cores, and C1-only runs
@@ -117,10 +119,12 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
     if not verbose:
         # workers print a line per stateful task; the JVM's banner goes to the log too
         SPARK_LOG.write_text("")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local_master(master):
+        os.environ.setdefault("PYSPARK_PYTHON", worker_python())
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (
