@@ -26,7 +26,6 @@ per-key load to the Balancer.
 from __future__ import annotations
 
 import json
-import pickle
 import time
 import uuid
 from collections import Counter
@@ -54,6 +53,7 @@ from cep.spark.key_layout import (
 from cep.spark.keymaps import key_map
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
+from cep.spark.payload import unpack_payload
 from cep.spark.warm_files import WarmFiles
 from migration.protocol import exports, imports
 
@@ -101,7 +101,7 @@ class EngineProcessor(StatefulProcessor):
         truth: list[np.ndarray] = []
         for frame in rows:
             for payload in frame["payload"].tolist():
-                batch, mine, extra, info, first_stories = pickle.loads(payload)
+                batch, mine, extra, info, first_stories = unpack_payload(payload)
                 tasks.update(info)
                 for name, table in mine.items():
                     streams[name].append(table)

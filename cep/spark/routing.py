@@ -2,7 +2,7 @@
 
 Runs on executors inside the input source's tasks (``source.py``), right after a task
 has read its pieces, in parallel and with no shuffle. For every engine it emits exactly
-one row (its slice of every stream, pickled for the engine task of the same job), so
+one row (its slice of every stream, ``payload.py``, for the engine task of the same job), so
 every engine runs in every micro-batch even when it got no events (it may have state to
 import or export). Output rows of stateless rules, and the task's counts and timings,
 ride along with engine 0's row.
@@ -10,7 +10,6 @@ ride along with engine 0's row.
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -18,9 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.table import KEY, Table, concat, take
+from cep.engine.table import KEY, Table, concat
 from cep.lang import ir
 from cep.spark.keymaps import key_map
+from cep.spark.payload import code_table, pack_payload, take_coded
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
 
@@ -44,11 +44,13 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     derived = time.perf_counter()
     keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
     owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
+    coded = {n: code_table(t) for n, t in keyed.items()}
     passthrough = concat(stateless) if stateless else None
-    mine = [{n: take(t, owners[n] == e) for n, t in keyed.items()} for e in range(len(labels))]
+    mine = [{n: take_coded(t, owners[n] == e) for n, t in coded.items()}
+            for e in range(len(labels))]
     info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
-    return [(label, pickle.dumps((batch, mine[e], passthrough if e == 0 else None,
-                                  info if e == 0 else {}, truth), protocol=5))
+    return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
+                                 info if e == 0 else {}, truth))
             for e, label in enumerate(labels)]
 
 
