@@ -32,23 +32,24 @@ in flight finishes and commits.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
+from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from cep.engine.table import Table, concat
-from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog, Segment
-from cep.io.inputs import frame_to_table, read_segment
 from cep.lang import ir
-from cep.spark.chain import ChainParts
-from cep.spark.routing import KeyRouter, key_grouping, route_part
+
+if TYPE_CHECKING:  # executors' modules (input_tasks.py): planning never imports them
+    import pyarrow as pa
+
+    from cep.spark.chain import ChainParts
+    from cep.spark.routing import KeyRouter
 
 ROUTED_SCHEMA = "engine int, payload binary"
 SOURCE_NAME = "cep_input"
@@ -76,6 +77,8 @@ class SourceConfig:
 
     @property
     def chain(self) -> ChainParts:
+        from cep.spark.chain import ChainParts  # only where a module has a chain
+
         return ChainParts(os.path.join(self.workdir, "chain"))
 
     def dead_path(self, batch: int, segment: Segment, lo: int) -> str:
@@ -87,13 +90,14 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets and planning over the input log, reading and routing on executors."""
 
     def __init__(self, config: SourceConfig, module: ir.CompiledModule,
-                 labels: list[list[int]], engine_of: KeyRouter) -> None:
+                 labels: list[list[int]], routing: bytes) -> None:
         self.config = config
         self.module = module
         self.stages = module.stage_modules()
         self.drain = len(self.stages) - 1  # batches a later stage lags behind the input
         self.labels = labels  # [stage][engine]
-        self.engine_of = engine_of  # stage 0's routing (later stages: key grouping)
+        self.routing = routing  # stage 0's key router, cloudpickled (later stages: KG)
+        self._engine_of: KeyRouter | None = None  # unpickled by the first read task
         self._log: InputLog | None = None  # made where planning runs, never on executors
         self._target: tuple[int, int] | None = None
 
@@ -161,66 +165,27 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ executors
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from cep.spark.input_tasks import read_chain, read_input, record_batch  # see there
+
         task = partition.value
         if "stage" in task:
-            yield _record_batch(self._read_chain(int(task["batch"]), int(task["stage"])))
+            stage = int(task["stage"])
+            yield record_batch(read_chain(self.config, self.module, self.stages[stage],
+                                          self.labels[stage], int(task["batch"]), stage))
             return
-        yield _record_batch(self._read_input(task))
-
-    def _read_chain(self, batch: int, stage: int) -> list[tuple[int, bytes]]:
-        """A later stage's task: the complex events the stage before made in the previous
-        batch, through the stage's stateless rules, keyed and routed to its engines."""
-        started = time.perf_counter()
-        events = self.config.chain.events(self.module, batch, stage)
-        info = {"read": time.perf_counter() - started}
-        labels = self.labels[stage]
-        return route_part(self.stages[stage], events, labels, key_grouping(len(labels)),
-                          batch, info)
-
-    def _read_input(self, task: dict) -> list[tuple[int, bytes]]:
-        batch = int(task["batch"])
-        started = time.perf_counter()
-        parts: dict[str, list[Table]] = {name: [] for name in self.module.input_streams}
-        info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}
-        truth: list[np.ndarray] = []
-        for text, lo, hi in task["pieces"]:
-            segment = Segment.from_json(text)
-            table, flags = self._read_piece(batch, segment, lo, hi, info)
-            parts[segment.stream].append(table)
-            if flags is not None:
-                truth.append(table["__seq"][flags])
-        tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
-        info["read"] = time.perf_counter() - started
-        info["truth"] = sum(len(t) for t in truth)
-        return route_part(self.stages[0], tables, self.labels[0], self.engine_of, batch, info,
-                          np.concatenate(truth) if truth else None)
-
-    def _read_piece(self, batch: int, segment: Segment, lo: int, hi: int,
-                    info: dict[str, float]) -> tuple[Table, np.ndarray | None]:
-        """One piece as an engine table with its sequence numbers, and (for a generator
-        with a ground truth) which of its rows are first stories."""
-        stream = self.module.streams[segment.stream]
-        dead_path = self.config.dead_path(batch, segment, lo)
-        os.makedirs(os.path.dirname(dead_path), exist_ok=True)
-        with DeadLetter(dead_path) as dead:
-            frame, flags = read_segment(segment, lo, hi, stream, dead,
-                                        self.config.max_record_bytes)
-        info["dead"] += dead.count
-        info["blank"] += dead.skipped
-        return frame_to_table(frame, stream), flags
-
-
-def _record_batch(rows: list[tuple[int, bytes]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array([label for label, _ in rows], pa.int32()),
-         pa.array([payload for _, payload in rows], pa.binary())],
-        names=["engine", "payload"])
+        if self._engine_of is None:
+            self._engine_of = cloudpickle.loads(self.routing)
+        yield record_batch(read_input(self.config, self.stages[0], self.labels[0],
+                                      self._engine_of, task))
 
 
 def input_source(config: SourceConfig, module: ir.CompiledModule, labels: list[list[int]],
                  engine_of: KeyRouter) -> type[DataSource]:
     """A Data Source class for one run (registered with ``spark.dataSource.register``;
-    Spark ships it, with the compiled rules, to the processes that plan and read)."""
+    Spark ships it, with the compiled rules, to the processes that plan and read). The
+    key router travels pickled, as bytes: unpickling it imports pandas, which the
+    processes that only plan have no use for."""
+    routing = cloudpickle.dumps(engine_of)
 
     class CepInput(DataSource):
         @classmethod
@@ -231,6 +196,6 @@ def input_source(config: SourceConfig, module: ir.CompiledModule, labels: list[l
             return ROUTED_SCHEMA
 
         def streamReader(self, schema) -> DataSourceStreamReader:
-            return InputReader(config, module, labels, engine_of)
+            return InputReader(config, module, labels, routing)
 
     return CepInput

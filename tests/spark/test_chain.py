@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import reference, run_and_read
+from pyspark import cloudpickle
 
 from cep.engine.chain import complex_events
 from cep.engine.engine import Engine
@@ -135,7 +136,7 @@ def test_the_source_plans_drain_batches_until_the_last_stage_is_done(tmp_path, t
     module = compile_text(RULES["three_stages"])
     config = SourceConfig({"StockTick": str(ticks)}, str(tmp_path), False,
                           TICKS // 3 + 1, 2, 1 << 20)
-    reader = InputReader(config, module, stage_labels(2, 3), key_grouping(2))
+    reader = InputReader(config, module, stage_labels(2, 3), cloudpickle.dumps(key_grouping(2)))
     reader.prepareForTriggerAvailableNow()
     start = reader.initialOffset()
     offsets = []

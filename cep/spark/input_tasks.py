@@ -1,0 +1,80 @@
+"""What the input source's tasks do on executors: read, route, hand rows to Spark.
+
+Split from ``source.py`` so that the processes which only plan (Spark starts three of
+them before the first batch: the source's creation, its streaming runner, the read
+planner) never import this module's pandas-heavy readers and routers; a task that reads
+imports them when it starts (``InputReader.read``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from cep.engine.table import SEQ, Table, concat
+from cep.io.deadletter import DeadLetter
+from cep.io.inputlog import Segment
+from cep.io.inputs import frame_to_table, read_segment
+from cep.lang import ir
+from cep.spark.routing import KeyRouter, key_grouping, route_part
+from cep.spark.source import SourceConfig
+
+Routed = list[tuple[int, bytes]]  # (engine label, payload) for every engine
+
+
+def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir.CompiledModule,
+               labels: list[int], batch: int, stage: int) -> Routed:
+    """A later stage's task: the complex events the stage before made in the previous
+    batch, through the stage's stateless rules (``stage_module``), keyed and routed to
+    its engines."""
+    started = time.perf_counter()
+    events = config.chain.events(module, batch, stage)
+    info = {"read": time.perf_counter() - started}
+    return route_part(stage_module, events, labels, key_grouping(len(labels)), batch, info)
+
+
+def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
+               engine_of: KeyRouter, task: dict) -> Routed:
+    """An input task: its pieces read, through the stateless rules of ``module`` (stage
+    0's), keyed and routed by ``engine_of``."""
+    batch = int(task["batch"])
+    started = time.perf_counter()
+    parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
+    info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}
+    truth: list[np.ndarray] = []
+    for text, lo, hi in task["pieces"]:
+        segment = Segment.from_json(text)
+        table, flags = _read_piece(config, module, batch, segment, lo, hi, info)
+        parts[segment.stream].append(table)
+        if flags is not None:
+            truth.append(table[SEQ][flags])
+    tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
+    info["read"] = time.perf_counter() - started
+    info["truth"] = sum(len(t) for t in truth)
+    return route_part(module, tables, labels, engine_of, batch, info,
+                      np.concatenate(truth) if truth else None)
+
+
+def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,
+                segment: Segment, lo: int, hi: int,
+                info: dict[str, float]) -> tuple[Table, np.ndarray | None]:
+    """One piece as an engine table with its sequence numbers, and (for a generator
+    with a ground truth) which of its rows are first stories."""
+    stream = module.streams[segment.stream]
+    dead_path = config.dead_path(batch, segment, lo)
+    os.makedirs(os.path.dirname(dead_path), exist_ok=True)
+    with DeadLetter(dead_path) as dead:
+        frame, flags = read_segment(segment, lo, hi, stream, dead, config.max_record_bytes)
+    info["dead"] += dead.count
+    info["blank"] += dead.skipped
+    return frame_to_table(frame, stream), flags
+
+
+def record_batch(rows: Routed) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array([label for label, _ in rows], pa.int32()),
+         pa.array([payload for _, payload in rows], pa.binary())],
+        names=["engine", "payload"])
