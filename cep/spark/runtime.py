@@ -63,7 +63,6 @@ from cep.spark.session import is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
 from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from cep.spark.warm_files import remove_start
-from cep.spark.warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.embedded import embedded_broker
 from cep.transports.outputs import is_uri_output, publisher
@@ -234,8 +233,6 @@ def run_on_spark(
         session_started = time.perf_counter()
         spark = spark_session(master, engines, verbose)
         session_s = time.perf_counter() - session_started
-        if is_local_master(master):
-            warm_up(spark)  # workers and RocksDB, while the source registers
         labels = stage_labels(engines, len(module.stages) + 1)
         order = {name: i for i, name in enumerate(module.outputs)}
         parts = EventParts(output.path if output.is_directory else str(workdir / "parts"),
