@@ -280,7 +280,10 @@ def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
     ratios = {f"{a}_vs_{b}": round(sides[b]["seconds"] / sides[a]["seconds"], 3)
               for a, b in pairs if a in sides and b in sides}
     print("rate ratios: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
+    from cep.spark.jvm_archive import sharing_options
+
     return {"input": str(path), "copies": args.copies, "spark_options": spark_options,
+            "jvm_class_archive": bool(sharing_options()),  # cep prepare's, for cep on Spark
             "sides": sides, "ratios": ratios}
 
 

@@ -50,6 +50,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark.errors import PySparkRuntimeError
+
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
@@ -59,7 +61,7 @@ from cep.spark.labels import stage_labels
 from cep.spark.parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
 from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
-from cep.spark.session import is_local_master, spark_session
+from cep.spark.session import SPARK_LOG, is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
 from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from cep.spark.warm_files import remove_start
@@ -231,7 +233,11 @@ def run_on_spark(
                 cleanup.callback(_drop_run, store)
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
-        spark = spark_session(master, engines, verbose)
+        try:
+            spark = spark_session(master, engines, verbose)
+        except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
+            raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
+                                f"message is above or in {SPARK_LOG}") from None
         session_s = time.perf_counter() - session_started
         labels = stage_labels(engines, len(module.stages) + 1)
         order = {name: i for i, name in enumerate(module.outputs)}

@@ -19,13 +19,15 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from cep.spark.jvm_archive import sharing_options
 from cep.spark.worker_python import worker_python
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The driver's JVM (in local mode also the executors') compiles with C1 only: C2's
 # compiler threads took about 9 CPU seconds of a 40 s run on 2 cores, and C1-only runs
 # were faster on every workload measured (flights 1M batches 29.3 -> 25.7 s, FSD 1M
-# 46.5 -> 42.9 s, FSD 2.95M 56.2 -> 52.9 s). CEP_DRIVER_JAVA_OPTIONS replaces it.
+# 46.5 -> 42.9 s, FSD 2.95M 56.2 -> 52.9 s). CEP_DRIVER_JAVA_OPTIONS replaces it, and
+# the class archive of ``cep prepare`` (jvm_archive.py) that is otherwise added.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 QUIET_LOG4J = """\
@@ -147,7 +149,9 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("CEP_DRIVER_MEMORY", "4g"))
     )
-    driver_options = os.environ.get("CEP_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
+    driver_options = os.environ.get("CEP_DRIVER_JAVA_OPTIONS")
+    if driver_options is None:  # cep's own options, and the class archive if there is one
+        driver_options = f"{DRIVER_JAVA_OPTIONS} {sharing_options()}"
     if not verbose:
         option = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
         driver_options = f"{driver_options} {option}"

@@ -1,0 +1,71 @@
+"""The class archive of ``cep prepare``: made private, used only when it is private, and
+one that Spark's driver JVM really maps (``-Xshare:on`` fails a JVM that cannot)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cep.spark import jvm_archive
+from cep.spark.jvm_archive import archive_path, sharing_options
+from cep.spark.session import DRIVER_JAVA_OPTIONS
+
+RULES = Path(__file__).parents[2] / "rules" / "sensor_average.epl"
+
+
+def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = archive_path()
+    assert path is not None and path.is_relative_to(tmp_path / "cep")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not really an archive")
+    path.chmod(file_mode)
+    path.parent.chmod(dir_mode)
+    return path
+
+
+def test_a_private_archive_is_mapped(tmp_path, monkeypatch):
+    path = _plant(tmp_path, monkeypatch, 0o600, 0o700)
+    assert sharing_options() == f"-XX:SharedArchiveFile={path} {jvm_archive.QUIET}"
+
+
+def test_an_archive_others_can_write_is_not_used(tmp_path, monkeypatch):
+    _plant(tmp_path, monkeypatch, 0o666, 0o700)
+    assert sharing_options() == ""
+
+
+def test_an_archive_in_a_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
+    _plant(tmp_path, monkeypatch, 0o600, 0o777)
+    assert sharing_options() == ""
+
+
+def test_no_archive_no_options(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert sharing_options() == ""
+
+
+def test_prepare_makes_an_archive_that_the_driver_jvm_maps(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("CEP_DRIVER_JAVA_OPTIONS", None)
+    made = subprocess.run([sys.executable, "-m", "cep.cli", "prepare"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    archives = list((tmp_path / "cep").glob("*.jsa"))
+    assert len(archives) == 1 and "JVM class archive" in made.stdout
+    assert archives[0].stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "cep").stat().st_mode & 0o777 == 0o700
+    assert not list((tmp_path / "cep").glob("*.partial"))
+    # -Xshare:on: a JVM that cannot map the archive refuses to start, so the run fails
+    strict = {**env, "CEP_DRIVER_JAVA_OPTIONS":
+              f"{DRIVER_JAVA_OPTIONS} -XX:SharedArchiveFile={archives[0]} -Xshare:on"}
+    data = tmp_path / "readings.jsonl"
+    data.write_text("".join(f'{{"sensor":"s{i % 3}","ts":"2024-01-01T00:00:{i:02d}Z",'
+                            f'"temp":{20 + i},"ok":true}}\n' for i in range(30)))
+    run = subprocess.run([sys.executable, "-m", "cep.cli", "run", str(RULES), "--input",
+                          str(data), "--output", str(tmp_path / "out.jsonl"), "--quiet",
+                          "--engines", "2", "--master", "local[2]"],
+                         env=strict, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "30 events" in run.stderr + run.stdout
