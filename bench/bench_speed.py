@@ -19,7 +19,7 @@ invocation, one after the other, because this machine is shared and noisy):
   Flink (SQL ``OVER … ROWS 4 PRECEDING``, parallelism 2, its own venv), ``cep run`` on
   Spark and ``cep run --runner local``; each end to end in a subprocess (JVM start
   included), events compared (see ``flink_compare.py``); cep on Spark once per
-  ``--flink-batch-sizes``.
+  ``--flink-batch-sizes``; all sides in turn, ``--flink-rounds`` times, medians compared.
 * ``fsd``: First Story Detection at the paper's scale (2.95M tweets of the realistic
   ``tweets`` workload, 5 engines) per strategy, by ``bench_fsd.py``.
 
@@ -212,6 +212,8 @@ def main() -> None:
     parser.add_argument("--flink-sides", default="flink,cep_spark,cep_local")
     parser.add_argument("--flink-engines", type=int, default=2,
                         help="cep engines in the flink part (Flink runs parallelism 2)")
+    parser.add_argument("--flink-rounds", type=int, default=3,
+                        help="times every side of the flink part runs, in turn")
     parser.add_argument("--flink-batch-sizes", default="1000000,4000000",
                         help="cep on Spark runs once per batch size (4M: the whole file "
                         "in one micro-batch)")
@@ -245,44 +247,56 @@ def main() -> None:
 
 def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
     """Flink, cep on Spark and cep's local runner on the same flights file, one after
-    the other, each checked against Flink's result rows."""
+    the other, ``--flink-rounds`` times in turn (the machine's speed drifts: each side's
+    median is compared); every run's rows are checked against Flink's first."""
     from flink_compare import flights_file, run_cep, run_flink, same_events
 
+    from cep.spark.jvm_archive import sharing_options
+
     path = flights_file(args.copies)
-    sides: dict[str, dict] = {}
+    runs: dict[str, list[dict]] = {}
     outputs = {"flink": workdir / "flink-out", "cep_local": workdir / "cep-local.jsonl"}
     spark_options = ["--master", args.master, "--engines", str(args.flink_engines)]
     batch_sizes = [int(x) for x in args.flink_batch_sizes.split(",")]
     order = [f"cep_spark_{n}" if side == "cep_spark" else side
              for side in args.flink_sides.split(",")
              for n in (batch_sizes if side == "cep_spark" else [0])]
-    for side in order:
-        started_load = load()
-        if side == "flink":
-            result = run_flink(path, outputs[side])
-        elif side.startswith("cep_spark_"):
-            outputs[side] = workdir / f"{side}.jsonl"
-            result = run_cep(path, outputs[side], *spark_options, "--batch-size",
-                             side.rsplit("_", 1)[1])
-        elif side == "cep_local":
-            result = run_cep(path, outputs[side], "--runner", "local")
-        else:
-            raise SystemExit(f"unknown side {side!r}: flink, cep_spark or cep_local")
+    for _ in range(args.flink_rounds):
+        for side in order:
+            started_load = load()
+            if side == "flink":
+                result = run_flink(path, outputs[side])
+            elif side.startswith("cep_spark_"):
+                outputs[side] = workdir / f"{side}.jsonl"
+                result = run_cep(path, outputs[side], *spark_options, "--batch-size",
+                                 side.rsplit("_", 1)[1])
+            elif side == "cep_local":
+                result = run_cep(path, outputs[side], "--runner", "local")
+            else:
+                raise SystemExit(f"unknown side {side!r}: flink, cep_spark or cep_local")
+            result["events_per_s"] = round(result["events"] / result["seconds"])
+            result["load_average_at_start"] = started_load
+            if side != "flink" and "flink" in runs:
+                result["same_events_as_flink"] = same_events(outputs["flink"], outputs[side])
+            runs.setdefault(side, []).append(result)
+            print(f"{side:>17}: {result['seconds']:7.1f}s  {result['events_per_s']:>9,} "
+                  f"events/s  {result['rows']:,} rows  (load {started_load})", flush=True)
+    sides = {side: {**results[0], "seconds": statistics.median(r["seconds"] for r in results),
+                    "seconds_per_run": [round(r["seconds"], 2) for r in results],
+                    "same_events_as_flink": all(r.get("same_events_as_flink", True)
+                                                for r in results)}
+             for side, results in runs.items()}
+    for result in sides.values():
         result["events_per_s"] = round(result["events"] / result["seconds"])
-        result["load_average_at_start"] = started_load
-        if side != "flink" and "flink" in sides:
-            result["same_events_as_flink"] = same_events(outputs["flink"], outputs[side])
-        sides[side] = result
-        print(f"{side:>17}: {result['seconds']:7.1f}s  {result['events_per_s']:>9,} events/s  "
-              f"{result['rows']:,} rows  (load {started_load})", flush=True)
+    if "flink" in sides:
+        sides["flink"].pop("same_events_as_flink", None)
     pairs = [*((s, b) for s in sides if s.startswith("cep_spark_")
                for b in ("flink", "cep_local")), ("cep_local", "flink")]
     ratios = {f"{a}_vs_{b}": round(sides[b]["seconds"] / sides[a]["seconds"], 3)
               for a, b in pairs if a in sides and b in sides}
-    print("rate ratios: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
-    from cep.spark.jvm_archive import sharing_options
-
+    print("rate ratios of the medians: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
     return {"input": str(path), "copies": args.copies, "spark_options": spark_options,
+            "rounds": args.flink_rounds,
             "jvm_class_archive": bool(sharing_options()),  # cep prepare's, for cep on Spark
             "sides": sides, "ratios": ratios}
 
