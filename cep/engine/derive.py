@@ -98,9 +98,12 @@ def add_keys(table: Table, key: str | None) -> Table:
     if key is None or key not in table:
         out[KEY] = np.full(n, None, dtype=object)
     else:
-        values = table[key].astype(object)
         nulls = table.get(key + NULL_SUFFIX)
-        if nulls is not None:
+        has_nulls = nulls is not None and bool(nulls.any())
+        # without NULLs to blank out, a string key is its field's array itself, which
+        # the Spark payload then sends once (payload.py)
+        values = table[key].astype(object, copy=has_nulls)
+        if has_nulls:
             values[nulls] = None
         out[KEY] = values
     return out

@@ -37,16 +37,26 @@ def _table(n: int) -> dict[str, np.ndarray]:
         "pairs": object_array([(i % 5, "a") for i in range(n)]),  # tuples (composite keys)
         "lists": object_array([[i % 2] for i in range(n)]),  # unhashable
         "delay": rng.normal(size=n),
+        "__sub": np.zeros(n, dtype=np.int64),  # one value: one byte a row
+        "ts": 1_700_000_000_000 + rng.integers(0, 3 * 10**10, n),  # spans over 2**32
+        "small": rng.integers(-2**63, -2**63 + 70_000, n),  # near the bottom of int64
+        "unsigned": rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True),
     }
 
 
-def test_every_column_comes_back_equal_and_only_repetitive_strings_are_coded():
+def test_every_column_comes_back_equal_and_travels_as_narrow_as_it_can():
     table = _table(3 * SAMPLE)
-    columns, values = code_table(table)
-    assert sorted(values) == ["__key", "origin", "tailnum"]
-    assert columns["tailnum"] is columns["__key"]
-    assert columns["tailnum"].dtype == np.int32
-    _same(decode_table((columns, values)), table)
+    columns, decoders = code_table(table)
+    assert {n: d[0] for n, d in decoders.items() if d is not None} == {
+        "__seq": "offset", "tailnum": "values", "__key": "same", "origin": "values",
+        "__sub": "offset", "small": "offset"}
+    assert "__key" not in columns  # sent once, as tailnum
+    assert {n: columns[n].dtype for n in ("__seq", "tailnum", "origin", "__sub", "small")} \
+        == {"__seq": np.uint16, "tailnum": np.uint8, "origin": np.uint8,
+            "__sub": np.uint8, "small": np.uint32}
+    decoded = decode_table((columns, decoders))
+    _same(decoded, table)
+    assert decoded["__key"] is decoded["tailnum"]
 
 
 def test_a_split_by_engine_and_a_round_trip_through_bytes_keep_every_row():
@@ -64,5 +74,5 @@ def test_a_split_by_engine_and_a_round_trip_through_bytes_keep_every_row():
 
 
 def test_small_tables_travel_as_they_are():
-    table = {"s": object_array(["a", "b"] * 10)}
-    assert code_table(table) == (table, {})
+    table = {"s": object_array(["a", "b"] * 10), "i": np.arange(20)}
+    assert code_table(table) == (table, {"s": None, "i": None})
