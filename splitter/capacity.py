@@ -22,7 +22,6 @@ paper's workarounds for scarce data (drafting, clustering, forced exploration) a
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 RESOLUTION = 1000
 """Shares are multiples of 1/1000 (0.1%), the paper's ``r = 0.001``."""
@@ -117,6 +116,9 @@ class CapacityModel:
             bins = np.flatnonzero(self._seen[e])
             if not len(bins):
                 continue
+            # scipy.optimize takes ~0.45 s to import: only the capacity modes pay it
+            from scipy.optimize import isotonic_regression
+
             x = np.concatenate([[0.0], bins])
             y = isotonic_regression(np.concatenate([[0.0], self._cost[e, bins]])).x
             slope = (y[-1] - y[-2]) / (x[-1] - x[-2]) if len(x) > 2 else 0.0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linear_sum_assignment
 
 from splitter.base import prepare
 from splitter.stats import capacity_weights, imbalance
@@ -114,6 +113,9 @@ def fewest_moves(
     overlap = np.bincount(sets * n + engines, minlength=n * n).reshape(n, n)
     cost = -overlap.astype(np.float64)
     cost[~np.equal.outer(weights, weights)] = len(sets) + 1.0
+    # scipy.optimize takes ~0.3 s to import: only a run that uses CLB pays it
+    from scipy.optimize import linear_sum_assignment
+
     _, engine_of_set = linear_sum_assignment(cost)
     return engine_of_set
 

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint
-from scipy.optimize import milp as solve_milp
 
 from splitter.base import keep_if_better, per_key, prepare
 from splitter.dlb import dlb_h
 from splitter.hashing import splitmix64
 from splitter.stats import capacity_weights, imbalance
+
+if TYPE_CHECKING:
+    from scipy.optimize import Bounds, LinearConstraint
 
 logger = logging.getLogger("splitter.milp")
 
@@ -107,6 +108,9 @@ def _model(
     change nothing (at Zipf 0.8, 140 keys moved where 22 give the same RSTD); a weight far
     below d's makes it prefer, among (nearly) equally balanced maps, the one that moves less.
     """
+    # scipy.optimize takes ~0.3 s to import: only a run that uses MILP pays it
+    from scipy.optimize import Bounds, LinearConstraint
+
     n, c = rel.shape
     nx = n * c
     x_index = np.arange(nx).reshape(n, c)
@@ -220,6 +224,8 @@ def milp(
     objective, constraints, integrality, bounds = _model(
         rel, cost, size.astype(np.float64), budget * price.sum())
     tic = time.perf_counter()
+    from scipy.optimize import milp as solve_milp
+
     result = solve_milp(
         objective, constraints=constraints, integrality=integrality, bounds=bounds,
         options={"time_limit": float(time_limit), "mip_rel_gap": float(gap)},
