@@ -39,6 +39,7 @@ from cep.spark.runtime import (
     SparkRunError,
     run_on_spark,
 )
+from cep.spark.session import start_in_background
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
 from cep.transports.broker import EmbeddedKafkaError
 from cep.transports.embedded import embedded_broker, resolve
@@ -341,6 +342,8 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if args.runner != "local":  # Spark's JVM starts while the rules compile
+        start_in_background(args.master, args.verbose)
     module = compile_file(args.file, _overrides(args.set), state_ttl_us=args.state_ttl)
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)

@@ -9,14 +9,14 @@ log4j configuration at ERROR so Spark's start-up chatter stays hidden without --
 
 from __future__ import annotations
 
-import contextlib
+import concurrent.futures
 import importlib.resources
 import os
 import sys
 import tempfile
+import threading
 import warnings
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from cep.spark.jvm_archive import sharing_options
@@ -51,23 +51,23 @@ def _quiet_log_config() -> str:
 SPARK_LOG = Path(tempfile.gettempdir()) / "cep-spark.log"
 
 
-@contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Point file descriptor 2 at ``path`` while the JVM starts.
+def _launch_gateway(conf, verbose: bool):
+    """Launch the JVM (PySpark's own launcher) with its output in ``SPARK_LOG`` unless
+    ``verbose``: the JVM and every Python worker it forks inherit those streams, so
+    their banners, warnings and prints go to the log, while this process's stdout (the
+    events, by default) and stderr stay the user's, even while the JVM starts in the
+    background (``start_in_background``), and a run that fails before it needs the JVM
+    leaves no JVM holding its pipes. None when this process has a JVM already (PySpark
+    keeps one per process)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
 
-    The JVM and every Python worker it forks inherit the descriptor, so their banners,
-    warnings and prints go to the log, while this process gets its terminal back."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
+    if SparkContext._gateway is not None:  # PySpark's one gateway per process
+        return None
+    if verbose:
+        return launch_gateway(conf)
+    with open(SPARK_LOG, "ab") as log:
+        return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
 
 
 def is_local_master(master: str) -> bool:
@@ -115,7 +115,45 @@ _SHIPPED: set[str] = set()  # applications whose executors have cep's code alrea
 
 def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
                   app_name: str = "cep"):
-    """Get or create the session; ``engines`` sets the shuffle partitions for new queries."""
+    """Get or create the session (or take the one ``start_in_background`` began for the
+    same master); ``engines`` sets the shuffle partitions for new queries."""
+    starting = _STARTING.pop((master, verbose, app_name), None)
+    spark = (starting.result() if starting is not None
+             else _get_or_create(master, verbose, app_name))
+    spark.conf.set("spark.sql.shuffle.partitions", str(engines))
+    ship_code(spark)
+    return spark
+
+
+# (master, verbose, app name) → the session a background thread is creating
+_STARTING: dict[tuple[str, bool, str], concurrent.futures.Future] = {}
+
+
+def start_in_background(master: str = "local[*]", verbose: bool = False,
+                        app_name: str = "cep") -> None:
+    """Begin creating the session in a daemon thread; ``spark_session`` takes it.
+
+    The JVM takes about 1.5 s to start, on its own core, while ``cep run`` compiles the
+    rules, checks its inputs and starts MongoDB on this one: started first, it is
+    ready (or nearly) when the run needs it. A run that fails before then exits as it
+    would have, and the JVM with it (it ends when its stdin pipe from this process
+    closes)."""
+    key = (master, verbose, app_name)
+    if key in _STARTING:
+        return
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def create() -> None:
+        try:
+            future.set_result(_get_or_create(master, verbose, app_name))
+        except BaseException as err:  # handed to whoever takes the session
+            future.set_exception(err)
+
+    _STARTING[key] = future
+    threading.Thread(target=create, name="cep-spark-start", daemon=True).start()
+
+
+def _get_or_create(master: str, verbose: bool, app_name: str):
     # pandas' FutureWarnings from Spark's Arrow path would flood worker stderr
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
     if not verbose:
@@ -127,50 +165,50 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     else:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.shuffle.partitions", str(engines))
-        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    settings = _settings(verbose)
+    conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    # pyspark warns on every pandas 3 call; the pinned versions are the tested ones
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    gateway = _launch_gateway(conf, verbose)
+    if gateway is not None:  # a new JVM: its context, which the session below takes
+        SparkContext(conf=conf, gateway=gateway)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    return spark
+
+
+def _settings(verbose: bool) -> dict[str, str]:
+    settings = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         # RocksDB's memtables and block cache, for every engine's store, within one cap
-        .config("spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage", "true")
-        .config("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB", "256")
+        "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+        "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256",
         # a commit writes the batch's changes, not a snapshot of the whole store
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-                "true")
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         # an unbounded run keeps 10 batches of state and logs, not Spark's default 100
-        .config("spark.sql.streaming.minBatchesToRetain", "10")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.adaptive.enabled", "false")
+        "spark.sql.streaming.minBatchesToRetain": "10",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.adaptive.enabled": "false",
         # Spark marks the input tasks' Python workers (not the engines') with this
         # setting's environment variable, and workers of different environments come
         # from different pools: off, an engine task reuses its input task's warm worker
         # (pandas, pyarrow and cep imported) instead of starting a new one, about 0.6 s
         # a batch. Errors are reported by cep itself (a one-line SparkRunError).
-        .config("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("CEP_DRIVER_MEMORY", "4g"))
-    )
+        "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": os.environ.get("CEP_DRIVER_MEMORY", "4g"),
+    }
     driver_options = os.environ.get("CEP_DRIVER_JAVA_OPTIONS")
     if driver_options is None:  # cep's own options, and the class archive if there is one
         driver_options = f"{DRIVER_JAVA_OPTIONS} {sharing_options()}"
     if not verbose:
         option = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
         driver_options = f"{driver_options} {option}"
-        builder = builder.config("spark.executor.extraJavaOptions", option)
-    builder = builder.config("spark.driver.extraJavaOptions", driver_options.strip())
-    # pyspark warns on every pandas 3 call; the pinned versions are the tested ones
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    if verbose:
-        spark = builder.getOrCreate()
-    else:
-        with _stderr_to(SPARK_LOG):
-            spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    spark.conf.set("spark.sql.shuffle.partitions", str(engines))
-    ship_code(spark)
-    return spark
+        settings["spark.executor.extraJavaOptions"] = option
+    settings["spark.driver.extraJavaOptions"] = driver_options.strip()
+    return settings
