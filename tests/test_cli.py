@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,34 @@ def test_spark_runner_refuses_a_later_stage_reading_an_input_stream_in_one_line(
     check = cep("check", str(rule))  # cep check says so before any run
     assert check.returncode == 0, check.stderr
     assert "spark: refused: stage 1 of the INSERT INTO chain reads stream T" in check.stdout
+
+
+def test_only_a_spark_run_starts_spark_before_the_commands_load():
+    """``cep run`` on Spark begins the JVM before anything heavy is imported; nothing
+    else does, and a bad runner option is left to the full parser."""
+    from cep.cli import spark_to_start
+
+    assert spark_to_start(["run", "r.epl", "--input", "tweets"]) == ("local[*]", False)
+    assert spark_to_start(["run", "r.epl", "--input", "x", "--master", "local[2]",
+                           "--verbose", "--engines", "2"]) == ("local[2]", True)
+    assert spark_to_start(["run", "r.epl", "--input", "tweets", "--runner", "local"]) is None
+    assert spark_to_start(["run", "r.epl", "--runner", "bogus"]) is None
+    assert spark_to_start(["check", "r.epl"]) is None
+    assert spark_to_start(["verify", "r.epl", "--input", "tweets"]) is None
+    assert spark_to_start([]) is None
+    assert spark_to_start(["--help"]) is None
+
+
+def test_a_run_that_fails_before_spark_is_needed_exits_at_once(tmp_path):
+    """A rule error in a Spark run is reported as without Spark, and the JVM begun in
+    the background holds neither of the command's output pipes: they are at their end
+    as soon as the command exits (a JVM holding them lives a second or more)."""
+    bad = tmp_path / "bad.epl"
+    bad.write_text("SELECT * FRM x;\n")
+    proc = subprocess.Popen([sys.executable, "-m", "cep.cli", "run", str(bad), "--input",
+                             "tweets"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.wait(timeout=120) == 2
+    ready, _, _ = select.select([proc.stdout, proc.stderr], [], [], 0.2)
+    assert len(ready) == 2
+    assert proc.stdout.read() == b""
+    assert proc.stderr.read().decode().startswith(f"{bad}:1:10: error:")

@@ -115,31 +115,36 @@ _SHIPPED: set[str] = set()  # applications whose executors have cep's code alrea
 
 def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
                   app_name: str = "cep"):
-    """Get or create the session (or take the one ``start_in_background`` began for the
-    same master); ``engines`` sets the shuffle partitions for new queries."""
-    starting = _STARTING.pop((master, verbose, app_name), None)
-    spark = (starting.result() if starting is not None
-             else _get_or_create(master, verbose, app_name))
+    """Get or create the session (the one ``start_in_background`` began, if it was begun
+    for the same master); ``engines`` sets the shuffle partitions for new queries."""
+    spark = None
+    if _starting:  # wait for it whatever it was for: one JVM per process
+        key, future = _starting.pop()
+        started = future.result()
+        if key == (master, verbose, app_name):
+            spark = started
+    if spark is None:
+        spark = _get_or_create(master, verbose, app_name)
     spark.conf.set("spark.sql.shuffle.partitions", str(engines))
     ship_code(spark)
     return spark
 
 
-# (master, verbose, app name) → the session a background thread is creating
-_STARTING: dict[tuple[str, bool, str], concurrent.futures.Future] = {}
+# the session a background thread is creating, and the (master, verbose, app name) it
+# is for: at most one
+_starting: list[tuple[tuple[str, bool, str], concurrent.futures.Future]] = []
 
 
 def start_in_background(master: str = "local[*]", verbose: bool = False,
                         app_name: str = "cep") -> None:
     """Begin creating the session in a daemon thread; ``spark_session`` takes it.
 
-    The JVM takes about 1.5 s to start, on its own core, while ``cep run`` compiles the
-    rules, checks its inputs and starts MongoDB on this one: started first, it is
-    ready (or nearly) when the run needs it. A run that fails before then exits as it
-    would have, and the JVM with it (it ends when its stdin pipe from this process
-    closes)."""
-    key = (master, verbose, app_name)
-    if key in _STARTING:
+    The JVM takes about 2 s to start, on its own core, while ``cep run`` imports its
+    commands, compiles the rules, checks its inputs and starts MongoDB on this one:
+    started first, it is ready (or nearly) when the run needs it. A run that fails
+    before then exits as it would have, and the JVM with it (it ends when its stdin pipe
+    from this process closes)."""
+    if _starting:
         return
     future: concurrent.futures.Future = concurrent.futures.Future()
 
@@ -149,7 +154,7 @@ def start_in_background(master: str = "local[*]", verbose: bool = False,
         except BaseException as err:  # handed to whoever takes the session
             future.set_exception(err)
 
-    _STARTING[key] = future
+    _starting.append(((master, verbose, app_name), future))
     threading.Thread(target=create, name="cep-spark-start", daemon=True).start()
 
 
