@@ -77,7 +77,7 @@ DEFAULT_BATCH_SIZE = 100_000
 #: the run in well under a minute.
 DEFAULT_MONGO_TIMEOUT = 30.0
 DEFAULT_TRIGGER_S = 1.0
-#: How engine state is laid out in Spark's state store (``processor.KeyStates``); a run
+#: How engine state is laid out in Spark's state store (``engine_batch.KeyStates``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
 STATE_LAYOUT = "per-key-2"  # 2: a head and row segments per key (key_layout.py)
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)

@@ -2,7 +2,7 @@
 
 Spark gives an engine's next batch to any idle Python worker. About every other batch it
 is not the worker that ran the last one (the pool hands out the worker idle longest), and
-that worker's memory (``processor._WARM``) is then of no use: every key the batch touches
+that worker's memory (``engine_batch._WARM``) is then of no use: every key the batch touches
 is read back from Spark's state store. For FSD that is about 0.7 ms per key, against
 0.06 ms to decode the same bytes, and it was 28 of the 30 task seconds of restoring in a
 2.95M-tweet run. So each batch also leaves the states of the keys it has just written

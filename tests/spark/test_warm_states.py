@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cep.spark.processor import drop_stale
+from cep.spark.engine_batch import drop_stale
 
 
 def test_states_of_an_ended_query_are_dropped_whatever_their_batch():
