@@ -10,6 +10,7 @@ log4j configuration at ERROR so Spark's start-up chatter stays hidden without --
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import importlib.resources
 import os
 import sys
@@ -17,6 +18,7 @@ import tempfile
 import threading
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from cep.spark.jvm_archive import sharing_options
@@ -64,10 +66,38 @@ def _launch_gateway(conf, verbose: bool):
 
     if SparkContext._gateway is not None:  # PySpark's one gateway per process
         return None
-    if verbose:
-        return launch_gateway(conf)
-    with open(SPARK_LOG, "ab") as log:
-        return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    with _no_python_data_source_lookup():
+        if verbose:
+            return launch_gateway(conf)
+        with open(SPARK_LOG, "ab") as log:
+            return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+
+
+# Not a command anywhere: the JVM's PYSPARK_DRIVER_PYTHON (see below).
+NO_LOOKUP_PYTHON = "cep-skips-the-python-data-source-lookup"
+
+
+@contextlib.contextmanager
+def _no_python_data_source_lookup() -> Iterator[None]:
+    """Launch the JVM with a PYSPARK_DRIVER_PYTHON that is no command.
+
+    Spark's JVM reads that variable for one thing only (its ``PythonUtils.defaultPythonExec``
+    feeds ``DataSourceManager`` alone, Spark 4.0-4.3): when it names a command, the first
+    data source registration starts a Python daemon and worker that import every
+    ``pyspark_*`` package on the path, to register their data sources. cep registers
+    its own source and needs none of theirs; the lookup cost 1.1-1.9 s before every
+    run's first batch. The Python processes that plan and run the tasks take their
+    interpreter from PYSPARK_PYTHON, which stays as it is. The variable goes back to its
+    value in this process once the JVM runs (launch_gateway copies the environment)."""
+    before = os.environ.get("PYSPARK_DRIVER_PYTHON")
+    os.environ["PYSPARK_DRIVER_PYTHON"] = NO_LOOKUP_PYTHON
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYSPARK_DRIVER_PYTHON", None)
+        else:
+            os.environ["PYSPARK_DRIVER_PYTHON"] = before
 
 
 def is_local_master(master: str) -> bool:
@@ -164,7 +194,6 @@ def _get_or_create(master: str, verbose: bool, app_name: str):
     if not verbose:
         # workers print a line per stateful task; the JVM's banner goes to the log too
         SPARK_LOG.write_text("")
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local_master(master):
         os.environ.setdefault("PYSPARK_PYTHON", worker_python())
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
