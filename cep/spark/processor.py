@@ -66,4 +66,9 @@ class EngineProcessor(StatefulProcessor):
         return run_engine_batch(self, key, rows)
 
     def close(self) -> None:
-        pass
+        """The task ends: no MongoDB client of it outlives it (see
+        ``migration.store.close_shared_clients``)."""
+        if self.store is not None:
+            from migration.store import close_shared_clients
+
+            close_shared_clients()

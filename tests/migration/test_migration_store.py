@@ -19,6 +19,7 @@ from migration.store import (
     MongoUnavailableError,
     StateStore,
     StoreError,
+    close_shared_clients,
     decode_key_map,
     encode_key_map,
     mask_uri,
@@ -304,3 +305,40 @@ def test_a_process_keeps_only_the_recent_key_maps(store: StateStore) -> None:
     mine = [v for (run, v) in keymaps._CACHE if run == store.run_id]
     assert len(mine) <= keymaps.KEPT and max(mine) == 3 * keymaps.KEPT - 1
     assert keymaps.key_map(store, 0).overrides == {'"k"': 0}  # evicted, read again
+
+
+def _connections_within(listener: socket.socket, seconds: float) -> int:
+    listener.settimeout(0.1)
+    accepted, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        conn.close()
+        accepted += 1
+    return accepted
+
+
+def test_closed_shared_clients_stop_calling_a_gone_servers_port() -> None:
+    """A task's client to a MongoDB that went away keeps dialling its old port, where
+    Spark may later put a state server that serves whoever connects first. After
+    ``close_shared_clients`` (tasks call it when they end) nothing dials it."""
+    server = EmbeddedMongo()
+    with server:
+        uri = f"{server.uri}?heartbeatFrequencyMS=500"
+        port = int(server.uri.rsplit(":", 1)[1].strip("/"))
+        left = pickle.loads(pickle.dumps(StateStore(uri, run_id="gone")))  # a task's copy
+        assert left.get_key_map(1) is None
+    listener = socket.create_server(("127.0.0.1", port))  # the gone server's port
+    try:
+        assert _connections_within(listener, 3.0) > 0  # the left-behind client dials it
+        close_shared_clients()
+        _connections_within(listener, 0.3)  # a dial already under way
+        assert _connections_within(listener, 3.0) == 0
+    finally:
+        listener.close()
+    with EmbeddedMongo() as again:  # a copy's next use reopens, to its own URI
+        reopened = pickle.loads(pickle.dumps(StateStore(again.uri, run_id="gone")))
+        assert reopened.get_key_map(1) is None
+        close_shared_clients()
