@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from cep.bench import format_bench
@@ -143,10 +144,8 @@ def _parser() -> argparse.ArgumentParser:
                          "i mod N")
     produce.set_defaults(handler=_produce)
 
-    verify = sub.add_parser("verify", help="run strategies on Spark and compare their "
-                            "events with key grouping's")
-    _strategy_comparison_options(verify)
-    verify.set_defaults(handler=_verify, table=format_table)
+    _strategy_comparison(sub, "verify", "run strategies on Spark and compare their events "
+                         "with key grouping's", format_table)
 
     simulate = sub.add_parser("simulate", help="replay a key trace through strategies "
                               "without Spark (the paper's periodic-Zipf setting by default)")
@@ -167,10 +166,8 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--json", metavar="PATH", help="also write the summaries as JSON")
     simulate.set_defaults(handler=_simulate)
 
-    bench = sub.add_parser("bench", help="strategies side by side on Spark, next to the "
-                           "DLB paper's Table 1")
-    _strategy_comparison_options(bench)
-    bench.set_defaults(handler=_verify, table=format_bench)
+    _strategy_comparison(sub, "bench", "strategies side by side on Spark, next to the DLB "
+                         "paper's Table 1", format_bench)
 
     prepare = sub.add_parser("prepare", help="make the JVM class archive that lets Spark "
                              "start seconds sooner (the install command runs it)")
@@ -186,8 +183,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _strategy_comparison_options(parser: argparse.ArgumentParser) -> None:
-    """What verify and bench share: they run the same strategies the same way."""
+def _strategy_comparison(sub: argparse._SubParsersAction, name: str, help_text: str,
+                         table: Callable) -> None:
+    """``verify`` or ``bench``: the same strategies run the same way, and only the table
+    of the results differs."""
+    parser = sub.add_parser(name, help=help_text)
+    parser.set_defaults(handler=_verify, table=table)
     parser.add_argument("file", help="the .epl rule file")
     parser.add_argument("--input", action="append", required=True, metavar="SRC")
     _strategies_option(parser, "kg,dlb-h,dlb-l,lptf,pkg")
