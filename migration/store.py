@@ -241,11 +241,10 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 # (process, URI, options) -> the one client every shipped copy in that process uses
 _SHARED_CLIENTS: dict[tuple[int, str, tuple[tuple[str, Any], ...]], MongoClient] = {}
 _SHARED_LOCK = threading.Lock()
-_shared_generation = 0  # bumped when the shared clients close: copies then reopen
 
 
 def close_shared_clients() -> None:
-    """Close the clients this process's shipped copies share; their next use reopens.
+    """Close the clients this process's shipped copies share; their next use opens anew.
 
     Executor tasks call it when they end. A Python worker outlives its task and its run,
     and the MongoDB a run used (an embedded server) may be gone: a client left behind
@@ -253,11 +252,9 @@ def close_shared_clients() -> None:
     the same port to a stateful task's state server, which serves the first connection
     it accepts, the client's hello reached the state server before the engine's worker
     did; the server's thread died on a malformed request and the task waited for ever."""
-    global _shared_generation
     with _SHARED_LOCK:
         mine = [key for key in _SHARED_CLIENTS if key[0] == os.getpid()]
         clients = [_SHARED_CLIENTS.pop(key) for key in mine]
-        _shared_generation += 1
     for client in clients:
         client.close()
 
@@ -284,7 +281,6 @@ class ProcessLocalClient:
         self.socket_timeout_ms = socket_timeout_ms
         self._client: MongoClient | None = None
         self._client_pid = 0
-        self._generation = 0  # of the shared clients, when this copy took one
         self._lock = threading.Lock()
         self._shipped = False  # a copy that came through pickle: shares its process's client
 
@@ -306,12 +302,11 @@ class ProcessLocalClient:
 
     def _process_client(self) -> MongoClient:
         with self._lock:
-            if (self._client is None or self._client_pid != os.getpid()
-                    or (self._shipped and self._generation != _shared_generation)):
-                self._client = (self._shared_client() if self._shipped
-                                else open_client(self.uri, self._options()))
+            if self._shipped:  # looked up each time: tasks close the shared ones as they end
+                self._client = self._shared_client()
+            elif self._client is None or self._client_pid != os.getpid():
+                self._client = open_client(self.uri, self._options())
                 self._client_pid = os.getpid()
-                self._generation = _shared_generation
             return self._client
 
     def _shared_client(self) -> MongoClient:
