@@ -65,6 +65,7 @@ from cep.spark.session import SPARK_LOG, is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
 from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from cep.spark.warm_files import remove_start
+from cep.spark.warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.embedded import embedded_broker
 from cep.transports.outputs import is_uri_output, publisher
@@ -239,6 +240,8 @@ def run_on_spark(
             raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
                                 f"message is above or in {SPARK_LOG}") from None
         session_s = time.perf_counter() - session_started
+        if is_local_master(master):
+            warm_up(spark)  # workers and RocksDB, while the query plans
         labels = stage_labels(engines, len(module.stages) + 1)
         order = {name: i for i, name in enumerate(module.outputs)}
         parts = EventParts(output.path if output.is_directory else str(workdir / "parts"),
