@@ -170,7 +170,7 @@ class BatchSink:
         cpu = np.zeros(self.n_engines)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         counts = {"dead": 0, "blank": 0, "truth": 0}
-        restored = {"memory": 0, "file": 0, "store": 0}  # where engines found their keys
+        restored = {"memory": 0, "file": 0, "store": 0, "new": 0}  # where engines found keys
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
         chained: dict[str, int] = {}  # events of later stages, per stage
