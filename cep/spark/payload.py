@@ -52,8 +52,14 @@ Decoder = tuple | None
 Coded = tuple[Table, dict[str, Decoder]]
 
 
-def code_table(table: Table) -> Coded:
-    """``table`` with its columns in their narrowest exact form (see the module)."""
+# An object column already factorized by whoever had to (routing, by its keys): its
+# array's id() -> (codes, distinct values), as pandas.factorize gives them
+Factorized = Mapping[int, tuple[np.ndarray, np.ndarray]]
+
+
+def code_table(table: Table, factorized: Factorized | None = None) -> Coded:
+    """``table`` with its columns in their narrowest exact form (see the module).
+    ``factorized``: columns whose codes are known, so they are not factorized again."""
     columns: Table = {}
     decoders: dict[str, Decoder] = {}
     first_name: dict[int, str] = {}
@@ -62,7 +68,9 @@ def code_table(table: Table) -> Coded:
             decoders[name] = ("same", first_name[id(column)])
             continue
         first_name[id(column)] = name
-        coded = _narrow(column)
+        known = factorized.get(id(column)) if factorized else None
+        coded = (_string_codes(column, known) if known is not None and len(column) >= SAMPLE
+                 else _narrow(column))
         columns[name], decoders[name] = coded if coded is not None else (column, None)
     return columns, decoders
 
@@ -71,6 +79,11 @@ def _narrow(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
     if len(column) < SAMPLE:
         return None
     if column.dtype == object:
+        try:
+            if len(set(column[:SAMPLE].tolist())) > MOST_DISTINCT:
+                return None
+        except TypeError:  # unhashable values
+            return None
         return _string_codes(column)
     if column.dtype.kind in "iu":
         least, most = int(column.min()), int(column.max())
@@ -80,15 +93,18 @@ def _narrow(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
     return None
 
 
-def _string_codes(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
+def _string_codes(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, Decoder] | None:
     """Codes and distinct values of a column of ``str`` that repeats them, else None
-    (mostly distinct values, NULLs or anything but ``str``)."""
-    try:
-        if len(set(column[:SAMPLE].tolist())) > MOST_DISTINCT:
+    (mostly distinct values, NULLs or anything but ``str``). ``known``: the column's
+    codes and distinct values from an earlier factorize (NULLs among the values)."""
+    if known is not None:
+        codes, distinct = known
+    else:
+        try:
+            codes, distinct = pd.factorize(column, use_na_sentinel=True)
+        except TypeError:  # unhashable values
             return None
-        codes, distinct = pd.factorize(column, use_na_sentinel=True)
-    except TypeError:  # unhashable values
-        return None
     if (len(codes) and codes.min() < 0) or len(distinct) > len(column) // 2 \
             or any(type(v) is not str for v in distinct):
         return None

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat
 from cep.lang import ir
 from cep.spark.keymaps import key_map
-from cep.spark.payload import code_table, pack_payload, take_coded
+from cep.spark.payload import Factorized, code_table, pack_payload, take_coded
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
 
@@ -43,8 +44,10 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     streams, stateless = derive_streams(module, inputs)
     derived = time.perf_counter()
     keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
-    owners = {n: engine_of(t[KEY], batch) for n, t in keyed.items()}
-    coded = {n: code_table(t) for n, t in keyed.items()}
+    owners, coded = {}, {}
+    for name, table in keyed.items():
+        owners[name], factorized = owners_of(engine_of, table[KEY], batch)
+        coded[name] = code_table(table, factorized)
     passthrough = concat(stateless) if stateless else None
     mine = [{n: take_coded(t, owners[n] == e) for n, t in coded.items()}
             for e in range(len(labels))]
@@ -52,6 +55,26 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
                                  info if e == 0 else {}, truth))
             for e, label in enumerate(labels)]
+
+
+def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
+              ) -> tuple[np.ndarray, Factorized | None]:
+    """The engine of every row, and the keys' codes where that took factorizing them.
+
+    A router that sends every row of a key to one engine is asked about each distinct
+    key once: string keys are factorized anyway to hash them, and the payload reuses
+    those codes (``code_table``) instead of factorizing the same column again. A
+    router that places rows one by one (PKG) gets every row."""
+    if getattr(engine_of, "per_row", False) or keys.dtype != object:
+        return engine_of(keys, batch), None
+    try:
+        codes, distinct = pd.factorize(keys, use_na_sentinel=True)
+    except TypeError:  # unhashable keys: the router copes with them, or says why
+        return engine_of(keys, batch), None
+    if len(codes) and codes.min() < 0:  # NULL keys: factorize would make None NaN
+        return engine_of(keys, batch), None
+    owners = np.asarray(engine_of(np.asarray(distinct, dtype=object), batch))[codes]
+    return owners, {id(keys): (codes, distinct)}
 
 
 def key_grouping(n_engines: int) -> KeyRouter:
@@ -81,4 +104,5 @@ def partial_key_grouping(n_engines: int, seed: int = 0) -> KeyRouter:
     def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
         return pkg.route(stable_hash(keys))
 
+    engine_of.per_row = True  # type: ignore[attr-defined]  # see owners_of
     return engine_of

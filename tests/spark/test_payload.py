@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.table import object_array
 from cep.spark.payload import (
@@ -76,3 +77,23 @@ def test_a_split_by_engine_and_a_round_trip_through_bytes_keep_every_row():
 def test_small_tables_travel_as_they_are():
     table = {"s": object_array(["a", "b"] * 10), "i": np.arange(20)}
     assert code_table(table) == (table, {"s": None, "i": None})
+
+
+def test_known_codes_are_used_and_rejected_where_a_factorize_would_be():
+    """Codes handed in by routing (``factorized``) code the column just as a factorize
+    of its own would, and NULLs or non-strings among the known values still travel as
+    they are."""
+    table = _table(3 * SAMPLE)
+    known = {id(table[n]): pd.factorize(table[n], use_na_sentinel=n != "maybe")
+             for n in ("__key", "maybe", "mixed")}
+    columns, decoders = code_table(table, known)
+    plain_columns, plain_decoders = code_table(table)
+    assert {n: d and d[0] for n, d in decoders.items()} == \
+        {n: d and d[0] for n, d in plain_decoders.items()}
+    assert decoders["tailnum"][0] == "values" and decoders["__key"] == ("same", "tailnum")
+    assert decoders["maybe"] is None and decoders["mixed"] is None
+    codes, distinct = known[id(table["__key"])]
+    assert np.array_equal(columns["tailnum"], codes)  # the known codes, not new ones
+    assert list(decoders["tailnum"][1]) == list(distinct)
+    _same(decode_table((columns, decoders)), table)
+    _same(decode_table((plain_columns, plain_decoders)), table)
