@@ -61,8 +61,12 @@ def test_kg_and_dlb_l_equal_the_reference(spark, fsd, strategy):
         assert any(m["rebalanced"] for m in run.metrics)
         assert sum(m["exported_keys"] for m in run.metrics) > 0
     assert records == expected
-    # after batch 0 engines find most keys in a worker's memory or the last batch's file
+    # batch 0 asks the state store nothing (it is empty), and from then on engines
+    # find most keys in a worker's memory or the last batch's file
+    first = [m["keys_restored"] for m in run.metrics if m["batch"] == 0]
+    assert first[0]["new"] > 0 and first[0]["store"] == first[0]["memory"] == 0
     later = [m["keys_restored"] for m in run.metrics if m["batch"] > 0]
+    assert all(r["new"] == 0 for r in later)
     assert sum(r["memory"] + r["file"] for r in later) > sum(r["store"] for r in later)
 
 
