@@ -68,29 +68,34 @@ def code_table(table: Table, factorized: Factorized | None = None) -> Coded:
             decoders[name] = ("same", first_name[id(column)])
             continue
         first_name[id(column)] = name
-        known = factorized.get(id(column)) if factorized else None
-        coded = (_string_codes(column, known) if known is not None and len(column) >= SAMPLE
-                 else _narrow(column))
+        coded = _narrow(column, factorized.get(id(column)) if factorized else None)
         columns[name], decoders[name] = coded if coded is not None else (column, None)
     return columns, decoders
 
 
-def _narrow(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
+def _narrow(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+            ) -> tuple[np.ndarray, Decoder] | None:
     if len(column) < SAMPLE:
         return None
     if column.dtype == object:
-        try:
-            if len(set(column[:SAMPLE].tolist())) > MOST_DISTINCT:
-                return None
-        except TypeError:  # unhashable values
-            return None
-        return _string_codes(column)
+        if known is None and not _repeats(column[:SAMPLE]):
+            return None  # not worth a factorize
+        return _string_codes(column, known)
     if column.dtype.kind in "iu":
         least, most = int(column.min()), int(column.max())
         if most - least < 1 << 32:
             offsets = (column - column.dtype.type(least)).astype(_unsigned(most - least))
             return offsets, ("offset", least, column.dtype.str)
     return None
+
+
+def _repeats(sample: np.ndarray) -> bool:
+    """Whether a column's first rows repeat their values enough for codes to pay (no for
+    unhashable values)."""
+    try:
+        return len(set(sample.tolist())) <= MOST_DISTINCT
+    except TypeError:
+        return False
 
 
 def _string_codes(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
