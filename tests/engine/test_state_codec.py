@@ -78,6 +78,8 @@ def _object_array(items: list) -> np.ndarray:
 
 object_columns = st.one_of(
     st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=8),
+    st.lists(st.one_of(st.none(), st.text(max_size=6)),  # past the JSON form: Arrow's
+             min_size=codec.SMALL_TEXT + 1, max_size=codec.SMALL_TEXT + 4),
     st.lists(st.one_of(st.none(), st.binary(max_size=6)), max_size=8),
     st.lists(st.integers(-(2**63), 2**63 - 1), max_size=8),
     st.lists(st.floats(allow_nan=True), max_size=8),
@@ -120,6 +122,26 @@ def test_object_columns_keep_int_float_nan_negative_zero_and_big_ints() -> None:
         column = _object_array(items)
         back = codec.decode(codec.encode({"c": column}, "t"), "t", "t")["c"]
         assert same(column, back), items
+
+
+def _tags(blob: bytes) -> set[str]:
+    """The value tags a blob's header uses."""
+    kind_len = blob[len(codec.MAGIC) + 2]
+    at = len(codec.MAGIC) + 3 + kind_len
+    n_buffers, header_len = struct.unpack_from("<IQ", blob, at)
+    at += 12 + 8 * n_buffers
+    tags: set[str] = set()
+    json.loads(blob[at:at + header_len], object_hook=lambda o: tags.update(o) or o)
+    return tags
+
+
+def test_small_text_columns_go_as_json_and_long_ones_as_arrow_both_exactly() -> None:
+    small = _object_array(["N123", None, "é", ""])
+    long = _object_array([f"k{i}" if i % 7 else None for i in range(codec.SMALL_TEXT + 1)])
+    for column, tag in ((small, "o"), (long, "A")):
+        blob = codec.encode({"c": column}, "t")
+        assert tag in _tags(blob)
+        assert same(codec.decode(blob, "t", "t")["c"], column)
 
 
 def test_big_endian_arrays_come_back_little_endian_with_equal_values() -> None:
