@@ -56,6 +56,7 @@ MAGIC = b"CEPSTATE"
 VERSION = 1
 _ALIGN = 8
 SMALL_TEXT = 64  # object arrays of at most this many str/None items go as JSON text
+SMALL_COPY = 4096  # numeric arrays of at most this many items are copied out, not viewed
 _PREFIX = struct.Struct("<HB")
 _SIZES = struct.Struct("<IQ")  # number of buffers, header length
 # dtypes a raw buffer may carry: bool, ints, floats, complex, datetimes, fixed-width text
@@ -189,8 +190,11 @@ class _Writer:
         shape = list(x.shape)
         if x.dtype != object:
             dtype = _stored_dtype(x.dtype)
-            data = np.ascontiguousarray(x, dtype=dtype).reshape(-1)
-            return self.tagged(x, "a", [dtype.str, shape, self.buffer(_bytes_of(data))])
+            if x.size <= SMALL_COPY:  # one copy beats four views for a key's few rows
+                raw: bytes | memoryview = x.astype(dtype, copy=False).tobytes()
+            else:
+                raw = _bytes_of(np.ascontiguousarray(x, dtype=dtype).reshape(-1))
+            return self.tagged(x, "a", [dtype.str, shape, self.buffer(raw)])
         flat = x.reshape(-1)
         types = set(map(type, flat))
         has_none = type(None) in types
@@ -199,6 +203,9 @@ class _Writer:
             # a key's few window rows: JSON text in the header costs a fraction of an
             # Arrow array's fixed cost (measured: a 5-row head encodes 4x faster)
             return self.tagged(x, "o", [shape, flat.tolist()])
+        if types == {bytes} and not has_none:
+            return self.tagged(x, "A", ["bytes", shape, 0, [None, *map(self.buffer,
+                                                                   _binary_buffers(flat))]])
         if types <= {str} or types == {bytes}:
             text = "bytes" if types == {bytes} else "str"
             arrow = _arrow_column(flat, _ARROW_TYPES[text])
@@ -241,6 +248,15 @@ def _bytes_of(array: np.ndarray) -> memoryview:
 
 def _le(dtype: np.dtype) -> np.dtype:
     return dtype.newbyteorder("<") if dtype.str[0] == ">" else dtype
+
+
+def _binary_buffers(flat: np.ndarray) -> tuple[bytes, bytes]:
+    """The offsets and data buffers of an Arrow large_binary array without nulls, built
+    directly: ``pa.array``'s fixed cost was most of encoding a key's few term vectors."""
+    items = flat.tolist()
+    offsets = np.zeros(len(items) + 1, dtype="<i8")
+    np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=offsets[1:])
+    return offsets.tobytes(), b"".join(items)
 
 
 def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:

@@ -174,11 +174,14 @@ def _change(tables: list[Table], before_tables: list[Table] | None, slots: Slots
 
 def _same_rows(table: Table, old: Table, kept: int, gone: int) -> bool:
     """The first ``kept`` rows of ``table`` are the last ``kept`` rows of ``old``: same
-    columns, same (seq, sub), same numbers (object columns are the same events' values)."""
+    columns, same (seq, sub), the same numbers bit for bit (a NaN is itself, -0.0 is not
+    0.0; object columns are the same events' values)."""
     if table.keys() != old.keys():
         return False
     for name, column in table.items():
-        if column.dtype != object and not np.array_equal(column[:kept], old[name][gone:]):
+        before = old[name]
+        if column.dtype != object and (column.dtype != before.dtype or column[:kept].tobytes()
+                                       != before[gone:].tobytes()):
             return False
     return True
 

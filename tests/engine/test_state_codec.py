@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,6 +143,16 @@ def test_small_text_columns_go_as_json_and_long_ones_as_arrow_both_exactly() -> 
         blob = codec.encode({"c": column}, "t")
         assert tag in _tags(blob)
         assert same(codec.decode(blob, "t", "t")["c"], column)
+
+
+def test_bytes_columns_are_arrow_large_binary_buffers() -> None:
+    """Bytes without None are laid out by hand: the same buffers pa.array makes."""
+    column = _object_array([b"\x00\xff", b"", b"abc" * 30])
+    blob = codec.encode({"c": column}, "t")
+    assert "A" in _tags(blob) and same(codec.decode(blob, "t", "t")["c"], column)
+    arrow = pa.array(column, type=pa.large_binary())
+    assert [bytes(b) for b in codec._binary_buffers(column)] == [
+        bytes(b) for b in arrow.buffers()[1:]]
 
 
 def test_big_endian_arrays_come_back_little_endian_with_equal_values() -> None:

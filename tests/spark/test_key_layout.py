@@ -141,3 +141,21 @@ def test_a_key_with_no_rows_left_keeps_no_segment() -> None:
     assert empty.segment is None and empty.dropped == [0] and empty.layout.segments == []
     rest, layout, rows = read_head(empty.head, "k")
     assert rebuild(rest, layout, rows, [], "k") == {"r": [{}]}
+
+
+def test_kept_rows_are_compared_bit_for_bit() -> None:
+    """A window that slid by one row is an append when its kept rows are the same bits
+    (NaN included); a kept value that changed at all, even -0.0 to 0.0, rewrites it."""
+    def window(values: list[float], first: int) -> dict:
+        n = len(values)
+        return {SEQ: np.arange(first, first + n, dtype=np.int64), SUB: np.zeros(n, np.int64),
+                "v": np.array(values)}
+
+    began = window([1.0, np.nan, -0.0, 2.0, 3.0, 4.0, 5.0, 6.0], 0)
+    layout = Layout([("r", 1)], [0], [[8]], [0])
+    slid = plan({"r": [window([np.nan, -0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], 1)]},
+                layout, [began], 1)
+    assert slid.segment is not None and slid.layout.segments == [0, 1]
+    changed = plan({"r": [window([np.nan, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], 1)]},
+                   layout, [began], 1)
+    assert changed.segment is None and changed.dropped == [0]  # whole, in its head
