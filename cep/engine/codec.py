@@ -26,7 +26,8 @@ and ``str``; every other value is a one-key JSON object whose key is a tag:
  A    object array of str or bytes with None ``[str|bytes, shape, nulls, 3 buffers]``
       (an Arrow large_string / large_binary array)
  I    object array of only int, float or bool ``[dtype, shape, buffer]``
- o    any other object array ``[shape, [items]]``
+ o    any other object array ``[shape, [items]]``, and a short one of only str or None
+      (at most ``SMALL_TEXT`` items: inline JSON costs less than an Arrow array there)
 ====  ===============================================================================
 
 Tagged values are numbered in the order a JSON parser completes them (children first),
