@@ -98,20 +98,28 @@ def _repeats(sample: np.ndarray) -> bool:
         return False
 
 
+def factorize_without_nulls(column: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and distinct values of a column, or None when it holds NULLs (pandas would
+    make a None among the distinct values NaN) or unhashable values."""
+    try:
+        codes, distinct = pd.factorize(column, use_na_sentinel=True)
+    except TypeError:
+        return None
+    if len(codes) and codes.min() < 0:
+        return None
+    return codes, distinct
+
+
 def _string_codes(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
                   ) -> tuple[np.ndarray, Decoder] | None:
     """Codes and distinct values of a column of ``str`` that repeats them, else None
     (mostly distinct values, NULLs or anything but ``str``). ``known``: the column's
-    codes and distinct values from an earlier factorize (NULLs among the values)."""
-    if known is not None:
-        codes, distinct = known
-    else:
-        try:
-            codes, distinct = pd.factorize(column, use_na_sentinel=True)
-        except TypeError:  # unhashable values
-            return None
-    if (len(codes) and codes.min() < 0) or len(distinct) > len(column) // 2 \
-            or any(type(v) is not str for v in distinct):
+    :func:`factorize_without_nulls`, when an earlier step already took it."""
+    found = known if known is not None else factorize_without_nulls(column)
+    if found is None:
+        return None
+    codes, distinct = found
+    if len(distinct) > len(column) // 2 or any(type(v) is not str for v in distinct):
         return None
     narrow = np.int32 if len(distinct) > 1 << 16 else _unsigned(len(distinct) - 1)
     return codes.astype(narrow), ("values", np.asarray(distinct, dtype=object))

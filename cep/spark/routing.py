@@ -15,13 +15,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat
 from cep.lang import ir
 from cep.spark.keymaps import key_map
-from cep.spark.payload import Factorized, code_table, pack_payload, take_coded
+from cep.spark.payload import (
+    Factorized,
+    code_table,
+    factorize_without_nulls,
+    pack_payload,
+    take_coded,
+)
 from splitter.hashing import kg_engine, stable_hash
 from splitter.pkg import PartialKeyGrouping
 
@@ -65,14 +70,12 @@ def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
     key once: string keys are factorized anyway to hash them, and the payload reuses
     those codes (``code_table``) instead of factorizing the same column again. A
     router that places rows one by one (PKG) gets every row."""
-    if getattr(engine_of, "per_row", False) or keys.dtype != object:
+    found = None
+    if not getattr(engine_of, "per_row", False) and keys.dtype == object:
+        found = factorize_without_nulls(keys)
+    if found is None:  # PKG, numeric keys, or NULL or unhashable ones: row by row
         return engine_of(keys, batch), None
-    try:
-        codes, distinct = pd.factorize(keys, use_na_sentinel=True)
-    except TypeError:  # unhashable keys: the router copes with them, or says why
-        return engine_of(keys, batch), None
-    if len(codes) and codes.min() < 0:  # NULL keys: factorize would make None NaN
-        return engine_of(keys, batch), None
+    codes, distinct = found
     owners = np.asarray(engine_of(np.asarray(distinct, dtype=object), batch))[codes]
     return owners, {id(keys): (codes, distinct)}
 
