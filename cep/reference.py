@@ -25,9 +25,10 @@ def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple
     seqs = [t[SEQ] for t in inputs.values() if t and len(t[SEQ])]
     if not seqs:
         return []
+    if not batch_size:  # one batch: its bounds need no sort of millions of numbers
+        return [(min(int(s.min()) for s in seqs), max(int(s.max()) for s in seqs) + 1)]
     ordered = np.unique(np.concatenate(seqs))
-    size = batch_size or len(ordered)
-    lows = ordered[::size]
+    lows = ordered[::batch_size]
     highs = np.append(lows[1:], ordered[-1] + 1)
     return list(zip(lows.tolist(), highs.tolist(), strict=True))
 
@@ -65,8 +66,10 @@ def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],
     """Every output row of the module over the inputs, ordered by (seq, rule)."""
     engines = [Engine(stage) for stage in module.stage_modules()]
     outputs = []
-    for lo, hi in batch_bounds(inputs, batch_size):
-        chunk = {name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
+    bounds = batch_bounds(inputs, batch_size)
+    for lo, hi in bounds:
+        chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
+            name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
         outputs.append(run_stages(module, engines, chunk))
     order = {name: i for i, name in enumerate(module.outputs)}
     return sort_output(concat(outputs) or empty_output(), order)
