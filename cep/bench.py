@@ -25,7 +25,8 @@ PAPER_SECONDS = 40 * 60
 
 def format_bench(results: list[StrategyResult]) -> str:
     header = ("strategy", "tweets", "tweets/s", "events", "= KG", "avg RSTD", "CPU RSTD",
-              "keys moved", "load moved", "state bytes", "makespan s", "| paper tweets/s",
+              "keys moved", "load moved", "state bytes", "makespan s", "headroom ev/CPU",
+              "| paper tweets/s",
               "paper events", "paper RSTD")
     rows = [header]
     for r in results:
@@ -35,13 +36,17 @@ def format_bench(results: list[StrategyResult]) -> str:
             "yes" if r.equal_to_kg else f"NO (+{r.extra}/-{r.missing})",
             f"{r.avg_rstd:.1f}%", f"{r.avg_cpu_rstd:.1f}%", f"{r.keys_moved:,}",
             f"{r.load_moved:,}", f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
+            f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x",
             f"| {paper[0] / PAPER_SECONDS:,.0f}" if paper else "|",
             f"{paper[1]:,}" if paper else "", f"{paper[2]:.2f}%" if paper else "",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     table = "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
                       for row in rows)
-    return f"{table}\n\n{format_stages(results)}"
+    legend = ("headroom ev/CPU: the most a perfect spread of the work over Spark's task "
+              "slots could shorten the engines' part, by events and by CPU seconds "
+              "(1.00x: the cores, not the busiest engine, bound every batch)")
+    return f"{table}\n{legend}\n\n{format_stages(results)}"
 
 
 def format_stages(results: list[StrategyResult]) -> str:

@@ -47,6 +47,11 @@ class StrategyResult:
     # mean over batches of the RSTD of the engines' CPU seconds: the balance of the work,
     # beside ``avg_rstd``, the balance of the events that the strategies equalise
     avg_cpu_rstd: float = 0.0
+    # how much shorter the engines' part of the run could get at most on this cluster's
+    # task slots if a key placement spread the batches perfectly (``balance_headroom``),
+    # by events and by the engines' CPU seconds; 1.0: no placement can shorten it
+    headroom_events: float = 1.0
+    headroom_cpu: float = 1.0
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
 
@@ -105,10 +110,35 @@ def verify(module: ir.CompiledModule, sources: dict[str, str], strategies: list[
             batch_makespan_cpu_s=[round(x, 4) for x in slowest_cpu],
             avg_cpu_rstd=round(float(np.mean([rstd(m.get("cpu_s_per_engine", []))
                                                for m in run.metrics] or [0.0])), 2),
+            headroom_events=balance_headroom(
+                [m["rows_per_engine"] for m in run.metrics], run.slots),
+            headroom_cpu=balance_headroom(
+                [m.get("cpu_s_per_engine", []) for m in run.metrics], run.slots),
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
         ))
     return [r for r in results if r.strategy in strategies]
+
+
+def balance_headroom(batches: list[list[float]], slots: int) -> float:
+    """The most a better key placement could shorten the engines' part of a run on
+    ``slots`` task slots: Σ_b max(W_b / slots, w_b) / Σ_b (W_b / slots), with W_b a
+    batch's work summed over its engines and w_b its busiest engine's.
+
+    Neither the engines' tasks nor any placement can finish a batch before W_b / slots,
+    and the busiest engine cannot finish before w_b; a placement moves work, it does not
+    remove it. So when the busiest engine holds less than 1/slots of the work (five
+    engines on two cores, the busiest under 40% of the tweets), the ratio is 1.0: the
+    cores bound the batch, and balancing cannot raise throughput there, whatever the
+    RSTD. On a cluster with a core per engine the ratio is KG's busiest engine over the
+    mean: what the DLB paper's Table 1 gains from."""
+    bound = ideal = 0.0
+    for loads in batches:
+        if len(loads):
+            total = float(np.sum(loads))
+            bound += max(total / slots, float(np.max(loads)))
+            ideal += total / slots
+    return round(bound / ideal, 3) if ideal else 1.0
 
 
 def wall_times(run: SparkRun) -> dict[str, float]:

@@ -128,6 +128,7 @@ class SparkRun:
     seconds: float
     workdir: Path | None = None  # kept only with a checkpoint
     first_stories: dict = field(default_factory=dict)
+    slots: int = 1  # tasks the cluster runs at once (Spark's default parallelism)
 
     @property
     def events(self) -> int:
@@ -291,7 +292,7 @@ def run_on_spark(
         return SparkRun(metrics=metrics, totals=dict(sink.totals), session_s=session_s,
                         first_batch_s=max(first, 0.0),
                         seconds=time.perf_counter() - started,
-                        workdir=workdir if checkpoint else None)
+                        workdir=workdir if checkpoint else None, slots=config.tasks)
 
 
 def _expected_events(sources: dict[str, str], follow: bool, starting_offsets: str

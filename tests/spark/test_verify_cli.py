@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cep.bench import PAPER_TABLE1, format_bench
-from cep.verify import StrategyResult
+from cep.verify import StrategyResult, balance_headroom
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -27,15 +27,29 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     rows = {r["strategy"]: r for r in json.loads(out.read_text())}
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
     assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie
+    assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
+               for r in rows.values())
     assert not rows["pkg"]["equal_to_kg"] and rows["pkg"]["extra"] > 0
 
 
 def test_bench_table_puts_the_paper_beside_each_strategy():
     result = StrategyResult("dlb-h", 57, True, 0, 0, 21.8, 40.0, 3, 11, 13_134, 30.0,
                             processed=240, events_per_s=8.0, load_moved=26,
-                            avg_cpu_rstd=36.7)
+                            avg_cpu_rstd=36.7, headroom_events=1.0, headroom_cpu=1.21)
     table = format_bench([result])
     paper_rate = f"{PAPER_TABLE1['dlb-h'][0] / 2400:,.0f}"
     assert "dlb-h" in table and paper_rate in table and "23.43%" in table
     header, row = table.splitlines()[:2]
     assert "CPU RSTD" in header and "21.8%" in row and "36.7%" in row
+    assert "headroom" in header and "1.00x/1.21x" in row
+
+
+def test_balance_headroom_is_one_when_the_cores_not_the_busiest_engine_bound_a_batch():
+    # five engines on two slots: the busiest holds 30% of the work, under 1/2
+    assert balance_headroom([[30, 25, 20, 15, 10]], slots=2) == 1.0
+    # a core per engine: KG's busiest engine over the mean
+    assert balance_headroom([[60, 40]], slots=2) == 1.2
+    # one engine with 70% of the work on two slots: 70 against 50; batches add up
+    assert balance_headroom([[70, 10, 10, 10], [25, 25, 25, 25]], slots=2) == round(
+        (70 + 50) / (50 + 50), 3)
+    assert balance_headroom([[], [0.0, 0.0]], slots=2) == 1.0  # no work: nothing to gain
