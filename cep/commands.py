@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import time
 from collections import Counter
@@ -27,7 +28,7 @@ from cep.lang.errors import RuleError
 from cep.lang.parser import parse_duration
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import run_reference
-from cep.spark.balancer import CAPACITY_MODES
+from cep.spark.balancer import CAPACITY_MODES, FIRST_DECIDED_BATCH
 from cep.spark.runtime import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MONGO_TIMEOUT,
@@ -44,7 +45,7 @@ from cep.transports.produce import produce, produce_generated
 from cep.verify import failures, format_table, to_json, verify
 from migration.server import EmbeddedMongoError
 from migration.store import StoreError
-from splitter.strategies import STRATEGIES
+from splitter.strategies import KEY_PRESERVING, STRATEGIES
 
 STRATEGY_NAMES = [*STRATEGIES, "pkg"]
 
@@ -359,6 +360,7 @@ def _run(args: argparse.Namespace) -> int:
         totals = {"events_in": loaded.accepted, "events_out": len(records),
                   "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped}
         per_rule = dict(Counter(r["rule"] for r in records))
+        balance = None
     else:
         fmt = "jsonl" if args.format == "console" else args.format
         run = run_on_spark(
@@ -376,6 +378,7 @@ def _run(args: argparse.Namespace) -> int:
         per_rule = dict(sum((Counter(m.get("outputs_per_rule", {})) for m in run.metrics),
                             Counter()))
         quality = quality_from_metrics(run.metrics, _id_rules(module))
+        balance = balance_text(args.strategy, run.metrics)
     elapsed = time.perf_counter() - started
     summary = {
         "events": totals.get("events_in", 0),
@@ -387,6 +390,8 @@ def _run(args: argparse.Namespace) -> int:
     }
     print(_summary_text(summary, dead_path if summary["dead_lettered"] else None),
           file=sys.stderr)
+    if balance:
+        print(balance, file=sys.stderr)
     for rule, q in (quality or {}).items():
         print(f"  {rule} vs ground truth: precision {q['precision']:.3f}, recall "
               f"{q['recall']:.3f} ({q['detected']:,} detected, {q['truth']:,} true)",
@@ -520,6 +525,26 @@ def _report(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def balance_text(strategy: str, metrics: list[dict]) -> str | None:
+    """The engines' balance of a Spark run in a line (the load RSTD that the strategies
+    act on, what the DLB paper's Table 1 compares), and for a key-moving strategy whose
+    run ended before its first key map could apply, why the balance stayed KG's (keys
+    handed over at the end of the last batch never arrive): a user who asked for DLB and
+    sees nothing change should learn why from the run, not from the docs."""
+    if not metrics:
+        return None
+    rstds = [m["rstd"] for m in metrics]
+    moved = sum(m.get("exported_keys", 0) for m in metrics)
+    text = (f"  engines' load RSTD {statistics.fmean(rstds):.1f}% on average over "
+            f"{len(rstds)} batches, {moved:,} keys handed over ({strategy})")
+    if strategy != "kg" and strategy in KEY_PRESERVING and max(
+            m["batch"] for m in metrics) < FIRST_DECIDED_BATCH:
+        text += (f"\n  the run ended before batch {FIRST_DECIDED_BATCH}, where the "
+                 "Balancer's first key map applies, so its balance is KG's; a smaller "
+                 "--batch-size gives it batches to act between")
+    return text
 
 
 def _summary_text(summary: dict, dead_path: str | None) -> str:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cep.commands import balance_text
+
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"
 
@@ -124,6 +126,8 @@ def test_spark_run_dead_letters_bad_records_and_keeps_good_events(tmp_path):
         assert result.returncode == 0, result.stderr
         assert "3 malformed records dead-lettered" in result.stderr
         assert "40 events" in result.stderr
+        # 40 events in batches of 15: three batches on Spark, so KG says so and moves none
+        assert ("over 3 batches, 0 keys handed over (kg)" in result.stderr) == (runner == "spark")
     assert out.read_text() == local.read_text() and out.read_text()
 
 
@@ -177,3 +181,18 @@ def test_a_run_that_fails_before_spark_is_needed_exits_at_once(tmp_path):
     assert len(ready) == 2
     assert proc.stdout.read() == b""
     assert proc.stderr.read().decode().startswith(f"{bad}:1:10: error:")
+
+
+def test_balance_line_says_why_a_key_moving_strategy_changed_nothing_in_two_batches():
+    # batch 1's tasks hand keys over for batch 2, which a two-batch run never has
+    two = [{"batch": 0, "rstd": 40.0}, {"batch": 1, "rstd": 38.0, "exported_keys": 5}]
+    assert balance_text("dlb-l", two) == (
+        "  engines' load RSTD 39.0% on average over 2 batches, 5 keys handed over (dlb-l)\n"
+        "  the run ended before batch 2, where the Balancer's first key map applies, so "
+        "its balance is KG's; a smaller --batch-size gives it batches to act between")
+    three = [*two, {"batch": 2, "rstd": 12.0, "exported_keys": 7}]
+    assert balance_text("dlb-l", three) == (
+        "  engines' load RSTD 30.0% on average over 3 batches, 12 keys handed over (dlb-l)")
+    assert "ended before" not in balance_text("kg", two)  # KG never moves a key
+    assert "ended before" not in balance_text("pkg", two)  # PKG splits keys, moves none
+    assert balance_text("dlb-l", []) is None

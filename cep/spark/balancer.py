@@ -30,6 +30,7 @@ from splitter.stats import LoadStatistics
 from splitter.strategies import SERIES_WINDOWS, get_strategy
 
 CAPACITY_MODES = ("equal", "measured")
+FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
 
 
 class Balancer:
@@ -56,7 +57,7 @@ class Balancer:
 
     def prepare(self) -> None:
         """Maps 0 and 1 are plain key grouping (the first decision lands in batch 2)."""
-        for version in (0, 1):
+        for version in range(FIRST_DECIDED_BATCH):
             self.store.put_key_map(version, KeyMap(self.n_engines).encode())
 
     def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
