@@ -538,7 +538,8 @@ def balance_text(strategy: str, metrics: list[dict]) -> str | None:
     rstds = [m["rstd"] for m in metrics]
     moved = sum(m.get("exported_keys", 0) for m in metrics)
     text = (f"  engines' load RSTD {statistics.fmean(rstds):.1f}% on average over "
-            f"{len(rstds)} batches, {moved:,} keys handed over ({strategy})")
+            f"{len(rstds)} batch{'es' if len(rstds) != 1 else ''}, {moved:,} keys handed "
+            f"over ({strategy})")
     if strategy != "kg" and strategy in KEY_PRESERVING and max(
             m["batch"] for m in metrics) < FIRST_DECIDED_BATCH:
         text += (f"\n  the run ended before batch {FIRST_DECIDED_BATCH}, where the "

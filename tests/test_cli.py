@@ -196,3 +196,4 @@ def test_balance_line_says_why_a_key_moving_strategy_changed_nothing_in_two_batc
     assert "ended before" not in balance_text("kg", two)  # KG never moves a key
     assert "ended before" not in balance_text("pkg", two)  # PKG splits keys, moves none
     assert balance_text("dlb-l", []) is None
+    assert "over 1 batch, 0 keys" in balance_text("kg", two[:1])
