@@ -319,11 +319,17 @@ def _rule_kind(rule: ir.StatefulRule) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    """``cep prepare``: the class archive of ``cep.spark.jvm_archive``, made once."""
+    """``cep prepare``: the checkpoint file system of ``cep.spark.local_fs``, then the
+    class archive of ``cep.spark.jvm_archive`` (made with the jar on the class path)."""
     from cep.spark.jvm_archive import ArchiveError, build_archive
+    from cep.spark.local_fs import LocalFsError, build_jar
     from cep.spark.session import DRIVER_JAVA_OPTIONS
 
     started = time.perf_counter()
+    try:
+        print(f"cep: checkpoint file system {build_jar()}")
+    except LocalFsError as err:  # runs still work, with Hadoop's own file system
+        print(f"cep: {err}", file=sys.stderr)
     try:
         path = build_archive(DRIVER_JAVA_OPTIONS)
     except ArchiveError as err:

@@ -39,7 +39,7 @@ def cache_dir() -> Path:
     return Path(base) / "cep"
 
 
-def _jars() -> Path:
+def spark_jars() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).parent / "jars"
@@ -57,13 +57,13 @@ def archive_path() -> Path | None:
     if java is None:
         return None
     digest = hashlib.sha256()
-    for path in [java, *sorted(_jars().glob("*.jar"))]:
+    for path in [java, *sorted(spark_jars().glob("*.jar"))]:
         info = path.stat()
         digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return cache_dir() / f"spark-classes-{digest.hexdigest()[:16]}.jsa"
 
 
-def _private(path: Path) -> bool:
+def is_private(path: Path) -> bool:
     """Owned by this user and writable by no one else (group and others)."""
     info = path.stat()
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
@@ -74,7 +74,7 @@ def sharing_options() -> str:
     path = archive_path()
     if path is None or not path.is_file():
         return ""
-    if not (_private(path) and _private(path.parent)):
+    if not (is_private(path) and is_private(path.parent)):
         return ""
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 

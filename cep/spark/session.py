@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cep.spark.jvm_archive import sharing_options
+from cep.spark.local_fs import spark_settings as local_fs_settings
 from cep.spark.worker_python import worker_python
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -202,7 +203,7 @@ def _get_or_create(master: str, verbose: bool, app_name: str):
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    settings = _settings(verbose)
+    settings = _settings(verbose, is_local_master(master))
     conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
     # pyspark warns on every pandas 3 call; the pinned versions are the tested ones
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
@@ -214,7 +215,7 @@ def _get_or_create(master: str, verbose: bool, app_name: str):
     return spark
 
 
-def _settings(verbose: bool) -> dict[str, str]:
+def _settings(verbose: bool, local: bool) -> dict[str, str]:
     settings = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         # RocksDB's memtables and block cache, for every engine's store, within one cap
@@ -237,6 +238,8 @@ def _settings(verbose: bool) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("CEP_DRIVER_MEMORY", "4g"),
     }
+    if local:  # checkpoints without a forked chmod or readlink per file (local_fs.py)
+        settings.update(local_fs_settings())
     driver_options = os.environ.get("CEP_DRIVER_JAVA_OPTIONS")
     if driver_options is None:  # cep's own options, and the class archive if there is one
         driver_options = f"{DRIVER_JAVA_OPTIONS} {sharing_options()}"

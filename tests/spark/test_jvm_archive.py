@@ -57,6 +57,10 @@ def test_prepare_makes_an_archive_that_the_driver_jvm_maps(tmp_path):
     assert archives[0].stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "cep").stat().st_mode & 0o777 == 0o700
     assert not list((tmp_path / "cep").glob("*.partial"))
+    # the checkpoint file system's jar, made first: the archive holds the class path the
+    # runs below have, and -Xshare:on would fail a run whose class path differs
+    jars = list((tmp_path / "cep").glob("*.jar"))
+    assert len(jars) == 1 and jars[0].stat().st_mode & 0o777 == 0o600
     # -Xshare:on: a JVM that cannot map the archive refuses to start, so the run fails
     strict = {**env, "CEP_DRIVER_JAVA_OPTIONS":
               f"{DRIVER_JAVA_OPTIONS} -XX:SharedArchiveFile={archives[0]} -Xshare:on"}
