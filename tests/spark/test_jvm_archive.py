@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cache_files import plant
+
 from cep.spark import jvm_archive
 from cep.spark.jvm_archive import archive_path, sharing_options
 from cep.spark.session import DRIVER_JAVA_OPTIONS
@@ -16,14 +18,8 @@ RULES = Path(__file__).parents[2] / "rules" / "sensor_average.epl"
 
 
 def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    path = archive_path()
-    assert path is not None and path.is_relative_to(tmp_path / "cep")
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not really an archive")
-    path.chmod(file_mode)
-    path.parent.chmod(dir_mode)
-    return path
+    return plant(tmp_path, monkeypatch, archive_path, b"not really an archive", file_mode,
+                 dir_mode)
 
 
 def test_a_private_archive_is_mapped(tmp_path, monkeypatch):

@@ -9,18 +9,14 @@ import os
 import subprocess
 import sys
 
+from cache_files import plant
+
 from cep.spark import local_fs
 from cep.spark.local_fs import jar_path, spark_settings
 
 
 def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    path = jar_path()
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not really a jar")
-    path.chmod(file_mode)
-    path.parent.chmod(dir_mode)
-    return path
+    return plant(tmp_path, monkeypatch, jar_path, b"not really a jar", file_mode, dir_mode)
 
 
 def test_a_private_jar_goes_on_the_class_path_with_its_settings(tmp_path, monkeypatch):
