@@ -50,7 +50,8 @@ def jar_path() -> Path:
     return cache_dir() / f"cep-local-fs-{digest.hexdigest()[:16]}.jar"
 
 
-def _javac() -> Path | None:
+def find_javac() -> Path | None:
+    """The JDK's compiler (JAVA_HOME's, else PATH's); None on a machine with a JRE only."""
     home = os.environ.get("JAVA_HOME")
     found = Path(home) / "bin" / "javac" if home else shutil.which("javac")
     return Path(found) if found and Path(found).exists() else None
@@ -59,7 +60,7 @@ def _javac() -> Path | None:
 def build_jar() -> Path:
     """Compile the file system into a private jar in the cache (written whole, then
     renamed into place)."""
-    javac = _javac()
+    javac = find_javac()
     if javac is None:
         raise LocalFsError("no javac on PATH or JAVA_HOME: checkpoints keep Hadoop's own "
                            "local file system")

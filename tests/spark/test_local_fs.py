@@ -9,10 +9,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from cache_files import plant
 
 from cep.spark import local_fs
-from cep.spark.local_fs import jar_path, spark_settings
+from cep.spark.local_fs import LocalFsError, build_jar, find_javac, jar_path, spark_settings
 
 
 def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int):
@@ -40,6 +41,15 @@ def test_no_jar_no_settings(tmp_path, monkeypatch):
     assert spark_settings() == {}
 
 
+def test_without_javac_prepare_is_told_why_and_runs_keep_hadoops_file_system(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jre"))  # a Java home with no javac
+    with pytest.raises(LocalFsError, match="no javac"):
+        build_jar()
+    assert spark_settings() == {}
+
+
 SESSION = """
 import json, sys
 from cep.spark.local_fs import build_jar
@@ -61,6 +71,7 @@ spark.stop()
 """
 
 
+@pytest.mark.skipif(find_javac() is None, reason="a JRE only: no jar can be compiled here")
 def test_a_local_session_creates_files_through_it_with_hadoops_permissions(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     work = tmp_path / "files"
