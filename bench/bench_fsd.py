@@ -18,7 +18,8 @@ Targets (issue 5): ≥ 25,000 tweets/s under KG and DLB; DLB ≥ 0.95× KG on ``
 DLB's makespan in the 1.5 phase ≥ 1.3× better than KG's.
 
 Run: ``python bench/bench_fsd.py --n 2950000 --mode default --strategies kg,dlb-h``.
-Writes ``bench/results/fsd-<mode>-<n>.json``.
+Writes ``bench/results/fsd-<mode>-<n>-batch<batch size>[-engines<N>].json`` (engines
+named when not 5), so runs with other batch sizes keep their own files.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def main() -> None:
         print(f"{name:>6}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
 
     engines = "" if args.engines == 5 else f"-engines{args.engines}"
-    out = Path(args.out or ROOT / "bench" / "results" / f"fsd-{args.mode}-{args.n}{engines}.json")
+    name = f"fsd-{args.mode}-{args.n}-batch{args.batch_size}{engines}.json"
+    out = Path(args.out or ROOT / "bench" / "results" / name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "tweets": args.n, "mode": args.mode, "seed": args.seed,
