@@ -4,7 +4,8 @@ Without Hadoop's native library (pyspark ships none), Hadoop's local file system
 ``chmod`` for every file it creates, and the FileContext API that Spark's checkpoints
 use by default forks a ``readlink`` for every status it asks for. A 1M-event flights run
 (4 batches, 2 engines) made 228 such processes (strace: 60 chmod, 168 readlink), each a
-fork of the driver JVM on a batch's critical path: about 0.2 s a batch on 2 cores.
+fork of the driver JVM on a batch's critical path: 20 small batches ran 1.07x as fast
+without them (about 75 ms a batch on a quiet 2-core machine, 0.2 s on a busy one).
 
 ``NioLocalFileSystem.java`` (beside this module) is Hadoop's checksummed local file
 system with permissions set through java.nio. Spark then writes its checkpoints through
@@ -74,7 +75,9 @@ def build_jar() -> Path:
              "-cp", str(spark_jars() / "*"), str(SOURCE)],
             capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
-            raise LocalFsError(f"javac failed: {made.stderr.strip().splitlines()[-1:]}")
+            last = (made.stderr.strip().splitlines() or ["no message"])[-1]
+            raise LocalFsError(f"javac failed ({last}): checkpoints keep Hadoop's own "
+                               "local file system")
         partial = final.with_name(f"{final.name}.{os.getpid()}.partial")
         with zipfile.ZipFile(partial, "w") as jar:
             for path in sorted(classes.rglob("*.class")):
