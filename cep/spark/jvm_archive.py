@@ -45,10 +45,17 @@ def spark_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-def _java() -> Path | None:
+def jdk_tool(name: str) -> Path | None:
+    """A tool of the JDK that runs Spark (``java``, ``javac``): JAVA_HOME's if that is
+    set, else PATH's; None where there is none (``javac`` on a machine with a JRE only)."""
     home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "java" if home else shutil.which("java")
-    return Path(found).resolve() if found and Path(found).exists() else None
+    found = Path(home) / "bin" / name if home else shutil.which(name)
+    return Path(found) if found and Path(found).exists() else None
+
+
+def _java() -> Path | None:
+    java = jdk_tool("java")
+    return java.resolve() if java else None
 
 
 def archive_path() -> Path | None:

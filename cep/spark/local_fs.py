@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
 
-from cep.spark.jvm_archive import cache_dir, is_private, spark_jars
+from cep.spark.jvm_archive import cache_dir, is_private, jdk_tool, spark_jars
 
 SOURCE = Path(__file__).with_name("NioLocalFileSystem.java")
 FILE_SYSTEM_CLASS = "cep.hadoop.NioLocalFileSystem"
@@ -51,17 +50,10 @@ def jar_path() -> Path:
     return cache_dir() / f"cep-local-fs-{digest.hexdigest()[:16]}.jar"
 
 
-def find_javac() -> Path | None:
-    """The JDK's compiler (JAVA_HOME's, else PATH's); None on a machine with a JRE only."""
-    home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "javac" if home else shutil.which("javac")
-    return Path(found) if found and Path(found).exists() else None
-
-
 def build_jar() -> Path:
     """Compile the file system into a private jar in the cache (written whole, then
     renamed into place)."""
-    javac = find_javac()
+    javac = jdk_tool("javac")
     if javac is None:
         raise LocalFsError("no javac on PATH or JAVA_HOME: checkpoints keep Hadoop's own "
                            "local file system")

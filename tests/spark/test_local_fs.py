@@ -13,7 +13,8 @@ import pytest
 from cache_files import plant
 
 from cep.spark import local_fs
-from cep.spark.local_fs import LocalFsError, build_jar, find_javac, jar_path, spark_settings
+from cep.spark.jvm_archive import jdk_tool
+from cep.spark.local_fs import LocalFsError, build_jar, jar_path, spark_settings
 
 
 def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int):
@@ -71,7 +72,7 @@ spark.stop()
 """
 
 
-@pytest.mark.skipif(find_javac() is None, reason="a JRE only: no jar can be compiled here")
+@pytest.mark.skipif(jdk_tool("javac") is None, reason="a JRE only: no jar can be compiled here")
 def test_a_local_session_creates_files_through_it_with_hadoops_permissions(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     work = tmp_path / "files"
