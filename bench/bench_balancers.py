@@ -8,7 +8,7 @@ Prints tables and writes ``bench/results/balancers.json``:
   trace (4096 keys, Zipf 0.2 for 5 "minutes" then 1.5 for 10, 5 engines, θ = 15%, FSD state
   of H = 500 events per key), next to the key-preserving RSTD lower bound;
 * the MILP's solver time at 4096 keys (one window of 10,000 events) and at 1M keys (10M
-  events, key groups), with HiGHS's own time from the ``splitter.milp`` debug log;
+  events, key groups), with HiGHS's own time from the ``cep.balancing.milp`` debug log;
 * heterogeneous engines: engine 2 needs 3x the busy time per event; busy makespan and the slow
   engine's load with equal shares and with measured capacity shares.
 """
@@ -24,16 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from splitter.hashing import kg_engine
-from splitter.milp import milp
-from splitter.simulate import (
+from cep.balancing.hashing import kg_engine
+from cep.balancing.milp import milp
+from cep.balancing.simulate import (
     PAPER_RATE,
     periodic_zipf_trace,
     phase_schedule,
     simulate,
     zipf_probabilities,
 )
-from splitter.stats import imbalance, rstd_lower_bound
+from cep.balancing.stats import imbalance, rstd_lower_bound
 
 STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg", "elb", "clb", "milp")
 MOVING = ("dlb-h", "dlb-l", "lptf", "elb", "clb", "milp")
@@ -43,7 +43,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "balancers.json"
 
 
 class MilpLog(logging.Handler):
-    """Collects the ``splitter.milp`` records: solve times (debug) and fallbacks (warnings)."""
+    """Collects the ``cep.balancing.milp`` records: solve times (debug) and fallbacks (warnings)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -181,7 +181,7 @@ def main() -> None:
     args = parser.parse_args()
 
     log = MilpLog()
-    milp_logger = logging.getLogger("splitter.milp")
+    milp_logger = logging.getLogger("cep.balancing.milp")
     milp_logger.addHandler(log)
     milp_logger.setLevel(logging.DEBUG)
     milp_logger.propagate = False

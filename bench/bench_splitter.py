@@ -21,16 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from splitter.hashing import kg_engine
-from splitter.simulate import (
+from cep.balancing.hashing import kg_engine
+from cep.balancing.simulate import (
     PAPER_RATE,
     periodic_zipf_trace,
     phase_schedule,
     simulate,
     zipf_probabilities,
 )
-from splitter.stats import engine_loads, imbalance, rstd, rstd_lower_bound
-from splitter.strategies import STRATEGIES
+from cep.balancing.stats import engine_loads, imbalance, rstd, rstd_lower_bound
+from cep.balancing.strategies import STRATEGIES
 
 STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg")
 N_KEYS, N_ENGINES, THETA, H = 4096, 5, 15.0, 500

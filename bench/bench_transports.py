@@ -53,14 +53,14 @@ import pandas as pd
 from cep.io.generators import generate
 from cep.io.sources import write_events_jsonl
 from cep.lang.compile import compile_file
+from cep.servers.kafka import EmbeddedKafka
+from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import Output, run_on_spark
 from cep.spark.session import spark_session
-from cep.transports.broker import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends, read_partition_range
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
 from cep.transports.produce import ensure_topic, produce, produce_frame
-from migration.server import EmbeddedMongo
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_BATCH = 50_000

@@ -14,9 +14,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from cep.balancing.strategies import KEY_PRESERVING, STRATEGIES
 from cep.bench import format_bench
 from cep.cli import add_runner_options
 from cep.engine.output import output_records
+from cep.handoff.store import StoreError
 from cep.io.inputlog import generator_kind
 from cep.io.inputs import InputError, load_inputs, parse_input_specs
 from cep.io.kafka_input import STARTING_OFFSETS
@@ -28,6 +30,9 @@ from cep.lang.errors import RuleError
 from cep.lang.parser import parse_duration
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import run_reference
+from cep.servers.kafka import EmbeddedKafkaError
+from cep.servers.kafka_shared import embedded_broker, resolve
+from cep.servers.mongo import EmbeddedMongoError
 from cep.spark.balancer import CAPACITY_MODES, FIRST_DECIDED_BATCH
 from cep.spark.runtime import (
     DEFAULT_BATCH_SIZE,
@@ -38,14 +43,9 @@ from cep.spark.runtime import (
     run_on_spark,
 )
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
-from cep.transports.broker import EmbeddedKafkaError
-from cep.transports.embedded import embedded_broker, resolve
 from cep.transports.outputs import is_uri_output
 from cep.transports.produce import produce, produce_generated
 from cep.verify import failures, format_table, to_json, verify
-from migration.server import EmbeddedMongoError
-from migration.store import StoreError
-from splitter.strategies import KEY_PRESERVING, STRATEGIES
 
 STRATEGY_NAMES = [*STRATEGIES, "pkg"]
 
@@ -465,7 +465,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from splitter.simulate import periodic_zipf_trace, simulate
+    from cep.balancing.simulate import periodic_zipf_trace, simulate
 
     if args.trace:
         trace = np.load(args.trace)

@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from cep.balancing.stats import rstd
+from cep.balancing.strategies import KEY_PRESERVING
 from cep.lang import ir
 from cep.spark.delivery import read_output
 from cep.spark.parts import EventParts
 from cep.spark.runtime import Output, SparkRun, run_on_spark
-from splitter.stats import rstd
-from splitter.strategies import KEY_PRESERVING
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""Shared test helpers: run rule text over Python event dicts with the reference runner."""
+"""Fixtures every test directory shares: rule text run over Python event dicts with the
+reference runner, and one real embedded MongoDB for the session."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import run_reference
+from cep.servers.mongo import EmbeddedMongo
 
 
 def write_events(path: Path, events: list[dict]) -> Path:
@@ -38,3 +41,10 @@ def run_epl(tmp_path):
         return [{**r, "seq": index[r["seq"]]} for r in out]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def mongo() -> Iterator[EmbeddedMongo]:
+    """Started once: the server takes ~0.5 s to start, the tests only need data."""
+    with EmbeddedMongo() as server:
+        yield server

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.samples import EXAMPLES
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine, sort_output
@@ -17,28 +18,20 @@ from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
 from cep.reference import batch_bounds, run_reference
 
-SAMPLES = {
-    "fsd.epl": "tweets_small.jsonl",
-    "fsd_listing1.epl": "tweets_small.jsonl",
-    "busy_topic.epl": "tweets_small.jsonl",
-    "sensor_average.epl": "readings.jsonl",
-    "delay_streak.epl": "flights.jsonl",
-}
-
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"
 
 
 def test_every_rule_file_has_a_sample():
-    assert sorted(p.name for p in RULES.glob("*.epl")) == sorted(SAMPLES)
+    assert sorted(p.name for p in RULES.glob("*.epl")) == sorted(EXAMPLES)
 
 
 def _load(rule: str):
     module = compile_file(RULES / rule)
-    return module, load_inputs(module, [str(DATA / SAMPLES[rule])], None).tables
+    return module, load_inputs(module, [str(DATA / EXAMPLES[rule])], None).tables
 
 
-@pytest.fixture(scope="module", params=sorted(SAMPLES))
+@pytest.fixture(scope="module", params=sorted(EXAMPLES))
 def example(request):
     module, tables = _load(request.param)
     return module, tables, output_records(run_reference(module, tables))

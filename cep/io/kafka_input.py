@@ -37,8 +37,8 @@ import pandas as pd
 from cep.io.deadletter import DeadLetter
 from cep.io.sources import MAX_RECORD_BYTES, read_range
 from cep.lang import ir
+from cep.servers.kafka_shared import resolve
 from cep.transports.address import KafkaAddress, parse_kafka_uri
-from cep.transports.embedded import resolve
 from cep.transports.kafka_read import partition_ends, read_partition_range
 
 CHUNK_OFFSETS = 10_000

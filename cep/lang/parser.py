@@ -1,13 +1,14 @@
 """Rule text to :mod:`cep.lang.ast`: the only way the rest of cep reads rules.
 
-:func:`parse` runs the LALR grammar of ``grammar/epl.lark`` and a transformer that builds
-the frozen AST nodes. Whatever is wrong with the text comes out as a :class:`RuleError` at
-``file:line:col`` and nothing else does: Lark's exceptions are rewritten into sentences
-for people (friendly terminal names, dedicated messages for frequent slips), the checks a
-grammar cannot express well (window kinds and arity, type names, literal ranges) are made
-here, and the text's size, its number of tokens, each token's length and the nesting
-depth are capped, so that no input can exhaust the stack or take more than about a second.
-Rule text is never evaluated as Python: numbers and strings are decoded by this module.
+:func:`parse` runs the LALR grammar of ``epl.lark`` (beside this module) and a
+transformer that builds the frozen AST nodes. Whatever is wrong with the text comes out
+as a :class:`RuleError` at ``file:line:col`` and nothing else does: Lark's exceptions
+are rewritten into sentences for people (friendly terminal names, dedicated messages for
+frequent slips), the checks a grammar cannot express well (window kinds and arity, type
+names, literal ranges) are made here, and the text's size, its number of tokens, each
+token's length and the nesting depth are capped, so that no input can exhaust the stack
+or take more than about a second. Rule text is never evaluated as Python: numbers and
+strings are decoded by this module.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ _PERIOD_PART = re.compile(
 @functools.cache
 def _lark() -> Lark:
     """The LALR parser, built once on first use (about 0.2 s) and shared afterwards."""
-    grammar = importlib.resources.files("cep.grammar").joinpath("epl.lark")
+    grammar = importlib.resources.files("cep.lang").joinpath("epl.lark")
     return Lark(
         grammar.read_text(encoding="utf-8"),
         parser="lalr",

@@ -2,9 +2,9 @@
 
 Runs on the driver as a ``foreachBatch`` hook. After batch t it folds the engines'
 per-key loads into the load statistics, takes map ``M[t+1]`` (already fixed) as the
-current assignment, asks the strategy (``splitter.strategies``) for a better one and
+current assignment, asks the strategy (``cep.balancing.strategies``) for a better one and
 writes it as ``M[t+2]``, write-once: a replayed batch finds the map present and keeps it.
-Moved keys' state then travels at the end of batch t+1 (see ``migration.protocol``).
+Moved keys' state then travels at the end of batch t+1 (see ``cep.handoff.protocol``).
 
 Restarts: the load statistics live in this process only, so a restarted run decides
 from the batches it has seen since (its decisions may differ from an uninterrupted
@@ -21,13 +21,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from cep.balancing.capacity import CapacityModel
+from cep.balancing.hashing import kg_engine
+from cep.balancing.stats import LoadStatistics
+from cep.balancing.strategies import SERIES_WINDOWS, get_strategy
+from cep.handoff.protocol import KeyMap
+from cep.handoff.store import StateStore
 from cep.spark.keymaps import key_map
-from migration.protocol import KeyMap
-from migration.store import StateStore
-from splitter.capacity import CapacityModel
-from splitter.hashing import kg_engine
-from splitter.stats import LoadStatistics
-from splitter.strategies import SERIES_WINDOWS, get_strategy
 
 CAPACITY_MODES = ("equal", "measured")
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2

@@ -38,6 +38,7 @@ import pandas as pd
 from cep.engine import codec
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
+from cep.handoff.protocol import exports, imports
 from cep.spark.chain import ChainParts, split_rows
 from cep.spark.key_layout import (
     Layout,
@@ -53,11 +54,10 @@ from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
 from cep.spark.payload import unpack_payload
 from cep.spark.warm_files import WarmFiles
-from migration.protocol import exports, imports
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
+    from cep.handoff.store import StateStore
     from cep.spark.processor import EngineProcessor
-    from migration.store import StateStore
 
 
 def run_engine_batch(p: EngineProcessor, key, rows) -> Iterator[pd.DataFrame]:

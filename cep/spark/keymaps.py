@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from migration.protocol import KeyMap
+from cep.handoff.protocol import KeyMap
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
-    from migration.store import StateStore
+    from cep.handoff.store import StateStore
 
 KEPT = 16  # maps per process
 _CACHE: OrderedDict[tuple[str, int], KeyMap] = OrderedDict()

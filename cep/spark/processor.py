@@ -23,10 +23,10 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cep.handoff.store import StateStore
     from cep.lang import ir
     from cep.spark.chain import ChainParts
     from cep.spark.parts import EventParts
-    from migration.store import StateStore
 
 OUTPUT_SCHEMA = "engine int, stats string"
 
@@ -67,8 +67,8 @@ class EngineProcessor(StatefulProcessor):
 
     def close(self) -> None:
         """The task ends: no MongoDB client of it outlives it (see
-        ``migration.store.close_shared_clients``)."""
+        ``cep.handoff.store.close_shared_clients``)."""
         if self.store is not None:
-            from migration.store import close_shared_clients
+            from cep.handoff.store import close_shared_clients
 
             close_shared_clients()

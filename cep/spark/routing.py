@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cep.balancing.hashing import kg_engine, stable_hash
+from cep.balancing.pkg import PartialKeyGrouping
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat
 from cep.lang import ir
@@ -27,11 +29,9 @@ from cep.spark.payload import (
     pack_payload,
     take_coded,
 )
-from splitter.hashing import kg_engine, stable_hash
-from splitter.pkg import PartialKeyGrouping
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
-    from migration.store import StateStore
+    from cep.handoff.store import StateStore
 
 # key values of a batch → engine index of each (vectorised)
 KeyRouter = Callable[[np.ndarray, int], np.ndarray]

@@ -52,9 +52,12 @@ from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 
+from cep.handoff.store import StateStore, StoreError, mask_uri
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
+from cep.servers.kafka_shared import embedded_broker
+from cep.servers.mongo import EmbeddedMongo
 from cep.spark.balancer import Balancer
 from cep.spark.chain import ChainError, check_chain, drained
 from cep.spark.labels import stage_labels
@@ -67,10 +70,7 @@ from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from cep.spark.warm_files import remove_start
 from cep.spark.warmup import warm_up
 from cep.transports.address import KafkaTransportError
-from cep.transports.embedded import embedded_broker
 from cep.transports.outputs import is_uri_output, publisher
-from migration.server import EmbeddedMongo
-from migration.store import StateStore, StoreError, mask_uri
 
 DEFAULT_BATCH_SIZE = 100_000
 #: Seconds MongoDB may take to be found, to connect and to answer one operation. Long

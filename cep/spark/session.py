@@ -105,27 +105,23 @@ def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
 
-#: The packages executors need, and where each one's files come from.
-SHIPPED_PACKAGES = ("cep", "splitter", "migration")
-
-
 def code_archive(directory: Path) -> Path:
-    """A zip of cep's own code for executors (``addPyFile``): the packages, with the
-    grammar and the example rules as the ``cep.grammar`` and ``cep.rules`` package data
-    they are in the wheel. Executors then need cep's third-party dependencies only."""
+    """A zip of cep's own code for executors (``addPyFile``): the ``cep`` package with
+    its grammar (``cep/lang/epl.lark``), and the example rules as the ``cep.rules``
+    package data they are in the wheel. Executors then need cep's third-party
+    dependencies only."""
     import cep
 
-    root = Path(cep.__file__).resolve().parent.parent
+    package = Path(cep.__file__).resolve().parent
     target = directory / "cep-code.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in SHIPPED_PACKAGES:
-            for path in sorted((root / package).rglob("*.py")):
-                archive.write(path, path.relative_to(root).as_posix())
-        for name, suffix in (("grammar", ".lark"), ("rules", ".epl")):
-            archive.writestr(f"cep/{name}/__init__.py", "")
-            for entry in importlib.resources.files(f"cep.{name}").iterdir():
-                if entry.name.endswith(suffix):
-                    archive.writestr(f"cep/{name}/{entry.name}", entry.read_bytes())
+        for path in sorted(package.rglob("*")):
+            if path.suffix in (".py", ".lark"):
+                archive.write(path, path.relative_to(package.parent).as_posix())
+        archive.writestr("cep/rules/__init__.py", "")
+        for entry in importlib.resources.files("cep.rules").iterdir():
+            if entry.name.endswith(".epl"):
+                archive.writestr(f"cep/rules/{entry.name}", entry.read_bytes())
     return target
 
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cep.balancing.stats import rstd
 from cep.spark.delivery import AppendLedger, merged_lines
 from cep.spark.parts import EventParts
 from cep.transports.outputs import Publisher
-from splitter.stats import rstd
 
 BatchHook = Callable[[int, list[dict], dict], None]
 # a callback that gets each batch's events (JSON lines text in reference order)

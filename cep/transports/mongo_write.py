@@ -14,14 +14,14 @@ replacing existing ones 2 352/s), and real MongoDB also inserts faster than it u
 
 ``_id`` is the string ``"<rule>/<seq, 12 digits>/<i|s>:<key>"``: a string because
 SecantusDB scans the whole collection to find a sub-document ``_id`` (see
-``migration.store``); the type tag keeps the int key 5 and the str key "5" apart (an
+``cep.handoff.store``); the type tag keeps the int key 5 and the str key "5" apart (an
 event without a key gets ``n:``); the key comes last so a key holding ``/`` stays
 unambiguous. The document is the event's record (``rule``, ``key``, ``seq``, ``ts``,
 then the rule's columns) plus ``_id``.
 
 Connection, credentials, TLS and time-outs come from the URI exactly as for the state
-store (``migration.store.open_client``: the URI's options win over our defaults), and
-failures are one-line :class:`migration.store.StoreError` naming the masked URI.
+store (``cep.handoff.store.open_client``: the URI's options win over our defaults), and
+failures are one-line :class:`cep.handoff.store.StoreError` naming the masked URI.
 Writes default to ``w: "majority", j: true``: an event acknowledged and then lost
 would not be rewritten, because its batch is not replayed once committed.
 """
@@ -36,7 +36,7 @@ from pymongo import ReplaceOne
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError
 
-from migration.store import (
+from cep.handoff.store import (
     ProcessLocalClient,
     _key_part,
     _number,

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planted import planted_pickle
+from support.planted import planted_pickle
 
 from cep.engine import codec
 from cep.engine.codec import StateFormatError

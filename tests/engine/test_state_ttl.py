@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_examples import SAMPLES  # every example rule and its sample input
+from support.samples import EXAMPLES
 
 from cep.engine import patterns as nfa
 from cep.engine.engine import Engine
@@ -97,14 +97,14 @@ def test_keepall_state_is_evicted_and_stays_flat() -> None:
     assert _retained_rows(KEEPALL, None, 50)[-1] == 5000  # what it bounds
 
 
-@pytest.mark.parametrize("rule", sorted(SAMPLES))
+@pytest.mark.parametrize("rule", sorted(EXAMPLES))
 def test_rules_with_bounds_of_their_own_are_unchanged(rule: str) -> None:
     """Every example rule is bounded (#length, #time, WITHIN): even a TTL of one
     microsecond, far below their windows, changes none of their events."""
     plain = compile_file(ROOT / "rules" / rule)
     tiny = compile_file(ROOT / "rules" / rule, state_ttl_us=1)
     assert tiny == plain
-    tables = load_inputs(plain, [str(ROOT / "tests" / "data" / SAMPLES[rule])], None).tables
+    tables = load_inputs(plain, [str(ROOT / "tests" / "data" / EXAMPLES[rule])], None).tables
     assert output_records(run_reference(tiny, tables)) == output_records(
         run_reference(plain, tables))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_parser_fuzz import TOKEN, _edit_tokens
+from support.rule_edits import TOKEN, edit_tokens
 
 from cep.lang.compile import compile_text
 from cep.lang.errors import RuleError
@@ -26,7 +26,7 @@ def mutated_example(draw: st.DrawFn) -> str:
     """An example rule file after one to three whole-token edits."""
     text = draw(st.sampled_from(EXAMPLES))
     for _ in range(draw(st.integers(1, 3))):
-        text = _edit_tokens(draw, TOKEN.findall(text))
+        text = edit_tokens(draw, TOKEN.findall(text))
     return text
 
 

@@ -2,7 +2,7 @@
 and what compiles also runs; nothing ever raises another exception.
 
 The mutation fuzzers (``test_parser_fuzz``, ``test_check_fuzz``) start from the example
-rules; this one starts from ``grammar/epl.lark`` and reaches every production, so the
+rules; this one starts from ``cep/lang/epl.lark`` and reaches every production, so the
 checker meets combinations no example has (windows on patterns, HAVING without windows,
 INSERT INTO from joins, ...). Texts are random derivations of the grammar's rules with a
 depth budget, made by a random generator seeded by hypothesis (a failure names its seed;

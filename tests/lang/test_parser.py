@@ -652,4 +652,4 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
 def _grammar_text() -> str:
     from importlib.resources import files
 
-    return files("cep.grammar").joinpath("epl.lark").read_text(encoding="utf-8")
+    return files("cep.lang").joinpath("epl.lark").read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.rule_edits import TOKEN, VOCABULARY, edit_tokens
 
 from cep.lang import ast
 from cep.lang.errors import Pos, RuleError
@@ -46,16 +47,6 @@ FROM Tweet#time_batch(500 msec)#length_batch(2147483648);
 """,
 ]
 
-VOCABULARY = [
-    "SELECT", "FROM", "WHERE", "GROUP", "BY", "HAVING", "PARTITION", "INSERT", "INTO", "AS",
-    "PATTERN", "every", "not", "and", "or", "WITHIN", "where", "timer", ":", "within", "->",
-    "CREATE", "SCHEMA", "VARIABLE", "TIMESTAMP", "CASE", "WHEN", "THEN", "ELSE", "END", "IN",
-    "BETWEEN", "LIKE", "IS", "NULL", "DISTINCT", "(", ")", "[", "]", ",", ";", ".", "#", "@",
-    "*", "=", "==", "<>", "<=", "-", "||", "'x'", '"', "'", "10", "1.5", "1e999", "min",
-    "hour", "sec", "std:", "win:", "length", "lastevent", "groupwin", "/*", "*/", "--", "$",
-    "\n", " ", "\t", "é", "\x00", "99999999999999999999",
-]
-TOKEN = re.compile(r"\s+|--[^\n]*|/\*.*?\*/|'[^'\n]*'|\w+|->|<=|>=|<>|!=|\|\||.", re.S)
 CHARS = st.one_of(st.sampled_from(list("()[];,.'\"#@-/*=<>|!$&:%\\\n\t 019aeZ_")), st.characters())
 
 
@@ -82,27 +73,8 @@ def mutated_rule(draw: st.DrawFn) -> str:
             other = draw(st.sampled_from(RULES))
             text = text[:i] + other[draw(st.integers(0, len(other))):]
         else:
-            text = _edit_tokens(draw, TOKEN.findall(text))
+            text = edit_tokens(draw, TOKEN.findall(text))
     return text
-
-
-def _edit_tokens(draw: st.DrawFn, tokens: list[str]) -> str:
-    """Drop, repeat, swap or replace whole tokens (keeps the text lexically plausible)."""
-    if not tokens:
-        return draw(st.sampled_from(VOCABULARY))
-    k = draw(st.integers(0, len(tokens) - 1))
-    edit = draw(st.sampled_from(["drop", "repeat", "swap", "replace", "insert"]))
-    if edit == "drop":
-        del tokens[k]
-    elif edit == "repeat":
-        tokens.insert(k, tokens[k])
-    elif edit == "swap" and k + 1 < len(tokens):
-        tokens[k], tokens[k + 1] = tokens[k + 1], tokens[k]
-    elif edit == "replace":
-        tokens[k] = draw(st.sampled_from(VOCABULARY))
-    else:
-        tokens.insert(k, " " + draw(st.sampled_from(VOCABULARY)) + " ")
-    return "".join(tokens)
 
 
 def _positions(node: object) -> list[Pos]:

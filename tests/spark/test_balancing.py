@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_and_read
+from support.spark_runs import run_and_read
 
-from splitter import strategies
+from cep.balancing import strategies
 
 ROOT = Path(__file__).parent.parent.parent
 SKEWED = {

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import reference, run_and_read
 from pyspark import cloudpickle
+from support.spark_runs import reference, run_and_read
+from support.stock_ticks import RULES, SCHEMA, SPIKE, TICKS, write_ticks
 
 from cep.engine.chain import complex_events
 from cep.engine.engine import Engine
@@ -27,55 +28,6 @@ from cep.spark.labels import partition_of, stage_labels
 from cep.spark.routing import key_grouping
 from cep.spark.runtime import Output, SparkRunError, run_on_spark
 from cep.spark.source import InputReader, SourceConfig
-
-SCHEMA = ("CREATE SCHEMA StockTick (symbol string, sector string, ts timestamp, "
-          "price double) TIMESTAMP ts;\n")
-SPIKE = ("INSERT INTO Spike SELECT symbol, sector, ts, price, avg(price) AS mean "
-         "FROM StockTick#groupwin(symbol)#length(3) HAVING price > 1.1 * avg(price);\n")
-DROP = ("@Name('drop') SELECT symbol, price FROM StockTick#groupwin(symbol)#length(2) "
-        "HAVING price < 0.9 * avg(price);\n")
-HOT = ("@Name('hot') SELECT sector, count(*) AS spikes, max(price) AS top "
-       "FROM Spike#groupwin(sector)#time(5 sec);\n")
-RULES = {
-    # stage 0 keyed by symbol (with an output rule of its own), stage 1 by sector
-    "window": SCHEMA + SPIKE + DROP + HOT,
-    # three stages: spikes → sectors with several spikes → a rising count per sector
-    "three_stages": SCHEMA + SPIKE + DROP + HOT + (
-        "INSERT INTO Hot SELECT sector, ts, count(*) AS n FROM Spike#groupwin(sector)"
-        "#time(10 sec) HAVING count(*) >= 2;\n"
-        "@Name('heating') SELECT a.sector AS sector, a.n AS first, b.n AS second FROM "
-        "PATTERN [every a=Hot -> b=Hot(n > a.n) WITHIN 20 sec] PARTITION BY sector;\n"),
-    "pattern": SCHEMA + (
-        "INSERT INTO Jump SELECT a.sector AS sector, b.ts AS ts, b.price - a.price AS rise "
-        "FROM PATTERN [every a=StockTick -> b=StockTick(price >= a.price * 1.25)] "
-        "PARTITION BY symbol;\n"
-        "@Name('jumps') SELECT sector, count(*) AS n, sum(rise) AS total "
-        "FROM Jump#groupwin(sector)#length(4);\n"),
-    # stage 1 has stateless rules only
-    "join": SCHEMA + (
-        "INSERT INTO Cheaper SELECT LE.symbol AS symbol, LE.ts AS ts, count(*) AS n "
-        "FROM StockTick#lastevent AS LE, StockTick#groupwin(symbol)#length(3) AS W "
-        "WHERE LE.symbol = W.symbol AND W.price < LE.price;\n"
-        "@Name('above') SELECT symbol, n FROM Cheaper WHERE n >= 2;\n"),
-}
-TICKS = 500
-
-
-def write_ticks(path: Path, n: int, seed: int = 7) -> Path:
-    """Random walks of 12 symbols in 4 sectors, volatile enough for many spikes."""
-    rng = np.random.default_rng(seed)
-    price = 10.0 + np.arange(12)
-    ts = 0
-    lines = []
-    for _ in range(n):
-        s = int(rng.integers(12))
-        ts += int(rng.integers(0, 800))
-        price[s] = round(max(1.0, price[s] * (1 + rng.normal(0, 0.15))), 2)
-        lines.append(json.dumps({"symbol": f"S{s}", "sector": ["tech", "energy", "bank",
-                                                                "food"][s % 4],
-                                 "ts": ts, "price": float(price[s])}))
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture(scope="module")

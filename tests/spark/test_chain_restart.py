@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faults import (
+from support.faults import (
     cep_run,
     committed,
     events,
@@ -22,7 +22,7 @@ from faults import (
     start,
     wait_until,
 )
-from test_chain import RULES, TICKS, write_ticks
+from support.stock_ticks import RULES, TICKS, write_ticks
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs

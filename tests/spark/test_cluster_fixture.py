@@ -16,9 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pyspark
 import pytest
-from cluster import cluster_processes, cluster_spark, spark_cluster
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from support.cluster import cluster_processes, cluster_spark, spark_cluster
 
 from cep.spark.cluster import MASTER_CLASS, WORKER_CLASS, LocalStandaloneCluster
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cluster import cluster_spark, spark_cluster  # noqa: F401 - pytest fixtures
-from conftest import reference, run_and_read
+from support.cluster import cluster_spark, spark_cluster  # noqa: F401 - pytest fixtures
+from support.spark_runs import reference, run_and_read
 
 from cep.lang.compile import compile_file
+from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import SparkRunError, run_on_spark
-from migration.server import EmbeddedMongo
 
 ROOT = Path(__file__).parent.parent.parent
 pytestmark = pytest.mark.slow

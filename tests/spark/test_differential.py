@@ -10,24 +10,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import reference, run_and_read
+from support.samples import DISTINCT_EXAMPLES
+from support.spark_runs import reference, run_and_read
 
 from cep.spark.labels import engine_labels, murmur3_int
 
 ROOT = Path(__file__).parent.parent.parent
-SAMPLES = {
-    "fsd.epl": "tweets_small.jsonl",
-    "busy_topic.epl": "tweets_small.jsonl",
-    "sensor_average.epl": "readings.jsonl",
-    "delay_streak.epl": "flights.jsonl",
-}
-
 
 @pytest.mark.parametrize("batch_size", [17, 40])
 @pytest.mark.parametrize("engines", [1, 2, 5])
-@pytest.mark.parametrize("rule", sorted(SAMPLES))
+@pytest.mark.parametrize("rule", sorted(DISTINCT_EXAMPLES))
 def test_spark_equals_reference(spark, example, rule, engines, batch_size):
-    module, path, expected = example(rule, SAMPLES[rule])
+    module, path, expected = example(rule, DISTINCT_EXAMPLES[rule])
     run, records = run_and_read(module, path, engines=engines, batch_size=batch_size)
     assert records == expected
     # the file becomes several micro-batches of about batch_size events
@@ -39,7 +33,7 @@ def test_spark_equals_reference(spark, example, rule, engines, batch_size):
 def test_many_files_and_a_file_split_over_batches(spark, example, tmp_path):
     """A directory of files, one of them large enough for several micro-batches, gives
     the reference's events over the same directory."""
-    module, path, _ = example("delay_streak.epl", SAMPLES["delay_streak.epl"])
+    module, path, _ = example("delay_streak.epl", DISTINCT_EXAMPLES["delay_streak.epl"])
     lines = Path(path).read_text().splitlines(keepends=True)
     folder = tmp_path / "flights"
     folder.mkdir()

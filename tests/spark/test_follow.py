@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import reference
-from faults import events, finish, in_flight, kill_group, start, wait_until
+from support.faults import events, finish, in_flight, kill_group, start, wait_until
+from support.spark_runs import reference
 
 from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter

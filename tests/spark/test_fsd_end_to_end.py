@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import reference, run_and_read
+from support.spark_runs import reference, run_and_read
 
 from cep.lang.compile import compile_file
 

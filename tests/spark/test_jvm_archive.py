@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cache_files import plant
+from support.cache_files import plant
 
 from cep.spark import jvm_archive
 from cep.spark.jvm_archive import archive_path, jdk_tool, sharing_options

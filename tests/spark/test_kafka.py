@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from conftest import reference, run_and_read
-from faults import (
+from pymongo import MongoClient
+from support.faults import (
     INPUT,
     RULE,
     cep_run,
@@ -28,8 +28,9 @@ from faults import (
     start,
     wait_until,
 )
-from pymongo import MongoClient
-from test_differential import SAMPLES
+from support.samples import DISTINCT_EXAMPLES
+from support.spark_runs import reference, run_and_read
+from support.topics import consume_all
 
 from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
@@ -37,14 +38,12 @@ from cep.io.inputlog import InputLog
 from cep.io.inputs import load_inputs, load_segments, parse_input_specs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from cep.servers.kafka import EmbeddedKafka
+from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import Output, run_on_spark
-from cep.transports.broker import EmbeddedKafka
 from cep.transports.produce import produce
-from migration.server import EmbeddedMongo
 
 ROOT = Path(__file__).parent.parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "transports"))
-from topics import consume_all  # noqa: E402  (the transport tests' topic reader)
 
 PARTITIONS = 3
 
@@ -61,13 +60,13 @@ def _topic(kafka: EmbeddedKafka, name: str, data: str) -> str:
     return f"kafka://{kafka.bootstrap}/{name}"
 
 
-@pytest.mark.parametrize("rule", sorted(SAMPLES))
+@pytest.mark.parametrize("rule", sorted(DISTINCT_EXAMPLES))
 def test_kafka_to_kafka_equals_reference_over_the_same_segments(spark, kafka, rule):
     module = compile_file(ROOT / "rules" / rule)
     name = rule.removesuffix(".epl")
-    uri = _topic(kafka, f"in-{name}", SAMPLES[rule])
+    uri = _topic(kafka, f"in-{name}", DISTINCT_EXAMPLES[rule])
     expected = reference(module, uri)
-    lines = len((ROOT / "tests" / "data" / SAMPLES[rule]).read_text().splitlines())
+    lines = len((ROOT / "tests" / "data" / DISTINCT_EXAMPLES[rule]).read_text().splitlines())
     run = run_on_spark(module, parse_input_specs(module, [uri]),
                        output=Output(f"kafka://{kafka.bootstrap}/out-{name}"), engines=2,
                        batch_size=17, master="local[2]", progress=False)
@@ -132,7 +131,7 @@ def _published(kafka: EmbeddedKafka, topic: str) -> list[dict]:
 
 def test_kafka_to_kafka_and_mongodb_equal_the_reference(spark, kafka, tmp_path):
     module = compile_file(ROOT / "rules" / "fsd.epl")
-    uri = _topic(kafka, "in-fsd-out", SAMPLES["fsd.epl"])
+    uri = _topic(kafka, "in-fsd-out", DISTINCT_EXAMPLES["fsd.epl"])
     expected = reference(module, uri)
     sources = {module.input_streams[0]: uri}
     out = f"kafka://{kafka.bootstrap}/out-fsd-rerun"

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from cache_files import plant
+from support.cache_files import plant
 
 from cep.spark import local_fs
 from cep.spark.jvm_archive import jdk_tool

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from faults import (
+from support.faults import (
     INPUT,
     RULE,
     SecantusServer,
@@ -36,11 +36,11 @@ from faults import (
 )
 
 from cep.engine.output import output_records
+from cep.handoff.store import MongoUnavailableError, StateStore, StoreError
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
 from cep.spark.session import SPARK_LOG
-from migration.store import MongoUnavailableError, StateStore, StoreError
 
 # ":", "/" and "@" must be percent-encoded in a URI: both spellings must stay hidden
 PASSWORD = "Sw0rd:fish/42@x"

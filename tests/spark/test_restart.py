@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faults import (
+from support.faults import (
     INPUT,
     RULE,
     appended,
@@ -39,8 +39,8 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import SparkRunError, run_on_spark
-from migration.server import EmbeddedMongo
 
 
 def _reference(source: str) -> list[dict]:

@@ -1,5 +1,5 @@
-"""Fixtures for the transport tests: a real embedded Kafka broker and MongoDB server,
-each started once per test module on 127.0.0.1, and a plain consumer to check topics."""
+"""Fixtures for the transport tests: a real embedded Kafka broker, started once per test
+module on 127.0.0.1, and a plain consumer to check topics (MongoDB: ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,15 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from topics import Seen, consume_all
+from support.topics import Seen, consume_all
 
-from cep.transports.broker import EmbeddedKafka
-from migration.server import EmbeddedMongo
+from cep.servers.kafka import EmbeddedKafka
 
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[EmbeddedKafka]:
     with EmbeddedKafka() as broker:
         yield broker
-
-
-@pytest.fixture(scope="module")
-def mongo() -> Iterator[EmbeddedMongo]:
-    with EmbeddedMongo() as server:
-        yield server
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.transports.broker import (
+from cep.servers.kafka import (
     EmbeddedKafka,
     EmbeddedKafkaError,
     embedded_bootstrap,
@@ -108,7 +108,7 @@ def test_the_broker_dies_with_its_owner_process() -> None:
     owner = subprocess.Popen(
         [sys.executable, "-c",
          "import time\n"
-         "from cep.transports.broker import EmbeddedKafka\n"
+         "from cep.servers.kafka import EmbeddedKafka\n"
          "k = EmbeddedKafka().start()\n"
          "print(k.pid, flush=True)\n"
          "time.sleep(600)\n"],

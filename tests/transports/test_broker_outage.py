@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from writer_child import records
+from support.kafka_writer_child import records
 
+from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaUnavailableError, parse_kafka_uri
-from cep.transports.broker import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends, read_partition_range
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.produce import ensure_topic

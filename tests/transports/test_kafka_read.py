@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import (
     KafkaTransportError,
     KafkaUnavailableError,
     parse_kafka_uri,
 )
-from cep.transports.broker import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
 from cep.transports.produce import ensure_topic, produce
 

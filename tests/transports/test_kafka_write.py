@@ -10,14 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from writer_child import records
+from support.kafka_writer_child import records
 
-from cep.transports.broker import EmbeddedKafka
+from cep.servers.kafka import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends
 from cep.transports.kafka_write import TransactionalBatchWriter, write_batch
 from cep.transports.produce import ensure_topic
 
-CHILD = Path(__file__).with_name("writer_child.py")
+CHILD = Path(__file__).parent.parent / "support" / "kafka_writer_child.py"
 Name = Callable[[str], str]
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 from pymongo import MongoClient
 
+from cep.handoff.store import MongoUnavailableError
+from cep.servers.mongo import EmbeddedMongo
 from cep.transports.mongo_write import MongoEventWriter, event_id, parse_mongo_target
-from migration.server import EmbeddedMongo
-from migration.store import MongoUnavailableError
 
 Name = Callable[[str], str]
 

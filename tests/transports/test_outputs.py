@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 from pymongo import MongoClient
 
-from cep.transports.broker import EmbeddedKafka
+from cep.servers.kafka import EmbeddedKafka
+from cep.servers.mongo import EmbeddedMongo
 from cep.transports.outputs import KafkaPublisher, MongoPublisher, is_uri_output
-from migration.server import EmbeddedMongo
 
 EVENTS = [{"rule": "fsd", "key": 5, "seq": 0, "ts": "2026-01-01T00:00:00.000Z", "text": "été"},
           {"rule": "agg", "key": "u1", "seq": 3, "ts": None, "n": 2},

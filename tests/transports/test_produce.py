@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cep.io.generators import generate
+from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaTransportError
-from cep.transports.broker import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends
 from cep.transports.produce import ensure_topic, produce, produce_frame
 

@@ -1,1 +1,0 @@
-"""The Lark grammar of the rule language, shipped inside the wheel as ``cep.grammar``."""
