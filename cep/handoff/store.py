@@ -52,7 +52,6 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from types import TracebackType
 from typing import Any
 from urllib.parse import unquote
 
@@ -60,6 +59,8 @@ import numpy as np
 from pymongo import MongoClient, ReplaceOne
 from pymongo.collection import Collection
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
+
+from cep.closing import Closing
 
 Key = int | str
 
@@ -327,7 +328,7 @@ class ProcessLocalClient:
             self._client = None
 
 
-class StateStore(ProcessLocalClient):
+class StateStore(ProcessLocalClient, Closing):
     """Key maps and key-state documents of one run, over pymongo.
 
     Picklable: Spark ships it to executors, where each process opens its own client
@@ -369,17 +370,6 @@ class StateStore(ProcessLocalClient):
     def _selection_timeout_ms(self) -> int:
         """The time-out in force (the URI may have overridden the constructor's)."""
         return selection_timeout_ms(self._client, self.server_selection_timeout_ms)
-
-    def __enter__(self) -> StateStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- blobs: inline or chunked ---------------------------------------------------
 

@@ -26,8 +26,9 @@ import contextlib
 import json
 import os
 from collections import Counter
-from types import TracebackType
 from typing import IO
+
+from cep.closing import Closing
 
 RECORD_LIMIT = 1000
 
@@ -45,7 +46,7 @@ KINDS = (
 )
 
 
-class DeadLetter:
+class DeadLetter(Closing):
     """Collects rejected records: writes them to ``path`` (JSON lines, replacing what an
     earlier run left there) and counts them."""
 
@@ -98,14 +99,3 @@ class DeadLetter:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-    def __enter__(self) -> DeadLetter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -39,10 +39,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from cep.closing import Closing
 from cep.transports.address import KafkaAddress, as_address, kafka_errors, transport_error
 
 Record = tuple[bytes | None, bytes]
@@ -56,7 +56,7 @@ _LOG = logging.getLogger("cep.kafka")
 _NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 
-class TransactionalBatchWriter:
+class TransactionalBatchWriter(Closing):
     """Writes its part of each batch, (key, value) records, to ``topic`` exactly once.
 
     ``write(batch_id, records)`` does it in one call; ``begin`` / ``send`` / ``commit``
@@ -202,17 +202,6 @@ class TransactionalBatchWriter:
     def close(self) -> None:
         """Close the clients; an open batch is left to the next writer to abort."""
         self._reset()
-
-    def __enter__(self) -> TransactionalBatchWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def write_batch(

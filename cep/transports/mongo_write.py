@@ -29,13 +29,13 @@ would not be rewritten, because its batch is not replayed once committed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from pymongo import ReplaceOne
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError
 
+from cep.closing import Closing
 from cep.handoff.store import (
     ProcessLocalClient,
     _key_part,
@@ -74,7 +74,7 @@ def event_id(record: Mapping[str, Any]) -> str:
     return f"{record['rule']}/{_number('seq', record['seq'])}/{key_text}"
 
 
-class MongoEventWriter(ProcessLocalClient):
+class MongoEventWriter(ProcessLocalClient, Closing):
     """Upserts batches of event records into one collection.
 
     Picklable (Spark may ship it): each process opens its own client on first use.
@@ -133,14 +133,3 @@ class MongoEventWriter(ProcessLocalClient):
                 )
                 return len(docs) - len(replays)
         return len(docs)
-
-    def __enter__(self) -> MongoEventWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
