@@ -50,6 +50,7 @@ from cep.spark.key_layout import (
     unpack,
 )
 from cep.spark.keymaps import key_map
+from cep.spark.latest import engine_latest
 from cep.spark.mapstate import MapCalls
 from cep.spark.parts import EventParts, event_lines
 from cep.spark.payload import unpack_payload
@@ -120,6 +121,7 @@ def run_engine_batch(p: EngineProcessor, key, rows) -> Iterator[pd.DataFrame]:
     frame = event_frame(events)
     event_parts.write(batch - stage, stage * p.n_engines + engine_index,
                       event_lines(frame, p.rule_order))
+    latest = engine_latest(frame, p.rule_order)  # for a live view (latest.py)
     clock.lap("output")
     scores = rule_scores(frame, np.concatenate(truth) if truth else None)
     counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
@@ -129,6 +131,7 @@ def run_engine_batch(p: EngineProcessor, key, rows) -> Iterator[pd.DataFrame]:
              "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
              "restored": key_states.restored,
              **counts, "stages": stages, "outputs": scores,
+             "latest": latest,
              "key_load": load if stage == 0 else {}}
     yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
                         "stats": [json.dumps(stats)]})

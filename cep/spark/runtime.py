@@ -47,6 +47,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,7 @@ from cep.servers.kafka_shared import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.balancer import Balancer
 from cep.spark.chain import ChainError, check_chain, drained
+from cep.spark.input_progress import InputProgress
 from cep.spark.labels import stage_labels
 from cep.spark.parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
@@ -160,6 +162,7 @@ def run_on_spark(
     capacity: str = "equal",
     slowdown: dict[int, float] | None = None,
     starting_offsets: str = "earliest",
+    on_workdir: Callable[[Path], None] | None = None,
 ) -> SparkRun:
     """Run the module over its inputs on Spark, writing events as batches complete.
 
@@ -171,7 +174,9 @@ def run_on_spark(
     selection, connect, socket) unless the URI sets that option itself. ``follow``:
     run until stopped (SIGINT, SIGTERM or ``stop``), picking up new files and appended
     lines (and Kafka records) every ``trigger_s`` seconds. ``starting_offsets``
-    (``earliest`` or ``latest``) is where a Kafka partition's first read begins."""
+    (``earliest`` or ``latest``) is where a Kafka partition's first read begins.
+    ``on_workdir`` is told the run directory (a temporary one without ``checkpoint``)
+    once it exists, before Spark starts: a live view (``cep.ui``) serves it."""
     started = time.perf_counter()
     output = output or Output()
     try:
@@ -199,6 +204,8 @@ def run_on_spark(
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
         run_id = _manifest(workdir, engines, strategy, sources)
+        if on_workdir is not None:
+            on_workdir(workdir)
         events_to = None
         if output.is_service:
             assert output.path is not None
@@ -258,9 +265,12 @@ def run_on_spark(
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": threshold, "engines": engines,
-                    "batch_size": batch_size, "follow": follow}
+                    "batch_size": batch_size, "follow": follow,
+                    **_described(module, sources, output, dead_letter, metrics_file,
+                                 master, run_id)}
         sink = BatchSink(workdir, engines, settings, delivery,
-                         Progress(expected, progress, done=done), hooks)
+                         Progress(expected, progress, done=done),
+                         [*hooks, InputProgress(workdir, sources)])
         kept: deque[dict] = deque(maxlen=METRICS_KEPT)
         sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
         config = SourceConfig(sources, str(workdir), follow, batch_size,
@@ -293,6 +303,20 @@ def run_on_spark(
                         first_batch_s=max(first, 0.0),
                         seconds=time.perf_counter() - started,
                         workdir=workdir if checkpoint else None, slots=config.tasks)
+
+
+def _described(module: ir.CompiledModule, sources: dict[str, str], output: Output,
+               dead_letter: str | None, metrics_file: str | None, master: str,
+               run_id: str) -> dict:
+    """What a run's settings say besides its numbers, so its metrics alone tell what
+    it ran (``cep ui``, ``cep report``): rule file and rules, inputs and where the events,
+    dead letters and metrics go (URIs with their passwords masked)."""
+    return {"run_id": run_id, "rule_file": module.source_name, "rules": list(module.outputs),
+            "master": master,
+            "inputs": {stream: mask_uri(src) for stream, src in sources.items()},
+            "output": ("Python callback" if output.callback is not None
+                       else mask_uri(output.path) if output.path else "standard output"),
+            "format": output.fmt, "dead_letter": dead_letter, "metrics_file": metrics_file}
 
 
 def _expected_events(sources: dict[str, str], follow: bool, starting_offsets: str

@@ -30,7 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from cep.balancing.stats import rstd
+from cep.io.deadletter_summary import DeadLetterSummary
 from cep.spark.delivery import AppendLedger, merged_lines
+from cep.spark.latest import merge_latest
 from cep.spark.parts import EventParts
 from cep.transports.outputs import Publisher
 
@@ -119,12 +121,21 @@ class Delivery:
             for path in paths:
                 path.unlink(missing_ok=True)
 
-    def dead_letters(self, batch: int) -> None:
+    def dead_letters(self, batch: int) -> dict:
+        """Append the batch's dead letters to the dead-letter file; returns their
+        counts by kind and latest reasons for the batch's metrics (one file in memory
+        at a time, as before)."""
         folder = self.workdir / "dead" / f"batch-{batch:07d}"
+        summary = DeadLetterSummary()
+        files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+        chunks = (summary.observe(f.read_bytes()) for f in files)
         if self._dead is not None:
-            files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-            self._dead.append(batch, (f.read_bytes() for f in files))
+            self._dead.append(batch, chunks)
+        else:
+            for _ in chunks:
+                pass
         shutil.rmtree(folder, ignore_errors=True)
+        return summary.metrics()
 
     def metrics(self, batch: int, metrics: dict) -> None:
         if self._metrics is not None:
@@ -155,7 +166,7 @@ class BatchSink:
         for hook in self.hooks:
             hook(batch_id, stats, metrics)
         self.delivery.events(batch_id)
-        self.delivery.dead_letters(batch_id)
+        metrics.update(self.delivery.dead_letters(batch_id))
         metrics["write_s"] = round(time.perf_counter() - collected, 4)
         _write_atomically(self.metrics_dir / f"batch-{batch_id:07d}.json",
                           json.dumps(metrics) + "\n")
@@ -213,6 +224,7 @@ class BatchSink:
             "stage_s": {k: round(v, 4) for k, v in stages.items()},
             "keys_restored": restored,
             "rstd": round(rstd(rows.astype(float)), 3),
+            "latest_events": merge_latest(stats),
             "sink_s": round(time.perf_counter() - started, 4),
             "wall_time": time.time(),
         }

@@ -1,0 +1,132 @@
+"""How far a run has read each input, and how much it has logged but not read yet.
+
+A batch hook on the driver (see ``sink.BatchHook``): after batch b it puts into the
+batch's metrics, under ``"input"``, one row per input source: for files, a stream's
+bytes and (estimated) records read and behind; for Kafka, a partition's offsets read and
+behind. "Read" is everything up to the batch's end offset, which Spark wrote to
+``checkpoint/offsets/<b>`` before running it; "behind" is what the input log
+(``input/segments.jsonl``, ``cep.io.inputlog``) holds past that point, that is what the
+last listing (or Kafka's partition ends at the last planning) found and no batch has
+read yet. So a live view and Prometheus can show how far a job is behind its input from
+the metrics alone, without asking a broker or listing directories again.
+
+Why it tails the log itself: the planner that writes the log runs in another process.
+The log is read incrementally (only its new lines), and a segment is kept in memory only
+until it is wholly read, then folded into its source's totals: memory grows with the
+unread part of the log (which the planner holds too) and the number of sources, not with
+the run's length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from cep.handoff.store import mask_uri
+from cep.io.inputlog import KAFKA_KIND, TEXT_KINDS, Segment
+
+
+@dataclass
+class SourceTotals:
+    """One source's units (bytes of text files, rows, or Kafka offsets) logged and read,
+    and the records they hold (estimated for text from the log's bytes per line)."""
+
+    stream: str
+    source: str
+    kind: str
+    last_path: str = ""  # the file logged last (a followed directory's newest)
+    logged: float = 0.0
+    read: float = 0.0
+    logged_records: float = 0.0
+    read_records: float = 0.0
+
+    def row(self) -> dict:
+        unit = ("bytes" if self.kind in TEXT_KINDS
+                else "offsets" if self.kind == KAFKA_KIND else "rows")
+        return {"stream": self.stream, "source": self.source, "kind": self.kind,
+                "unit": unit, "read": round(self.read),
+                "behind": round(self.logged - self.read),
+                "read_records": round(self.read_records),
+                "behind_records": round(self.logged_records - self.read_records),
+                **({"last_file": self.last_path} if self.kind != KAFKA_KIND else {})}
+
+
+class InputProgress:
+    """The ``"input"`` part of each batch's metrics (see the module docstring)."""
+
+    def __init__(self, workdir: Path, sources: dict[str, str]) -> None:
+        self.sources = sources  # input stream -> its path, directory, glob or spec
+        self.log_file = workdir / "input" / "segments.jsonl"
+        self.offsets = workdir / "checkpoint" / "offsets"
+        self._log_read = 0  # bytes of the log already folded in
+        self._unread: dict[int, Segment] = {}  # segments not wholly read yet
+        self._partly: dict[int, float] = {}  # units of those already counted as read
+        self._sources: dict[str, SourceTotals] = {}
+
+    def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
+        self._tail_log()
+        position = self._end_offset(batch)
+        if position is not None:
+            self._advance(*position)
+        metrics["input"] = {
+            "position": list(position) if position else None,
+            "sources": [s.row() for s in self._sources.values()],
+        }
+
+    def _tail_log(self) -> None:
+        """Fold the log's lines written since the last batch (whole lines only)."""
+        try:
+            with open(self.log_file, "rb") as fh:
+                fh.seek(self._log_read)
+                text = fh.read()
+        except FileNotFoundError:
+            return
+        whole = text[: text.rfind(b"\n") + 1]
+        self._log_read += len(whole)
+        for line in whole.decode("utf-8").splitlines():
+            segment = Segment.from_json(line)
+            totals = self._totals(segment)
+            totals.last_path = segment.path
+            totals.logged += segment.end - segment.start
+            totals.logged_records += (segment.end - segment.start) / segment.unit
+            self._unread[segment.ordinal] = segment
+
+    def _totals(self, segment: Segment) -> SourceTotals:
+        """Kafka: one row per partition (its segment path); else one per stream and
+        format (a stream's files are many, and a long followed run adds more), named by
+        the stream's source as given."""
+        key = (segment.path if segment.kind == KAFKA_KIND
+               else f"{segment.stream}\0{segment.kind}")
+        if key not in self._sources:
+            source = mask_uri(segment.path if segment.kind == KAFKA_KIND
+                             else self.sources.get(segment.stream, segment.path))
+            self._sources[key] = SourceTotals(segment.stream, source, segment.kind)
+        return self._sources[key]
+
+    def _end_offset(self, batch: int) -> tuple[int, int] | None:
+        """The input position after ``batch``: the last line of Spark's offset file
+        (``{"n": …, "seg": …, "pos": …}``, cep's own source offset)."""
+        with contextlib.suppress(OSError, ValueError, KeyError, IndexError):
+            last = (self.offsets / str(batch)).read_text().strip().splitlines()[-1]
+            offset = json.loads(last)
+            return int(offset["seg"]), int(offset["pos"])
+        return None
+
+    def _advance(self, seg: int, pos: int) -> None:
+        """Count as read every unread segment before ``seg`` and ``seg`` up to ``pos``."""
+        for ordinal in sorted(o for o in self._unread if o <= seg):
+            segment = self._unread[ordinal]
+            upto = segment.end if ordinal < seg else min(max(pos, segment.start), segment.end)
+            done = upto - segment.start
+            newly = done - self._partly.get(ordinal, 0.0)
+            totals = self._totals(segment)
+            totals.read += newly
+            totals.read_records += newly / segment.unit
+            if upto >= segment.end:
+                del self._unread[ordinal]
+                self._partly.pop(ordinal, None)
+            else:
+                self._partly[ordinal] = done
+

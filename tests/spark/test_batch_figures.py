@@ -1,0 +1,102 @@
+"""The figures each batch's metrics carry for a live view: input read and behind, the
+latest events per rule, dead letters by kind with the latest reasons. Built from the
+files a run writes (an input log, Spark's offset files, dead-letter files), no Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from cep.io.deadletter import DeadLetter
+from cep.io.deadletter_summary import LATEST_REASONS, DeadLetterSummary
+from cep.io.inputlog import InputLog
+from cep.spark.input_progress import InputProgress
+from cep.spark.latest import LATEST_KEPT, LINE_CHARS, engine_latest, merge_latest
+
+
+def _offsets(run: Path, batch: int, seg: int, pos: int) -> None:
+    """Spark's offset file of a batch: a version line, metadata, then cep's offset."""
+    folder = run / "checkpoint" / "offsets"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / str(batch)).write_text(
+        'v1\n{"batchWatermarkMs":0}\n' + json.dumps({"n": batch + 1, "seg": seg, "pos": pos}))
+
+
+def test_input_progress_counts_read_and_behind_from_the_log_and_offsets(tmp_path):
+    run, folder = tmp_path / "run", tmp_path / "in"
+    folder.mkdir()
+    line = json.dumps({"sensor": "s1", "ts": 1, "temp": 20.0}) + "\n"
+    (folder / "a.jsonl").write_text(line * 10)
+    sources = {"Reading": str(folder)}
+    log = InputLog(run / "input", sources, follow=True)
+    log.discover(first=True)
+    progress = InputProgress(run, sources)
+    size = len(line) * 10
+    _offsets(run, 0, 0, 4 * len(line))  # batch 0 read 4 lines of the file
+    metrics: dict = {}
+    progress(0, [], metrics)
+    [row] = metrics["input"]["sources"]
+    assert row == {"stream": "Reading", "source": str(folder), "kind": "json", "unit": "bytes",
+                   "read": 4 * len(line), "behind": size - 4 * len(line),
+                   "read_records": 4, "behind_records": 6,
+                   "last_file": str(folder / "a.jsonl")}
+    (folder / "b.jsonl").write_text(line * 5)  # lands; the planner logs it
+    log.discover()
+    _offsets(run, 1, 1, len(line) * 2)  # batch 1: the rest of a, two lines of b
+    progress(1, [], metrics)
+    [row] = metrics["input"]["sources"]
+    assert (row["read_records"], row["behind_records"]) == (12, 3)
+    assert row["last_file"] == str(folder / "b.jsonl")
+    assert metrics["input"]["position"] == [1, len(line) * 2]
+    assert list(progress._unread) == [1], "a wholly read segment is folded, not kept"
+
+
+def test_input_progress_without_an_offset_file_reports_what_is_logged(tmp_path):
+    run = tmp_path / "run"
+    InputLog(run / "input", {"Tweet": "tweets:n=500"}, follow=False).discover(first=True)
+    metrics: dict = {}
+    InputProgress(run, {"Tweet": "tweets:n=500"})(0, [], metrics)
+    [row] = metrics["input"]["sources"]
+    assert metrics["input"]["position"] is None
+    assert (row["unit"], row["read"], row["behind"]) == ("rows", 0, 500)
+
+
+def test_dead_letter_summary_counts_kinds_and_keeps_the_latest_reasons(tmp_path):
+    path = tmp_path / "dead.jsonl"
+    with DeadLetter(str(path)) as dead:
+        for i in range(7):
+            dead.add("in.jsonl", i * 10, "not_json", f"not JSON at {i}", '{"kind": "wrong_type"')
+        dead.add("in.jsonl", 99, "bad_timestamp", 'field \'ts\': "<script>"', "x" * 500)
+    summary = DeadLetterSummary()
+    text = path.read_bytes()
+    assert summary.observe(text) is text
+    got = summary.metrics()
+    # the record's own text names another kind: only the real field is counted
+    assert got["dead_letter_kinds"] == {"not_json": 7, "bad_timestamp": 1}
+    latest = got["dead_letter_latest"]
+    assert len(latest) == LATEST_REASONS
+    assert latest[-1]["reason"] == 'field \'ts\': "<script>"'
+    assert latest[-1]["offset"] == 99 and len(latest[-1]["record"]) == 200
+    assert DeadLetterSummary().metrics() == {}
+
+
+def _events(rule: str, seqs: list[int], text: str = "x") -> pd.DataFrame:
+    return pd.DataFrame({"rule": [rule] * len(seqs),
+                         "key": [json.dumps(f"k{s}") for s in seqs],
+                         "seq": seqs, "ts": [0] * len(seqs), "ts_null": [True] * len(seqs),
+                         "payload": [json.dumps({"t": text}) for _ in seqs]})
+
+
+def test_latest_events_per_rule_merged_over_engines_by_sequence_number():
+    order = {"a": 0, "b": 1}
+    engine0 = engine_latest(pd.concat([_events("a", [5, 1, 9, 7]), _events("b", [2])]), order)
+    engine1 = engine_latest(_events("a", [8, 3], "y" * 2000), order)
+    assert [seq for seq, _ in engine0["a"]] == [5, 7, 9]
+    merged = merge_latest([{"latest": engine0}, {"latest": engine1}, {}])
+    assert len(merged["a"]) == LATEST_KEPT
+    assert [json.loads(line)["seq"] for line in merged["a"][::2]] == [7, 9]
+    assert len(merged["a"][1]) == LINE_CHARS and merged["a"][1].endswith("…")
+    assert json.loads(merged["b"][0])["key"] == "k2"
+    assert engine_latest(_events("a", []), order) == {}
