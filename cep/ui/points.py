@@ -1,0 +1,62 @@
+"""One batch's metrics record as the few figures the page plots for it.
+
+A record (``cep.spark.sink``) holds the run's settings, per-engine arrays and the latest
+events; the page's charts need only numbers per batch, so this is what the server keeps
+in its window of history and sends on every poll. Fields a record lacks (an older cep,
+the local runner's single record) come out as 0 or None, never as an error.
+"""
+
+from __future__ import annotations
+
+READ_STAGES = ("read", "derive", "route")  # the input tasks' part of a batch
+HANDOVER_STAGES = ("export", "import")  # the engines' part of moving keys
+
+
+def is_batch_record(record: object) -> bool:
+    """A per-batch metrics record, not another line a metrics file may hold (the local
+    runner's quality line, say)."""
+    return isinstance(record, dict) and isinstance(record.get("batch"), int) \
+        and "events_in" in record
+
+
+def batch_point(record: dict, previous_wall: float | None) -> dict:
+    """The plotted figures of one batch. ``previous_wall``: the commit time of the batch
+    before it (its duration is the gap; the first batch's is its sink time, as ``cep
+    report`` takes it)."""
+    wall = record.get("wall_time")
+    if wall is not None and previous_wall is not None and wall > previous_wall:
+        duration = wall - previous_wall
+    else:
+        duration = record.get("sink_s") or None
+    stages = record.get("stage_s", {})
+    busy = record.get("busy_s_per_engine", [])
+    events_in, events_out = record.get("events_in", 0), record.get("events_out", 0)
+    sources = (record.get("input") or {}).get("sources", [])
+    return {
+        "batch": record["batch"],
+        "wall": wall,
+        "duration": _round(duration),
+        "events_in": events_in,
+        "events_out": events_out,
+        "in_rate": _round(events_in / duration) if duration else None,
+        "out_rate": _round(events_out / duration) if duration else None,
+        "rows": record.get("rows_per_engine", []),
+        "busy": busy,
+        "rstd": record.get("rstd"),
+        "handed_over": record.get("exported_keys", 0),
+        "handover_bytes": record.get("exported_bytes", 0),
+        "imported": record.get("imported_keys", 0),
+        "handover_s": _round(sum(stages.get(s, 0.0) for s in HANDOVER_STAGES)),
+        "decided": record.get("keys_moved", 0),
+        "outputs": record.get("outputs_per_rule", {}),
+        "dead": record.get("dead_lettered", 0),
+        "read_s": _round(sum(stages.get(s, 0.0) for s in READ_STAGES)),
+        "engines_s": _round(sum(busy)),
+        "deliver_s": record.get("write_s"),
+        "behind_records": (sum(s.get("behind_records", 0) for s in sources)
+                           if sources else None),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
