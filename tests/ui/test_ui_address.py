@@ -61,3 +61,23 @@ def test_a_server_without_a_run_yet_answers_and_attaches_one_later(tmp_path):
         state = json.loads(urllib.request.urlopen(server.url + "api/state").read())
         assert state["run"] == {"path": str(tmp_path), "kind": "run directory",
                                 "manifest": {}}
+
+
+def test_live_view_for_cep_run_binds_first_prints_its_address_and_serves_the_run_dir(
+        tmp_path, capsys):
+    import json
+    import re
+    import urllib.request
+
+    from cep.ui import live_view
+
+    with live_view(None) as nothing:
+        assert nothing is None, "no --ui: no server"
+    with live_view("127.0.0.1:0") as on_workdir:
+        [line] = capsys.readouterr().err.splitlines()
+        url = re.fullmatch(r"cep: live view at (http://127\.0\.0\.1:\d+/)", line)[1]
+        on_workdir(tmp_path)  # what run_on_spark does once the run directory exists
+        state = json.loads(urllib.request.urlopen(url + "api/state").read())
+        assert state["run"]["path"] == str(tmp_path)
+    with pytest.raises(UiError), live_view("not-a-port"):
+        pass
