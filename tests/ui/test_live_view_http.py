@@ -254,3 +254,52 @@ def _wait_for(get, timeout: float = 30.0):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_the_servers_memory_stays_flat_over_a_long_run(run, tmp_path):
+    """Thousands of batches (the real run's last record, renumbered) cost the server what
+    its window holds: memory after 6,000 batches is what it was after 1,000."""
+    import tracemalloc
+
+    record = metrics(Path(f"{run}.metrics"))[-1]
+    path = tmp_path / "long.metrics"
+
+    def append(first: int, count: int) -> None:
+        with open(path, "a") as fh:
+            for b in range(first, first + count):
+                fh.write(json.dumps({**record, "batch": b, "wall_time": 1e9 + b}) + "\n")
+
+    append(0, 1000)
+    source = RunSource(path)
+    tracemalloc.start()
+    try:
+        assert source.snapshot()["batches"] == 1000
+        before = tracemalloc.get_traced_memory()[0]
+        append(1000, 5000)
+        time.sleep(0.6)  # past the refresh interval
+        state = source.snapshot()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert state["batches"] == 6000 and len(state["points"]) == state["kept"] == 600
+    assert state["totals"]["events_in"] == 6000 * record["events_in"]
+    assert after - before < 256 * 1024, f"{after - before} bytes more after 5,000 batches"
+
+
+def test_a_metrics_file_rewritten_by_a_replay_is_read_again(run, tmp_path):
+    """A replayed batch truncates the metrics file back and appends its record again
+    (cep.spark.delivery.AppendLedger): the view starts over, and counts it once."""
+    records = metrics(Path(f"{run}.metrics"))
+    path = tmp_path / "replayed.metrics"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    source = RunSource(path)
+    assert source.snapshot()["totals"]["events_in"] == sum(r["events_in"] for r in records)
+    replayed = {**records[-1], "note": "the second attempt's record is longer"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*records[:-1], replayed]))
+    time.sleep(0.6)
+    state = source.snapshot()
+    assert state["batches"] == len(records)
+    assert state["totals"]["events_in"] == sum(r["events_in"] for r in records)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records[:2]))  # shorter
+    time.sleep(0.6)
+    assert source.snapshot()["batches"] == 2
