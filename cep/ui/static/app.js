@@ -70,9 +70,9 @@
     return `${decimal.format(value / 3600)} h`;
   }
 
-  function ticks(lo, hi, count) {
+  function ticks(lo, hi, count, integer) {
     if (!(hi > lo)) hi = lo + 1;
-    const raw = (hi - lo) / count;
+    const raw = integer ? Math.max(1, (hi - lo) / count) : (hi - lo) / count;
     const power = Math.pow(10, Math.floor(Math.log10(raw)));
     const step = [1, 2, 2.5, 5, 10].map((f) => f * power).find((s) => s >= raw) || raw;
     const out = [];
@@ -142,7 +142,7 @@
     const xr = range(all.map((p) => p[0]));
     const yr = range([...all.map((p) => p[1]), options.hline ? options.hline.y * 1.15 : null], true);
     const yt = ticks(yr.lo, yr.hi * 1.05 || 1, 4);
-    const xt = ticks(xr.lo, xr.hi, 6);
+    const xt = ticks(xr.lo, xr.hi, 6, options.integerX);
     const xs = { lo: xr.lo, hi: xr.hi, ticks: xt.values.filter((v) => v >= xr.lo && v <= xr.hi) };
     const ys = { lo: yr.lo, hi: yt.hi, ticks: yt.values };
     const { x, y } = axes(node, f, xs, ys, options.xLabel, options.yFormat);
@@ -152,12 +152,16 @@
       node.append(svg("text", { class: "threshold-label", x: f.width - f.right - 4, y: hy - 4, "text-anchor": "end" },
                       options.hline.label));
     }
+    let labelledUpTo = -Infinity; // a label only where the last one has ended
     for (const mark of options.marks || []) {
       const mx = x(mark.x);
-      const g = svg("g");
+      const g = svg("g", { class: "move" });
       g.append(svg("line", { class: "mark", x1: mx, x2: mx, y1: f.top, y2: f.height - f.bottom }));
       g.append(svg("path", { class: "mark-head", d: `M${mx - 5},${f.top} L${mx + 5},${f.top} L${mx},${f.top + 7} Z` }));
-      g.append(svg("text", { class: "mark-label", x: mx + 4, y: f.top + 18 }, mark.label));
+      if (mx > labelledUpTo) {
+        g.append(svg("text", { class: "mark-label", x: mx + 4, y: f.top + 18 }, mark.label));
+        labelledUpTo = mx + 8 + 7 * mark.label.length;
+      }
       g.append(svg("title", {}, mark.title));
       node.append(g);
     }
@@ -183,7 +187,7 @@
     const totals = xs.map((_, i) => columns.reduce((sum, c) => sum + (c.values[i] || 0), 0));
     const yt = ticks(0, Math.max(...totals, 1e-9) * 1.05, 4);
     const xr = { lo: xs[0] - 0.5, hi: xs[xs.length - 1] + 0.5 };
-    const xt = ticks(xs[0], xs[xs.length - 1], 6);
+    const xt = ticks(xs[0], xs[xs.length - 1], 6, true);
     const { x, y } = axes(node, f, { ...xr, ticks: xt.values.filter((v) => v >= xs[0] && v <= xs[xs.length - 1] && Number.isInteger(v)) },
                           { lo: 0, hi: yt.hi, ticks: yt.values }, options.xLabel, options.yFormat);
     const width = Math.max(1, (x(xr.lo + 1) - x(xr.lo)) * 0.8);
@@ -306,7 +310,7 @@
       series.push({ name: `engine ${e}`, color: COLORS[e % COLORS.length],
                     values: points.map((p) => [p.batch, p.rows[e] ?? null]) });
     }
-    lineChart(byId("chart-engines"), series, { xLabel: "batch" });
+    lineChart(byId("chart-engines"), series, { xLabel: "batch", integerX: true });
     const rows = snap.engines.rows.map((events, e) => ({
       label: `engine ${e}`, value: events, color: COLORS[e % COLORS.length],
       text: `${short(events)} events · ${seconds(snap.engines.busy_s[e])} busy`,
@@ -321,6 +325,7 @@
       { name: "RSTD %", color: COLORS[0], values: points.map((p) => [p.batch, p.rstd]) },
     ], {
       xLabel: "batch",
+      integerX: true,
       yFormat: (v) => `${short(v)}%`,
       hline: theta !== undefined && theta !== null ? { y: theta, label: `θ = ${num(theta, 1)}%` } : null,
       marks: moves.map((p) => ({
@@ -434,6 +439,8 @@
   }
 
   function render(snap) {
+    document.title = snap.last_batch === null || snap.last_batch === undefined
+      ? "cep · live view" : `cep · batch ${snap.last_batch}`;
     renderStatus(snap);
     renderKpis(snap);
     renderThroughput(snap);
