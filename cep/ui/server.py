@@ -28,6 +28,7 @@ import errno
 import json
 import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -70,6 +71,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.source = source
         self.static = static
+        self.cpu_s = 0.0  # CPU seconds spent answering (what the view costs its run)
+        self._cpu_lock = threading.Lock()
+
+    def count_cpu(self, seconds: float) -> None:
+        with self._cpu_lock:
+            self.cpu_s += seconds
 
 
 class _Server6(_Server):
@@ -99,6 +106,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the run's own progress lines share the terminal."""
 
     def _answer(self, body: bool) -> None:
+        started = time.thread_time()
+        try:
+            self._route(body)
+        finally:
+            self.server.count_cpu(time.thread_time() - started)
+
+    def _route(self, body: bool) -> None:
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         route = url.path
@@ -184,6 +198,11 @@ class LiveServer(Closing):
         host, port = self._server.server_address[:2]
         shown = f"[{host}]" if ":" in str(host) else str(host)
         return f"http://{shown}:{port}/"
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the server's threads have spent answering requests."""
+        return self._server.cpu_s
 
     def attach(self, run: Path) -> None:
         """Serve ``run`` (a run directory or metrics file) from now on."""

@@ -61,6 +61,7 @@ def test_a_server_without_a_run_yet_answers_and_attaches_one_later(tmp_path):
         state = json.loads(urllib.request.urlopen(server.url + "api/state").read())
         assert state["run"] == {"path": str(tmp_path), "kind": "run directory",
                                 "manifest": {}}
+        assert 0 < server.cpu_s < 5, "the server counts what answering cost"
 
 
 def test_live_view_for_cep_run_binds_first_prints_its_address_and_serves_the_run_dir(
