@@ -212,7 +212,7 @@
     if (!rows.length) { empty(node, "waiting for the first batch"); return; }
     const f = frame(node);
     const max = Math.max(...rows.map((r) => r.value), 1);
-    const left = 78, right = 170;
+    const left = 78, right = 210;
     const band = (f.height - 16) / rows.length;
     const barH = Math.min(26, band * 0.7);
     rows.forEach((r, i) => {
