@@ -403,6 +403,11 @@
       { name: "engines", color: COLORS[0], values: shown.map((p) => p.engines_s || 0) },
       { name: "deliver", color: COLORS[1], values: shown.map((p) => p.deliver_s || 0) },
     ], { xLabel: "batch", yFormat: (v) => `${short(v)}s`, valueText: seconds });
+    const p = points[points.length - 1];
+    byId("batch-time-last").textContent = p
+      ? `batch ${p.batch}: ${seconds(p.duration)} from the previous commit; read ${seconds(p.read_s)}, ` +
+        `engines ${seconds(p.engines_s)} (task time), deliver ${seconds(p.deliver_s)}`
+      : "";
   }
 
   function renderSettings(snap) {
