@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cep.handoff.store import mask_uri
-from cep.io.inputlog import KAFKA_KIND, TEXT_KINDS, Segment
+from cep.io.inputlog import GENERATOR_KINDS, KAFKA_KIND, TEXT_KINDS, Segment
 
 
 @dataclass
@@ -50,7 +50,8 @@ class SourceTotals:
                 "behind": round(self.logged - self.read),
                 "read_records": round(self.read_records),
                 "behind_records": round(self.logged_records - self.read_records),
-                **({"last_file": self.last_path} if self.kind != KAFKA_KIND else {})}
+                **({"last_file": self.last_path}
+                   if self.kind not in (KAFKA_KIND, *GENERATOR_KINDS) else {})}
 
 
 class InputProgress:

@@ -61,6 +61,7 @@ def test_input_progress_without_an_offset_file_reports_what_is_logged(tmp_path):
     [row] = metrics["input"]["sources"]
     assert metrics["input"]["position"] is None
     assert (row["unit"], row["read"], row["behind"]) == ("rows", 0, 500)
+    assert "last_file" not in row, "a generator has no files"
 
 
 def test_dead_letter_summary_counts_kinds_and_keeps_the_latest_reasons(tmp_path):
