@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.hashing import kg_engine
 from cep.balancing.milp import milp
 from cep.balancing.simulate import (
@@ -103,7 +104,7 @@ def time_milp(n_keys: int, n_events: int, exponent: float, repeats: int, seed: i
         load = rng.multinomial(n_events, p).astype(np.float64)
         solved = len(log.solved)
         tic = time.perf_counter()
-        out = milp(load, key_map, N_ENGINES, threshold=0.0)  # always solve
+        out = milp(LoadSnapshot(load, key_map, N_ENGINES, threshold=0.0))  # always solve
         totals.append(time.perf_counter() - tic)
         solver.extend(log.solved[solved:])
         moved.append(int(np.count_nonzero(out != key_map)))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.hashing import kg_engine
 from cep.balancing.simulate import (
     PAPER_RATE,
@@ -93,7 +94,7 @@ def decision_times(
         times, moved, after = [], [], []
         for load in samples:
             tic = time.perf_counter()
-            out = STRATEGIES[name](load, key_map, n_engines, threshold=THETA)
+            out = STRATEGIES[name](LoadSnapshot(load, key_map, n_engines, threshold=THETA))
             times.append(1000.0 * (time.perf_counter() - tic))
             moved.append(int(np.count_nonzero(out != key_map)))
             after.append(imbalance(load, out, n_engines))

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.capacity import CapacityModel
 from cep.balancing.hashing import kg_engine, stable_hash
 from cep.balancing.pkg import PartialKeyGrouping
@@ -165,8 +166,8 @@ def simulate(
         state = _state_of_keys(state_model, seen, window_count, H)
         series = stats.series if strategy in SERIES_WINDOWS else None
         tic = time.perf_counter()
-        new_map = decide(stats.load, key_map, n_engines, threshold=threshold, state_size=state,
-                         capacity=target, load_series=series)
+        new_map = decide(LoadSnapshot(stats.load, key_map, n_engines, threshold=threshold,
+                                      state_size=state, capacity=target, load_series=series))
         ms[t] = 1000.0 * (time.perf_counter() - tic)
         changed = np.flatnonzero(new_map != key_map)
         moved[t] = len(changed)

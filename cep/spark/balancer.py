@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.capacity import CapacityModel
 from cep.balancing.hashing import kg_engine
 from cep.balancing.stats import LoadStatistics
@@ -71,10 +72,10 @@ class Balancer:
             self.capacity.observe(metrics["rows_per_engine"], metrics["busy_s_per_engine"])
             shares = self.capacity.shares()
         series = self.statistics.series if self.name in SERIES_WINDOWS else None
-        proposal = np.asarray(self.strategy(load, current, self.n_engines,
-                                            threshold=self.threshold,
-                                            state_size=self.statistics.seen,  # a proxy
-                                            capacity=shares, load_series=series))
+        snapshot = LoadSnapshot(load, current, self.n_engines, threshold=self.threshold,
+                                state_size=self.statistics.seen,  # a proxy
+                                capacity=shares, load_series=series)
+        proposal = np.asarray(self.strategy(snapshot))
         overrides = {self.texts[i]: int(proposal[i])
                      for i in np.flatnonzero(proposal != self.kg).tolist()}
         if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
