@@ -18,7 +18,6 @@ from cep.balancing.strategies import KEY_PRESERVING, STRATEGIES
 from cep.bench import format_bench
 from cep.cli import add_runner_options
 from cep.engine.output import output_records
-from cep.handoff.store import StoreError
 from cep.io.inputlog import generator_kind
 from cep.io.inputs import InputError, load_inputs, parse_input_specs
 from cep.io.kafka_input import STARTING_OFFSETS
@@ -43,6 +42,7 @@ from cep.spark.runtime import (
     run_on_spark,
 )
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
+from cep.transports.mongo_client import StoreError
 from cep.transports.outputs import is_uri_output
 from cep.transports.produce import produce, produce_generated
 from cep.verify import failures, format_table, to_json, verify

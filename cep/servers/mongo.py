@@ -51,7 +51,8 @@ key maps and handoff documents the killed run wrote. There the server runs with
 is never deleted by us. The journal alone is not enough: WiredTiger buffers log records
 and writes them out a little later, so a write acknowledged just before a SIGKILL can
 be lost (measured: 5 of 10 trials) unless it asked for ``j: true``, which makes
-SecantusDB flush the log before it answers (0 of 10); ``cep.handoff.store`` asks for it.
+SecantusDB flush the log before it answers (0 of 10); ``cep.transports.mongo_client``
+asks for it.
 WiredTiger locks its home, so a second server on the same directory fails to start
 ("Device or resource busy") instead of corrupting it.
 """

@@ -67,8 +67,8 @@ class EngineProcessor(StatefulProcessor):
 
     def close(self) -> None:
         """The task ends: no MongoDB client of it outlives it (see
-        ``cep.handoff.store.close_shared_clients``)."""
+        ``cep.transports.mongo_client.close_shared_clients``)."""
         if self.store is not None:
-            from cep.handoff.store import close_shared_clients
+            from cep.transports.mongo_client import close_shared_clients
 
             close_shared_clients()

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 
-from cep.handoff.store import StateStore, StoreError, mask_uri
+from cep.handoff.store import StateStore
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
@@ -70,6 +70,7 @@ from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
 from cep.spark.warm_files import remove_start
 from cep.spark.warmup import warm_up
 from cep.transports.address import KafkaTransportError
+from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 
 DEFAULT_BATCH_SIZE = 100_000

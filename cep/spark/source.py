@@ -180,8 +180,8 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             table = read_input(self.config, self.stages[0], self.labels[0],
                                self._engine_of, task)
         finally:  # a router of moved keys read the key map: no client outlives the task
-            if "cep.handoff.store" in sys.modules:
-                sys.modules["cep.handoff.store"].close_shared_clients()
+            if "cep.transports.mongo_client" in sys.modules:
+                sys.modules["cep.transports.mongo_client"].close_shared_clients()
         yield record_batch(table)
 
 

@@ -12,7 +12,7 @@ workers it started, and the input and engine tasks share that pool
 
 This job was dropped once (2f46044) on the suspicion that it caused a hang of a
 transformWithState task; that hang's cause was a MongoDB client dialling a port Spark
-had reused (``cep.handoff.store.close_shared_clients``), not this job.
+had reused (``cep.transports.mongo_client.close_shared_clients``), not this job.
 
 Only an optimisation: a warm-up that fails (a cluster whose executors lack cep, a
 session stopped early) changes nothing else, so its errors are dropped.

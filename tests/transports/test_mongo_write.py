@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from pymongo import MongoClient
 
-from cep.handoff.store import MongoUnavailableError
 from cep.servers.mongo import EmbeddedMongo
+from cep.transports.mongo_client import MongoUnavailableError
 from cep.transports.mongo_write import MongoEventWriter, event_id, parse_mongo_target
 
 Name = Callable[[str], str]
