@@ -1,4 +1,4 @@
-"""RSTD, engine loads, lower bounds, the load statistics window and the key index."""
+"""RSTD, engine loads, lower bounds and the load statistics window."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from cep.balancing.stats import (
-    KeyIndex,
     LoadStatistics,
     capacity_weights,
     engine_loads,
@@ -83,14 +82,3 @@ def test_statistics_reject_bad_parameters() -> None:
         LoadStatistics(window=0)
     with pytest.raises(ValueError):
         LoadStatistics(decay=1.5)
-
-
-def test_key_index_assigns_dense_ids_in_first_appearance_order() -> None:
-    index = KeyIndex()
-    assert index.ids(np.array(["b", "a", "b", None], dtype=object)).tolist() == [0, 1, 0, 2]
-    assert index.ids(np.array(["c", "a"], dtype=object)).tolist() == [3, 1]
-    assert len(index) == 4
-    assert index.hashes.dtype == np.uint64 and len(set(index.hashes.tolist())) == 4
-    assert index.ids(np.array([], dtype=object)).tolist() == []
-    ints = KeyIndex()
-    assert ints.ids(np.array([[10, 20], [20, 30]])).tolist() == [[0, 1], [1, 2]]
