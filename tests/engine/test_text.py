@@ -196,7 +196,7 @@ def test_term_rows_pack_columns_and_norms() -> None:
 def test_squared_counts_short_and_long_rows() -> None:
     """Σ count² per row, direct for short rows and sorted for long ones, equals counting
     every (row, column) pair."""
-    from cep.engine.token_kernel import SHORT_ROW, squared_counts
+    from cep.engine.text.token_kernel import SHORT_ROW, squared_counts
 
     rng = np.random.default_rng(3)
     lengths = rng.integers(0, 3 * SHORT_ROW, 2000)
