@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from cep.engine.patterns import (
+from cep.engine.pattern_nodes import (
     And,
     Atom,
     Event,
@@ -23,8 +23,8 @@ from cep.engine.patterns import (
     Or,
     PatternNode,
     Repeat,
-    compile_pattern,
 )
+from cep.engine.patterns import compile_pattern
 from cep.lang.compile import compile_text
 from cep.lang.errors import RuleError
 

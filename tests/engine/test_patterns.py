@@ -14,18 +14,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine import codec
-from cep.engine.patterns import (
+from cep.engine.pattern_nodes import (
     And,
     Atom,
     Event,
     Every,
     FollowedBy,
-    Match,
     Not,
     Or,
-    Pattern,
     PatternNode,
     Repeat,
+)
+from cep.engine.patterns import (
+    Match,
+    Pattern,
     compile_pattern,
     dumps_state,
     loads_state,
