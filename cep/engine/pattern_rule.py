@@ -13,22 +13,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cep.engine import pattern_nodes as nodes
 from cep.engine.emit import emit
 from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import empty_output
-from cep.engine.pattern_nodes import (
-    And,
-    Atom,
-    Event,
-    Every,
-    FollowedBy,
-    Not,
-    Or,
-    PatternNode,
-    Repeat,
-    Timer,
-    has_timer,
-)
+from cep.engine.pattern_nodes import Event, PatternNode
 from cep.engine.patterns import Match, PatternState, compile_pattern
 from cep.engine.table import (
     DTYPES,
@@ -60,7 +49,7 @@ class PatternOperator:
         root = self._build(rule.pattern)
         # streams with an atom whose filter is not fully precomputed: feed every event
         # (a timer's clock moves with every event of the key: then all are fed)
-        timed = has_timer(root)
+        timed = nodes.has_timer(root)
         self.unfiltered_streams = {
             a.stream for a in _atoms(rule.pattern)
             if a.local_filter is None or a.bound_filter is not None or timed}
@@ -78,21 +67,21 @@ class PatternOperator:
     def _build(self, node: ir.PNode) -> PatternNode:
         if isinstance(node, ir.PAtom):
             self.tag_streams[node.tag] = self.streams[node.stream]
-            return Atom(node.tag, node.stream, self._predicate(node))
+            return nodes.Atom(node.tag, node.stream, self._predicate(node))
         if isinstance(node, ir.PFollowedBy):
-            return FollowedBy(self._build(node.left), self._build(node.right))
+            return nodes.FollowedBy(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.PAnd):
-            return And(self._build(node.left), self._build(node.right))
+            return nodes.And(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.POr):
-            return Or(self._build(node.left), self._build(node.right))
+            return nodes.Or(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.PNot):
-            return Not(self._build(node.operand))
+            return nodes.Not(self._build(node.operand))
         if isinstance(node, ir.PEvery):
-            return Every(self._build(node.operand))
+            return nodes.Every(self._build(node.operand))
         if isinstance(node, ir.PTimer):
-            return Timer(node.us)
+            return nodes.Timer(node.us)
         until = self._build(node.until) if node.until is not None else None
-        return Repeat(node.count, self._build(node.operand), high=node.high, until=until)
+        return nodes.Repeat(node.count, self._build(node.operand), high=node.high, until=until)
 
     def _predicate(self, atom: ir.PAtom) -> Callable[[Event, dict], bool] | None:
         checks: list[Callable[[Event, dict], bool]] = []

@@ -15,23 +15,8 @@ from __future__ import annotations
 from itertools import product
 from typing import Any
 
-from cep.engine.pattern_nodes import (
-    And,
-    Atom,
-    Bindings,
-    Event,
-    Every,
-    FollowedBy,
-    Not,
-    Or,
-    PatternNode,
-    Repeat,
-    Timer,
-    bound_tags,
-    flatten,
-    has_timer,
-    starts_with_timer,
-)
+from cep.engine import pattern_nodes as nodes
+from cep.engine.pattern_nodes import Bindings, Event, PatternNode
 
 ALIVE = 0  # still running
 DONE = 1  # finished after completing (its completions are in the output list)
@@ -48,7 +33,7 @@ class _Atom:
     is_atom = True
     timed = False
 
-    def __init__(self, node: Atom, within: int | None, persistent: bool) -> None:
+    def __init__(self, node: nodes.Atom, within: int | None, persistent: bool) -> None:
         self.tag = node.tag
         self.stream = node.stream
         self.pred = node.predicate
@@ -91,7 +76,7 @@ class _Timer:
     is_atom = False
     timed = True
 
-    def __init__(self, node: Timer, clock: Clock, within: int | None) -> None:
+    def __init__(self, node: nodes.Timer, clock: Clock, within: int | None) -> None:
         self.us = node.us
         self.clock = clock
         self.within = within
@@ -650,35 +635,35 @@ class _Repeat:
 def build(node: PatternNode, within: int | None, clock: Clock) -> Any:
     """The runtime object of a numbered node (and of its subtree); checks where ``not``
     and timers may appear."""
-    if isinstance(node, Atom):
+    if isinstance(node, nodes.Atom):
         return _Atom(node, within, persistent=False)
-    if isinstance(node, Timer):
+    if isinstance(node, nodes.Timer):
         return _Timer(node, clock, within)
-    if isinstance(node, Not):
+    if isinstance(node, nodes.Not):
         raise ValueError("'not' is only allowed as a direct operand of 'and'")
-    if isinstance(node, Every):
-        if isinstance(node.operand, Atom):
+    if isinstance(node, nodes.Every):
+        if isinstance(node.operand, nodes.Atom):
             return _Atom(node.operand, within, persistent=True)
-        if starts_with_timer(node.operand):
+        if nodes.starts_with_timer(node.operand):
             raise ValueError("'every' over a pattern that starts with a timer fires without "
                              "events")
         return _Every(build(node.operand, within, clock), within)
-    if isinstance(node, Repeat):
-        if has_timer(node):
+    if isinstance(node, nodes.Repeat):
+        if nodes.has_timer(node):
             raise ValueError("timer:interval is not supported inside a repeat or a 'not'")
-        tags = tuple(bound_tags(node.operand, under_not=False))
+        tags = tuple(nodes.bound_tags(node.operand, under_not=False))
         until = build(node.until, within, clock) if node.until is not None else None
         return _Repeat(node.count, node.most, build(node.operand, within, clock), until, tags,
                        within)
-    if isinstance(node, FollowedBy):
-        return _FollowedBy([build(c, within, clock) for c in flatten(node, FollowedBy)],
-                           within)
-    if isinstance(node, Or):
-        return _Or([build(c, within, clock) for c in flatten(node, Or)], within)
-    operands = flatten(node, And)
-    if all(isinstance(c, Not) for c in operands):
+    if isinstance(node, nodes.FollowedBy):
+        steps = nodes.flatten(node, nodes.FollowedBy)
+        return _FollowedBy([build(c, within, clock) for c in steps], within)
+    if isinstance(node, nodes.Or):
+        return _Or([build(c, within, clock) for c in nodes.flatten(node, nodes.Or)], within)
+    operands = nodes.flatten(node, nodes.And)
+    if all(isinstance(c, nodes.Not) for c in operands):
         raise ValueError("an 'and' needs at least one operand that is not a 'not'")
-    if any(isinstance(c, Not) and has_timer(c) for c in operands):
+    if any(isinstance(c, nodes.Not) and nodes.has_timer(c) for c in operands):
         raise ValueError("timer:interval is not supported inside a repeat or a 'not'")
-    return _And([_Not(build(c.operand, within, clock)) if isinstance(c, Not)
+    return _And([_Not(build(c.operand, within, clock)) if isinstance(c, nodes.Not)
                  else build(c, within, clock) for c in operands], within)

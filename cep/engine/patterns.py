@@ -81,7 +81,7 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cep.engine import codec
@@ -134,22 +134,20 @@ def compile_pattern(root: PatternNode, within_us: int | None = None) -> Pattern:
     clock = Clock()
     runtime = build(numbered, within_us, clock)
     fingerprint = zlib.crc32(f"{describe(numbered)}|{within_us}".encode())
-    return Pattern(numbered, nodes, within_us, runtime, fingerprint, clock)
+    return Pattern(numbered, nodes, within_us, fingerprint, runtime, clock)
 
 
+@dataclass(frozen=True, eq=False)
 class Pattern:
     """A compiled pattern: the numbered tree plus its interpreter. Immutable; one per rule,
     shared by all keys (each key has its own `PatternState`)."""
 
-    def __init__(self, root: PatternNode, nodes: tuple[PatternNode, ...],
-                 within_us: int | None, runtime: Any, fingerprint: int,
-                 clock: Clock) -> None:
-        self.root = root
-        self.nodes = nodes
-        self.within_us = within_us
-        self.fingerprint = fingerprint
-        self._runtime = runtime
-        self._clock = clock
+    root: PatternNode
+    nodes: tuple[PatternNode, ...]
+    within_us: int | None
+    fingerprint: int
+    _runtime: Any = field(repr=False)
+    _clock: Clock = field(repr=False)
 
     def new_state(self) -> PatternState:
         """The state of a key that has seen no events yet."""
