@@ -184,21 +184,3 @@ class Pattern:
         if len(out) > 1:
             out.sort(key=lambda comp: comp[1].seq if comp[1] is not None else event.seq)
         return [Match(dict(b), event) for b, _ in out]
-
-    def is_exhausted(self, state: PatternState) -> bool:
-        """True when no further match is possible (a pattern without ``every`` that
-        matched, died on a ``not``, or ran out of time)."""
-        return state.root is None
-
-
-def dumps_state(state: PatternState) -> bytes:
-    """Serialise a state (plain data and `Event` tuples) in the codec's format."""
-    return codec.encode(state, "pattern")
-
-
-def loads_state(data: bytes) -> PatternState:
-    """Inverse of `dumps_state`; anything else raises `codec.StateFormatError`."""
-    state = codec.decode(data, "pattern", "pattern state")
-    if type(state) is not PatternState:
-        raise codec.StateFormatError("pattern state holds no PatternState; refusing to load it")
-    return state

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from support.samples import EXAMPLES
 
-from cep.engine import patterns as nfa
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
 from cep.engine.pattern_rule import PatternOperator
@@ -129,8 +128,9 @@ def test_a_pattern_without_within_runs_as_if_it_had_within_ttl() -> None:
 
 
 def _pattern_state_bytes(ttl: int | None, batches: int) -> list[int]:
-    """Bytes of a key's pattern state after each batch: x = 1 starts a partial match
-    that only x = 3 completes, and there never is one."""
+    """Bytes of the engine's snapshot (one key, one pattern rule: that key's pattern
+    state) after each batch: x = 1 starts a partial match that only x = 3 completes, and
+    there never is one."""
     module = compile_text(SCHEMA + UNBOUNDED, "<test>", state_ttl_us=ttl)
     engine = Engine(module)
     (_, op), = engine.operators
@@ -141,7 +141,8 @@ def _pattern_state_bytes(ttl: int | None, batches: int) -> list[int]:
     for b in range(batches):
         part = {name: col[b * 100:(b + 1) * 100] for name, col in tables.items()}
         run_batch(module, engine, {"T": part})
-        sizes.append(len(nfa.dumps_state(op.states["k0"])))
+        assert engine.keys() == {"k0"}
+        sizes.append(len(engine.snapshot()))
     return sizes
 
 
