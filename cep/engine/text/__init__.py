@@ -13,7 +13,7 @@ deterministic across processes and machines (no use of Python's randomised ``has
 because keys and window state move between Spark executors.
 
 Tokenisation
-    ``tokens(text)``: the maximal runs of ASCII letters and digits, lower-cased.
+    A text's tokens are its maximal runs of ASCII letters and digits, lower-cased.
     Punctuation, emoji, ``#``/``@`` sigils and every non-ASCII character are separators
     (``"Café #1"`` → ``["caf", "1"]``; the Kelvin sign and ``İ``, which Unicode lower-cases
     to ASCII letters, are separators too). Simple, the same in every process, and cheap
@@ -50,8 +50,8 @@ Cosine
 LSH bucket
     The MinHash of the token *set* with datasketch's ``affine32`` scheme, ``num_perm=16``,
     ``seed=7`` and the 32-bit token hash above (identical values to
-    ``datasketch.MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``, pinned by
-    a test), computed for a whole batch by a compiled loop
+    ``datasketch.MinHash(16, seed=7, scheme="affine32")`` with that hash as ``hashfunc``,
+    pinned by a test), computed for a whole batch by a compiled loop
     (:mod:`cep.engine.text.minhash_kernel`) instead of one MinHash object per text.
     The bucket uses the first band, :data:`BAND_ROWS` = 2 min-values ``v0, v1``:
     ``h = splitmix64(splitmix64(7 ^ v0) ^ v1)`` in wrapping uint64 arithmetic, bucket =
@@ -79,7 +79,6 @@ other jobs at a load of about 5, so ±30%)
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 from hashlib import blake2b
 
@@ -92,7 +91,6 @@ from cep.engine.text.cosine_kernel import sweep_max_cosine
 from cep.engine.text.minhash_kernel import minhash_minima
 from cep.engine.text.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
 
-TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
 NUM_PERM = 16
 SEED = 7
@@ -117,25 +115,9 @@ _HASH_CACHE: dict[bytes, int] = {}
 _HASH_CACHE_MAX = 1 << 21
 
 
-def tokens(text: str) -> list[str]:
-    """The word tokens of one text (see the module docstring): the definition that
-    :func:`_tokenised` computes for whole batches."""
-    return [token.lower() for token in TOKEN_RE.findall(text)]
-
-
-def token_hash64(token: str) -> int:
-    """Stable 64-bit hash of a token: first 8 bytes of BLAKE2b, little-endian."""
-    return int.from_bytes(blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-def token_hash32(token: str) -> int:
-    """The 32-bit MinHash input of a token (the high half of :func:`token_hash64`)."""
-    return token_hash64(token) >> 32
-
-
 def _hash_tokens(flat: list[bytes]) -> np.ndarray:
-    """64-bit hashes (:func:`token_hash64`) of distinct lower-cased tokens given as UTF-8
-    bytes, as uint64, through the cache."""
+    """64-bit hashes (the first 8 bytes of BLAKE2b, little-endian) of distinct lower-cased
+    tokens given as UTF-8 bytes, as uint64, through the cache."""
     if len(_HASH_CACHE) > _HASH_CACHE_MAX:
         _HASH_CACHE.clear()
     cache = _HASH_CACHE
@@ -351,8 +333,9 @@ def _splitmix64(h: np.ndarray) -> np.ndarray:
 def minhash_signatures(texts: Iterable[str] | np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
     """The first ``num_perm`` (≤ 16) MinHash values of each text's token set, uint32 (n, k).
 
-    Equal to ``MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``'s
-    ``hashvalues[:num_perm]`` for the text's tokens, computed for all texts at once.
+    Equal to ``MinHash(16, seed=7, scheme="affine32")``'s ``hashvalues[:num_perm]`` for
+    the text's tokens with the 32-bit token hash (the high half of the 64-bit one) as
+    ``hashfunc``, computed for all texts at once.
     """
     if not 1 <= num_perm <= NUM_PERM:
         raise ValueError(f"num_perm must be in [1, {NUM_PERM}]")
