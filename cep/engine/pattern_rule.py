@@ -15,26 +15,14 @@ import numpy as np
 
 from cep.engine import pattern_nodes as nodes
 from cep.engine.emit import emit
+from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import empty_output
 from cep.engine.pattern_nodes import Event, PatternNode
 from cep.engine.patterns import Match, PatternState, compile_pattern
-from cep.engine.table import (
-    DTYPES,
-    KEY,
-    NULL_SUFFIX,
-    PLACEHOLDERS,
-    SEQ,
-    SUB,
-    Table,
-    factorize,
-    nrows,
-    take,
-)
+from cep.engine.table import KEY, SEQ, SUB, Table, factorize, nrows, take
 from cep.engine.windows import SUB_RANGE
 from cep.lang import ir
-
-Row = dict[str, object]
 
 
 class PatternOperator:
@@ -232,19 +220,9 @@ class PatternOperator:
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:
     """The batch's events as dicts (NULL → None), plus the precomputed filter flags."""
-    columns: dict[str, list] = {}
-    for name, _ in stream.fields:
-        values = table[name].tolist()
-        nulls = table.get(name + NULL_SUFFIX)
-        if nulls is not None:
-            for i in np.flatnonzero(nulls).tolist():
-                values[i] = None
-        columns[name] = values
-    for flag, mask in flags.items():
-        columns[flag] = mask.tolist()
-    names = list(columns)
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(),
-                                                                     strict=True)]
+    columns = {name: field_values(table, name) for name, _ in stream.fields}
+    columns.update({flag: mask.tolist() for flag, mask in flags.items()})
+    return rows_of(columns)
 
 
 def _row_of(bound: object) -> Row | None:
@@ -266,12 +244,8 @@ def _bind_rows(env: Env, tag: str, stream: ir.StreamDef, rows: list[Row | None],
                index: int | None = None) -> None:
     """Expose the fields of one event per output row (None: the tag did not match)."""
     for name, t in stream.fields:
-        raw = [None if r is None else r.get(name) for r in rows]
-        nulls = np.array([v is None for v in raw], dtype=bool)
-        values = np.empty(len(raw), dtype=DTYPES[t])
-        values[:] = [PLACEHOLDERS[t] if v is None else v for v in raw]
         key = (tag, name) if index is None else (tag, name, index)
-        env.columns[key] = Col(values, nulls if nulls.any() else None)
+        env.columns[key] = as_column([None if r is None else r.get(name) for r in rows], t)
 
 
 def _atoms(node: ir.PNode) -> list[ir.PAtom]:
