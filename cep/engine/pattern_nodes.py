@@ -42,42 +42,39 @@ class Atom:
 
 @dataclass(frozen=True)
 class _Binary:
-    """The shape of the binary operators (their class says which one)."""
+    """The shape of the binary operators. Each operator is a subclass that adds no field,
+    only its type: it inherits the frozen dataclass (fields, equality by class and
+    values, repr) and needs no decorator of its own."""
 
     left: PatternNode
     right: PatternNode
     node_id: int = field(default=-1, compare=False)
 
 
-@dataclass(frozen=True)
 class FollowedBy(_Binary):
     """``left -> right``: ``right`` starts after each completion of ``left``."""
 
 
-@dataclass(frozen=True)
 class And(_Binary):
     """``left and right``: both complete, in any order."""
 
 
-@dataclass(frozen=True)
 class Or(_Binary):
     """``left or right``: either completes."""
 
 
 @dataclass(frozen=True)
 class _Unary:
-    """The shape of the prefix operators (their class says which one)."""
+    """The shape of the prefix operators, subclassed as `_Binary` is."""
 
     operand: PatternNode
     node_id: int = field(default=-1, compare=False)
 
 
-@dataclass(frozen=True)
 class Not(_Unary):
     """``not operand``: only as a direct operand of `And`."""
 
 
-@dataclass(frozen=True)
 class Every(_Unary):
     """``every operand``: restart the operand whenever it turns true or false."""
 
