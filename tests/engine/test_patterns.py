@@ -262,7 +262,7 @@ def test_invalid_patterns_are_rejected() -> None:
         compile_pattern(Repeat(0, a()))
     with pytest.raises(ValueError, match="WITHIN"):
         compile_pattern(a(), within_us=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a pattern node: 'A'"):
         compile_pattern("A")  # type: ignore[arg-type]
     # Alternatives of an or may share a tag.
     p = Every(Or(Atom("x", "A"), Atom("x", "B")))

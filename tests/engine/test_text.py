@@ -307,7 +307,7 @@ def test_lsh_bucket_range_and_types() -> None:
     assert len(np.unique(b)) > 500  # spreads over many buckets
     per_row = lsh_bucket(texts[:10], np.array([5, 0, -3, 7, 9, 11, 13, 1, 2, 3]))
     assert per_row[1] == 0 and per_row[2] == 0  # placeholder n < 1 behaves as n = 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
         lsh_bucket(texts, 0)
 
 
