@@ -47,11 +47,17 @@ def fmt(m: Match) -> str:
     return " ".join(parts)
 
 
-def run(pattern: PatternNode | Pattern, evs: list[Event], within: int | None = None
-        ) -> list[str]:
+def run_keeping_state(pattern: PatternNode | Pattern, evs: list[Event],
+                      within: int | None = None) -> tuple[list[str], PatternState]:
+    """The matches of one key's events, and the key's state after them."""
     cp = pattern if isinstance(pattern, Pattern) else compile_pattern(pattern, within)
     state = cp.new_state()
-    return [fmt(m) for e in evs for m in cp.feed(state, e)]
+    return [fmt(m) for e in evs for m in cp.feed(state, e)], state
+
+
+def run(pattern: PatternNode | Pattern, evs: list[Event], within: int | None = None
+        ) -> list[str]:
+    return run_keeping_state(pattern, evs, within)[0]
 
 
 def handed_over(state: PatternState) -> PatternState:
@@ -99,9 +105,7 @@ def test_esper_every_table(text: str, pattern: PatternNode, expected: list[str])
 
 
 def test_followed_by_without_every_matches_once_then_is_exhausted() -> None:
-    cp = compile_pattern(FollowedBy(a(), b()))
-    state = cp.new_state()
-    got = [fmt(m) for e in events("A1 A2 B1 B2") for m in cp.feed(state, e)]
+    got, state = run_keeping_state(FollowedBy(a(), b()), events("A1 A2 B1 B2"))
     assert got == ["a=A1 b=B1"]
     assert state.root is None
 
@@ -165,10 +169,7 @@ def test_every_keeps_a_still_running_operand_and_restarts_it_too() -> None:
 def test_and_any_order_completes_once() -> None:
     assert run(And(a(), b()), events("B1 A1 A2 B2")) == ["a=A1 b=B1"]
     assert run(And(a(), b()), events("A1 A2 B1")) == ["a=A1 b=B1"]
-    cp = compile_pattern(And(a(), b()))
-    state = cp.new_state()
-    for e in events("A1 B1"):
-        cp.feed(state, e)
+    _, state = run_keeping_state(And(a(), b()), events("A1 B1"))
     assert state.root is None
 
 
@@ -189,9 +190,7 @@ def test_one_event_binds_one_operand_of_an_and() -> None:
 
 
 def test_or_completes_on_first_of_either_then_done() -> None:
-    cp = compile_pattern(Or(a(), b()))
-    state = cp.new_state()
-    got = [fmt(m) for e in events("C1 B1 A1 B2") for m in cp.feed(state, e)]
+    got, state = run_keeping_state(Or(a(), b()), events("C1 B1 A1 B2"))
     assert got == ["b=B1"]
     assert state.root is None
 
@@ -310,10 +309,7 @@ def test_within_is_exclusive() -> None:
     p = FollowedBy(a(), b())
     assert run(p, events(f"A1@0 B1@{T}"), within=T) == []
     assert run(p, events(f"A1@0 B1@{T - 1}"), within=T) == ["a=A1 b=B1"]
-    cp = compile_pattern(p, T)
-    state = cp.new_state()
-    for e in events(f"A1@0 C1@{T}"):
-        cp.feed(state, e)
+    _, state = run_keeping_state(p, events(f"A1@0 C1@{T}"), within=T)
     assert state.root is None  # discarded by the unrelated event at exactly T
 
 
@@ -472,17 +468,25 @@ def test_round_trip_at_any_split_gives_identical_matches(raw, data) -> None:
 # --------------------------------------------------------------------------- brute force
 
 
-def _brute_every_a_b(evs: list[Event]) -> list[tuple]:
-    """every a=A -> b=B(x > a.x): each A with the first qualifying B after it."""
+def _each_a_with_first_b(evs: list[Event], is_b, ends=lambda e: False) -> list[tuple]:
+    """every a=A -> b: each A with the first later event ``is_b(event, a)`` accepts,
+    unless an event that ``ends`` the instance comes first."""
     found = []
     for i, ea in enumerate(evs):
         if ea.stream != "A":
             continue
-        for eb in evs[i + 1:]:
-            if eb.stream == "B" and eb.row["x"] > ea.row["x"]:
-                found.append((eb.seq, ea.seq, (("a", ea.seq), ("b", eb.seq))))
+        for e in evs[i + 1:]:
+            if ends(e):
+                break
+            if is_b(e, ea):
+                found.append((e.seq, ea.seq, (("a", ea.seq), ("b", e.seq))))
                 break
     return [(trig, binds) for trig, _first, binds in sorted(found)]
+
+
+def _brute_every_a_b(evs: list[Event]) -> list[tuple]:
+    """every a=A -> b=B(x > a.x): each A with the first qualifying B after it."""
+    return _each_a_with_first_b(evs, lambda e, ea: e.stream == "B" and e.row["x"] > ea.row["x"])
 
 
 def _brute_every_a_b_c_within(evs: list[Event], t: int) -> list[tuple]:
@@ -507,17 +511,8 @@ def _brute_every_a_b_c_within(evs: list[Event], t: int) -> list[tuple]:
 
 def _brute_not(evs: list[Event]) -> list[tuple]:
     """every a -> (b and not c): the first B or C after each A decides."""
-    found = []
-    for i, ea in enumerate(evs):
-        if ea.stream != "A":
-            continue
-        for e in evs[i + 1:]:
-            if e.stream == "C":
-                break
-            if e.stream == "B":
-                found.append((e.seq, ea.seq, (("a", ea.seq), ("b", e.seq))))
-                break
-    return [(trig, binds) for trig, _first, binds in sorted(found)]
+    return _each_a_with_first_b(evs, lambda e, ea: e.stream == "B",
+                                ends=lambda e: e.stream == "C")
 
 
 @settings(max_examples=300, deadline=None)
