@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from cep.engine.chain import complex_events
+from cep.engine.insert_into import complex_events
 from cep.engine.table import Table, concat, take
 from cep.lang import ir
 

@@ -18,8 +18,8 @@ from pyspark import cloudpickle
 from support.spark_runs import reference, run_and_read
 from support.stock_ticks import RULES, SCHEMA, SPIKE, TICKS, write_ticks
 
-from cep.engine.chain import complex_events
 from cep.engine.engine import Engine
+from cep.engine.insert_into import complex_events
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import run_batch

@@ -32,23 +32,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import build_output, empty_output
-from cep.engine.table import (
-    DTYPES,
-    KEY,
-    NULL_SUFFIX,
-    PLACEHOLDERS,
-    SEQ,
-    SUB,
-    Table,
-    factorize,
-    nrows,
-    take,
-)
+from cep.engine.table import KEY, NULL_SUFFIX, SEQ, SUB, Table, factorize, nrows, take
 from cep.lang import ir
-
-Row = dict
 
 
 def compile_program(pattern: ir.RPattern) -> list[tuple]:
@@ -216,7 +204,7 @@ class MatchRecognizeOperator:
             for qual, name in self.refs[var]:
                 values = [self._value(state, threads[n][2], qual, name, var, row, i)
                           for n in members]
-                env.columns[(qual, name)] = _col(values, self.types[name])
+                env.columns[(qual, name)] = as_column(values, self.types[name])
             for n, ok in zip(members, truth(cond, env).tolist(), strict=True):
                 passed[n] = ok
         return passed
@@ -304,7 +292,7 @@ class MatchRecognizeOperator:
             [c.expr for c in rule.measures], ir.FieldRef)}
         for qual, name in refs:
             values = [_last(assign, qual, name) for _, _, assign in found]
-            env.columns[(qual, name)] = _col(values, self.types[name])
+            env.columns[(qual, name)] = as_column(values, self.types[name])
         measures = Env(m)
         for column in rule.measures:
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
@@ -342,24 +330,8 @@ def _rows_by_key(table: Table, stream: ir.StreamDef,
     order = np.lexsort((table[SUB], table[SEQ]))
     columns: dict[str, list] = {SEQ: table[SEQ][order].tolist()}
     columns.update({name: flag[order].tolist() for name, flag in flags.items()})
-    for name, _ in stream.fields:
-        values = table[name][order].tolist()
-        nulls = table.get(name + NULL_SUFFIX)
-        if nulls is not None:
-            for i in np.flatnonzero(nulls[order]).tolist():
-                values[i] = None
-        columns[name] = values
-    names = list(columns)
-    keys = table[KEY][order].tolist()
-    for key, values in zip(keys, zip(*columns.values(), strict=True), strict=True):
-        yield key, dict(zip(names, values, strict=True))
-
-
-def _col(values: list, type_name: str) -> Col:
-    nulls = np.array([v is None for v in values], dtype=bool)
-    out = np.empty(len(values), dtype=DTYPES[type_name])
-    out[:] = [PLACEHOLDERS[type_name] if v is None else v for v in values]
-    return Col(out, nulls if nulls.any() else None)
+    columns.update({name: field_values(table, name, order) for name, _ in stream.fields})
+    return zip(table[KEY][order].tolist(), rows_of(columns), strict=True)
 
 
 def _last(assign: list[list], var: str, name: str) -> object:
@@ -380,7 +352,7 @@ def _aggregate(agg: ir.Agg, matches: list[list[list]], types: dict[str, str]) ->
         values = [row.get(ref.name) for row, v in assign if v == ref.qualifier]  # type: ignore[union-attr]
         values = [x for x in values if x is not None]
         out.append(_reduce(agg.name, values))
-    return _col(out, agg.type)
+    return as_column(out, agg.type)
 
 
 def _reduce(name: str, values: list) -> object:

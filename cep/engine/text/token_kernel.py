@@ -4,7 +4,7 @@ FSD tokenises every tweet twice (its LSH key when it arrives, its term row when 
 enters the window), and numpy needs a dozen whole-batch passes plus an Arrow dictionary
 encoding for that. This kernel does it in one pass over the bytes: a token is a maximal
 run of ASCII letters and digits inside one text, lower-cased (the definition of
-:func:`cep.engine.text.tokens`), and each distinct token gets a small id through a
+:mod:`cep.engine.text`), and each distinct token gets a small id through a
 hash table keyed by the token's bytes, so only distinct tokens are hashed (BLAKE2b, in
 Python, through a cache). The table's hash (FNV-1a) only finds candidates; tokens are
 compared byte by byte, so ids never merge two tokens. Compiled with numba and cached.

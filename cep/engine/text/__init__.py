@@ -1,5 +1,11 @@
 """Text UDFs: ``similarity`` (cosine of term counts) and ``lsh_bucket`` (MinHash LSH key).
 
+This package is First Story Detection's text machinery, kept apart from the engine core:
+the functions below, and the numba kernels they call (``token_kernel``, ``cosine_kernel``,
+``minhash_kernel``). The engine imports it only when a rule calls a text function
+(``cep.engine.functions.text_module``), because numba and scipy cost every process that
+loads them about 0.2 s.
+
 Both exist for First Story Detection: ``lsh_bucket`` turns a tweet into the partition key
 so that near-duplicates meet in one engine, and ``similarity`` is compared against τ over
 the key's window. Everything here is vectorised over numpy object arrays of ``str`` and
@@ -7,12 +13,12 @@ deterministic across processes and machines (no use of Python's randomised ``has
 because keys and window state move between Spark executors.
 
 Tokenisation
-    ``tokens(text)``: the maximal runs of ASCII letters and digits, lower-cased.
+    A text's tokens are its maximal runs of ASCII letters and digits, lower-cased.
     Punctuation, emoji, ``#``/``@`` sigils and every non-ASCII character are separators
     (``"Café #1"`` → ``["caf", "1"]``; the Kelvin sign and ``İ``, which Unicode lower-cases
     to ASCII letters, are separators too). Simple, the same in every process, and cheap
     to compute on a whole batch's UTF-8 bytes at once (:func:`_tokenised`, with the
-    compiled :mod:`cep.engine.token_kernel`); a multilingual tokeniser would be a
+    compiled :mod:`cep.engine.text.token_kernel`); a multilingual tokeniser would be a
     deliberate change of the definition, not a tweak.
 
 Representation: hashed term counts
@@ -33,7 +39,7 @@ Why raw counts and not L2-normalised rows
     product and squared norm is then an exact integer whatever the summation order
     (scipy's sparse product, a row-wise ``multiply().sum()``, a future BLAS), and the
     cosine is the single IEEE expression ``dot / sqrt(n2a * n2b)``, evaluated by
-    :func:`_cosine` and by the compiled window kernel (:mod:`cep.engine.cosine_kernel`).
+    :func:`_cosine` and by the compiled window kernel (:mod:`cep.engine.text.cosine_kernel`).
     That is what makes ``similarity()`` and :func:`max_similarity_in_segments`
     bit-identical by construction instead of by luck.
 
@@ -44,9 +50,9 @@ Cosine
 LSH bucket
     The MinHash of the token *set* with datasketch's ``affine32`` scheme, ``num_perm=16``,
     ``seed=7`` and the 32-bit token hash above (identical values to
-    ``datasketch.MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``, pinned by
-    a test), computed for a whole batch by a compiled loop
-    (:mod:`cep.engine.minhash_kernel`) instead of one MinHash object per text.
+    ``datasketch.MinHash(16, seed=7, scheme="affine32")`` with that hash as ``hashfunc``,
+    pinned by a test), computed for a whole batch by a compiled loop
+    (:mod:`cep.engine.text.minhash_kernel`) instead of one MinHash object per text.
     The bucket uses the first band, :data:`BAND_ROWS` = 2 min-values ``v0, v1``:
     ``h = splitmix64(splitmix64(7 ^ v0) ^ v1)`` in wrapping uint64 arithmetic, bucket =
     ``h mod n``. Two texts with Jaccard similarity ``s`` share the band with probability
@@ -73,7 +79,6 @@ other jobs at a load of about 5, so ±30%)
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 from hashlib import blake2b
 
@@ -82,11 +87,10 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 
-from cep.engine.cosine_kernel import sweep_max_cosine
-from cep.engine.minhash_kernel import minhash_minima
-from cep.engine.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
+from cep.engine.text.cosine_kernel import sweep_max_cosine
+from cep.engine.text.minhash_kernel import minhash_minima
+from cep.engine.text.token_kernel import TOKEN_BYTES, scan_tokens, squared_counts
 
-TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
 N_FEATURES = 2**31 - 1  # column space of the hashed term vectors; fits int32 indices
 NUM_PERM = 16
 SEED = 7
@@ -111,25 +115,9 @@ _HASH_CACHE: dict[bytes, int] = {}
 _HASH_CACHE_MAX = 1 << 21
 
 
-def tokens(text: str) -> list[str]:
-    """The word tokens of one text (see the module docstring): the definition that
-    :func:`_tokenised` computes for whole batches."""
-    return [token.lower() for token in TOKEN_RE.findall(text)]
-
-
-def token_hash64(token: str) -> int:
-    """Stable 64-bit hash of a token: first 8 bytes of BLAKE2b, little-endian."""
-    return int.from_bytes(blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-def token_hash32(token: str) -> int:
-    """The 32-bit MinHash input of a token (the high half of :func:`token_hash64`)."""
-    return token_hash64(token) >> 32
-
-
 def _hash_tokens(flat: list[bytes]) -> np.ndarray:
-    """64-bit hashes (:func:`token_hash64`) of distinct lower-cased tokens given as UTF-8
-    bytes, as uint64, through the cache."""
+    """64-bit hashes (the first 8 bytes of BLAKE2b, little-endian) of distinct lower-cased
+    tokens given as UTF-8 bytes, as uint64, through the cache."""
     if len(_HASH_CACHE) > _HASH_CACHE_MAX:
         _HASH_CACHE.clear()
     cache = _HASH_CACHE
@@ -152,7 +140,7 @@ def _tokenised(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(tokens per text, uint64 hash of every token in text order) for a whole batch.
 
     Works on the batch's UTF-8 bytes in one Arrow buffer instead of a regex per text: the
-    compiled :func:`~cep.engine.token_kernel.scan_tokens` finds the tokens (maximal runs
+    compiled :func:`~cep.engine.text.token_kernel.scan_tokens` finds the tokens (maximal runs
     of ASCII letters and digits inside one text; bytes of multi-byte characters never
     are such) and numbers the distinct ones, so only those are hashed.
     """
@@ -305,11 +293,11 @@ def max_similarity_in_segments(queries: tuple[np.ndarray, np.ndarray], query_gro
     the query's text is NULL or its segment holds no non-NULL row (SQL ``MAX`` over no
     values); otherwise ``≥ 0`` and bit-identical to :func:`similarity`, except that a
     value above ``cap`` only says the maximum is above ``cap`` (the caller's HAVING
-    drops those; see :mod:`cep.engine.cosine_kernel`).
+    drops those; see :mod:`cep.engine.text.cosine_kernel`).
 
     The vectorised form of ``max(similarity(LE.text, TW.text))`` over a ``#lastevent``
     join, for all keys of a batch at once: the compiled sweep
-    (:func:`cep.engine.cosine_kernel.sweep_max_cosine`) reads only rows some query's
+    (:func:`cep.engine.text.cosine_kernel.sweep_max_cosine`) reads only rows some query's
     segment covers, each against the queries that see it.
     """
     q_terms, q_norm2 = queries
@@ -345,8 +333,9 @@ def _splitmix64(h: np.ndarray) -> np.ndarray:
 def minhash_signatures(texts: Iterable[str] | np.ndarray, num_perm: int = NUM_PERM) -> np.ndarray:
     """The first ``num_perm`` (≤ 16) MinHash values of each text's token set, uint32 (n, k).
 
-    Equal to ``MinHash(16, seed=7, hashfunc=token_hash32, scheme="affine32")``'s
-    ``hashvalues[:num_perm]`` for the text's tokens, computed for all texts at once.
+    Equal to ``MinHash(16, seed=7, scheme="affine32")``'s ``hashvalues[:num_perm]`` for
+    the text's tokens with the 32-bit token hash (the high half of the 64-bit one) as
+    ``hashfunc``, computed for all texts at once.
     """
     if not 1 <= num_perm <= NUM_PERM:
         raise ValueError(f"num_perm must be in [1, {NUM_PERM}]")
