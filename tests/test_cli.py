@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cep.commands import balance_text
+from cep.cli.summary import balance_text
 
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"
@@ -155,7 +155,7 @@ def test_spark_runner_refuses_a_later_stage_reading_an_input_stream_in_one_line(
 def test_only_a_spark_run_starts_spark_before_the_commands_load():
     """``cep run`` on Spark begins the JVM before anything heavy is imported; nothing
     else does, and a bad runner option is left to the full parser."""
-    from cep.cli import spark_to_start
+    from cep.cli.runner_options import spark_to_start
 
     assert spark_to_start(["run", "r.epl", "--input", "tweets"]) == ("local[*]", False)
     assert spark_to_start(["run", "r.epl", "--input", "x", "--master", "local[2]",
