@@ -107,7 +107,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
     mongo_uri, mongo_timeout = config.mongo_uri, config.mongo_timeout
     batch_size = config.batch_size or DEFAULT_BATCH_SIZE
     if output.collect:
-        raise ValueError("Output(collect=True) is cep.run.run's: it reads the events back")
+        raise ValueError("Output(collect=True) needs the run entry, which reads events back")
     try:
         check_chain(module)
     except ChainError as err:
