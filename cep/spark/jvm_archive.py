@@ -122,7 +122,8 @@ def _train():
     path: the input source, the shuffle, the stateful engines with RocksDB and the
     per-batch sink); stop Spark and hand back its gateway."""
     from cep.lang.compile import compile_text
-    from cep.spark.runtime import Output, run_on_spark
+    from cep.run_config import Output, RunConfig
+    from cep.spark.runtime import run_on_spark
     from cep.spark.session import spark_session
 
     rules = ("CREATE SCHEMA Reading (sensor string, ts timestamp, temp double);\n"
@@ -133,9 +134,9 @@ def _train():
         data.write_text("".join(
             f'{{"sensor":"s{i % 7}","ts":{1_700_000_000_000 + i},"temp":{i % 40}}}\n'
             for i in range(2000)))
-        run_on_spark(compile_text(rules), {"Reading": str(data)},
-                     output=Output(str(Path(work) / "out.jsonl")), engines=2,
-                     batch_size=1000, master="local[2]", progress=False)
+        run_on_spark(compile_text(rules), RunConfig(
+            {"Reading": str(data)}, output=Output(str(Path(work) / "out.jsonl")), engines=2,
+            batch_size=1000, master="local[2]", progress=False))
     spark = spark_session("local[2]", 2)
     gateway = spark.sparkContext._gateway
     spark.stop()

@@ -39,8 +39,10 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from cep.run import run
+from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.runtime import SparkRunError, run_on_spark
+from cep.spark.runtime import SparkRunError
 
 
 def _reference(source: str) -> list[dict]:
@@ -94,8 +96,8 @@ def test_a_restart_with_other_engines_or_strategy_is_refused(killed_and_resumed)
     for options, wrong in (({"engines": 4, "strategy": "dlb-h"}, "engines 3, not 4"),
                            ({"engines": 3, "strategy": "kg"}, "strategy dlb-h, not kg")):
         with pytest.raises(SparkRunError, match=wrong):
-            run_on_spark(module, sources, checkpoint=str(killed_and_resumed["run"]),
-                         progress=False, **options)
+            run(module, RunConfig(sources, checkpoint=str(killed_and_resumed["run"]),
+                                  progress=False, **options))
 
 
 def test_a_restart_against_a_mongodb_without_the_run_is_refused(killed_and_resumed):
@@ -106,8 +108,8 @@ def test_a_restart_against_a_mongodb_without_the_run_is_refused(killed_and_resum
     batches = len(metrics(Path(f"{killed_and_resumed['run']}.metrics")))
     missing = f"holds no key map {batches}"  # the batch after the last committed one
     with EmbeddedMongo() as other, pytest.raises(SparkRunError, match=missing):
-        run_on_spark(module, sources, engines=3, strategy="dlb-h", mongo_uri=other.uri,
-                     checkpoint=str(killed_and_resumed["run"]), progress=False)
+        run(module, RunConfig(sources, engines=3, strategy="dlb-h", mongo_uri=other.uri,
+                              checkpoint=str(killed_and_resumed["run"]), progress=False))
 
 
 # -- slow: many kills at different points of a longer run ---------------------------
@@ -175,6 +177,6 @@ def test_a_checkpoint_of_an_old_state_layout_is_refused_not_resumed(tmp_path, la
            **({"state_layout": layout} if layout else {})}
     (tmp_path / "run.json").write_text(json.dumps(old) + "\n")
     with pytest.raises(SparkRunError, match=r"written by an older cep.*new checkpoint"):
-        run_on_spark(module, sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
-                     progress=False)
+        run(module, RunConfig(sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
+                              progress=False))
     assert not (tmp_path / "checkpoint").exists()  # refused before Spark started
