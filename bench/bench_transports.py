@@ -50,8 +50,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cep.io.generators import generate
 from cep.io.sources import write_events_jsonl
+from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
@@ -72,7 +72,7 @@ def _rate(n: int, seconds: float) -> dict[str, float]:
 
 
 def bench_kafka(n: int) -> dict[str, object]:
-    frame = generate(f"tweets:n={n}").frame
+    frame = generate_tweets(n).frame
     results: dict[str, object] = {}
     with EmbeddedKafka() as kafka:
         started = time.perf_counter()
@@ -207,7 +207,7 @@ def bench_pipeline(n: int, rate: int, seconds: float, batch: int, engines: int
         _readings(readings, n)
         produce(kafka.bootstrap, "readings", readings, 3)
         tweets = Path(tmp) / "tweets.jsonl"
-        write_events_jsonl(generate(f"tweets:n={n}").frame, str(tweets), ("ts",))
+        write_events_jsonl(generate_tweets(n).frame, str(tweets), ("ts",))
         produce(kafka.bootstrap, "tweets", tweets, 3, "user")
         spark_session("local[2]", engines)  # started once, outside the figures
         sensor = compile_file(ROOT / "rules" / "sensor_average.epl")
