@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
 from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
 from cep.servers.kafka import EmbeddedKafka

@@ -32,7 +32,7 @@ import pandas as pd
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
 from cep.reference import run_reference

@@ -22,8 +22,8 @@ from cep.handoff.store import StoreError
 from cep.io.inputlog import generator_kind
 from cep.io.inputs import InputError, load_inputs, parse_input_specs
 from cep.io.kafka_input import STARTING_OFFSETS
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS, write_metrics, write_records
-from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.lang.errors import RuleError

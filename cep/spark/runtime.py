@@ -54,7 +54,7 @@ from pyspark.errors import PySparkRuntimeError
 
 from cep.handoff.store import StateStore, StoreError, mask_uri
 from cep.io.inputlog import InputLog, InputLogError
-from cep.io.sources import MAX_RECORD_BYTES
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.servers.kafka_shared import embedded_broker
 from cep.servers.mongo import EmbeddedMongo

@@ -31,7 +31,7 @@ import pyarrow.json as pa_json
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
 from cep.transports.address import (
     KafkaAddress,
     KafkaTransportError,
