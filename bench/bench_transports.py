@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from cep.io.jsonl_writer import write_events_jsonl
+from cep.io.kafka_produce import produce, produce_frame
 from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
 from cep.servers.kafka import EmbeddedKafka
@@ -58,9 +59,9 @@ from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import Output, run_on_spark
 from cep.spark.session import spark_session
 from cep.transports.kafka_read import partition_ends, read_partition_range
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
-from cep.transports.produce import ensure_topic, produce, produce_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_BATCH = 50_000

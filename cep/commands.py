@@ -22,6 +22,7 @@ from cep.handoff.store import StoreError
 from cep.io.inputlog import generator_kind
 from cep.io.inputs import InputError, load_inputs, parse_input_specs
 from cep.io.kafka_input import STARTING_OFFSETS
+from cep.io.kafka_produce import produce, produce_generated
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS, write_metrics, write_records
 from cep.lang import ir
@@ -44,7 +45,6 @@ from cep.spark.runtime import (
 )
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
 from cep.transports.outputs import is_uri_output
-from cep.transports.produce import produce, produce_generated
 from cep.verify import failures, format_table, to_json, verify
 
 STRATEGY_NAMES = [*STRATEGIES, "pkg"]
@@ -413,7 +413,7 @@ def _embedded_kafka(specs: list[str]) -> contextlib.AbstractContextManager:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    """``cep produce``: the input side of a Kafka demo (see cep.transports.produce)."""
+    """``cep produce``: the input side of a Kafka demo (see cep.io.kafka_produce)."""
     started = time.perf_counter()
     try:
         uri = parse_kafka_uri(args.topic)

@@ -22,9 +22,9 @@ from typing import Protocol
 
 from cep.servers.kafka_shared import resolve
 from cep.transports.address import parse_kafka_uri
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
-from cep.transports.produce import ensure_topic
 
 
 class Publisher(Protocol):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cep.io.kafka_produce import produce
 from cep.servers.kafka import (
     EmbeddedKafka,
     EmbeddedKafkaError,
@@ -18,7 +19,7 @@ from cep.servers.kafka import (
     running_bootstrap,
 )
 from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
-from cep.transports.produce import ensure_topic, produce
+from cep.transports.kafka_send import ensure_topic
 
 
 def _alive(pid: int) -> bool:

@@ -13,8 +13,8 @@ from support.kafka_writer_child import records
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaUnavailableError, parse_kafka_uri
 from cep.transports.kafka_read import partition_ends, read_partition_range
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
-from cep.transports.produce import ensure_topic
 
 
 def test_read_and_write_fail_cleanly_and_resume(tmp_path: Path,

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from cep.io.kafka_produce import produce
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import (
     KafkaTransportError,
@@ -19,7 +20,7 @@ from cep.transports.address import (
     parse_kafka_uri,
 )
 from cep.transports.kafka_read import partition_ends, read_partition_range, topic_partitions
-from cep.transports.produce import ensure_topic, produce
+from cep.transports.kafka_send import ensure_topic
 
 Name = Callable[[str], str]
 

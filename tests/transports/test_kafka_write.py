@@ -14,8 +14,8 @@ from support.kafka_writer_child import records
 
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.kafka_read import partition_ends
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter, write_batch
-from cep.transports.produce import ensure_topic
 
 CHILD = Path(__file__).parent.parent / "support" / "kafka_writer_child.py"
 Name = Callable[[str], str]

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from cep.io.kafka_produce import produce, produce_frame
 from cep.io.tweets import generate_tweets
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaTransportError
 from cep.transports.kafka_read import partition_ends
-from cep.transports.produce import ensure_topic, produce, produce_frame
+from cep.transports.kafka_send import ensure_topic
 
 Name = Callable[[str], str]
 
