@@ -31,8 +31,7 @@ from cep.lang.errors import RuleError
 from cep.lang.parser import parse_duration
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import run_reference
-from cep.servers.kafka import EmbeddedKafkaError
-from cep.servers.kafka_shared import embedded_broker, resolve
+from cep.servers.kafka import EmbeddedKafkaError, embedded_broker
 from cep.servers.mongo import EmbeddedMongoError
 from cep.spark.balancer import CAPACITY_MODES, FIRST_DECIDED_BATCH
 from cep.spark.runtime import (
@@ -44,6 +43,7 @@ from cep.spark.runtime import (
     run_on_spark,
 )
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
+from cep.transports.embedded_kafka import resolve
 from cep.transports.outputs import is_uri_output
 from cep.verify import failures, format_table, to_json, verify
 

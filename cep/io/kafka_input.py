@@ -38,8 +38,8 @@ from cep.io.deadletter import DeadLetter
 from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
-from cep.servers.kafka_shared import resolve
 from cep.transports.address import KafkaAddress, parse_kafka_uri
+from cep.transports.embedded_kafka import resolve
 from cep.transports.kafka_read import partition_ends, read_partition_range
 
 CHUNK_OFFSETS = 10_000

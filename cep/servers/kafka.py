@@ -43,6 +43,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from cep.servers.child import ChildServer
+from cep.transports.embedded_kafka import bootstrap_file, embedded_dir
 
 _PR_SET_PDEATHSIG = 1
 _ANNOUNCE = re.compile(rb"^\s*kafka\s+(\S+):(\d+)\s*$", re.MULTILINE)
@@ -103,6 +104,17 @@ def embedded_bootstrap(data_dir: Path) -> Iterator[str]:
         return
     with EmbeddedKafka(data_dir=data_dir) as broker:
         yield broker.bootstrap
+
+
+@contextmanager
+def embedded_broker() -> Iterator[str]:
+    """The broker of ``kafka://embedded`` for the duration of the block: the running one
+    on :func:`~cep.transports.embedded_kafka.embedded_dir`, or one started here (and
+    stopped at the end, with SIGTERM: it saves its data); its address published for
+    :func:`~cep.transports.embedded_kafka.resolve`."""
+    with embedded_bootstrap(embedded_dir()) as bootstrap:
+        bootstrap_file().write_text(bootstrap)
+        yield bootstrap
 
 
 def _die_with_parent() -> None:

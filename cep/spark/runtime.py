@@ -56,7 +56,7 @@ from cep.handoff.store import StateStore, StoreError, mask_uri
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
-from cep.servers.kafka_shared import embedded_broker
+from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.balancer import Balancer
 from cep.spark.chain import ChainError, check_chain, drained
