@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
+from support.children import alive, first_line, wait_exit, wait_gone
 
 from cep.handoff.store import StateStore
 from cep.servers.mongo import EmbeddedMongo, EmbeddedMongoError
@@ -22,25 +21,6 @@ from cep.servers.mongo import EmbeddedMongo, EmbeddedMongoError
 # real hang fails them; every wait ends as soon as its condition holds.
 PARENT_START_S = 300.0  # a fresh interpreter importing pymongo, then the server's start
 GONE_S = 120.0
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_gone(pid: int, timeout: float) -> float:
-    """Seconds until ``pid`` is gone; fails the test after ``timeout``."""
-    start = time.monotonic()
-    while _alive(pid):
-        if time.monotonic() - start > timeout:
-            pytest.fail(f"server process {pid} still alive after {timeout} s")
-        time.sleep(0.05)
-    return time.monotonic() - start
 
 
 def _ping(uri: str) -> dict:
@@ -59,7 +39,7 @@ def test_start_answers_ping_and_stop_removes_process_and_data() -> None:
         assert server.uri.startswith("mongodb://127.0.0.1:")
         assert _ping(server.uri)["ok"] == 1.0
         assert (workdir / "data").is_dir()
-    assert not _alive(pid)
+    assert not alive(pid)
     assert not workdir.exists()
     server.stop()  # idempotent
     with pytest.raises(RuntimeError, match="not running"):
@@ -72,7 +52,7 @@ def test_stop_in_a_forked_copy_leaves_the_server_running(mongo: EmbeddedMongo) -
         mongo.stop()
         os._exit(0)
     os.waitpid(child, 0)
-    assert mongo.pid is not None and _alive(mongo.pid)
+    assert mongo.pid is not None and alive(mongo.pid)
     assert _ping(mongo.uri)["ok"] == 1.0
 
 
@@ -119,36 +99,13 @@ def _start_parent(mode: str, *args: str) -> tuple[subprocess.Popen[str], int, Pa
         text=True,
         start_new_session=True,  # its own process group, like a shell job
     )
-    line = _first_line(parent, PARENT_START_S)
+    line = first_line(parent, PARENT_START_S)
     if not line:
-        _wait_exit(parent, GONE_S)
+        wait_exit(parent, GONE_S)
         pytest.fail(f"parent did not start: {parent.stderr.read() if parent.stderr else ''}")
     pid, workdir, uri = line.split()
-    assert _alive(int(pid))
+    assert alive(int(pid))
     return parent, int(pid), Path(workdir), uri
-
-
-def _first_line(parent: subprocess.Popen[str], timeout: float) -> str:
-    """The parent's first line of output, waiting up to ``timeout`` for it ('' if the
-    parent ended without one)."""
-    assert parent.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(parent.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            parent.kill()
-            pytest.fail(f"parent printed nothing within {timeout} s")
-    return parent.stdout.readline()
-
-
-def _wait_exit(parent: subprocess.Popen[str], timeout: float) -> float:
-    """Seconds until ``parent`` exits; fails the test after ``timeout``."""
-    start = time.monotonic()
-    try:
-        parent.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        parent.kill()
-        pytest.fail(f"parent {parent.pid} still running after {timeout} s")
-    return time.monotonic() - start
 
 
 @pytest.mark.parametrize("mode", ["with", "atexit"])
@@ -156,19 +113,19 @@ def test_ctrl_c_in_parent_stops_server(mode: str) -> None:
     parent, pid, workdir, _ = _start_parent(mode)
     # A terminal's Ctrl-C signals the whole foreground process group.
     os.killpg(parent.pid, signal.SIGINT)
-    seconds = _wait_exit(parent, GONE_S)
+    seconds = wait_exit(parent, GONE_S)
     print(f"parent ({mode}) exited {seconds:.2f} s after Ctrl-C")
     assert parent.stderr is not None
     assert "KeyboardInterrupt" in parent.stderr.read()
-    assert not _alive(pid)
+    assert not alive(pid)
     assert not workdir.exists()
 
 
 def test_sigkilled_parent_leaves_no_server() -> None:
     parent, pid, workdir, _ = _start_parent("with")
     parent.kill()
-    _wait_exit(parent, GONE_S)
-    _wait_gone(pid, GONE_S)
+    wait_exit(parent, GONE_S)
+    wait_gone(pid, GONE_S)
     assert not workdir.exists()
 
 
@@ -182,8 +139,8 @@ def test_a_data_dir_outlives_a_sigkilled_owner_and_reopens_on_the_same_port(
         assert store.put_key_map(3, b"map three")
         store.put_states(2, {"k": b"state"})
     parent.kill()
-    _wait_exit(parent, GONE_S)
-    _wait_gone(pid, GONE_S)
+    wait_exit(parent, GONE_S)
+    wait_gone(pid, GONE_S)
     assert not workdir.exists()  # the log's temp dir goes, the data stays
     assert (data / "WiredTiger").exists()
     port = int(uri.rsplit(":", 1)[1].strip("/"))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import selectors
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.children import alive, first_line, wait_exit, wait_gone
 
 from cep.io.kafka_produce import produce
 from cep.servers.kafka import (
@@ -30,14 +28,6 @@ GONE_S = 120.0
 CONNECT_S = 30.0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_listens_on_loopback_and_stops(kafka: EmbeddedKafka) -> None:
     assert kafka.port is not None and kafka.bootstrap == f"127.0.0.1:{kafka.port}"
     with socket.create_connection(("127.0.0.1", kafka.port), timeout=CONNECT_S):
@@ -47,10 +37,10 @@ def test_listens_on_loopback_and_stops(kafka: EmbeddedKafka) -> None:
 def test_stop_ends_the_process_and_frees_the_port() -> None:
     broker = EmbeddedKafka().start()
     pid, port = broker.pid, broker.port
-    assert pid is not None and _alive(pid)
+    assert pid is not None and alive(pid)
     broker.stop()
     broker.stop()  # idempotent
-    assert not _alive(pid)
+    assert not alive(pid)
     with pytest.raises(ConnectionRefusedError), socket.create_connection(
             ("127.0.0.1", port), timeout=CONNECT_S):
         pass
@@ -80,7 +70,7 @@ def test_kill_is_a_crash() -> None:
     pid = broker.pid
     assert pid is not None
     broker.kill()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_a_taken_port_is_a_clear_error(kafka: EmbeddedKafka) -> None:
@@ -123,17 +113,8 @@ def test_the_broker_dies_with_its_owner_process() -> None:
          "time.sleep(600)\n"],
         stdout=subprocess.PIPE, text=True,
     )
-    assert owner.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(owner.stdout, selectors.EVENT_READ)
-        if not sel.select(GONE_S):
-            owner.kill()
-            pytest.fail(f"the owner did not start its broker within {GONE_S} s")
-    broker_pid = int(owner.stdout.readline())
-    assert _alive(broker_pid)
+    broker_pid = int(first_line(owner, GONE_S))
+    assert alive(broker_pid)
     owner.kill()
-    owner.wait(GONE_S)
-    deadline = time.monotonic() + GONE_S  # SIGTERM: the broker saves, then exits
-    while _alive(broker_pid):
-        assert time.monotonic() < deadline, "the broker outlived its owner"
-        time.sleep(0.05)
+    wait_exit(owner, GONE_S)
+    wait_gone(broker_pid, GONE_S)  # SIGTERM from the kernel: the broker saves, then exits

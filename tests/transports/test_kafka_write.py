@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import selectors
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.children import first_line, wait_exit
 from support.kafka_writer_child import records
 
 from cep.servers.kafka import EmbeddedKafka
@@ -39,21 +39,14 @@ def _run_child(kafka: EmbeddedKafka, topic: str, run_id: str, batch: int, n: int
          str(writer)],
         stdout=subprocess.PIPE, text=True, cwd=str(CHILD.parents[2]),
     )
-    assert child.stdout is not None
-    with selectors.DefaultSelector() as sel:  # the child's state marker, or a hang
-        sel.register(child.stdout, selectors.EVENT_READ)
-        ready = sel.select(CHILD_START_S)
-    if not ready:
-        child.kill()
-        pytest.fail(f"the writer child said nothing within {CHILD_START_S} s")
-    line = child.stdout.readline().strip()
+    line = first_line(child, CHILD_START_S).strip()  # the child's state marker
     assert line == ("sent" if mode == "mid" else "committed"), line
     return child
 
 
 def _kill(child: subprocess.Popen[str]) -> None:
     child.kill()  # SIGKILL
-    child.wait(ARRIVAL_S)
+    wait_exit(child, ARRIVAL_S)
     assert child.returncode == -9
 
 
