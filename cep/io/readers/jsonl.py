@@ -17,7 +17,7 @@ whichever path read it (tested on randomly corrupted files).
 Measured on the shared 2-core development machine: 1,000,000 lines of 6 fields (190 MB;
 ISO timestamps, a 15-word text) load in 2.6-3.9 s (260k-380k lines/s), about two thirds
 of it inside pyarrow's parser; the same events as CSV in 1.9 s, as Parquet in 1.3 s.
-``bench/bench_source.py`` measures the load rate.
+``bench/bench_readers.py`` measures the load rate of each format.
 
 Limitations: ``.json`` means JSON *lines*, not one JSON array; a UTF-8 byte-order mark
 makes the first line a dead letter; a JSON key holding a dot cannot be named in a FROM
