@@ -50,8 +50,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cep.io.generators import generate
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
+from cep.io.kafka_produce import produce, produce_frame
+from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
@@ -59,9 +60,9 @@ from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.session import spark_session
 from cep.transports.kafka_read import partition_ends, read_partition_range
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
-from cep.transports.produce import ensure_topic, produce, produce_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_BATCH = 50_000
@@ -73,7 +74,7 @@ def _rate(n: int, seconds: float) -> dict[str, float]:
 
 
 def bench_kafka(n: int) -> dict[str, object]:
-    frame = generate(f"tweets:n={n}").frame
+    frame = generate_tweets(n).frame
     results: dict[str, object] = {}
     with EmbeddedKafka() as kafka:
         started = time.perf_counter()
@@ -211,7 +212,7 @@ def bench_pipeline(n: int, rate: int, seconds: float, batch: int, engines: int
         _readings(readings, n)
         produce(kafka.bootstrap, "readings", readings, 3)
         tweets = Path(tmp) / "tweets.jsonl"
-        write_events_jsonl(generate(f"tweets:n={n}").frame, str(tweets), ("ts",))
+        write_events_jsonl(generate_tweets(n).frame, str(tweets), ("ts",))
         produce(kafka.bootstrap, "tweets", tweets, 3, "user")
         spark_session("local[2]", engines)  # started once, outside the figures
         sensor = compile_file(ROOT / "rules" / "sensor_average.epl")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
 from cep.run import run

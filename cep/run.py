@@ -21,13 +21,13 @@ from collections.abc import Iterable
 
 from cep.engine.output import output_records
 from cep.io.inputs import InputError, load_inputs
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import write_metrics, write_records
-from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import run_reference
 from cep.run_config import Output, RunConfig, RunResult
-from cep.servers.kafka_shared import embedded_broker
+from cep.servers.kafka import embedded_broker
 from cep.transports.outputs import is_uri_output
 
 

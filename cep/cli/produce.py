@@ -1,5 +1,5 @@
 """``cep produce TOPIC_URI --input SRC``: the input side of a Kafka demo (see
-:mod:`cep.transports.produce`)."""
+:mod:`cep.io.kafka_produce`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 from cep.cli.errors import CommandError
 from cep.io.inputlog import generator_kind
+from cep.io.kafka_produce import produce, produce_generated
 from cep.run import embedded_kafka_for
-from cep.servers.kafka_shared import resolve
 from cep.transports.address import parse_kafka_uri
-from cep.transports.produce import produce, produce_generated
+from cep.transports.embedded_kafka import resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

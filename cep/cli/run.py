@@ -12,8 +12,8 @@ from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.cli.runner_options import add_runner_options
 from cep.cli.summary import balance_text, quality_lines, summary_text
 from cep.io.kafka_input import STARTING_OFFSETS
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS
-from cep.io.sources import MAX_RECORD_BYTES
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import (

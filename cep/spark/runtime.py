@@ -54,10 +54,10 @@ from pyspark.errors import PySparkRuntimeError
 from cep.handoff.store import StateStore
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
-from cep.io.sources import MAX_RECORD_BYTES
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
-from cep.servers.kafka_shared import embedded_broker
+from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.balancer import Balancer
 from cep.spark.chain import ChainError, check_chain, drained

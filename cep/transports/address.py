@@ -4,7 +4,7 @@ URI forms (``--input`` / ``--output``)::
 
     kafka://HOST:PORT[,HOST:PORT…]/TOPIC[,TOPIC…][?OPTION=VALUE&…]
     kafka://USER:PASSWORD@HOST:PORT/TOPIC?sasl.mechanism=SCRAM-SHA-512
-    kafka://embedded/TOPIC           (a broker that cep starts itself, see broker.py)
+    kafka://embedded/TOPIC           (a broker that cep starts itself, see embedded_kafka.py)
 
 Query options are librdkafka settings passed through unchanged (``security.protocol``,
 ``ssl.ca.location``, ``sasl.mechanism``, ``socket.timeout.ms`` …), so a deployment's

@@ -36,13 +36,13 @@ from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog
 from cep.io.inputs import load_inputs, load_segments
+from cep.io.kafka_produce import produce
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.transports.produce import produce
 
 ROOT = Path(__file__).parent.parent.parent
 

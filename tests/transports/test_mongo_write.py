@@ -27,7 +27,7 @@ def test_ids_are_deterministic_and_typed() -> None:
     assert event_id({**event, "key": "5"}) == "r/000000000007/s:5"
     assert event_id({**event, "key": "a/b"}) == "r/000000000007/s:a/b"
     assert event_id({**event, "key": None}) == "r/000000000007/n:"
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"keys must be int or str, not float \(1\.5\)"):
         event_id({**event, "key": 1.5})
 
 
