@@ -37,7 +37,7 @@ from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
 from cep.reference import run_reference
 from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
+from cep.spark.event_parts import EventParts
 from cep.spark.runtime import DEFAULT_BATCH_SIZE, Output, SparkRun, run_on_spark
 
 Source = str | Path | pd.DataFrame | Mapping[str, "str | Path | pd.DataFrame"]

@@ -33,7 +33,6 @@ from cep.reference import run_reference
 from cep.servers.kafka import EmbeddedKafkaError
 from cep.servers.kafka_shared import embedded_broker, resolve
 from cep.servers.mongo import EmbeddedMongoError
-from cep.spark.balancer import CAPACITY_MODES, FIRST_DECIDED_BATCH
 from cep.spark.runtime import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MONGO_TIMEOUT,
@@ -42,6 +41,7 @@ from cep.spark.runtime import (
     SparkRunError,
     run_on_spark,
 )
+from cep.spark.splitter.balancer import CAPACITY_MODES, FIRST_DECIDED_BATCH
 from cep.transports.address import KafkaTransportError, parse_kafka_uri
 from cep.transports.outputs import is_uri_output
 from cep.transports.produce import produce, produce_generated
@@ -298,7 +298,7 @@ def describe(module: ir.CompiledModule) -> str:
 
 def _chain_on_spark(module: ir.CompiledModule) -> str:
     """Whether the Spark runner takes this INSERT INTO chain, in one line."""
-    from cep.spark.chain import ChainError, check_chain
+    from cep.spark.chain_stages import ChainError, check_chain
 
     try:
         check_chain(module)
@@ -321,9 +321,9 @@ def _rule_kind(rule: ir.StatefulRule) -> str:
 def _prepare(args: argparse.Namespace) -> int:
     """``cep prepare``: the checkpoint file system of ``cep.spark.local_fs``, then the
     class archive of ``cep.spark.jvm_archive`` (made with the jar on the class path)."""
-    from cep.spark.jvm_archive import ArchiveError, build_archive
+    from cep.spark.jvm_archive import ArchiveError
     from cep.spark.local_fs import LocalFsError, build_jar
-    from cep.spark.session import DRIVER_JAVA_OPTIONS
+    from cep.spark.prepare import make_archive
 
     started = time.perf_counter()
     try:
@@ -331,7 +331,7 @@ def _prepare(args: argparse.Namespace) -> int:
     except LocalFsError as err:  # runs still work, with Hadoop's own file system
         print(f"cep: {err}", file=sys.stderr)
     try:
-        path = build_archive(DRIVER_JAVA_OPTIONS)
+        path = make_archive()
     except ArchiveError as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR

@@ -19,7 +19,7 @@ from cep.balancing.stats import rstd
 from cep.balancing.strategies import KEY_PRESERVING
 from cep.lang import ir
 from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
+from cep.spark.event_parts import EventParts
 from cep.spark.runtime import Output, SparkRun, run_on_spark
 
 

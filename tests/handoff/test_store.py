@@ -23,7 +23,7 @@ from cep.handoff.store import (
     mask_uri,
 )
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark import keymaps
+from cep.spark.splitter import keymaps
 
 # -- key maps ----------------------------------------------------------------------
 

@@ -23,11 +23,12 @@ from cep.engine.engine import Engine
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import run_batch
-from cep.spark.chain import ChainParts, split_rows
-from cep.spark.labels import partition_of, stage_labels
-from cep.spark.routing import key_grouping
+from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.runtime import Output, SparkRunError, run_on_spark
-from cep.spark.source import InputReader, SourceConfig
+from cep.spark.source import InputReader
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.engine_labels import partition_of, stage_labels
+from cep.spark.splitter.routing import key_grouping
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
-from cep.spark.chain import drained
+from cep.spark.chain_stages import drained
 
 
 def _draining(run: Path) -> int | None:

@@ -10,7 +10,7 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
 from cep.reference import run_reference
 from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
+from cep.spark.event_parts import EventParts
 from cep.spark.runtime import Output, SparkRun, run_on_spark
 
 ROOT = Path(__file__).resolve().parent.parent.parent
