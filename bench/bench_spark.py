@@ -77,10 +77,10 @@ from cep.reference import batch_bounds, run_reference
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig
 from cep.spark.delivery import read_output
-from cep.spark.labels import engine_labels
-from cep.spark.parts import EventParts
-from cep.spark.routing import key_grouping, route_part
+from cep.spark.event_parts import EventParts
 from cep.spark.session import spark_session
+from cep.spark.splitter.engine_labels import engine_labels
+from cep.spark.splitter.routing import key_grouping, route_part
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
 RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top

@@ -93,7 +93,7 @@ def _run_spark(module: ir.CompiledModule, config: RunConfig,
 
     if config.output.collect:
         from cep.spark.delivery import read_output
-        from cep.spark.parts import EventParts
+        from cep.spark.event_parts import EventParts
 
         with tempfile.TemporaryDirectory(prefix="cep-run-events-") as out:
             result = run_on_spark(module, dataclasses.replace(config, output=Output(out)),

@@ -52,7 +52,7 @@ def _series(values: np.ndarray, n_keys: int) -> np.ndarray:
 class LoadSnapshot:
     """One decision's input: the keys' loads, the map in force, the engines and θ.
 
-    Built once per decision by the runtime (:class:`cep.spark.balancer.Balancer`) or the
+    Built once per decision by the runtime (:class:`cep.spark.splitter.balancer.Balancer`) or the
     simulator and handed to the strategy, so the checks every strategy needs run in one
     place and every strategy reads the same normalised values: ``load``, ``state_size`` and
     ``load_series`` as float64, ``key_map`` with its own integer dtype (a strategy's answer

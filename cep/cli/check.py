@@ -55,7 +55,7 @@ def describe(module: ir.CompiledModule) -> str:
 def _chain_on_spark(module: ir.CompiledModule) -> str:
     """Whether the Spark runner takes this INSERT INTO chain, in one line (its check is
     loaded only for a module that has a chain)."""
-    from cep.spark.chain import ChainError, check_chain
+    from cep.spark.chain_stages import ChainError, check_chain
 
     try:
         check_chain(module)

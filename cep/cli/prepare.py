@@ -9,9 +9,9 @@ import sys
 import time
 
 from cep.cli.errors import EXIT_RUN_ERROR
-from cep.spark.jvm_archive import ArchiveError, build_archive
+from cep.spark.jvm_archive import ArchiveError
 from cep.spark.local_fs import LocalFsError, build_jar
-from cep.spark.session import DRIVER_JAVA_OPTIONS
+from cep.spark.prepare import make_archive
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def prepare(args: argparse.Namespace) -> int:
     except LocalFsError as err:  # runs still work, with Hadoop's own file system
         print(f"cep: {err}", file=sys.stderr)
     try:
-        path = build_archive(DRIVER_JAVA_OPTIONS)
+        path = make_archive()
     except ArchiveError as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR

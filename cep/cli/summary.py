@@ -35,7 +35,7 @@ def balance_text(strategy: str, metrics: list[dict]) -> str | None:
     run ended before its first key map could apply, why the balance stayed KG's (keys
     handed over at the end of the last batch never arrive): a user who asked for DLB and
     sees nothing change should learn why from the run, not from the docs."""
-    from cep.spark.balancer import FIRST_DECIDED_BATCH  # only a Spark run has a balance
+    from cep.spark.splitter.balancer import FIRST_DECIDED_BATCH  # a Spark run has a balance
 
     if not metrics:
         return None

@@ -17,7 +17,7 @@ A run directory (``--checkpoint DIR``, else a temporary one) holds::
     parts/        the engines' event parts, while they wait to be delivered (unless the
                   output is a directory: then the parts are written there)
     dead/ ledgers/   per-batch dead letters; append ledgers of the output files
-    chain/        an INSERT INTO chain's rows for the next stage (``chain.py``)
+    chain/        an INSERT INTO chain's rows for the next stage (``chain_stages.py``)
     mongo/        the embedded MongoDB's data, when keys move and no --mongo-uri is given
 
 Why the embedded server's data lives in the checkpoint: a restarted batch t imports the
@@ -59,17 +59,18 @@ from cep.lang import ir
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.balancer import Balancer
-from cep.spark.chain import ChainError, check_chain, drained
-from cep.spark.labels import stage_labels
-from cep.spark.parts import EventParts
+from cep.spark.chain_stages import ChainError, check_chain, drained
+from cep.spark.event_parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
-from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.session import SPARK_LOG, is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, Progress
-from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
-from cep.spark.warm_files import remove_start
-from cep.spark.warmup import warm_up
+from cep.spark.source import SOURCE_NAME, input_source
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.balancer import Balancer
+from cep.spark.splitter.engine_labels import stage_labels
+from cep.spark.splitter.routing import key_grouping, map_grouping, partial_key_grouping
+from cep.spark.warm_state_files import remove_start
+from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher

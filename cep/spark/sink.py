@@ -31,7 +31,7 @@ import numpy as np
 
 from cep.balancing.stats import rstd
 from cep.spark.delivery import AppendLedger, merged_lines
-from cep.spark.parts import EventParts
+from cep.spark.event_parts import EventParts
 from cep.transports.outputs import Publisher
 
 BatchHook = Callable[[int, list[dict], dict], None]
@@ -76,7 +76,7 @@ class Delivery:
     exactly once per batch id); ``stdout``: printed per batch; ``callback``: handed to
     Python code; none of these: the parts directory is the output. ``dead_file``: the
     dead-letter file. ``lag``: an INSERT INTO chain's later stages, whose last finishes
-    the events of batch b's records in batch b + lag (``chain.py``), so batch B delivers
+    the events of batch b's records in batch b + lag (``chain_stages.py``), so batch B delivers
     the parts of batch B - lag."""
 
     parts: EventParts

@@ -11,7 +11,7 @@ import numpy as np
 from cep.balancing.hashing import kg_engine
 from cep.handoff.protocol import KeyMap
 from cep.handoff.store import StateStore
-from cep.spark.balancer import Balancer
+from cep.spark.splitter.balancer import Balancer
 
 
 def _loads(*batches: dict[str, int]) -> list[dict]:

@@ -16,7 +16,7 @@ from support.ports import refusing_port
 from cep.handoff.protocol import KeyMap
 from cep.handoff.store import CHUNK_BYTES, MissingStateError, StateStore
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark import keymaps
+from cep.spark.splitter import keymaps
 from cep.transports.mongo_client import (
     MongoUnavailableError,
     StoreError,

@@ -25,11 +25,12 @@ from cep.lang.compile import compile_text
 from cep.reference import run_batch
 from cep.run import run
 from cep.run_config import Output, RunConfig
-from cep.spark.chain import ChainParts, split_rows
-from cep.spark.labels import partition_of, stage_labels
-from cep.spark.routing import key_grouping
+from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.runtime import SparkRunError
-from cep.spark.source import InputReader, SourceConfig
+from cep.spark.source import InputReader
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.engine_labels import partition_of, stage_labels
+from cep.spark.splitter.routing import key_grouping
 
 
 @pytest.fixture(scope="module")

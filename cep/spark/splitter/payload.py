@@ -1,5 +1,8 @@
 """One engine's rows of one input task, as the bytes that travel to its engine task.
 
+Part of the Splitter (see ``cep/spark/splitter/__init__.py``): ``routing.py`` packs what
+it routed to each engine, ``engine_batch.py`` unpacks it.
+
 The payload crosses one shuffle inside one running job (an input task of batch B to the
 engine task of batch B) and never rests anywhere a restart would read it, so it is a
 pickle. Its size is what costs: on its way Spark's JVM copies every byte about ten times

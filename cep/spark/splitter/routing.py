@@ -1,10 +1,11 @@
 """The Splitter's data path inside Spark: stateless rules, keys, engine of every row.
 
-Runs on executors inside the input source's tasks (``source.py``), right after a task
-has read its pieces, in parallel and with no shuffle. For every engine it emits exactly
-one row (its slice of every stream, ``payload.py``, for the engine task of the same job), so
-every engine runs in every micro-batch even when it got no events (it may have state to
-import or export). Output rows of stateless rules, and the task's counts and timings,
+Part of the Splitter (see ``cep/spark/splitter/__init__.py``): the part that routes.
+Runs on executors inside the input source's tasks (``cep/spark/source.py``), right after
+a task has read its pieces, in parallel and with no shuffle. For every engine it emits
+exactly one row (its slice of every stream, ``payload.py``, for the engine task of the
+same job), so every engine runs in every micro-batch even when it got no events (it may
+have state to import or export). Output rows of stateless rules, and the task's counts and timings,
 ride along with engine 0's row.
 """
 
@@ -21,8 +22,8 @@ from cep.balancing.pkg import PartialKeyGrouping
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, Table, concat
 from cep.lang import ir
-from cep.spark.keymaps import key_map
-from cep.spark.payload import (
+from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.payload import (
     Factorized,
     code_table,
     factorize_without_nulls,

@@ -1,5 +1,8 @@
 """Engine labels: group-by values that put engine e alone in shuffle partition e.
 
+Part of the Splitter (see ``cep/spark/splitter/__init__.py``): its last hop, Spark's
+shuffle, which delivers the rows ``routing.py`` labelled for engine e to engine e's task.
+
 Spark hash-partitions a grouped aggregation by ``pmod(murmur3_32(value, seed=42), P)``.
 With P = N shuffle partitions and label[e] chosen so that this is e, each engine owns one
 partition (one task per batch), and no two engines ever share a task. The hash is Spark's

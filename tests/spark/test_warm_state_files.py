@@ -13,7 +13,7 @@ from cep.engine import codec
 from cep.engine.table import SEQ, SUB
 from cep.spark.engine_batch import KeyStates
 from cep.spark.key_layout import Layout, pack
-from cep.spark.warm_files import STALE_S, WarmFiles, remove_start
+from cep.spark.warm_state_files import STALE_S, WarmFiles, remove_start
 
 
 @pytest.fixture

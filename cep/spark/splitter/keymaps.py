@@ -1,5 +1,9 @@
 """Key maps as executors see them: read from MongoDB once per version, then cached.
 
+Part of the Splitter (see ``cep/spark/splitter/__init__.py``): the maps the Balancer
+writes (``balancer.py``), as the routers of moved keys (``routing.map_grouping``), the
+engines' imports and exports and the Balancer itself read them.
+
 Maps are write-once (a version never changes after it is written), so a cache keyed by
 (run, version) is always right. A missing map is an error: assuming key grouping instead
 would silently route a moved key to an engine that does not have its state.

@@ -1,5 +1,8 @@
 """The Balancer: after each micro-batch, per-key load → strategy → key map two batches on.
 
+Part of the Splitter (see ``cep/spark/splitter/__init__.py``): the part that decides
+where keys go; ``routing.py`` follows its maps.
+
 Runs on the driver as a ``foreachBatch`` hook. After batch t it folds the engines'
 per-key loads into the load statistics, takes map ``M[t+1]`` (already fixed) as the
 current assignment, asks the strategy (``cep.balancing.strategies``) for a better one and
@@ -28,7 +31,7 @@ from cep.balancing.stats import LoadStatistics
 from cep.balancing.strategies import SERIES_WINDOWS, get_strategy
 from cep.handoff.protocol import KeyMap
 from cep.handoff.store import StateStore
-from cep.spark.keymaps import key_map
+from cep.spark.splitter.keymaps import key_map
 
 CAPACITY_MODES = ("equal", "measured")
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
