@@ -1,7 +1,7 @@
 """First Story Detection at the DLB paper's scale, on Spark: throughput, balance, makespan.
 
 Runs ``cep verify`` (the same code as ``cep bench``) on the built-in ``tweets`` workload for
-each strategy and prints, per strategy: tweets/s end to end (the whole ``run_on_spark``
+each strategy and prints, per strategy: tweets/s end to end (the whole ``cep.run.run``
 call: session, every batch; executors generate their own ranges of the tweets, so
 nothing passes through the driver), first stories and equality with KG, avg RSTD, keys
 moved, the projected makespan (Σ over batches of the busiest engine's seconds,
@@ -39,7 +39,8 @@ from cep.bench import format_bench
 from cep.io.tweets import tweets_plan, tweets_range, zipf_exponent
 from cep.lang import ir
 from cep.lang.compile import compile_file
-from cep.spark.runtime import Output, run_on_spark
+from cep.run import run
+from cep.run_config import Output, RunConfig
 from cep.verify import StrategyResult, verify
 
 ROOT = Path(__file__).parent.parent
@@ -88,8 +89,8 @@ def warm_up(module: ir.CompiledModule, n: int, master: str, engines: int) -> flo
     """Run KG on ``n`` tweets, unmeasured: starts the session and the Python workers."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-fsd-warm-") as out:
-        run_on_spark(module, {"Tweet": f"tweets:n={n},seed=1"}, output=Output(out),
-                     engines=engines, master=master, progress=False)
+        run(module, RunConfig({"Tweet": f"tweets:n={n},seed=1"}, output=Output(out),
+                              engines=engines, master=master, progress=False))
     seconds = time.perf_counter() - started
     print(f"warm-up: {n:,} tweets in {seconds:.1f}s (session start included)", flush=True)
     return seconds
@@ -120,9 +121,9 @@ def main() -> None:
     strategies = [s for s in args.strategies.split(",") if s]
     warm_up_s = (warm_up(module, args.warm_up, args.master, args.engines) if args.warm_up
                  else 0.0)
-    results = verify(module, {"Tweet": spec}, strategies, engines=args.engines,
-                     batch_size=args.batch_size, master=args.master,
-                     threshold=args.threshold, progress=True)
+    results = verify(module, RunConfig({"Tweet": spec}, engines=args.engines,
+                                       batch_size=args.batch_size, master=args.master,
+                                       threshold=args.threshold), strategies)
     print(format_bench(results))
 
     # the Zipf phases exist only in zipf-periodic mode

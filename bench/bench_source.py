@@ -30,10 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from cep.lang.compile import compile_file
-from cep.spark.labels import engine_labels
-from cep.spark.routing import key_grouping
 from cep.spark.session import spark_session
-from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
+from cep.spark.source import SOURCE_NAME, input_source
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.engine_labels import engine_labels
+from cep.spark.splitter.routing import key_grouping
 
 ROOT = Path(__file__).parent.parent
 RULE = ROOT / "rules" / "sensor_average.epl"

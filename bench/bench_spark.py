@@ -5,7 +5,7 @@
 rule, local[2], 5 engines / 5 shuffle partitions, the same micro-batch size and the same
 SparkSession for every query:
 
-(a) ``cep``: :func:`cep.spark.runtime.run_on_spark` over one JSON-lines file, written
+(a) ``cep``: :func:`cep.run.run` on Spark over one JSON-lines file, written
     once (timed apart: *writing the input*): executors read and route it (cep's Python
     data source) → 5 engines in ``transformWithStateInPandas``, each writing its events
     as parts → ``foreachBatch`` sink. ``--batch-size`` is turned into bytes from the
@@ -29,12 +29,12 @@ SparkSession for every query:
                  one engine's snapshot after the first batch) per batch;
     ``floor-jvm`` ``repartition(5, "k")`` + ``foreachBatch`` count: no Python, no state.
 
-Timing. The session is started once (``spark_session``, the first thing ``run_on_spark``
+Timing. The session is started once (``spark_session``, the first thing a Spark run
 does; timed as *session start*), then cep runs cold (its first micro-batch pays the
 Python workers' imports and the first stateful batch). Then each query runs once on a tiny
 input (warm-up), and the measured queries run warm, round-robin, ``--rounds`` times; the
 tables show each query's best round (the machine is shared: see the load average).
-*total* = query start → terminated (cep: the whole ``run_on_spark`` call over the JSON
+*total* = query start → terminated (cep: the whole ``cep.run.run`` call over the JSON
 file, written beforehand like the Parquet files of b/c, both reported apart);
 *first batch* = start → first batch's sink done; *steady* = events of batches 2.. over
 the time from the first batch's sink to the last's. Spark's own per-batch figures come
@@ -74,12 +74,13 @@ from cep.engine.table import SEQ, SUB, Table
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, run_reference
+from cep.run import run as run_rules
+from cep.run_config import Output, RunConfig
 from cep.spark.delivery import read_output
-from cep.spark.labels import engine_labels
-from cep.spark.parts import EventParts
-from cep.spark.routing import key_grouping, route_part
-from cep.spark.runtime import Output, run_on_spark
+from cep.spark.event_parts import EventParts
 from cep.spark.session import spark_session
+from cep.spark.splitter.engine_labels import engine_labels
+from cep.spark.splitter.routing import key_grouping, route_part
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
 RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top
@@ -286,13 +287,13 @@ def timing(seconds: float, wall_start: float, batches: list[dict], rows_out: int
 # --------------------------------------------------------------------------- (a)
 
 def run_cep(module, source: Path, batch_size: int, workdir: Path) -> dict:
-    """``run_on_spark`` over the JSON-lines file, events to a parts directory in
+    """A Spark run over the JSON-lines file, events to a parts directory in
     ``workdir`` (read back after the clock stops, for the comparison)."""
     out = workdir / "out"
     wall_start = time.time()
-    run = run_on_spark(module, {"S": str(source)}, output=Output(str(out)), engines=ENGINES,
-                       batch_size=batch_size, master=MASTER,
-                       checkpoint=str(workdir / "run"), progress=False)
+    run = run_rules(module, RunConfig({"S": str(source)}, output=Output(str(out)),
+                                      engines=ENGINES, batch_size=batch_size, master=MASTER,
+                                      checkpoint=str(workdir / "run"), progress=False))
     result = timing(run.seconds, wall_start + run.session_s, run.metrics,
                     sum(m["events_out"] for m in run.metrics))
     result["first_batch_s"] = run.first_batch_s  # query start → first batch's sink done

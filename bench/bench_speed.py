@@ -113,7 +113,8 @@ def median_costs(rows: list[dict]) -> dict:
 
 def state_part(args: argparse.Namespace, workdir: Path) -> dict:
     from cep.lang.compile import compile_file
-    from cep.spark.runtime import Output, run_on_spark
+    from cep.run import run
+    from cep.run_config import Output, RunConfig
 
     module = compile_file(str(SENSOR))
     sizes = [int(x) for x in args.retained.split(",")]
@@ -122,12 +123,12 @@ def state_part(args: argparse.Namespace, workdir: Path) -> dict:
         path = workdir / f"state-{retained}.jsonl"
         n = state_file(path, retained, args.touched, args.batch_size, args.fixed_batches)
         started = time.perf_counter()
-        run = run_on_spark(module, {module.input_streams[0]: str(path)},
-                           output=Output(str(workdir / f"state-{retained}.out.jsonl")),
-                           engines=args.engines, batch_size=args.batch_size,
-                           master=args.master, progress=False)
+        result = run(module, RunConfig(
+            {module.input_streams[0]: str(path)},
+            output=Output(str(workdir / f"state-{retained}.out.jsonl")), engines=args.engines,
+            batch_size=args.batch_size, master=args.master, progress=False))
         seconds = time.perf_counter() - started
-        rows = batch_costs(run, retained, args.batch_size)
+        rows = batch_costs(result, retained, args.batch_size)
         cases[str(retained)] = {"retained_keys": retained, "events": n,
                                 "seconds": round(seconds, 2), "fixed_batches": rows,
                                 "median": median_costs(rows) if rows else {}}
@@ -151,7 +152,8 @@ def fixed_part(args: argparse.Namespace, workdir: Path) -> dict:
     that the rules cost nothing) over 1 000 keys, for each engine count of
     ``--fixed-engines``; the median batch's wall time and what it holds."""
     from cep.lang.compile import compile_file
-    from cep.spark.runtime import Output, run_on_spark
+    from cep.run import run
+    from cep.run_config import Output, RunConfig
 
     module = compile_file(str(SENSOR))
     path = workdir / "fixed.jsonl"
@@ -159,21 +161,21 @@ def fixed_part(args: argparse.Namespace, workdir: Path) -> dict:
     state_file(path, 0, 1_000, args.fixed_events, batches)
     cases = {}
     for engines in [int(x) for x in args.fixed_engines.split(",")]:
-        run = run_on_spark(module, {module.input_streams[0]: str(path)},
-                           output=Output(str(workdir / f"fixed-{engines}.out.jsonl")),
-                           engines=engines, batch_size=args.fixed_events,
-                           master=args.master, progress=False)
-        rows = [cost_row(m) for m in sorted(run.metrics, key=lambda m: m["batch"])[2:]]
+        result = run(module, RunConfig(
+            {module.input_streams[0]: str(path)},
+            output=Output(str(workdir / f"fixed-{engines}.out.jsonl")), engines=engines,
+            batch_size=args.fixed_events, master=args.master, progress=False))
+        rows = [cost_row(m) for m in sorted(result.metrics, key=lambda m: m["batch"])[2:]]
         median = median_costs(rows)
         median["other_s"] = round(median["trigger_s"] - median["sink_s"] - median["planning_s"], 4)
         cases[str(engines)] = {"engines": engines, "batches": len(rows), "median": median,
-                               "session_s": round(run.session_s, 2),
-                               "first_batch_s": round(run.first_batch_s, 2)}
+                               "session_s": round(result.session_s, 2),
+                               "first_batch_s": round(result.first_batch_s, 2)}
         print(f"{engines} engines: median batch {median['trigger_s']:.3f}s = job "
               f"{median['sink_s']:.3f}s (state commit {median['state_commit_s']:.3f}s summed, "
               f"busiest engine {median['engine_busy_max_s']:.3f}s) + planning "
               f"{median['planning_s']:.3f}s + other {median['other_s']:.3f}s; first batch "
-              f"{run.first_batch_s:.1f}s, session {run.session_s:.1f}s", flush=True)
+              f"{result.first_batch_s:.1f}s, session {result.session_s:.1f}s", flush=True)
     return {"events_per_batch": args.fixed_events, "cases": cases}
 
 

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.hashing import kg_engine
 from cep.balancing.simulate import (
     PAPER_RATE,
     periodic_zipf_trace,
     phase_schedule,
-    simulate,
+    run_trace,
     zipf_probabilities,
 )
 from cep.balancing.stats import engine_loads, imbalance, rstd, rstd_lower_bound
@@ -59,24 +60,6 @@ def kg_calibration(trace: np.ndarray, seed: int, n_perms: int = 2000) -> dict[st
     return out
 
 
-def run_trace(trace: np.ndarray, window: int, seed: int) -> dict[str, dict[str, float]]:
-    """Simulate every strategy; add per-phase RSTD (window phase = phase of its middle event)."""
-    phases = phase_schedule(len(trace), (5.0, 10.0), PAPER_RATE)
-    mids = np.minimum(np.arange(0, len(trace), window) + window // 2, len(trace) - 1)
-    window_phase = phases[mids]
-    rows: dict[str, dict[str, float]] = {}
-    for name in STRATEGY_NAMES:
-        tic = time.perf_counter()
-        result = simulate(trace, name, N_ENGINES, window, THETA, state_model="length", H=H,
-                          seed=seed)
-        row = dict(result.summary)
-        row["sim_seconds"] = time.perf_counter() - tic
-        for phase, label in ((0, "zipf0.2"), (1, "zipf1.5")):
-            row[f"avg_rstd_{label}"] = float(result.rstd[window_phase == phase].mean())
-        rows[name] = row
-    return rows
-
-
 def zipf_loads(n_keys: int, exponent: float, n_events: int, rng: np.random.Generator):
     return rng.multinomial(n_events, zipf_probabilities(n_keys, exponent)).astype(np.float64)
 
@@ -93,7 +76,7 @@ def decision_times(
         times, moved, after = [], [], []
         for load in samples:
             tic = time.perf_counter()
-            out = STRATEGIES[name](load, key_map, n_engines, threshold=THETA)
+            out = STRATEGIES[name](LoadSnapshot(load, key_map, n_engines, threshold=THETA))
             times.append(1000.0 * (time.perf_counter() - tic))
             moved.append(int(np.count_nonzero(out != key_map)))
             after.append(imbalance(load, out, n_engines))
@@ -196,7 +179,10 @@ def main() -> None:
 
     runs = {}
     for window in args.windows:
-        runs[str(window)] = run_trace(trace, window, args.seed)
+        runs[str(window)] = {
+            name: row for name, _, row in run_trace(
+                trace, STRATEGY_NAMES, n_engines=N_ENGINES, window=window, threshold=THETA, H=H,
+                seed=args.seed)}
         print_trace_table(window, runs[str(window)])
     results["trace"] = runs
 

@@ -24,7 +24,7 @@ events/s of Kafka (3 partitions) -> cep on Spark -> Kafka for ``sensor_average.e
 tweets), each beside the same records read from a JSON-lines file into a parts
 directory (same session, same engines and batch size; the session start and the Python
 workers' first imports are paid by a warm-up run on a tiny file, outside the figures;
-each figure is one whole ``run_on_spark`` call, planning and first batch included).
+each figure is one whole ``cep.run.run`` call, planning and first batch included).
 The topic is read in the input log's order (partition chunk by chunk), not the file's,
 so ``events_out`` may differ a little between the two (the readings of a sensor are
 spread over the partitions; the tweets are keyed by user).
@@ -50,17 +50,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cep.io.generators import generate
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
+from cep.io.kafka_produce import produce, produce_frame
+from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
+from cep.run import run
+from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.runtime import Output, run_on_spark
 from cep.spark.session import spark_session
 from cep.transports.kafka_read import partition_ends, read_partition_range
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
-from cep.transports.produce import ensure_topic, produce, produce_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_BATCH = 50_000
@@ -72,7 +74,7 @@ def _rate(n: int, seconds: float) -> dict[str, float]:
 
 
 def bench_kafka(n: int) -> dict[str, object]:
-    frame = generate(f"tweets:n={n}").frame
+    frame = generate_tweets(n).frame
     results: dict[str, object] = {}
     with EmbeddedKafka() as kafka:
         started = time.perf_counter()
@@ -141,12 +143,14 @@ def _side_by_side(module, stream: str, file: Path, uri: str, out: str, batch: in
         for name, source, output in (("file", str(file), Output(f"{tmp}/parts")),
                                      ("kafka", uri, Output(out))):
             started = time.perf_counter()
-            run = run_on_spark(module, {stream: source}, output=output, engines=engines,
-                               batch_size=batch, master="local[2]", progress=False)
+            result = run(module, RunConfig({stream: source}, output=output, engines=engines,
+                                           batch_size=batch, master="local[2]",
+                                           progress=False))
             seconds = time.perf_counter() - started
-            figures[name] = {"events": run.events, "events_out": run.totals["events_out"],
-                             "batches": len(run.metrics), "seconds": round(seconds, 2),
-                             "events_per_s": round(run.events / seconds)}
+            figures[name] = {"events": result.events,
+                             "events_out": result.totals["events_out"],
+                             "batches": len(result.metrics), "seconds": round(seconds, 2),
+                             "events_per_s": round(result.events / seconds)}
     return figures
 
 
@@ -186,10 +190,11 @@ def _lag(module, kafka: EmbeddedKafka, rate: int, seconds: float, batch: int,
         watcher = threading.Thread(target=watch)
         feeder.start()
         watcher.start()
-        run_on_spark(module, {"Reading": f"kafka://{kafka.bootstrap}/steady"},
-                     output=Output(f"kafka://{kafka.bootstrap}/steady-out"), engines=engines,
-                     batch_size=batch, master="local[2]", checkpoint=str(work), follow=True,
-                     trigger_s=0.5, stop=stop, progress=False)
+        run(module, RunConfig({"Reading": f"kafka://{kafka.bootstrap}/steady"},
+                              output=Output(f"kafka://{kafka.bootstrap}/steady-out"),
+                              engines=engines, batch_size=batch, master="local[2]",
+                              checkpoint=str(work), follow=True, trigger_s=0.5,
+                              progress=False), stop)
         stop.set()
         feeder.join()
         watcher.join()
@@ -207,13 +212,13 @@ def bench_pipeline(n: int, rate: int, seconds: float, batch: int, engines: int
         _readings(readings, n)
         produce(kafka.bootstrap, "readings", readings, 3)
         tweets = Path(tmp) / "tweets.jsonl"
-        write_events_jsonl(generate(f"tweets:n={n}").frame, str(tweets), ("ts",))
+        write_events_jsonl(generate_tweets(n).frame, str(tweets), ("ts",))
         produce(kafka.bootstrap, "tweets", tweets, 3, "user")
         spark_session("local[2]", engines)  # started once, outside the figures
         sensor = compile_file(ROOT / "rules" / "sensor_average.epl")
-        run_on_spark(sensor, {"Reading": str(ROOT / "tests" / "data" / "readings.jsonl")},
-                     output=Output(str(Path(tmp) / "warm-up")), engines=engines,
-                     master="local[2]", progress=False)
+        run(sensor, RunConfig({"Reading": str(ROOT / "tests" / "data" / "readings.jsonl")},
+                              output=Output(str(Path(tmp) / "warm-up")), engines=engines,
+                              master="local[2]", progress=False))
         results["sensor_average"] = _side_by_side(
             sensor, "Reading", readings, f"kafka://{kafka.bootstrap}/readings",
             f"kafka://{kafka.bootstrap}/averages", batch, engines)

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from cep.lang.compile import compile_file
-from cep.spark.runtime import Output, SparkRun, run_on_spark
+from cep.run import run
+from cep.run_config import Output, RunConfig, RunResult
 from cep.ui import serve_run
 
 ROOT = Path(__file__).parent.parent
@@ -59,30 +60,29 @@ while True:
 def one_run(args: argparse.Namespace, with_ui: bool) -> dict:
     module = compile_file(ROOT / "rules" / "fsd.epl")
     with tempfile.TemporaryDirectory(prefix="cep-bench-ui-") as tmp:
-        options = dict(output=Output(str(Path(tmp) / "events.jsonl")), engines=args.engines,
-                       batch_size=args.batch_size, master=args.master, progress=False,
-                       strategy=args.strategy, dead_letter=str(Path(tmp) / "dead.jsonl"))
-        sources = {"Tweet": f"tweets:n={args.n}"}
+        config = RunConfig(
+            {"Tweet": f"tweets:n={args.n}"}, output=Output(str(Path(tmp) / "events.jsonl")),
+            engines=args.engines, batch_size=args.batch_size, master=args.master,
+            progress=False, strategy=args.strategy, dead_letter=str(Path(tmp) / "dead.jsonl"))
         if not with_ui:
-            run = run_on_spark(module, sources, **options)
-            return _figures(run, with_ui)
+            return _figures(run(module, config), with_ui)
         with serve_run(None, "127.0.0.1", 0) as server:
             client = subprocess.Popen([sys.executable, "-c", CLIENT, server.url])
             try:
-                run = run_on_spark(module, sources, on_workdir=server.attach, **options)
+                result = run(module, config, on_workdir=server.attach)
             finally:
                 client.kill()
                 client.wait()
-            figures = _figures(run, with_ui)
+            figures = _figures(result, with_ui)
             figures["server_cpu_s"] = round(server.cpu_s, 4)
             figures["server_cpu_share"] = round(server.cpu_s / figures["seconds"], 5)
         return figures
 
 
-def _figures(run: SparkRun, with_ui: bool) -> dict:
-    seconds = run.seconds - run.session_s
-    return {"ui": with_ui, "events": run.events, "seconds": round(seconds, 3),
-            "events_per_s": round(run.events / seconds, 1), "batches": len(run.metrics)}
+def _figures(result: RunResult, with_ui: bool) -> dict:
+    seconds = result.seconds - result.session_s
+    return {"ui": with_ui, "events": result.events, "seconds": round(seconds, 3),
+            "events_per_s": round(result.events / seconds, 1), "batches": len(result.metrics)}
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ never silently dropped (``rules.last_run`` has the counts).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import queue
 import tempfile
@@ -30,15 +31,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from cep.engine.output import output_records
-from cep.io.inputs import load_inputs, parse_input_specs
-from cep.io.sources import write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
-from cep.reference import run_reference
-from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
-from cep.spark.runtime import DEFAULT_BATCH_SIZE, Output, SparkRun, run_on_spark
+from cep.run import run
+from cep.run_config import Output, RunConfig, RunResult
 
 Source = str | Path | pd.DataFrame | Mapping[str, "str | Path | pd.DataFrame"]
 
@@ -66,37 +63,26 @@ class Rules:
             dead_letter: str | None = None) -> pd.DataFrame:
         """Every complex event of the rules over a bounded ``source``, as a DataFrame."""
         with tempfile.TemporaryDirectory(prefix="cep-api-") as tmp:
-            specs = self._specs(source, Path(tmp))
-            if runner == "local":
-                loaded = load_inputs(self.module, specs, dead_letter)
-                records = output_records(run_reference(self.module, loaded.tables,
-                                                       batch_size))
-                self.last_run = RunCounts(loaded.accepted, loaded.rejected, len(records))
-            elif runner == "spark":
-                out = Path(tmp) / "events"
-                run = run_on_spark(self.module, parse_input_specs(self.module, specs),
-                                   output=Output(str(out)), engines=engines,
-                                   batch_size=batch_size or DEFAULT_BATCH_SIZE,
-                                   master=master, dead_letter=dead_letter, progress=False)
-                records = read_output(EventParts(str(out)), self._rule_order())
-                self.last_run = RunCounts(run.totals.get("events_in", 0),
-                                          run.totals.get("dead_lettered", 0), len(records))
-            else:
-                raise ValueError(f"runner must be 'spark' or 'local', not {runner!r}")
+            config = RunConfig(self._specs(source, Path(tmp)), runner=runner,
+                               output=Output(collect=True), engines=engines,
+                               batch_size=batch_size, master=master,
+                               dead_letter=dead_letter, progress=False)
+            result = run(self.module, config)
+        records = result.records
+        assert records is not None  # collected
+        self.last_run = RunCounts(result.events, result.totals.get("dead_lettered", 0),
+                                  len(records))
         return events_frame(records)
 
     def stream(self, source: str | Path | Mapping[str, str | Path], *, follow: bool = True,
                **options: object) -> StreamingRun:
         """Start a run on Spark in the background; iterate over it for ``(batch,
         DataFrame)`` pairs as micro-batches commit, ``stop()`` to end it. ``options`` are
-        :func:`cep.spark.runtime.run_on_spark`'s (``engines``, ``batch_size``,
-        ``checkpoint``, ``strategy``, ``trigger_s``, …)."""
-        specs = self._specs(source, None)
-        return StreamingRun(self.module, parse_input_specs(self.module, specs), follow,
-                            options)
-
-    def _rule_order(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self.module.outputs)}
+        :class:`cep.run_config.RunConfig`'s (``engines``, ``batch_size``, ``checkpoint``,
+        ``strategy``, ``trigger_s``, …)."""
+        config = RunConfig(self._specs(source, None), follow=follow, progress=False,
+                           **options)  # type: ignore[arg-type]
+        return StreamingRun(self.module, config)
 
     def _specs(self, source: Source, tmp: Path | None) -> list[str]:
         items = source.items() if isinstance(source, Mapping) else [(None, source)]
@@ -120,11 +106,10 @@ class StreamingRun:
     The queue between the run and the reader holds at most ``backlog`` batches, so a
     reader that falls behind slows the run down instead of growing memory."""
 
-    def __init__(self, module: ir.CompiledModule, sources: dict[str, str], follow: bool,
-                 options: dict, backlog: int = 8) -> None:
+    def __init__(self, module: ir.CompiledModule, config: RunConfig, backlog: int = 8) -> None:
         self._stop = threading.Event()
         self._batches: queue.Queue = queue.Queue(maxsize=backlog)
-        self.result: SparkRun | None = None
+        self.result: RunResult | None = None
         self.error: BaseException | None = None
 
         def deliver(batch: int, text: bytes) -> None:
@@ -132,9 +117,8 @@ class StreamingRun:
 
         def work() -> None:
             try:
-                self.result = run_on_spark(module, sources, follow=follow, stop=self._stop,
-                                           output=Output(callback=deliver),
-                                           progress=False, **options)  # type: ignore[arg-type]
+                self.result = run(module, dataclasses.replace(
+                    config, output=Output(callback=deliver)), self._stop)
             except BaseException as err:  # handed to the reader, raised there
                 self.error = err
             finally:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cep.engine.chain import complex_events, output_only
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine, sort_output
+from cep.engine.insert_into import complex_events, output_only
 from cep.engine.output import empty_output
 from cep.engine.table import SEQ, Table, concat, take
 from cep.lang import ir
@@ -51,7 +51,7 @@ def run_stages(module: ir.CompiledModule, engines: list[Engine],
                inputs: dict[str, Table]) -> Table:
     """One batch through every stage of an INSERT INTO chain (one engine per stage, see
     ``CompiledModule.stage_modules``): each stage's inserting rules' rows become events
-    of the next stage's streams (``cep.engine.chain``); the rows that are output."""
+    of the next stage's streams (``cep.engine.insert_into``); the rows that are output."""
     streams = inputs
     outputs = []
     for stage, engine in zip(module.stage_modules(), engines, strict=True):

@@ -7,8 +7,8 @@ and may differ: the table shows by how much (missing and extra events).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -18,9 +18,8 @@ import numpy as np
 from cep.balancing.stats import rstd
 from cep.balancing.strategies import KEY_PRESERVING
 from cep.lang import ir
-from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
-from cep.spark.runtime import Output, SparkRun, run_on_spark
+from cep.run import run as run_rules
+from cep.run_config import Output, RunConfig, RunResult
 
 
 @dataclass
@@ -64,21 +63,20 @@ def _multiset(records: list[dict]) -> Counter:
     return Counter(json.dumps(r, sort_keys=True) for r in records)
 
 
-def verify(module: ir.CompiledModule, sources: dict[str, str], strategies: list[str],
-           **run_options: object) -> list[StrategyResult]:
-    """Run every strategy (KG first, as the reference) and compare. The events are
-    compared as multisets, so they are read back into this process: verification is for
-    bounded inputs."""
+def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
+           ) -> list[StrategyResult]:
+    """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
+    compare. The events are compared as multisets, so they are read back into this
+    process: verification is for bounded inputs."""
     order = ["kg", *[s for s in strategies if s != "kg"]]
     results: list[StrategyResult] = []
     reference: Counter | None = None
-    rule_order = {name: i for i, name in enumerate(module.outputs)}
     for name in order:
         started = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="cep-verify-") as out:
-            run = run_on_spark(module, sources, strategy=name,  # type: ignore[arg-type]
-                               output=Output(out), **run_options)
-            records = read_output(EventParts(out), rule_order)
+        run = run_rules(module, dataclasses.replace(config, strategy=name,
+                                                    output=Output(collect=True)))
+        records = run.records
+        assert records is not None  # collected
         got = _multiset(records)
         if reference is None:
             reference = got
@@ -141,7 +139,7 @@ def balance_headroom(batches: list[list[float]], slots: int) -> float:
     return round(bound / ideal, 3) if ideal else 1.0
 
 
-def wall_times(run: SparkRun) -> dict[str, float]:
+def wall_times(run: RunResult) -> dict[str, float]:
     """Where a run's wall clock went: Spark's start, the micro-batches (of which: query
     planning and cep's sink), the rest."""
     spark = [m.get("spark_ms", {}) for m in run.metrics]

@@ -1,5 +1,6 @@
 """Fixtures every test directory shares: rule text run over Python event dicts with the
-reference runner, and one real embedded MongoDB for the session."""
+reference runner, one real embedded MongoDB for the session, and a port that refuses
+connections."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ports import refusing_port
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
@@ -48,3 +50,11 @@ def mongo() -> Iterator[EmbeddedMongo]:
     """Started once: the server takes ~0.5 s to start, the tests only need data."""
     with EmbeddedMongo() as server:
         yield server
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test (see
+    ``support.ports.refusing_port``)."""
+    with refusing_port() as port:
+        yield port

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cep.commands import balance_text
+import pytest
+
+from cep.cli.summary import balance_text
 
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"
@@ -155,7 +157,7 @@ def test_spark_runner_refuses_a_later_stage_reading_an_input_stream_in_one_line(
 def test_only_a_spark_run_starts_spark_before_the_commands_load():
     """``cep run`` on Spark begins the JVM before anything heavy is imported; nothing
     else does, and a bad runner option is left to the full parser."""
-    from cep.cli import spark_to_start
+    from cep.cli.runner_options import spark_to_start
 
     assert spark_to_start(["run", "r.epl", "--input", "tweets"]) == ("local[*]", False)
     assert spark_to_start(["run", "r.epl", "--input", "x", "--master", "local[2]",
@@ -197,3 +199,56 @@ def test_balance_line_says_why_a_key_moving_strategy_changed_nothing_in_two_batc
     assert "ended before" not in balance_text("pkg", two)  # PKG splits keys, moves none
     assert balance_text("dlb-l", []) is None
     assert "over 1 batch, 0 keys" in balance_text("kg", two[:1])
+
+
+def _modules_after(args: list[str], tmp_path: Path) -> set[str]:
+    """The modules a ``cep`` command has imported when it is done (in a process of its own,
+    so that nothing this test process loaded counts)."""
+    listing = tmp_path / "modules.json"
+    script = ("import json, sys\nfrom cep.cli import main\n"
+              "try:\n    status = main(sys.argv[2:])\nexcept SystemExit as done:\n"
+              "    status = done.code\n"
+              "assert status == 0, status\n"
+              "open(sys.argv[1], 'w').write(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(listing), *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(listing.read_text()))
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", str(RULES / "fsd.epl")]],
+                         ids=["help", "check"])
+def test_help_and_check_import_no_data_library_and_no_spark(args, tmp_path):
+    """A command imports what it uses: describing a rule file or the commands needs
+    neither pandas, pyarrow nor Spark (they take seconds to load)."""
+    loaded = _modules_after(args, tmp_path)
+    assert "cep.cli.dispatch" in loaded
+    heavy = {m.split(".")[0] for m in loaded} & {"pandas", "pyarrow", "pyspark"}
+    spark = {m for m in loaded if m == "cep.spark" or m.startswith("cep.spark.")}
+    assert sorted(heavy | spark) == []
+
+
+def test_every_command_adds_its_options_and_handler():
+    import argparse
+
+    from cep.cli.dispatch import COMMANDS
+
+    assert [c.name for c in COMMANDS] == ["check", "run", "produce", "verify", "simulate",
+                                          "bench", "prepare", "report"]
+    for command in COMMANDS:
+        parser = argparse.ArgumentParser()
+        command.add_arguments(parser)
+        assert callable(parser.get_default("handler")), command.name
+
+
+def test_every_run_failure_the_command_line_names_exists():
+    """The errors that end a command in one line are named, not imported (see
+    cep.cli.errors): each name must still be an exception of its module."""
+    import importlib
+
+    from cep.cli.errors import RUN_FAILURES, CommandError, run_failures
+
+    for module, name in RUN_FAILURES:
+        assert issubclass(getattr(importlib.import_module(module), name), Exception), name
+    assert len(run_failures()) == len(RUN_FAILURES) + 1  # all loaded now
+    assert run_failures()[0] is CommandError

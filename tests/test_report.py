@@ -28,19 +28,27 @@ def test_report_writes_four_nontrivial_pngs(tmp_path, capsys):
     assert main(["report", *files, "-o", str(tmp_path / "plots")]) == 0
     names = sorted(p.rsplit("/", 1)[-1] for p in capsys.readouterr().out.split())
     assert names == ["engine_load.png", "migrations.png", "rstd.png", "throughput.png"]
+    # 8 x 4 inches at 110 dpi; the engine loads 2.6 inches high per run
+    shapes = {"engine_load.png": (572, 880, 4), "migrations.png": (440, 880, 4),
+              "rstd.png": (440, 880, 4), "throughput.png": (440, 880, 4)}
     for name in names:
         path = tmp_path / "plots" / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         pixels = mpimg.imread(path)
-        assert pixels.shape[0] > 200 and pixels.shape[1] > 400
+        assert pixels.shape == shapes[name]
         assert pixels[..., :3].std() > 0.05  # lines and bars, not a blank canvas
+        # both runs are drawn, each in its colour (matplotlib's first two: C0, C1)
+        colours = set(map(tuple, (pixels[..., :3] * 255).round().astype(int).reshape(-1, 3)))
+        assert {(31, 119, 180), (255, 127, 14)} <= colours, name
 
 
 def test_report_refuses_a_file_without_batches(tmp_path, capsys):
     bad = tmp_path / "empty.jsonl"
     bad.write_text('{"quality": {}}\n')
     assert main(["report", str(bad), "-o", str(tmp_path / "p")]) == 1
-    assert "no per-batch metrics" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"cep: cannot draw the report: {bad}: no per-batch "
+                                       "metrics (write them with cep run --metrics)\n")
+    assert not (tmp_path / "p").exists()
 
 
 def test_report_draws_the_threshold_the_run_used(tmp_path):
@@ -55,3 +63,14 @@ def test_report_draws_the_threshold_the_run_used(tmp_path):
     assert series[0][0] == "dlb-h"
     assert run_thresholds(series) == [1.0]
     assert main(["report", str(path), "-o", str(tmp_path / "plots")]) == 0
+    # the θ line is the run's 1%: the same plot as θ asked for as 1%, not as 15% (the
+    # default for metrics that do not say)
+    for theta, folder in ((1.0, "one"), (15.0, "fifteen")):
+        assert main(["report", str(path), "-o", str(tmp_path / folder),
+                     "--threshold", str(theta)]) == 0
+
+    def rstd_plot(folder: str) -> np.ndarray:
+        return mpimg.imread(tmp_path / folder / "rstd.png")
+
+    assert np.array_equal(rstd_plot("plots"), rstd_plot("one"))
+    assert not np.array_equal(rstd_plot("plots"), rstd_plot("fifteen"))

@@ -1,10 +1,11 @@
-"""What every map-based strategy shares: the signature, input validation, the "never worse
-than the input" rule and the per-run wrapper for strategies that decide only every m windows.
+"""What every map-based strategy shares: the load snapshot it decides from (built and
+validated once), the "never worse than the input" rule and the per-run wrapper for
+strategies that decide only every m windows.
 
-The signature (see :mod:`cep.balancing.strategies` for what each argument means)::
+The signature (see :mod:`cep.balancing.strategies` for what each field means)::
 
-    strategy(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None,
-             load_series=None) -> new key_map
+    strategy(LoadSnapshot(key_load, key_map, n_engines, threshold=15.0, state_size=None,
+                          capacity=None, load_series=None)) -> new key_map
 
 Strategy-specific options (ELB's tolerance, MILP's budget, ...) are further keyword arguments
 with defaults, so ``functools.partial(milp, budget=0.1)`` is again a strategy.
@@ -12,49 +13,22 @@ with defaults, so ``functools.partial(milp, budget=0.1)`` is again a strategy.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from cep.balancing.stats import imbalance
+from cep.balancing.stats import capacity_weights, imbalance
 
 
-class Strategy(Protocol):
-    """The shared signature of every map-based strategy (see the module docstring)."""
-
-    def __call__(
-        self,
-        key_load: np.ndarray,
-        key_map: np.ndarray,
-        n_engines: int,
-        *,
-        threshold: float = 15.0,
-        state_size: np.ndarray | None = None,
-        capacity: np.ndarray | None = None,
-        load_series: np.ndarray | None = None,
-    ) -> np.ndarray: ...
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """A view of ``values`` that cannot be written through (the caller's array is untouched)."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
 
 
-def prepare(
-    key_load: np.ndarray, key_map: np.ndarray, n_engines: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validate the inputs; return (load as float64, a private copy of the map)."""
-    load = np.asarray(key_load, dtype=np.float64)
-    current = np.asarray(key_map)
-    if load.ndim != 1 or current.shape != load.shape:
-        raise ValueError(f"key_load {load.shape} and key_map {current.shape} must be equal 1-D")
-    if current.dtype.kind not in "iu":
-        raise TypeError(f"key_map must be an integer array, got {current.dtype}")
-    if n_engines < 1:
-        raise ValueError("n_engines must be >= 1")
-    if current.size and (current.min() < 0 or current.max() >= n_engines):
-        raise ValueError(f"key_map holds engine ids outside [0, {n_engines})")
-    if load.size and not (np.all(np.isfinite(load)) and load.min() >= 0):
-        raise ValueError("key_load must be finite and non-negative")
-    return load, current.copy()
-
-
-def per_key(values: np.ndarray, n_keys: int, name: str = "state_size") -> np.ndarray:
+def _per_key(values: np.ndarray, n_keys: int, name: str) -> np.ndarray:
     """A per-key array such as ``state_size``, checked (length, finite, non-negative), as
     float64."""
     arr = np.asarray(values, dtype=np.float64)
@@ -63,21 +37,106 @@ def per_key(values: np.ndarray, n_keys: int, name: str = "state_size") -> np.nda
     return arr
 
 
-def keep_if_better(
-    load: np.ndarray,
-    current: np.ndarray,
-    proposal: np.ndarray,
-    n_engines: int,
-    capacity: np.ndarray | None,
-) -> np.ndarray:
-    """``proposal`` if its RSTD is strictly lower than ``current``'s, else ``current``.
+def _series(values: np.ndarray, n_keys: int) -> np.ndarray:
+    """``load_series`` checked (shape ``(windows, n_keys)``, finite, non-negative), as
+    float64."""
+    series = np.asarray(values, dtype=np.float64)
+    if series.ndim != 2 or series.shape[1] != n_keys:
+        raise ValueError(f"load_series must have shape (windows, {n_keys}), got {series.shape}")
+    if series.size and not (np.all(np.isfinite(series)) and series.min() >= 0):
+        raise ValueError("load_series must be finite and non-negative")
+    return series
 
-    Whole-map heuristics (LPT, ELB's first fit, a MILP solved to a gap) can return a map worse
-    than the one they replace; moving state to get worse is never worth it, so every such
-    strategy ends with this test and "never worse than the input" holds for all of them.
+
+@dataclass(frozen=True)
+class LoadSnapshot:
+    """One decision's input: the keys' loads, the map in force, the engines and θ.
+
+    Built once per decision by the runtime (:class:`cep.spark.splitter.balancer.Balancer`) or the
+    simulator and handed to the strategy, so the checks every strategy needs run in one
+    place and every strategy reads the same normalised values: ``load``, ``state_size`` and
+    ``load_series`` as float64, ``key_map`` with its own integer dtype (a strategy's answer
+    keeps it), ``capacity`` checked through :func:`~cep.balancing.stats.capacity_weights`.
+    The arrays are read-only views: a strategy starts its answer from :meth:`current`.
+
+    * ``load[k]``: key ``k``'s load in the statistics window (events, possibly decayed).
+    * ``key_map[k]``: its engine now, in ``[0, n_engines)``.
+    * ``threshold``: θ, the imbalance (RSTD, %) above which a strategy acts.
+    * ``state_size[k]``: per-key state (e.g. events buffered), for strategies that price
+      migrations; ``None`` when unknown.
+    * ``capacity``: per-engine target share weights (``None`` = equal).
+    * ``load_series``: per-window counts, shape ``(windows, keys)``, oldest first; ``None``
+      for strategies that do not read it.
     """
-    before = imbalance(load, current, n_engines, capacity)
-    return proposal if imbalance(load, proposal, n_engines, capacity) < before else current
+
+    load: np.ndarray
+    key_map: np.ndarray
+    n_engines: int
+    threshold: float = 15.0
+    state_size: np.ndarray | None = None
+    capacity: np.ndarray | None = None
+    load_series: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        load = np.asarray(self.load, dtype=np.float64)
+        current = np.asarray(self.key_map)
+        if load.ndim != 1 or current.shape != load.shape:
+            raise ValueError(
+                f"key_load {load.shape} and key_map {current.shape} must be equal 1-D")
+        if current.dtype.kind not in "iu":
+            raise TypeError(f"key_map must be an integer array, got {current.dtype}")
+        if self.n_engines < 1:
+            raise ValueError("n_engines must be >= 1")
+        if current.size and (current.min() < 0 or current.max() >= self.n_engines):
+            raise ValueError(f"key_map holds engine ids outside [0, {self.n_engines})")
+        if load.size and not (np.all(np.isfinite(load)) and load.min() >= 0):
+            raise ValueError("key_load must be finite and non-negative")
+        capacity_weights(self.capacity, self.n_engines)  # raises on bad weights
+        normalised = {"load": load, "key_map": current}
+        if self.state_size is not None:
+            normalised["state_size"] = _per_key(self.state_size, len(load), "state_size")
+        if self.load_series is not None:
+            normalised["load_series"] = _series(self.load_series, len(load))
+        for name, value in normalised.items():
+            object.__setattr__(self, name, _read_only(value))
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Per-engine multiplier from raw to capacity-relative load (all 1 without
+        ``capacity``): :func:`~cep.balancing.stats.capacity_weights`."""
+        return capacity_weights(self.capacity, self.n_engines)
+
+    def current(self) -> np.ndarray:
+        """A fresh, writable copy of the map in force: the answer "change nothing", and the
+        start of every proposal."""
+        return self.key_map.copy()
+
+    def imbalance(self, key_map: np.ndarray | None = None) -> float:
+        """RSTD (%) of ``key_map``'s capacity-relative engine loads (default: the map in
+        force)."""
+        chosen = self.key_map if key_map is None else key_map
+        return imbalance(self.load, chosen, self.n_engines, self.capacity)
+
+    def balanced(self) -> bool:
+        """Whether the map in force is within θ, where most strategies do nothing."""
+        return self.imbalance() <= self.threshold
+
+    def keep_if_better(self, proposal: np.ndarray) -> np.ndarray:
+        """``proposal`` if its RSTD is strictly lower than the current map's, else the
+        current map (a fresh copy).
+
+        Whole-map heuristics (LPT, ELB's first fit, a MILP solved to a gap) can return a map
+        worse than the one they replace; moving state to get worse is never worth it, so
+        every such strategy ends with this test and "never worse than the input" holds for
+        all of them.
+        """
+        return proposal if self.imbalance(proposal) < self.imbalance() else self.current()
+
+
+class Strategy(Protocol):
+    """The shared signature of every map-based strategy (see the module docstring)."""
+
+    def __call__(self, snapshot: LoadSnapshot) -> np.ndarray: ...
 
 
 class Periodic:
@@ -97,10 +156,8 @@ class Periodic:
         self.every = every
         self._calls = 0
 
-    def __call__(
-        self, key_load: np.ndarray, key_map: np.ndarray, n_engines: int, **options: Any
-    ) -> np.ndarray:
+    def __call__(self, snapshot: LoadSnapshot) -> np.ndarray:
         self._calls += 1
         if self._calls % self.every:
-            return prepare(key_load, key_map, n_engines)[1]
-        return self.strategy(key_load, key_map, n_engines, **options)
+            return snapshot.current()
+        return self.strategy(snapshot)

@@ -3,8 +3,9 @@ Stream Processing", Algorithm 2): every m windows, partition the keys by the (co
 their per-window load series so that keys whose loads rise together land on different
 engines, then map the partition onto engines so that as few keys as possible move.
 
-Shared signature: see :mod:`cep.balancing.base`; CLB is the strategy that reads ``load_series``
-(shape ``(windows, keys)``, oldest first, e.g. :attr:`cep.balancing.stats.LoadStatistics.series`).
+Shared signature: see :mod:`cep.balancing.base`; CLB is the strategy that reads the snapshot's
+``load_series`` (shape ``(windows, keys)``, oldest first, e.g.
+:attr:`cep.balancing.stats.LoadStatistics.series`).
 Option: ``windows`` (m).  "Every m windows" is the per-run :class:`cep.balancing.base.Periodic`
 wrapper that :func:`cep.balancing.strategies.get_strategy` puts around :func:`clb`.
 """
@@ -14,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from cep.balancing.base import prepare
-from cep.balancing.stats import capacity_weights, imbalance
+from cep.balancing.base import LoadSnapshot
+from cep.balancing.stats import capacity_weights
 
 DEFAULT_WINDOWS = 10
 """m: windows of load series CLB looks at, and windows between two of its decisions.  The
@@ -23,19 +24,15 @@ paper's experiments rebalance every 24 one-minute windows; 10 lets CLB react wit
 of the DLB paper's workload (5 and 10 minutes)."""
 
 
-def _series(load: np.ndarray, load_series: np.ndarray | None, windows: int) -> np.ndarray:
-    """The last ``windows`` rows of ``load_series`` (float64); without one, ``key_load`` as a
-    single window."""
+def _series(snapshot: LoadSnapshot, windows: int) -> np.ndarray:
+    """The last ``windows`` rows of the snapshot's ``load_series``; without one (or with no
+    rows), its ``load`` as a single window."""
     if windows < 1:
         raise ValueError("windows must be >= 1")
-    if load_series is None:
-        return load[None, :]
-    series = np.asarray(load_series, dtype=np.float64)
-    if series.ndim != 2 or series.shape[1] != len(load):
-        raise ValueError(f"load_series must have shape (windows, {len(load)}), got {series.shape}")
-    if series.size and not (np.all(np.isfinite(series)) and series.min() >= 0):
-        raise ValueError("load_series must be finite and non-negative")
-    return series[-windows:] if len(series) else load[None, :]
+    series = snapshot.load_series
+    if series is None or not len(series):
+        return snapshot.load[None, :]
+    return series[-windows:]
 
 
 def series_imbalance(
@@ -120,17 +117,7 @@ def fewest_moves(
     return engine_of_set
 
 
-def clb(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-    windows: int = DEFAULT_WINDOWS,
-) -> np.ndarray:
+def clb(snapshot: LoadSnapshot, *, windows: int = DEFAULT_WINDOWS) -> np.ndarray:
     """One CLB decision: when the RSTD of ``key_load`` is above θ, re-partition every key that
     has load in the last ``windows`` rows of ``load_series`` (:func:`partition`) and map the
     sets onto engines with the fewest moves (:func:`fewest_moves`).  Without a series the
@@ -144,15 +131,15 @@ def clb(
     load in the series keep their engine.  Cost: a Python step per key with load (~20 µs:
     0.1 s at 4096 keys, 2 s at 100,000) and an N × N assignment.
     """
-    load, current = prepare(key_load, key_map, n_engines)
-    if imbalance(load, current, n_engines, capacity) <= threshold:
-        return current
-    series = _series(load, load_series, windows)
+    if snapshot.balanced():
+        return snapshot.current()
+    series = _series(snapshot, windows)
     active = np.flatnonzero(series.sum(axis=0) > 0)
-    weights = capacity_weights(capacity, n_engines)
+    weights = snapshot.weights
     sets = partition(series[:, active].T, weights)
-    proposal = current.copy()
+    current, n_engines, capacity = snapshot.key_map, snapshot.n_engines, snapshot.capacity
+    proposal = snapshot.current()
     proposal[active] = fewest_moves(sets, current[active], weights)[sets]
     before = series_imbalance(series, current, n_engines, capacity)
     after = series_imbalance(series, proposal, n_engines, capacity)
-    return proposal if after < before else current
+    return proposal if after < before else snapshot.current()

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cep.balancing.base import prepare
-from cep.balancing.stats import capacity_weights, engine_loads
+from cep.balancing.base import LoadSnapshot
+from cep.balancing.stats import engine_loads
 
 
 def _move_limit(ra: float, rb: float, wa: float, wb: float, s1: float, s2: float) -> float:
@@ -117,14 +117,7 @@ def _pick_light(pool: _EngineKeys, e: int, limit: float) -> tuple[float, int] | 
     return item if item is not None and item[0] < limit else None
 
 
-def _dlb(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    threshold: float,
-    capacity: np.ndarray | None,
-    pick: _Picker,
-) -> np.ndarray:
+def _dlb(snapshot: LoadSnapshot, pick: _Picker) -> np.ndarray:
     """Algorithm 1 of Zacheilas et al. (DAIS 2016), shared by both policies.
 
     Listing, line by line (``load`` = capacity-relative engine load):
@@ -167,9 +160,9 @@ def _dlb(
     the two engines involved (plus list memmoves).  The threshold test is exact for integer
     loads and integer θ, and so are the improvement tests when capacities are equal.
     """
-    load, new_map = prepare(key_load, key_map, n_engines)
+    load, new_map, n_engines = snapshot.load, snapshot.current(), snapshot.n_engines
     absolute = engine_loads(load, new_map, n_engines)
-    weights = capacity_weights(capacity, n_engines).tolist()
+    weights = snapshot.weights.tolist()
     # Raw loads move by exact additions (exact for integer loads); the relative load of an
     # engine is always recomputed as raw · weight, never accumulated, so a decision depends on
     # the map alone and not on the path that led to it (re-running on the output is a no-op).
@@ -177,7 +170,7 @@ def _dlb(
     r = [v * w for v, w in zip(raw, weights, strict=True)]
     s1, s2 = sum(r), sum(v * v for v in r)
     # RSTD > θ  <=>  10⁴ (N·s2 - s1²) > θ² s1²: exact for integer loads and an integer θ.
-    theta2 = float(threshold) ** 2
+    theta2 = float(snapshot.threshold) ** 2
     # Engines by load descending, ties by id: (-load, e) ascending.  A move re-ranks two
     # engines with bisect instead of re-sorting all N.
     ranking = sorted((-v, e) for e, v in enumerate(r))
@@ -224,31 +217,13 @@ def _dlb(
     return new_map
 
 
-def dlb_h(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-) -> np.ndarray:
+def dlb_h(snapshot: LoadSnapshot) -> np.ndarray:
     """DLB-H: Algorithm 1 moving, each step, the heaviest key of the most loaded engine (that
     has one) whose move to the least loaded engine lowers the RSTD.  Few, big moves."""
-    return _dlb(key_load, key_map, n_engines, threshold, capacity, _pick_heavy)
+    return _dlb(snapshot, _pick_heavy)
 
 
-def dlb_l(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-) -> np.ndarray:
+def dlb_l(snapshot: LoadSnapshot) -> np.ndarray:
     """DLB-L: Algorithm 1 moving, each step, the lightest key of the most loaded engine whose
     lightest key improves the RSTD.  Many small moves, finer balance."""
-    return _dlb(key_load, key_map, n_engines, threshold, capacity, _pick_light)
+    return _dlb(snapshot, _pick_light)

@@ -12,8 +12,8 @@ import heapq
 
 import numpy as np
 
-from cep.balancing.base import keep_if_better, per_key, prepare
-from cep.balancing.stats import capacity_weights, engine_loads
+from cep.balancing.base import LoadSnapshot
+from cep.balancing.stats import engine_loads
 
 
 def _shed(sorted_loads: np.ndarray, excess: float, cap: float) -> list[int]:
@@ -37,17 +37,7 @@ def _shed(sorted_loads: np.ndarray, excess: float, cap: float) -> list[int]:
     return picked
 
 
-def elb(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-    tolerance: float | None = None,
-) -> np.ndarray:
+def elb(snapshot: LoadSnapshot, *, tolerance: float | None = None) -> np.ndarray:
     """Algorithm 1 of Guo & Zhou with a fixed number of engines.
 
     The range.  Engine ``e``'s target is ``T_e = total · share_e`` (the mean ``l̄`` with equal
@@ -86,20 +76,20 @@ def elb(
     less state (``state_size``) is shed first (then the lower key id).  Like every strategy
     here the result is kept only if its RSTD is lower than the input's.
     """
-    load, current = prepare(key_load, key_map, n_engines)
-    tol = threshold / 100.0 if tolerance is None else float(tolerance)
+    load, current, n_engines = snapshot.load, snapshot.key_map, snapshot.n_engines
+    tol = snapshot.threshold / 100.0 if tolerance is None else float(tolerance)
     if tol < 0:
         raise ValueError("tolerance must be >= 0")
     total = float(load.sum())
     if total <= 0:
-        return current
-    target = total / (n_engines * capacity_weights(capacity, n_engines))  # total · share_e
+        return snapshot.current()
+    target = total / (n_engines * snapshot.weights)  # total · share_e
     loads = engine_loads(load, current, n_engines)
     half_range = tol * target
     if np.all(np.abs(loads - target) <= half_range):
-        return current
+        return snapshot.current()
 
-    state = np.zeros_like(load) if state_size is None else per_key(state_size, len(load))
+    state = np.zeros_like(load) if snapshot.state_size is None else snapshot.state_size
     keys = np.flatnonzero(load > 0)
     # By engine, then load descending, then state ascending, then key id: each engine's
     # candidates in the order phase 2 scans them.
@@ -114,7 +104,7 @@ def elb(
         loads[e] -= load[picked].sum()
         shed.extend(picked.tolist())
 
-    proposal = current.copy()
+    proposal = snapshot.current()
     queue = np.asarray(shed, dtype=np.int64)
     queue = queue[np.lexsort((queue, state[queue], -load[queue]))]
     under = [(loads[e] / target[e], e) for e in range(n_engines) if loads[e] < target[e]]
@@ -127,4 +117,4 @@ def elb(
         loads[e] += x
         if loads[e] < target[e]:
             heapq.heappush(under, (loads[e] / target[e], e))
-    return keep_if_better(load, current, proposal, n_engines, capacity)
+    return snapshot.keep_if_better(proposal)

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy import sparse
 
-from cep.balancing.base import keep_if_better, per_key, prepare
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.dlb import dlb_h
 from cep.balancing.hashing import splitmix64
-from cep.balancing.stats import capacity_weights, imbalance
 
 if TYPE_CHECKING:
     from scipy.optimize import Bounds, LinearConstraint
@@ -156,14 +155,8 @@ def _destinations(counts: np.ndarray, home: np.ndarray, cls: np.ndarray) -> np.n
 
 
 def milp(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
+    snapshot: LoadSnapshot,
     *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
     budget: float = 0.05,
     budget_unit: Literal["keys", "state"] = "keys",
     time_limit: float = 5.0,
@@ -197,17 +190,17 @@ def milp(
     seen at 128 engines × 1024 groups).  Like every strategy here the result is kept only if
     its RSTD is lower than the input's.
     """
-    load, current = prepare(key_load, key_map, n_engines)
-    if imbalance(load, current, n_engines, capacity) <= threshold:
-        return current
+    if snapshot.balanced():
+        return snapshot.current()
     if budget_unit not in ("keys", "state"):
         raise ValueError(f"budget_unit must be 'keys' or 'state', got {budget_unit!r}")
-    if budget_unit == "state" and state_size is None:
+    if budget_unit == "state" and snapshot.state_size is None:
         raise ValueError("budget_unit='state' needs state_size")
+    load, current, n_engines = snapshot.load, snapshot.key_map, snapshot.n_engines
     keys = np.flatnonzero(load > 0)
     price = np.ones(len(keys))
     if budget_unit == "state":
-        price = per_key(state_size, len(load))[keys]
+        price = snapshot.state_size[keys]
     group = np.arange(len(keys))
     cls, home, unit_load, unit_price, size = _classes(current[keys], load[keys], price)
     if len(size) > groups:
@@ -218,7 +211,7 @@ def milp(
             np.bincount(group, weights=price, minlength=len(group_home)),
         )
     n_classes = len(size)
-    rel = np.outer(capacity_weights(capacity, n_engines), unit_load / (load.sum() / n_engines))
+    rel = np.outer(snapshot.weights, unit_load / (load.sum() / n_engines))
     cost = np.tile(unit_price, (n_engines, 1))
     cost[home, np.arange(n_classes)] = 0.0
     objective, constraints, integrality, bounds = _model(
@@ -236,10 +229,10 @@ def milp(
             "%.2f s (%s); falling back to dlb-h", n_classes, group.max() + 1, n_engines,
             time.perf_counter() - tic, result.message,
         )
-        return dlb_h(load, current, n_engines, threshold=threshold, capacity=capacity)
+        return dlb_h(snapshot)
     logger.debug("milp: %d key classes (%d groups) x %d engines solved in %.3f s",
                  n_classes, group.max() + 1, n_engines, time.perf_counter() - tic)
     counts = np.rint(result.x[: n_engines * n_classes]).astype(np.int64)
-    proposal = current.copy()
+    proposal = snapshot.current()
     proposal[keys] = _destinations(counts.reshape(n_engines, n_classes), home, cls)[group]
-    return keep_if_better(load, current, proposal, n_engines, capacity)
+    return snapshot.keep_if_better(proposal)

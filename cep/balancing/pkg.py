@@ -42,11 +42,6 @@ class PartialKeyGrouping:
         )
         self._estimate = [0] * n_engines
 
-    @property
-    def estimates(self) -> np.ndarray:
-        """Events sent to each engine so far (the local load estimates), int64 copy."""
-        return np.array(self._estimate, dtype=np.int64)
-
     def candidates(self, key_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The two candidate engines (int32 arrays) of every key hash."""
         h = np.asarray(key_hashes, dtype=np.uint64)

@@ -31,10 +31,12 @@ balances relative to its shares from then on; ``"equal"`` balances events.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.capacity import CapacityModel
 from cep.balancing.hashing import kg_engine, stable_hash
 from cep.balancing.pkg import PartialKeyGrouping
@@ -165,8 +167,8 @@ def simulate(
         state = _state_of_keys(state_model, seen, window_count, H)
         series = stats.series if strategy in SERIES_WINDOWS else None
         tic = time.perf_counter()
-        new_map = decide(stats.load, key_map, n_engines, threshold=threshold, state_size=state,
-                         capacity=target, load_series=series)
+        new_map = decide(LoadSnapshot(stats.load, key_map, n_engines, threshold=threshold,
+                                      state_size=state, capacity=target, load_series=series))
         ms[t] = 1000.0 * (time.perf_counter() - tic)
         changed = np.flatnonzero(new_map != key_map)
         moved[t] = len(changed)
@@ -183,6 +185,38 @@ def simulate(
     result.summary.update(summarize(result, threshold))
     result.summary.update(n_engines=n_engines, window=window, events=len(trace))
     return result
+
+
+def run_trace(
+    trace: np.ndarray,
+    strategies: Iterable[str],
+    *,
+    n_engines: int,
+    window: int,
+    threshold: float,
+    H: int,
+    seed: int,
+    exponents: tuple[float, ...] = (0.2, 1.5),
+    durations: tuple[float, ...] = (5.0, 10.0),
+    rate: float = PAPER_RATE,
+) -> Iterator[tuple[str, SimResult, dict[str, float | int | str]]]:
+    """Simulate each strategy in turn on a :func:`periodic_zipf_trace` (same ``exponents``,
+    ``durations`` and ``rate``) with the ``"length"`` state model, as the benches compare
+    them.  Yields ``(name, result, row)`` as each run ends; ``row`` is the run's summary plus
+    ``sim_seconds`` (its wall time) and ``avg_rstd_zipf<exponent>`` (the average RSTD over the
+    windows of each phase, a window belonging to the phase of its middle event)."""
+    phases = phase_schedule(len(trace), durations, rate)
+    mids = np.minimum(np.arange(0, len(trace), window) + window // 2, len(trace) - 1)
+    window_phase = phases[mids]
+    for name in strategies:
+        tic = time.perf_counter()
+        result = simulate(trace, name, n_engines, window, threshold, state_model="length", H=H,
+                          seed=seed)
+        row = dict(result.summary)
+        row["sim_seconds"] = time.perf_counter() - tic
+        for phase, exponent in enumerate(exponents):
+            row[f"avg_rstd_zipf{exponent}"] = float(result.rstd[window_phase == phase].mean())
+        yield name, result, row
 
 
 def summarize(result: SimResult, threshold: float) -> dict[str, float | int | str]:

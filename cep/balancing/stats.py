@@ -1,5 +1,5 @@
-"""Load bookkeeping shared by every strategy: engine loads, the RSTD imbalance score, the
-per-key load statistics window and the key → dense id index.
+"""Load bookkeeping shared by every strategy: engine loads, the RSTD imbalance score and the
+per-key load statistics window.
 
 Capacity.  Engines may differ in speed; ``capacity`` gives per-engine target share weights
 (any positive numbers, normalised here; ``None`` = equal).  Balance then means
@@ -15,8 +15,6 @@ from collections import deque
 from itertools import islice
 
 import numpy as np
-
-from cep.balancing.hashing import stable_hash
 
 
 def capacity_weights(capacity: np.ndarray | None, n_engines: int) -> np.ndarray:
@@ -167,50 +165,3 @@ class LoadStatistics:
     def seen(self) -> np.ndarray:
         """Events ever recorded per key (int64 copy, length ``n_keys``)."""
         return self._seen.copy()
-
-
-class KeyIndex:
-    """Assigns dense ids ``0..K-1`` to raw keys in order of first appearance, vectorised.
-
-    Keys are identified by :func:`~cep.balancing.hashing.stable_hash` (a 64-bit collision between
-    two distinct keys would merge them into one id — harmless for correctness, as they then
-    always travel together, and improbable: ~3e-8 for a million keys).  ``hashes[i]`` is the
-    hash of key id ``i``, from which the default KG engine of new keys follows.
-    """
-
-    def __init__(self) -> None:
-        self._sorted = np.zeros(0, dtype=np.uint64)
-        self._sorted_ids = np.zeros(0, dtype=np.int64)
-        self._hashes = np.zeros(0, dtype=np.uint64)
-
-    def __len__(self) -> int:
-        return len(self._hashes)
-
-    @property
-    def hashes(self) -> np.ndarray:
-        """Hash of every known key, indexed by dense id (copy)."""
-        return self._hashes.copy()
-
-    def ids(self, keys: np.ndarray) -> np.ndarray:
-        """Dense id of every key (int64), registering unseen keys."""
-        return self.ids_of_hashes(stable_hash(keys))
-
-    def ids_of_hashes(self, key_hashes: np.ndarray) -> np.ndarray:
-        """Dense id of every precomputed key hash (int64), registering unseen ones."""
-        h = np.asarray(key_hashes, dtype=np.uint64)
-        uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-        pos = np.searchsorted(self._sorted, uniq)
-        known = pos < len(self._sorted)
-        known[known] = self._sorted[pos[known]] == uniq[known]
-        uniq_ids = np.empty(len(uniq), dtype=np.int64)
-        uniq_ids[known] = self._sorted_ids[pos[known]]
-        new = np.flatnonzero(~known)
-        if len(new):
-            new = new[np.argsort(first[new], kind="stable")]  # first-appearance order
-            uniq_ids[new] = np.arange(len(self._hashes), len(self._hashes) + len(new))
-            self._hashes = np.concatenate([self._hashes, uniq[new]])
-            merged = np.concatenate([self._sorted, uniq[new]])
-            order = np.argsort(merged, kind="stable")
-            self._sorted = merged[order]
-            self._sorted_ids = np.concatenate([self._sorted_ids, uniq_ids[new]])[order]
-        return uniq_ids[inverse.reshape(h.shape)]

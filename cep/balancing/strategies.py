@@ -4,9 +4,10 @@ the next key map, and the registry the runtime, ``cep verify``, ``cep bench`` an
 
 Every strategy has the same signature (:class:`cep.balancing.base.Strategy`)::
 
-    strategy(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None,
-             load_series=None) -> new key_map
+    strategy(LoadSnapshot(key_load, key_map, n_engines, threshold=15.0, state_size=None,
+                          capacity=None, load_series=None)) -> new key_map
 
+The snapshot (:class:`cep.balancing.base.LoadSnapshot`) is checked once when it is built.
 ``key_load[k]`` is key ``k``'s load in the statistics window (events, possibly decayed),
 ``key_map[k]`` its current engine.  The result is a fresh array of the same length and integer
 dtype with every key on an engine in ``[0, n_engines)``; inputs are never mutated.
@@ -33,40 +34,21 @@ import heapq
 
 import numpy as np
 
-from cep.balancing.base import Periodic, Strategy, keep_if_better, prepare
+from cep.balancing.base import LoadSnapshot, Periodic, Strategy
 from cep.balancing.clb import DEFAULT_WINDOWS as CLB_WINDOWS
 from cep.balancing.clb import clb
 from cep.balancing.dlb import dlb_h, dlb_l
 from cep.balancing.elb import elb
 from cep.balancing.milp import milp
-from cep.balancing.stats import capacity_weights, imbalance
 
 
-def kg(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-) -> np.ndarray:
+def kg(snapshot: LoadSnapshot) -> np.ndarray:
     """Key grouping: never moves a key.  The runtime seeds the map with
     :func:`cep.balancing.hashing.kg_engine`, so this is the hash-mod-N reference."""
-    return prepare(key_load, key_map, n_engines)[1]
+    return snapshot.current()
 
 
-def lptf(
-    key_load: np.ndarray,
-    key_map: np.ndarray,
-    n_engines: int,
-    *,
-    threshold: float = 15.0,
-    state_size: np.ndarray | None = None,
-    capacity: np.ndarray | None = None,
-    load_series: np.ndarray | None = None,
-) -> np.ndarray:
+def lptf(snapshot: LoadSnapshot) -> np.ndarray:
     """Longest Processing Time First: recompute the whole map greedily.
 
     When the current RSTD exceeds θ, keys are taken by load, heaviest first (ties: lower key
@@ -76,23 +58,24 @@ def lptf(
 
     LPT is a makespan heuristic, not an RSTD optimiser, and it ignores the current map, so its
     result can be worse than the map it replaces (e.g. a map just above θ that LPT's greedy
-    order cannot reproduce); :func:`~cep.balancing.base.keep_if_better` then keeps the current one.
+    order cannot reproduce); :meth:`~cep.balancing.base.LoadSnapshot.keep_if_better` then keeps
+    the current one.
     """
-    load, current = prepare(key_load, key_map, n_engines)
-    if imbalance(load, current, n_engines, capacity) <= threshold:
-        return current
-    weights = capacity_weights(capacity, n_engines).tolist()
+    if snapshot.balanced():
+        return snapshot.current()
+    load = snapshot.load
+    weights = snapshot.weights.tolist()
     keys = np.flatnonzero(load > 0)
     keys = keys[np.argsort(-load[keys], kind="stable")]
-    heap = [(0.0, e) for e in range(n_engines)]
+    heap = [(0.0, e) for e in range(snapshot.n_engines)]
     chosen = np.empty(len(keys), dtype=np.int64)
     for i, x in enumerate(load[keys].tolist()):
         rel, e = heap[0]
         chosen[i] = e
         heapq.heapreplace(heap, (rel + x * weights[e], e))
-    proposal = current.copy()
+    proposal = snapshot.current()
     proposal[keys] = chosen
-    return keep_if_better(load, current, proposal, n_engines, capacity)
+    return snapshot.keep_if_better(proposal)
 
 
 STRATEGIES: dict[str, Strategy] = {

@@ -24,7 +24,7 @@ import numpy as np
 
 from cep.engine import codec
 from cep.engine.join_rule import JoinOperator
-from cep.engine.match_recognize import MatchRecognizeOperator
+from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output
 from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables

@@ -1,10 +1,10 @@
 """``SELECT ... FROM PATTERN [...] [PARTITION BY k]``: sequence patterns per key.
 
 Filters that read only the candidate event are evaluated vectorised for the whole batch
-first; the per-event matcher (``patterns.py``) then only looks those flags up. Filters
-that read earlier tags (``b=A(x > a.x)``) are evaluated per candidate. Matches become
-output rows (trigger = the event that completed the match) through the same vectorised
-expression evaluator as every other rule, after WHERE.
+first; the per-event matcher (:mod:`cep.engine.patterns`) then only looks those flags up.
+Filters that read earlier tags (``b=A(x > a.x)``) are evaluated per candidate. Matches
+become output rows (trigger = the event that completed the match) through the same
+vectorised expression evaluator as every other rule, after WHERE.
 """
 
 from __future__ import annotations
@@ -13,26 +13,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cep.engine import patterns as nfa
+from cep.engine import pattern_nodes as nodes
 from cep.engine.emit import emit
+from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import empty_output
-from cep.engine.table import (
-    DTYPES,
-    KEY,
-    NULL_SUFFIX,
-    PLACEHOLDERS,
-    SEQ,
-    SUB,
-    Table,
-    factorize,
-    nrows,
-    take,
-)
+from cep.engine.pattern_nodes import Event, PatternNode
+from cep.engine.patterns import Match, PatternState, compile_pattern
+from cep.engine.table import KEY, SEQ, SUB, Table, factorize, nrows, take
 from cep.engine.windows import SUB_RANGE
 from cep.lang import ir
-
-Row = dict[str, object]
 
 
 class PatternOperator:
@@ -47,11 +37,12 @@ class PatternOperator:
         root = self._build(rule.pattern)
         # streams with an atom whose filter is not fully precomputed: feed every event
         # (a timer's clock moves with every event of the key: then all are fed)
+        timed = nodes.has_timer(root)
         self.unfiltered_streams = {
             a.stream for a in _atoms(rule.pattern)
-            if a.local_filter is None or a.bound_filter is not None or _has_timer(rule.pattern)}
-        self.pattern = nfa.compile_pattern(root, within_us=rule.horizon_us)
-        self.states: dict[object, nfa.PatternState] = {}
+            if a.local_filter is None or a.bound_filter is not None or timed}
+        self.pattern = compile_pattern(root, within_us=rule.horizon_us)
+        self.states: dict[object, PatternState] = {}
         # tag[i] the rule reads: bound (NULL) even when no match has that many events
         self.indices: dict[str, int] = {}
         for ref in collect_nodes([rule.where, *(c.expr for c in rule.columns)], ir.FieldRef):
@@ -61,27 +52,27 @@ class PatternOperator:
 
     # ---- compile the IR pattern into matcher nodes
 
-    def _build(self, node: ir.PNode) -> nfa.PatternNode:
+    def _build(self, node: ir.PNode) -> PatternNode:
         if isinstance(node, ir.PAtom):
             self.tag_streams[node.tag] = self.streams[node.stream]
-            return nfa.Atom(node.tag, node.stream, self._predicate(node))
+            return nodes.Atom(node.tag, node.stream, self._predicate(node))
         if isinstance(node, ir.PFollowedBy):
-            return nfa.FollowedBy(self._build(node.left), self._build(node.right))
+            return nodes.FollowedBy(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.PAnd):
-            return nfa.And(self._build(node.left), self._build(node.right))
+            return nodes.And(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.POr):
-            return nfa.Or(self._build(node.left), self._build(node.right))
+            return nodes.Or(self._build(node.left), self._build(node.right))
         if isinstance(node, ir.PNot):
-            return nfa.Not(self._build(node.operand))
+            return nodes.Not(self._build(node.operand))
         if isinstance(node, ir.PEvery):
-            return nfa.Every(self._build(node.operand))
+            return nodes.Every(self._build(node.operand))
         if isinstance(node, ir.PTimer):
-            return nfa.Timer(node.us)
+            return nodes.Timer(node.us)
         until = self._build(node.until) if node.until is not None else None
-        return nfa.Repeat(node.count, self._build(node.operand), high=node.high, until=until)
+        return nodes.Repeat(node.count, self._build(node.operand), high=node.high, until=until)
 
-    def _predicate(self, atom: ir.PAtom) -> Callable[[nfa.Event, dict], bool] | None:
-        checks: list[Callable[[nfa.Event, dict], bool]] = []
+    def _predicate(self, atom: ir.PAtom) -> Callable[[Event, dict], bool] | None:
+        checks: list[Callable[[Event, dict], bool]] = []
         if atom.local_filter is not None:
             flag = f"__atom{len(self.local_filters)}"
             self.local_filters.append((flag, atom.stream, atom.tag, atom.local_filter))
@@ -96,7 +87,7 @@ class PatternOperator:
             return checks[0]
         return lambda event, bindings: all(c(event, bindings) for c in checks)
 
-    def _bound_check(self, condition: ir.TExpr, tag: str, event: nfa.Event,
+    def _bound_check(self, condition: ir.TExpr, tag: str, event: Event,
                      bindings: dict) -> bool:
         env = Env(1)
         _bind_row(env, tag, self.tag_streams[tag], event.row)
@@ -118,7 +109,7 @@ class PatternOperator:
         events = self._events(tables)
         if not events:
             return empty_output()
-        matches: list[tuple[object, nfa.Match]] = []
+        matches: list[tuple[object, Match]] = []
         for key, event in events:
             state = self.states.get(key)
             if state is None:
@@ -129,7 +120,7 @@ class PatternOperator:
             return empty_output()
         return self._output(matches)
 
-    def _events(self, tables: dict[str, Table]) -> list[tuple[object, nfa.Event]]:
+    def _events(self, tables: dict[str, Table]) -> list[tuple[object, Event]]:
         """Every candidate event of the batch as (key, Event), in per-key arrival order."""
         parts = []
         for order, (name, stream) in enumerate(self.streams.items()):
@@ -157,7 +148,7 @@ class PatternOperator:
             seq = table[SEQ].tolist()
             sort_key = (table[SEQ] * SUB_RANGE + table[SUB]) * len(self.streams) + order
             parts.append((table[KEY], sort_key, [
-                nfa.Event(seq[i], ts[i], name, rows[i]) for i in range(n)]))
+                Event(seq[i], ts[i], name, rows[i]) for i in range(n)]))
         if not parts:
             return []
         keys = np.concatenate([p[0] for p in parts]).astype(object)
@@ -167,7 +158,7 @@ class PatternOperator:
         order = np.lexsort((sort_key, codes))
         return [(keys[i], events[i]) for i in order.tolist()]
 
-    def _output(self, matches: list[tuple[object, nfa.Match]]) -> Table:
+    def _output(self, matches: list[tuple[object, Match]]) -> Table:
         rule = self.rule
         env = Env(len(matches))
         for tag in rule.tags:
@@ -221,7 +212,7 @@ class PatternOperator:
 
     def import_states(self, states: dict[object, object]) -> None:
         for key, state in states.items():
-            if type(state) is not nfa.PatternState or state.fingerprint != self.pattern.fingerprint:
+            if type(state) is not PatternState or state.fingerprint != self.pattern.fingerprint:
                 raise ValueError(f"the state of key {key!r} does not belong to the pattern of "
                                  f"rule {self.rule.name!r}")
             self.states[key] = state
@@ -229,19 +220,9 @@ class PatternOperator:
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:
     """The batch's events as dicts (NULL → None), plus the precomputed filter flags."""
-    columns: dict[str, list] = {}
-    for name, _ in stream.fields:
-        values = table[name].tolist()
-        nulls = table.get(name + NULL_SUFFIX)
-        if nulls is not None:
-            for i in np.flatnonzero(nulls).tolist():
-                values[i] = None
-        columns[name] = values
-    for flag, mask in flags.items():
-        columns[flag] = mask.tolist()
-    names = list(columns)
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(),
-                                                                     strict=True)]
+    columns = {name: field_values(table, name) for name, _ in stream.fields}
+    columns.update({flag: mask.tolist() for flag, mask in flags.items()})
+    return rows_of(columns)
 
 
 def _row_of(bound: object) -> Row | None:
@@ -263,23 +244,8 @@ def _bind_rows(env: Env, tag: str, stream: ir.StreamDef, rows: list[Row | None],
                index: int | None = None) -> None:
     """Expose the fields of one event per output row (None: the tag did not match)."""
     for name, t in stream.fields:
-        raw = [None if r is None else r.get(name) for r in rows]
-        nulls = np.array([v is None for v in raw], dtype=bool)
-        values = np.empty(len(raw), dtype=DTYPES[t])
-        values[:] = [PLACEHOLDERS[t] if v is None else v for v in raw]
         key = (tag, name) if index is None else (tag, name, index)
-        env.columns[key] = Col(values, nulls if nulls.any() else None)
-
-
-def _has_timer(node: ir.PNode) -> bool:
-    if isinstance(node, ir.PTimer):
-        return True
-    if isinstance(node, ir.PAtom):
-        return False
-    parts = [node.operand] if hasattr(node, "operand") else [node.left, node.right]  # type: ignore[union-attr]
-    if getattr(node, "until", None) is not None:
-        parts.append(node.until)  # type: ignore[union-attr]
-    return any(map(_has_timer, parts))
+        env.columns[key] = as_column([None if r is None else r.get(name) for r in rows], t)
 
 
 def _atoms(node: ir.PNode) -> list[ir.PAtom]:

@@ -27,7 +27,8 @@ from cep.io.inputlog import (
     Segment,
     generator_kind,
 )
-from cep.io.sources import MAX_RECORD_BYTES, read_range
+from cep.io.readers.ranges import read_range
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
 
 TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")

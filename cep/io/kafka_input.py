@@ -17,7 +17,7 @@ survives a restart even when nothing arrived yet.
 
 Reading a segment's offsets: :func:`read_kafka_range` fetches them
 (``read_partition_range``, read_committed), joins the values into a temporary JSON-lines
-(or CSV) file and parses it with the file reader (``cep.io.sources.read_range``), so a
+(or CSV) file and parses it with the file reader (``cep.io.readers.ranges.read_range``), so a
 Kafka record gets exactly the validation, typing and dead-lettering of a file line.
 Byte offsets are mapped back to Kafka offsets with ``searchsorted``; a dead letter names
 ``"<topic>/<partition>"`` and the Kafka offset. A newline inside a value (JSON text
@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from cep.io.deadletter import DeadLetter
-from cep.io.sources import MAX_RECORD_BYTES, read_range
+from cep.io.readers.ranges import read_range
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
-from cep.servers.kafka_shared import resolve
 from cep.transports.address import KafkaAddress, parse_kafka_uri
+from cep.transports.embedded_kafka import resolve
 from cep.transports.kafka_read import partition_ends, read_partition_range
 
 CHUNK_OFFSETS = 10_000

@@ -95,7 +95,7 @@ Paraphrase
     ``similarity`` (n = 30k, the test): two tweets of one story average 0.80; tweets of
     different stories average 0.022 (0.021 at 200k, 99th percentile 0.18).
 
-Columns (typed like :func:`cep.io.sources.read_events` output for the FSD schema)
+Columns (typed like :func:`cep.io.readers.ranges.read_range` output for the FSD schema)
     ``seq`` 0..n-1, ``id`` (unique, Twitter's snowflake layout ``ms << 22 | worker << 12 |
     counter``: time-ordered to the millisecond, not within one; the counter is ``seq mod
     4096``, unique because one millisecond's rows are consecutive and fewer than 4096),
@@ -525,7 +525,7 @@ def _rows(plan: dict[str, Any], lo: int, hi: int) -> _Rows:
             parts[name].append(col[keep])
     cols = {name: np.concatenate(p) for name, p in parts.items()}
     # Explicit dtypes: pandas >= 3 would otherwise infer its string dtype for the str
-    # columns, and the engine expects object columns of Python str (as read_events).
+    # columns, and the engine expects object columns of Python str (as read_range).
     index = pd.RangeIndex(lo, hi)  # as generate_tweets(...).frame.iloc[lo:hi]
     frame = pd.DataFrame(
         {

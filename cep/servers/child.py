@@ -6,7 +6,8 @@ and how readiness is proven; they share everything else, here: a private temp di
 logs (and data without ``data_dir``), stop on leaving a ``with`` block, on error during
 start and at interpreter exit, a stop that only the starting process performs (a forked
 copy inherits the object and its ``atexit`` hook but not the child), SIGTERM then
-SIGKILL after ``stop_timeout``, and the tail of the child's stderr in a failure.
+SIGKILL after ``stop_timeout``, the port of a running server, and a failure to start
+that carries the tail of the child's stderr (inline when it is one line).
 """
 
 from __future__ import annotations
@@ -28,20 +29,28 @@ STDERR_TAIL_CHARS = 2000
 class ChildServer:
     """Start, stop and failure reporting of a server in a child process.
 
-    Subclasses set ``PREFIX`` (of the temp dir) and ``LOG`` (the stderr file's name in it)
-    and implement :meth:`_spawn` (start ``self._proc``; set ``self._port``) and
-    :meth:`_await_ready` (prove the server answers).
+    Subclasses set the class attributes below and implement :meth:`_spawn` (start
+    ``self._proc``; set ``self._port``) and :meth:`_await_ready` (prove the server
+    answers). ``data_dir`` None keeps the data in the temp dir; ``port`` 0 lets the OS
+    choose; the time-outs default to the class's.
     """
 
     PREFIX: str  # of the temp dir
     LOG: str  # the child's stderr file in the temp dir
+    NAME: str  # the server in failure messages ("embedded Kafka")
+    ROLE: str  # the child in failure messages ("broker")
+    ERROR: type[RuntimeError]  # raised when the child does not start
+    STARTUP_TIMEOUT: float  # seconds
+    STOP_TIMEOUT: float  # seconds from SIGTERM to SIGKILL
 
-    def __init__(self, *, data_dir: Path | None, port: int, startup_timeout: float,
-                 stop_timeout: float) -> None:
+    def __init__(self, *, data_dir: Path | None = None, port: int = 0,
+                 startup_timeout: float | None = None, stop_timeout: float | None = None
+                 ) -> None:
         self.data_dir = data_dir
         self.requested_port = port
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
+        self.startup_timeout = (self.STARTUP_TIMEOUT if startup_timeout is None
+                                else startup_timeout)
+        self.stop_timeout = self.STOP_TIMEOUT if stop_timeout is None else stop_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._port: int | None = None
@@ -50,6 +59,12 @@ class ChildServer:
 
     @property
     def port(self) -> int | None:
+        return self._port
+
+    def running_port(self) -> int:
+        """The port of the running server (RuntimeError when it is not running)."""
+        if self._port is None:
+            raise RuntimeError(f"{type(self).__name__} is not running")
         return self._port
 
     @property
@@ -94,6 +109,21 @@ class ChildServer:
         except OSError:
             return ""
         return text[-STDERR_TAIL_CHARS:].strip()
+
+    def _stderr_noise(self, tail: str) -> str:
+        """``tail`` without lines that say nothing about a failure (none by default)."""
+        return tail
+
+    def _failure(self, what: str) -> RuntimeError:
+        """The error for a child that did not start, with its stderr's tail."""
+        tail = self._stderr_noise(self.stderr_tail()).strip()
+        if not tail:
+            detail = " (no stderr output)"
+        elif "\n" not in tail:
+            detail = f": {tail}"
+        else:
+            detail = f"\n--- {self.ROLE} stderr (tail) ---\n{tail}"
+        return self.ERROR(f"{self.NAME} failed to start: {what}{detail}")
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent,

@@ -43,6 +43,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from cep.servers.child import ChildServer
+from cep.transports.embedded_kafka import bootstrap_file, embedded_dir
 
 _PR_SET_PDEATHSIG = 1
 _ANNOUNCE = re.compile(rb"^\s*kafka\s+(\S+):(\d+)\s*$", re.MULTILINE)
@@ -105,6 +106,17 @@ def embedded_bootstrap(data_dir: Path) -> Iterator[str]:
         yield broker.bootstrap
 
 
+@contextmanager
+def embedded_broker() -> Iterator[str]:
+    """The broker of ``kafka://embedded`` for the duration of the block: the running one
+    on :func:`~cep.transports.embedded_kafka.embedded_dir`, or one started here (and
+    stopped at the end, with SIGTERM: it saves its data); its address published for
+    :func:`~cep.transports.embedded_kafka.resolve`."""
+    with embedded_bootstrap(embedded_dir()) as bootstrap:
+        bootstrap_file().write_text(bootstrap)
+        yield bootstrap
+
+
 def _die_with_parent() -> None:
     """Runs in the child between fork and exec: SIGTERM it when the parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -127,24 +139,16 @@ class EmbeddedKafka(ChildServer):
 
     PREFIX = "cep-kafka-"
     LOG = "broker.log"
-
-    def __init__(
-        self,
-        *,
-        data_dir: Path | None = None,
-        port: int = 0,
-        startup_timeout: float = 15.0,
-        stop_timeout: float = 30.0,
-    ) -> None:
-        super().__init__(data_dir=data_dir, port=port, startup_timeout=startup_timeout,
-                         stop_timeout=stop_timeout)
+    NAME = "embedded Kafka"
+    ROLE = "broker"
+    ERROR = EmbeddedKafkaError
+    STARTUP_TIMEOUT = 15.0
+    STOP_TIMEOUT = 30.0  # the broker saves its snapshot before it exits
 
     @property
     def bootstrap(self) -> str:
         """``127.0.0.1:<port>``, the ``bootstrap.servers`` value for clients."""
-        if self._port is None:
-            raise RuntimeError("EmbeddedKafka is not running")
-        return f"127.0.0.1:{self._port}"
+        return f"127.0.0.1:{self.running_port()}"
 
     def _spawn(self) -> None:
         assert self._workdir is not None
@@ -154,7 +158,7 @@ class EmbeddedKafka(ChildServer):
         # pipe we stopped reading would block it or kill it with SIGPIPE.
         with (
             open(self._workdir / "broker.out", "wb") as out,
-            open(self._workdir / "broker.log", "wb") as log,
+            open(self._workdir / self.LOG, "wb") as log,
         ):
             self._proc = subprocess.Popen(
                 [
@@ -200,11 +204,9 @@ class EmbeddedKafka(ChildServer):
                     raise self._failure(f"port {self._port} does not accept: {exc}") from None
                 time.sleep(0.05)
 
-    def _failure(self, what: str) -> EmbeddedKafkaError:
-        tail = _GLIBC_WARNING.sub("", self.stderr_tail()).strip()
-        detail = f": {tail}" if tail and "\n" not in tail else (
-            f"\n--- broker stderr (tail) ---\n{tail}" if tail else " (no stderr output)")
-        return EmbeddedKafkaError(f"embedded Kafka failed to start: {what}{detail}")
+    def _stderr_noise(self, tail: str) -> str:
+        """Without noida-db's harmless ``GLIBC_2.39 not found`` warning (module notes)."""
+        return _GLIBC_WARNING.sub("", tail)
 
     def kill(self) -> None:
         """SIGKILL the broker, losing unsaved data: a crash, for tests."""

@@ -1,1 +1,20 @@
-"""The Spark runtime: compiled rules as PySpark Structured Streaming stateful engines."""
+"""The Spark runtime: compiled rules as PySpark Structured Streaming stateful engines.
+
+Where to start reading, by the way one record goes (``runtime.py`` draws the query):
+
+- the run: ``runtime.py`` (``run_on_spark``: the run directory, the query, stopping),
+  ``session.py`` (the SparkSession and why each setting);
+- input: ``source.py`` plans micro-batches over the input log (``source_config.py`` is
+  what it knows), ``input_tasks.py`` reads on the executors;
+- the Splitter, which engine gets each event and the Balancer deciding it: ``splitter/``;
+- the engines: ``processor.py`` (Spark's stateful processor, kept tiny),
+  ``engine_task.py`` (what every engine task knows), ``engine_batch.py`` (one engine's
+  micro-batch), its state per key (``key_layout.py``, ``mapstate.py``,
+  ``warm_state_files.py``), INSERT INTO chains across stages (``chain_stages.py``);
+- output: ``event_parts.py`` (the engines write their events themselves), ``sink.py``
+  (after each batch, on the driver), ``delivery.py`` (exactly once, in order);
+- a quicker start: ``jvm_archive.py``, ``local_fs.py`` and ``prepare.py`` (what ``cep
+  prepare`` makes, in the cache of ``jvm_cache.py``), ``worker_python.py``,
+  ``worker_warmup.py``;
+- ``cluster.py``: a standalone Spark cluster on 127.0.0.1 (tests and benches).
+"""

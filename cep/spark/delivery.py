@@ -1,6 +1,6 @@
 """Driver-side delivery of a micro-batch's files: exactly-once appends and merged order.
 
-The engines write their events as parts (``parts.py``); a single output file, standard
+The engines write their events as parts (``event_parts.py``); a single output file, standard
 output or a Python callback gets each batch's parts merged into the reference order
 (sequence number, then rule), batch after batch. Only one batch's events are in the
 driver's memory at a time.
@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from cep.spark.parts import EventParts
+from cep.spark.event_parts import EventParts
 
 _ORDER_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64())])
 

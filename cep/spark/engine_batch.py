@@ -1,5 +1,5 @@
 """One CEP engine's micro-batch, as the ``transformWithStateInPandas`` processor
-(``processor.EngineProcessor``) runs it.
+(``processor.EngineProcessor``) runs it, with the run's values of ``engine_task.py``.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
 micro-batch. The engine's state lives per key in two MapStates (a head per key, and the
@@ -12,11 +12,11 @@ the retained state (1M keys of a ``#length(5)``: 0.9 s to snapshot, 0.5 s to res
 5 s to process, against 0.05 s at 100k), while a MapState call costs ~0.05–0.1 ms.
 
 The engine writes its complex events itself, as its part of the batch's output
-(``parts.py``): events never travel to the driver. What the task returns is one
+(``event_parts.py``): events never travel to the driver. What the task returns is one
 ``stats`` row: the engine's rows, busy time, events per rule, per-key load for the
 Balancer, and the counts and timings of the tasks that read and routed its input.
 
-An INSERT INTO chain (``chain.py``) has N engines per stage: the label says which stage
+An INSERT INTO chain (``chain_stages.py``) has N engines per stage: the label says which stage
 and engine a group is. A stage's engine runs that stage's rules, leaves its inserting
 rules' rows to the next stage as chain rows, and writes the rest as the output part of
 the batch its events' records were read in (``batch - stage``). Keys of later stages
@@ -39,7 +39,9 @@ from cep.engine import codec
 from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.handoff.protocol import exports, imports
-from cep.spark.chain import ChainParts, split_rows
+from cep.spark.chain_stages import ChainParts, split_rows
+from cep.spark.engine_task import EngineTask
+from cep.spark.event_parts import EventParts, event_lines
 from cep.spark.key_layout import (
     Layout,
     pack,
@@ -49,21 +51,20 @@ from cep.spark.key_layout import (
     split_state,
     unpack,
 )
-from cep.spark.keymaps import key_map
 from cep.spark.latest import engine_latest
 from cep.spark.mapstate import MapCalls
-from cep.spark.parts import EventParts, event_lines
-from cep.spark.payload import unpack_payload
-from cep.spark.warm_files import WarmFiles
+from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.payload import unpack_payload
+from cep.spark.warm_state_files import WarmFiles
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
     from cep.handoff.store import StateStore
-    from cep.spark.processor import EngineProcessor
 
 
-def run_engine_batch(p: EngineProcessor, key, rows) -> Iterator[pd.DataFrame]:
+def run_engine_batch(p: EngineTask, heads, segments, key, rows) -> Iterator[pd.DataFrame]:
     """Engine label ``key``'s micro-batch: its rows' payloads through its engine, the
-    events written as its part of the batch's output, one ``stats`` row returned."""
+    events written as its part of the batch's output, one ``stats`` row returned.
+    ``heads`` and ``segments`` are the processor's two MapStates (``KeyStates``)."""
     clock = StageClock()
     event_parts = EventParts(*p.parts_at)
     chain_parts = ChainParts(p.chain_at) if p.chain_at is not None else None
@@ -90,7 +91,7 @@ def run_engine_batch(p: EngineProcessor, key, rows) -> Iterator[pd.DataFrame]:
     leaving = leaving_keys(store, engine_index, batch) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
     arriving = list(load)
-    key_states = KeyStates(p.heads, p.segments, p.start, int(key[0]))
+    key_states = KeyStates(heads, segments, p.start, int(key[0]))
     key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
     clock.lap("restore")
     moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
@@ -195,7 +196,7 @@ class KeyStates:
     def load(self, engine: Engine, keys: list[str], batch: int) -> None:
         """Put the state of ``keys`` (JSON texts) as of the previous batch into
         ``engine``: from this worker's memory when it ran that batch, else from the file
-        that batch left on this host (``warm_files``), else from Spark's state store."""
+        that batch left on this host (``warm_state_files``), else from Spark's state store."""
         entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
         drop_stale(_WARM, self.slot[0], batch)
         ran_last = entry is not None and entry[0] == batch - 1

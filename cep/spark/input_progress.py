@@ -24,8 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cep.handoff.store import mask_uri
 from cep.io.inputlog import GENERATOR_KINDS, KAFKA_KIND, TEXT_KINDS, Segment
+from cep.transports.mongo_client import mask_uri
 
 
 @dataclass

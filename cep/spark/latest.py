@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cep.spark.parts import event_lines
+from cep.spark.event_parts import event_lines
 
 LATEST_KEPT = 3  # events per rule
 LINE_CHARS = 1000  # an event's JSON line is cut here (a tweet's text can be long)

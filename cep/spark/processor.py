@@ -7,26 +7,29 @@ events each engine writes itself, the ``stats`` row it returns, INSERT INTO chai
 Why the batch lives in another module: before a query's first batch, Spark unpickles
 this processor on the driver, in a Python process of its own, only to call ``init`` and
 learn its state variables, and every run waits for that. This module imports nothing
-but pyspark's ``StatefulProcessor``, and keeps where events and chain rows go as plain
-paths (``EventParts`` and ``ChainParts`` come with pandas and pyarrow): unpickling it
-there takes about 0.02 s, where importing the batch's modules took 0.3 s.
+but pyspark's ``StatefulProcessor`` and the plain values of ``engine_task.py`` (where
+events and chain rows go as plain paths: ``EventParts`` and ``ChainParts`` come with
+pandas and pyarrow): unpickling it there takes about 0.02 s, where importing the batch's
+modules took 0.3 s. ``engine_batch.py`` imports the task's values from ``engine_task.py``,
+never this module, so the two do not import each other.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from cep.spark.engine_task import engine_task
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from cep.handoff.store import StateStore
     from cep.lang import ir
-    from cep.spark.chain import ChainParts
-    from cep.spark.parts import EventParts
+    from cep.spark.chain_stages import ChainParts
+    from cep.spark.event_parts import EventParts
 
 OUTPUT_SCHEMA = "engine int, stats string"
 
@@ -38,23 +41,12 @@ class EngineProcessor(StatefulProcessor):
                  store: StateStore | None = None,
                  slowdown: dict[int, float] | None = None,
                  chain: ChainParts | None = None) -> None:
-        self.module = module
-        self.stages = module.stage_modules()
-        # label -> (stage, engine); labels[s][e] is engine e of stage s
-        self.engine_of_label = {label: (s, e) for s, stage in enumerate(labels)
-                                for e, label in enumerate(stage)}
-        self.n_engines = len(labels[0])
-        # where events go and where chain rows go (a module with later stages), as plain
-        # values: see the module's docstring
-        self.parts_at = (parts.directory, parts.fmt)
-        self.chain_at = chain.directory if chain is not None else None
-        self.rule_order = {name: i for i, name in enumerate(module.outputs)}
-        self.store = store  # None: keys never move (key grouping, PKG)
-        # engine index -> factor: that engine's processing takes factor times as long, to
-        # show capacity-aware balancing on a machine whose engines are all equally fast
-        self.slowdown = slowdown or {}
-        # names this start of the query: a worker's warm states never outlive it
-        self.start = uuid.uuid4().hex
+        self.task = engine_task(module, labels, parts, store, slowdown, chain)
+
+    @property
+    def start(self) -> str:
+        """Names this start of the query (its engines' warm state files go with it)."""
+        return self.task.start
 
     def init(self, handle) -> None:
         self.heads = handle.getMapState("keys", "key string", "head binary")
@@ -63,12 +55,12 @@ class EngineProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         from cep.spark.engine_batch import run_engine_batch
 
-        return run_engine_batch(self, key, rows)
+        return run_engine_batch(self.task, self.heads, self.segments, key, rows)
 
     def close(self) -> None:
         """The task ends: no MongoDB client of it outlives it (see
-        ``cep.handoff.store.close_shared_clients``)."""
-        if self.store is not None:
-            from cep.handoff.store import close_shared_clients
+        ``cep.transports.mongo_client.close_shared_clients``)."""
+        if self.task.store is not None:
+            from cep.transports.mongo_client import close_shared_clients
 
             close_shared_clients()

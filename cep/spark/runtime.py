@@ -17,7 +17,7 @@ A run directory (``--checkpoint DIR``, else a temporary one) holds::
     parts/        the engines' event parts, while they wait to be delivered (unless the
                   output is a directory: then the parts are written there)
     dead/ ledgers/   per-batch dead letters; append ledgers of the output files
-    chain/        an INSERT INTO chain's rows for the next stage (``chain.py``)
+    chain/        an INSERT INTO chain's rows for the next stage (``chain_stages.py``)
     mongo/        the embedded MongoDB's data, when keys move and no --mongo-uri is given
 
 Why the embedded server's data lives in the checkpoint: a restarted batch t imports the
@@ -48,38 +48,35 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 
-from cep.handoff.store import StateStore, StoreError, mask_uri
+from cep.handoff.store import StateStore
 from cep.io.inputlog import InputLog, InputLogError
-from cep.io.sources import MAX_RECORD_BYTES
+from cep.io.inputs import parse_input_specs
+from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.lang import ir
-from cep.servers.kafka_shared import embedded_broker
+from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
+from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.balancer import Balancer
-from cep.spark.chain import ChainError, check_chain, drained
+from cep.spark.chain_stages import ChainError, check_chain, drained
+from cep.spark.event_parts import EventParts
 from cep.spark.input_progress import InputProgress
-from cep.spark.labels import stage_labels
-from cep.spark.parts import EventParts
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
-from cep.spark.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.session import SPARK_LOG, is_local_master, spark_session
-from cep.spark.sink import BatchSink, Delivery, EventCallback, Progress
-from cep.spark.source import SOURCE_NAME, SourceConfig, input_source
-from cep.spark.warm_files import remove_start
-from cep.spark.warmup import warm_up
+from cep.spark.sink import BatchSink, Delivery, Progress
+from cep.spark.source import SOURCE_NAME, input_source
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.balancer import Balancer
+from cep.spark.splitter.engine_labels import stage_labels
+from cep.spark.splitter.routing import key_grouping, map_grouping, partial_key_grouping
+from cep.spark.warm_state_files import remove_start
+from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
+from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 
-DEFAULT_BATCH_SIZE = 100_000
-#: Seconds MongoDB may take to be found, to connect and to answer one operation. Long
-#: enough to ride out a replica-set election (~12 s), short enough that an outage stops
-#: the run in well under a minute.
-DEFAULT_MONGO_TIMEOUT = 30.0
-DEFAULT_TRIGGER_S = 1.0
 #: How engine state is laid out in Spark's state store (``engine_batch.KeyStates``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
 STATE_LAYOUT = "per-key-2"  # 2: a head and row segments per key (key_layout.py)
@@ -90,95 +87,34 @@ class SparkRunError(Exception):
     """The streaming query failed; the message says why in one line."""
 
 
-@dataclass
-class Output:
-    """Where the events go. ``path`` None: standard output. A path ending in ``.jsonl``,
-    ``.json`` or ``.ndjson`` (format jsonl): one file, appended per batch. Any other
-    path, and every Parquet output: a directory of parts, one per batch and engine."""
-
-    path: str | None = None
-    fmt: str = "jsonl"
-    callback: EventCallback | None = None  # Python code gets each batch's events
-
-    @property
-    def is_service(self) -> bool:
-        """``kafka://…/TOPIC`` or ``mongodb://…/DB.COLLECTION``: written per batch by a
-        publisher (``cep.transports.outputs``), exactly once."""
-        return is_uri_output(self.path)
-
-    @property
-    def is_file(self) -> bool:
-        return (self.path is not None and self.fmt == "jsonl" and not self.is_service
-                and os.path.splitext(self.path)[1].lower() in (".jsonl", ".json", ".ndjson"))
-
-    @property
-    def is_directory(self) -> bool:
-        return self.path is not None and not self.is_file and not self.is_service
+def _is_file(output: Output) -> bool:
+    """One JSON-lines file, appended per batch (see :class:`cep.run_config.Output`)."""
+    return (output.path is not None and output.fmt == "jsonl" and not is_uri_output(output.path)
+            and os.path.splitext(output.path)[1].lower() in (".jsonl", ".json", ".ndjson"))
 
 
-@dataclass
-class SparkRun:
-    """What a run did: per-batch metrics (the last METRICS_KEPT batches of this process),
-    totals of this process, timings. Wall-clock seconds: ``session_s`` to start Spark,
-    ``first_batch_s`` from the query's start to the first batch's commit, ``seconds``
-    the whole call."""
-
-    metrics: list[dict]
-    totals: dict[str, int]
-    session_s: float
-    first_batch_s: float
-    seconds: float
-    workdir: Path | None = None  # kept only with a checkpoint
-    first_stories: dict = field(default_factory=dict)
-    slots: int = 1  # tasks the cluster runs at once (Spark's default parallelism)
-
-    @property
-    def events(self) -> int:
-        return self.totals.get("events_in", 0)
+def _is_directory(output: Output) -> bool:
+    """A directory of parts, one per batch and engine."""
+    return output.path is not None and not _is_file(output) and not is_uri_output(output.path)
 
 
-def run_on_spark(
-    module: ir.CompiledModule,
-    sources: dict[str, str],
-    *,
-    output: Output | None = None,
-    engines: int = 5,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    master: str = "local[*]",
-    checkpoint: str | None = None,
-    follow: bool = False,
-    trigger_s: float = DEFAULT_TRIGGER_S,
-    stop: threading.Event | None = None,
-    dead_letter: str | None = None,
-    metrics_file: str | None = None,
-    max_record_bytes: int = MAX_RECORD_BYTES,
-    verbose: bool = False,
-    progress: bool = True,
-    strategy: str = "kg",
-    threshold: float = 15.0,
-    stat_window: int = 1,
-    mongo_uri: str | None = None,
-    mongo_timeout: float = DEFAULT_MONGO_TIMEOUT,
-    capacity: str = "equal",
-    slowdown: dict[int, float] | None = None,
-    starting_offsets: str = "earliest",
-    on_workdir: Callable[[Path], None] | None = None,
-) -> SparkRun:
-    """Run the module over its inputs on Spark, writing events as batches complete.
-
-    ``sources`` maps each input stream to a path, directory, glob or generator spec.
-    ``strategy`` picks the routing: ``kg`` (key grouping), ``pkg`` (partial key
-    grouping, splits keys) or a key-moving strategy (``dlb-h``, ``dlb-l``, ``lptf``, …)
-    whose moved keys' state travels through MongoDB (``mongo_uri``, or an embedded
-    server). ``mongo_timeout`` bounds, in seconds, each wait on MongoDB (server
-    selection, connect, socket) unless the URI sets that option itself. ``follow``:
-    run until stopped (SIGINT, SIGTERM or ``stop``), picking up new files and appended
-    lines (and Kafka records) every ``trigger_s`` seconds. ``starting_offsets``
-    (``earliest`` or ``latest``) is where a Kafka partition's first read begins.
-    ``on_workdir`` is told the run directory (a temporary one without ``checkpoint``)
-    once it exists, before Spark starts: a live view (``cep.ui``) serves it."""
+def run_on_spark(module: ir.CompiledModule, config: RunConfig,
+                 stop: threading.Event | None = None,
+                 on_workdir: Callable[[Path], None] | None = None) -> RunResult:
+    """Run the module over ``config``'s inputs on Spark, writing events as batches
+    complete (the fields are described in :class:`cep.run_config.RunConfig`). ``stop``
+    ends a followed run as SIGINT and SIGTERM do. ``on_workdir`` is told the run
+    directory (a temporary one without a checkpoint) once it exists, before Spark
+    starts: a live view (``cep.ui``) serves it. This only writes events: handing them
+    back (``Output(collect=True)``) is :func:`cep.run.run`'s, which reads them back."""
     started = time.perf_counter()
-    output = output or Output()
+    sources = parse_input_specs(module, list(config.inputs))
+    output, engines, follow = config.output, config.engines, config.follow
+    strategy, master, checkpoint = config.strategy, config.master, config.checkpoint
+    mongo_uri, mongo_timeout = config.mongo_uri, config.mongo_timeout
+    batch_size = config.batch_size or DEFAULT_BATCH_SIZE
+    if output.collect:
+        raise ValueError("Output(collect=True) needs the run entry, which reads events back")
     try:
         check_chain(module)
     except ChainError as err:
@@ -189,7 +125,7 @@ def run_on_spark(
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
     if not mongo_timeout > 0:
         raise SparkRunError(f"the MongoDB time-out must be positive, got {mongo_timeout}")
-    if output.fmt == "parquet" and (output.path is None or output.is_service):
+    if output.fmt == "parquet" and (output.path is None or is_uri_output(output.path)):
         raise SparkRunError("--format parquet needs --output DIR")
     with contextlib.ExitStack() as cleanup:
         if any(uri.startswith("kafka://embedded/") for uri in [*sources.values(),
@@ -198,7 +134,7 @@ def run_on_spark(
                 raise SparkRunError("kafka://embedded is a broker on 127.0.0.1: it needs a "
                                     "local master; give a cluster a real Kafka")
             cleanup.enter_context(embedded_broker())
-        expected = _expected_events(sources, follow, starting_offsets)
+        expected = _expected_events(sources, follow, config.starting_offsets)
         workdir = (Path(checkpoint) if checkpoint
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
@@ -207,7 +143,7 @@ def run_on_spark(
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
-        if output.is_service:
+        if is_uri_output(output.path):
             assert output.path is not None
             try:
                 events_to = publisher(output.path, run_id,
@@ -228,8 +164,8 @@ def run_on_spark(
             store = cleanup.enter_context(StateStore(
                 mongo_uri, run_id=run_id, connect_timeout_ms=timeout_ms,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
-            balancer = Balancer(store, strategy, engines, threshold, stat_window,
-                                capacity=capacity)
+            balancer = Balancer(store, strategy, engines, config.threshold, config.stat_window,
+                                capacity=config.capacity)
             try:
                 balancer.prepare()
                 _check_resumable(store, workdir)
@@ -243,7 +179,7 @@ def run_on_spark(
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
         try:
-            spark = spark_session(master, engines, verbose)
+            spark = spark_session(master, engines, config.verbose)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
             raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
                                 f"message is above or in {SPARK_LOG}") from None
@@ -252,33 +188,37 @@ def run_on_spark(
             warm_up(spark)  # workers and RocksDB, while the query plans
         labels = stage_labels(engines, len(module.stages) + 1)
         order = {name: i for i, name in enumerate(module.outputs)}
-        parts = EventParts(output.path if output.is_directory else str(workdir / "parts"),
+        parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
         delivery = Delivery(parts, order, workdir,
-                            events_file=Path(output.path) if output.is_file else None,
+                            events_file=Path(output.path) if _is_file(output) else None,
                             stdout=output.path is None and output.callback is None,
                             callback=output.callback, publisher=events_to,
-                            dead_file=Path(dead_letter) if dead_letter else None,
-                            metrics_file=Path(metrics_file) if metrics_file else None,
-                            transient_parts=not output.is_directory,
+                            dead_file=Path(config.dead_letter) if config.dead_letter else None,
+                            metrics_file=(Path(config.metrics_file) if config.metrics_file
+                                          else None),
+                            transient_parts=not _is_directory(output),
                             lag=len(module.stages))
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
-        settings = {"strategy": strategy, "threshold": threshold, "engines": engines,
+        settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
                     "batch_size": batch_size, "follow": follow,
-                    **_described(module, sources, output, dead_letter, metrics_file,
-                                 master, run_id)}
+                    **_described(module, sources, output, config.dead_letter,
+                                 config.metrics_file, master, run_id)}
         sink = BatchSink(workdir, engines, settings, delivery,
-                         Progress(expected, progress, done=done),
+                         Progress(expected, config.progress, done=done),
                          [*hooks, InputProgress(workdir, sources)])
         kept: deque[dict] = deque(maxlen=METRICS_KEPT)
         sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
-        config = SourceConfig(sources, str(workdir), follow, batch_size,
+        max_record_bytes = (MAX_RECORD_BYTES if config.max_record_bytes is None
+                            else config.max_record_bytes)
+        source = SourceConfig(sources, str(workdir), follow, batch_size,
                               max(1, spark.sparkContext.defaultParallelism), max_record_bytes,
-                              starting_offsets)
-        spark.dataSource.register(input_source(config, module, labels, engine_of))
-        config.stop_file.unlink(missing_ok=True)
-        processor = EngineProcessor(module, labels, parts, store, slowdown, config.chain)
+                              config.starting_offsets)
+        spark.dataSource.register(input_source(source, module, labels, engine_of))
+        source.stop_file.unlink(missing_ok=True)
+        processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),
+                                    source.chain)
         # the engines' files for their next batch (this host's; on a cluster, the
         # executors' hosts keep at most two batches per engine of a run)
         cleanup.callback(remove_start, processor.start)
@@ -286,23 +226,23 @@ def run_on_spark(
                   .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
                   .option("checkpointLocation", str(workdir / "checkpoint")))
-        writer = (writer.trigger(processingTime=f"{trigger_s} seconds") if follow
+        writer = (writer.trigger(processingTime=f"{config.trigger_s} seconds") if follow
                   else writer.trigger(availableNow=True))
         query_wall = time.time()
         query = writer.start()
         try:
-            _await(query, config.stop_file, workdir, stop, len(module.stages))
+            _await(query, source.stop_file, workdir, stop, len(module.stages))
         except Exception as err:
             raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
         finally:
-            config.stop_file.unlink(missing_ok=True)
+            source.stop_file.unlink(missing_ok=True)
         metrics = list(kept)
         _add_spark_times(metrics, query.recentProgress)
         first = metrics[0]["wall_time"] - query_wall if metrics else 0.0
-        return SparkRun(metrics=metrics, totals=dict(sink.totals), session_s=session_s,
-                        first_batch_s=max(first, 0.0),
-                        seconds=time.perf_counter() - started,
-                        workdir=workdir if checkpoint else None, slots=config.tasks)
+        return RunResult(metrics=metrics, totals=dict(sink.totals), session_s=session_s,
+                         first_batch_s=max(first, 0.0),
+                         seconds=time.perf_counter() - started,
+                         workdir=workdir if checkpoint else None, slots=source.tasks)
 
 
 def _described(module: ir.CompiledModule, sources: dict[str, str], output: Output,

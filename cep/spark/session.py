@@ -1,8 +1,9 @@
 """A SparkSession configured for cep's streaming engines, quiet unless asked.
 
-Why each setting: N shuffle partitions so each engine owns one (labels.py); the RocksDB
-state store that ``transformWithStateInPandas`` needs, its native memory capped and only
-the last 10 batches' state and logs kept (a run may be unbounded); no console progress bars or UI
+Why each setting: N shuffle partitions so each engine owns one
+(``splitter/engine_labels.py``); the RocksDB state store that
+``transformWithStateInPandas`` needs, its native memory capped and only the last 10
+batches' state and logs kept (a run may be unbounded); no console progress bars or UI
 (cep draws its own progress); no empty micro-batches; Arrow for pandas transfers; and a
 log4j configuration at ERROR so Spark's start-up chatter stays hidden without --verbose.
 """
@@ -105,14 +106,17 @@ def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
 
+# cep's package directory, found from this file (cep/spark/session.py) rather than by
+# importing the top package, which this module sits below
+CEP_PACKAGE = Path(__file__).resolve().parent.parent
+
+
 def code_archive(directory: Path) -> Path:
     """A zip of cep's own code for executors (``addPyFile``): the ``cep`` package with
     its grammar (``cep/lang/epl.lark``), and the example rules as the ``cep.rules``
     package data they are in the wheel. Executors then need cep's third-party
     dependencies only."""
-    import cep
-
-    package = Path(cep.__file__).resolve().parent
+    package = CEP_PACKAGE
     target = directory / "cep-code.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(package.rglob("*")):

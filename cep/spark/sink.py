@@ -32,8 +32,8 @@ import numpy as np
 from cep.balancing.stats import rstd
 from cep.io.deadletter_summary import DeadLetterSummary
 from cep.spark.delivery import AppendLedger, merged_lines
+from cep.spark.event_parts import EventParts
 from cep.spark.latest import merge_latest
-from cep.spark.parts import EventParts
 from cep.transports.outputs import Publisher
 
 BatchHook = Callable[[int, list[dict], dict], None]
@@ -78,7 +78,7 @@ class Delivery:
     exactly once per batch id); ``stdout``: printed per batch; ``callback``: handed to
     Python code; none of these: the parts directory is the output. ``dead_file``: the
     dead-letter file. ``lag``: an INSERT INTO chain's later stages, whose last finishes
-    the events of batch b's records in batch b + lag (``chain.py``), so batch B delivers
+    the events of batch b's records in batch b + lag (``chain_stages.py``), so batch B delivers
     the parts of batch B - lag."""
 
     parts: EventParts

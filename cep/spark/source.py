@@ -5,7 +5,7 @@ driver's JVM): it lists the inputs into the log (``cep.io.inputlog``), turns
 ``--batch-size`` events into an end offset per micro-batch, and cuts a batch into pieces
 on a fixed grid. It never reads a record. Executors do the rest, in parallel: each task
 reads its pieces (``read_range`` for files, the generator's ``tweets_range``), runs the
-stateless rules, computes keys and routes every row to its engine (``routing.py``), and
+stateless rules, computes keys and routes every row to its engine (``splitter/routing.py``), and
 emits one ``(engine, payload)`` row per engine. Reading and routing share one task, so
 rows cross from Python to the JVM once, already sorted by engine.
 
@@ -14,7 +14,7 @@ the batch id of the batch that starts at the offset (Spark starts a batch only w
 end offset differs from the start, and a replay re-plans from the logged offsets), so a
 task knows its batch (for the key map, its dead-letter file, its part of the output).
 
-INSERT INTO chains (``chain.py``): batch B also has one task per later stage, which
+INSERT INTO chains (``chain_stages.py``): batch B also has one task per later stage, which
 reads the chain rows batch B-1 left for it. A chain's offsets add ``"idle"``: how many
 batches in a row have read no input. While it is below the number of later stages, a
 later stage still has events of the last input to process, so the source plans one more
@@ -31,11 +31,8 @@ in flight finishes and commits.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,48 +40,17 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from cep.io.inputlog import InputLog, Segment
+from cep.io.inputlog import InputLog
 from cep.lang import ir
+from cep.spark.source_config import SourceConfig
 
 if TYPE_CHECKING:  # executors' modules (input_tasks.py): planning never imports them
     import pyarrow as pa
 
-    from cep.spark.chain import ChainParts
-    from cep.spark.routing import KeyRouter
+    from cep.spark.splitter.routing import KeyRouter
 
 ROUTED_SCHEMA = "engine int, payload binary"
 SOURCE_NAME = "cep_input"
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    """What the source needs to know, planning and reading (pickled to both)."""
-
-    sources: dict[str, str]  # input stream -> path, directory, glob or generator spec
-    workdir: str
-    follow: bool
-    batch_size: int  # events per micro-batch (estimated for text files, from bytes)
-    tasks: int  # tasks a batch is spread over
-    max_record_bytes: int
-    starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
-
-    @property
-    def log_dir(self) -> Path:
-        return Path(self.workdir) / "input"
-
-    @property
-    def stop_file(self) -> Path:
-        return Path(self.workdir) / "stop"
-
-    @property
-    def chain(self) -> ChainParts:
-        from cep.spark.chain import ChainParts  # only where a module has a chain
-
-        return ChainParts(os.path.join(self.workdir, "chain"))
-
-    def dead_path(self, batch: int, segment: Segment, lo: int) -> str:
-        return os.path.join(self.workdir, "dead", f"batch-{batch:07d}",
-                            f"{segment.ordinal:012d}-{lo:015d}.jsonl")
 
 
 class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -180,8 +146,8 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             table = read_input(self.config, self.stages[0], self.labels[0],
                                self._engine_of, task)
         finally:  # a router of moved keys read the key map: no client outlives the task
-            if "cep.handoff.store" in sys.modules:
-                sys.modules["cep.handoff.store"].close_shared_clients()
+            if "cep.transports.mongo_client" in sys.modules:
+                sys.modules["cep.transports.mongo_client"].close_shared_clients()
         yield record_batch(table)
 
 

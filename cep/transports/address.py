@@ -4,7 +4,7 @@ URI forms (``--input`` / ``--output``)::
 
     kafka://HOST:PORT[,HOST:PORT…]/TOPIC[,TOPIC…][?OPTION=VALUE&…]
     kafka://USER:PASSWORD@HOST:PORT/TOPIC?sasl.mechanism=SCRAM-SHA-512
-    kafka://embedded/TOPIC           (a broker that cep starts itself, see broker.py)
+    kafka://embedded/TOPIC           (a broker that cep starts itself, see embedded_kafka.py)
 
 Query options are librdkafka settings passed through unchanged (``security.protocol``,
 ``ssl.ca.location``, ``sasl.mechanism``, ``socket.timeout.ms`` …), so a deployment's
@@ -12,7 +12,7 @@ settings live in one string, as for the MongoDB URI of the state store. User inf
 becomes ``sasl.username`` / ``sasl.password``; then the defaults are
 ``security.protocol=SASL_SSL`` (a password never travels in clear unless the URI says
 so) and ``sasl.mechanism=PLAIN``. Messages never show the password: they name the
-address as :func:`cep.handoff.store.mask_uri` masks it.
+address as :func:`cep.transports.mongo_client.mask_uri` masks it.
 
 librdkafka logs connection failures to stderr on its own threads; we route its log to
 the ``cep.kafka`` logger instead, and turn failures into :class:`KafkaTransportError`
@@ -31,7 +31,7 @@ from urllib.parse import unquote
 
 from confluent_kafka import KafkaError, KafkaException
 
-from cep.handoff.store import mask_uri
+from cep.transports.mongo_client import mask_uri
 
 EMBEDDED_HOST = "embedded"
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")

@@ -36,6 +36,7 @@ restarts or ``transaction.timeout.ms`` (60 s here) passes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -195,7 +196,10 @@ class TransactionalBatchWriter(Closing):
         self._batch = None
         if producer is not None:
             producer.purge()
-            producer.flush(0)
+            # a producer in a fatal state (fenced) raises that error again here; it is
+            # dropped anyway, and the error being handled is the one to report
+            with contextlib.suppress(KafkaException):
+                producer.flush(0)
         if reader is not None:
             reader.close()
 

@@ -20,8 +20,9 @@ unambiguous. The document is the event's record (``rule``, ``key``, ``seq``, ``t
 then the rule's columns) plus ``_id``.
 
 Connection, credentials, TLS and time-outs come from the URI exactly as for the state
-store (``cep.handoff.store.open_client``: the URI's options win over our defaults), and
-failures are one-line :class:`cep.handoff.store.StoreError` naming the masked URI.
+store (``cep.transports.mongo_client.open_client``: the URI's options win over our
+defaults), and failures are one-line :class:`cep.transports.mongo_client.StoreError`
+naming the masked URI.
 Writes default to ``w: "majority", j: true``: an event acknowledged and then lost
 would not be rewritten, because its batch is not replayed once committed.
 """
@@ -36,12 +37,12 @@ from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError
 
 from cep.closing import Closing
-from cep.handoff.store import (
+from cep.transports.mongo_client import (
     ProcessLocalClient,
-    _key_part,
-    _number,
+    key_part,
     mask_uri,
     mongo_errors,
+    number_part,
     selection_timeout_ms,
 )
 
@@ -69,9 +70,9 @@ def event_id(record: Mapping[str, Any]) -> str:
     if key is None:
         key_text = "n:"
     else:
-        value, tag = _key_part(key)
+        value, tag = key_part(key)
         key_text = f"{tag}:{value}"
-    return f"{record['rule']}/{_number('seq', record['seq'])}/{key_text}"
+    return f"{record['rule']}/{number_part('seq', record['seq'])}/{key_text}"
 
 
 class MongoEventWriter(ProcessLocalClient, Closing):

@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from cep.servers.kafka_shared import resolve
 from cep.transports.address import parse_kafka_uri
+from cep.transports.embedded_kafka import resolve
+from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
-from cep.transports.produce import ensure_topic
 
 
 class Publisher(Protocol):

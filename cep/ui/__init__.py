@@ -6,8 +6,8 @@ standard library's HTTP server on a thread, with the page's files shipped in the
 line calls:
 
 - ``cep run … --ui [HOST:]PORT``: ``with live_view(args.ui) as on_workdir:
-  run_on_spark(…, on_workdir=on_workdir)`` (``live_view`` binds the port at once, prints
-  the page's address, and hands the run directory, a temporary one without
+  run(…, on_workdir=on_workdir)`` (:func:`cep.run.run`; ``live_view`` binds the port at
+  once, prints the page's address, and hands the run directory, a temporary one without
   ``--checkpoint``, to the server; ``serve_run`` and ``LiveServer.attach`` are its parts).
 - ``cep ui RUN [--host HOST] [--port PORT]``: ``ui_command(Path(RUN), host, port)``.
 

@@ -73,7 +73,9 @@ class RunSource:
         if not self._manifest:
             manifest = self.reader.manifest()
             if "inputs" in manifest:
-                from cep.handoff.store import mask_uri  # pymongo: only for a run directory
+                from cep.transports.mongo_client import (
+                    mask_uri,  # pymongo: only for a run directory
+                )
 
                 manifest["inputs"] = {k: mask_uri(v) for k, v in manifest["inputs"].items()}
             self._manifest = manifest

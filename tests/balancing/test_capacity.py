@@ -95,11 +95,11 @@ def test_unknown_engines_borrow_the_median_and_no_data_means_equal() -> None:
 
 
 def test_model_rejects_bad_measurements() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must have 2 values"):
         CapacityModel(2).observe(np.array([1.0]), np.array([1.0]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be finite and non-negative"):
         CapacityModel(2).observe(np.array([1.0, -1.0]), np.array([1.0, 1.0]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"smoothing must be in \(0, 1\]"):
         CapacityModel(2, smoothing=0.0)
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.clb import clb, fewest_moves, partition, series_imbalance
 from cep.balancing.stats import LoadStatistics, capacity_weights, engine_loads, imbalance
 from cep.balancing.strategies import lptf
@@ -43,16 +44,17 @@ def test_clb_fixes_what_totals_cannot_see() -> None:
     # re-pairs the keys: two moves (B and C swap engines), imbalance 4 · 100² → 0.
     current = np.array([0, 1, 0, 1])
     last = SERIES[-1]
-    out = clb(last, current, 2, load_series=SERIES)
+    out = clb(LoadSnapshot(last, current, 2, load_series=SERIES))
     assert out.tolist() == [0, 0, 1, 1]
-    assert lptf(SERIES.sum(axis=0), current, 2, threshold=0.0).tolist() == current.tolist()
+    totals = LoadSnapshot(SERIES.sum(axis=0), current, 2, threshold=0.0)
+    assert lptf(totals).tolist() == current.tolist()
 
 
 def test_clb_uses_only_the_last_windows() -> None:
     # With windows=1 the series is the last window alone: B and D (4 each, both on e1) are
     # split with one move, and A, C (no load in that window) keep their engines.
     current = np.array([0, 1, 0, 1])
-    out = clb(SERIES[-1], current, 2, load_series=SERIES, windows=1)
+    out = clb(LoadSnapshot(SERIES[-1], current, 2, load_series=SERIES), windows=1)
     assert out[[0, 2]].tolist() == [0, 0] and sorted(out[[1, 3]].tolist()) == [0, 1]
     assert np.count_nonzero(out != current) == 1
 
@@ -72,21 +74,31 @@ def test_clb_with_capacities_balances_relative_load() -> None:
     # in that order: 4 → e0 (0.75·16 < 1.5·16), 4 → e1 (0.75·48 > 1.5·16), 2 → e0, 2 → e0,
     # 2 → e0 (0.75·(2·8·2 + 4) = 27 < 1.5·(2·4·2 + 4) = 30), 2 → e1 (33 > 30): [10, 6].
     load = np.array([4, 4, 2, 2, 2, 2], dtype=float)
-    out = clb(load, np.zeros(6, dtype=np.int64), 2, capacity=np.array([2.0, 1.0]))
+    out = clb(LoadSnapshot(load, np.zeros(6, dtype=np.int64), 2, capacity=np.array([2.0, 1.0])))
     assert engine_loads(load, out, 2).tolist() == [10, 6]
 
 
 def test_clb_below_threshold_or_without_improvement_keeps_the_map() -> None:
-    assert clb(np.array([5.0, 5.0]), np.array([0, 1]), 2).tolist() == [0, 1]
+    assert clb(LoadSnapshot(np.array([5.0, 5.0]), np.array([0, 1]), 2)).tolist() == [0, 1]
     # Balanced in every window already: nothing to gain, even with θ = 0.
-    out = clb(SERIES[-1], np.array([0, 0, 1, 1]), 2, threshold=0.0, load_series=SERIES)
+    out = clb(LoadSnapshot(SERIES[-1], np.array([0, 0, 1, 1]), 2, threshold=0.0,
+                           load_series=SERIES))
     assert out.tolist() == [0, 0, 1, 1]
 
 
-@pytest.mark.parametrize("bad", [np.zeros((2, 3)), -np.ones((2, 4)), np.zeros(4)])
-def test_clb_rejects_a_malformed_series(bad) -> None:
-    with pytest.raises(ValueError):
-        clb(SERIES[-1], np.array([0, 1, 0, 1]), 2, load_series=bad)
+@pytest.mark.parametrize(("bad", "message"), [
+    (np.zeros((2, 3)), r"load_series must have shape \(windows, 4\), got \(2, 3\)"),
+    (-np.ones((2, 4)), "load_series must be finite and non-negative"),
+    (np.zeros(4), r"load_series must have shape \(windows, 4\), got \(4,\)"),
+])
+def test_clb_rejects_a_malformed_series(bad, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        clb(LoadSnapshot(SERIES[-1], np.array([0, 1, 0, 1]), 2, load_series=bad))
+
+
+def test_clb_rejects_a_window_count_below_one() -> None:
+    with pytest.raises(ValueError, match="windows must be >= 1"):
+        clb(LoadSnapshot(SERIES[-1], np.array([0, 1, 0, 1]), 2, load_series=SERIES), windows=0)
 
 
 def test_statistics_keep_the_series_clb_needs() -> None:
@@ -97,7 +109,7 @@ def test_statistics_keep_the_series_clb_needs() -> None:
     assert stats.load.tolist() == [1, 0, 0]
     assert stats.series.tolist() == [[0, 1, 0], [0, 0, 2], [1, 0, 0]]
     assert LoadStatistics(window=2).series.shape == (0, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="series_windows must be >= 0"):
         LoadStatistics(series_windows=-1)
 
 
@@ -109,7 +121,7 @@ def test_clb_never_raises_the_series_imbalance(n, windows, n_keys, data) -> None
         min_size=windows, max_size=windows)), dtype=float).reshape(windows, n_keys)
     current = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=n_keys,
                                           max_size=n_keys)), dtype=np.int64)
-    out = clb(series[-1], current, n, threshold=0.0, load_series=series)
+    out = clb(LoadSnapshot(series[-1], current, n, threshold=0.0, load_series=series))
     assert out.dtype == current.dtype and np.all((out >= 0) & (out < n))
     assert series_imbalance(series, out, n) <= series_imbalance(series, current, n)
     idle = series.sum(axis=0) == 0

@@ -72,7 +72,7 @@ def test_state_models(trace: np.ndarray) -> None:
     time_based = simulate(trace, "dlb-h", n_engines=4, window=5_000, state_model="time")
     assert np.all(length.state_moved <= 3 * length.keys_moved)
     assert time_based.summary["events_moved"] > 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="state_model must be one of"):
         simulate(trace, "dlb-h", n_engines=4, window=5_000, state_model="space")
 
 
@@ -84,7 +84,7 @@ def test_pkg_splits_keys(trace: np.ndarray) -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="key_trace must be a 1-D array of non-negative"):
         simulate(np.array([-1, 2]), "kg")
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="unknown strategy 'nope'"):
         simulate(np.array([1, 2]), "nope")

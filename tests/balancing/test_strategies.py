@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cep.balancing.base import LoadSnapshot
 from cep.balancing.stats import engine_loads, imbalance
 from cep.balancing.strategies import (
     KEY_PRESERVING,
@@ -39,7 +40,7 @@ def test_dlb_h_hand_example() -> None:
     #   → k5 (1) → move: loads [7, 5, 8], RSTD 18.7 % > 15.
     # Iteration 3: order [e2 8, e0 7, e1 5], e_min = e1.  e2: limit 3, only k0 (8) → none.
     #   e0: limit 2, k1 (4), k2 (3) → none.  Next is e_min → return, still above θ.
-    out = dlb_h(LOAD, MAP, 3)
+    out = dlb_h(LoadSnapshot(LOAD, MAP, 3))
     assert out.tolist() == [2, 0, 0, 1, 1, 1]
     assert imbalance(LOAD, out, 3) == pytest.approx(18.71, abs=0.01)
 
@@ -54,7 +55,7 @@ def test_dlb_l_hand_example() -> None:
     #   loads [8, 5, 7], RSTD 18.7 %.
     # Iteration 4: order [e0 8, e2 7, e1 5], e_min = e1.  e0: 8 ≥ 3.  e2: lightest k2 (3) ≥ 2.
     #   Next is e_min → return.
-    out = dlb_l(LOAD, MAP, 3)
+    out = dlb_l(LoadSnapshot(LOAD, MAP, 3))
     assert out.tolist() == [0, 2, 2, 1, 1, 1]
     assert imbalance(LOAD, out, 3) == pytest.approx(18.71, abs=0.01)
 
@@ -64,7 +65,8 @@ def test_dlb_h_stops_at_threshold_and_breaks_ties_by_highest_key(threshold, expe
     # Loads [5, 5, 1, 1] all on e0 of 2 engines: [12, 0], RSTD 100 %.
     # 1: limit 12 → heaviest is load 5; of the tied k0/k1 DLB-H takes k1 → [7, 5], RSTD 16.7 %.
     # 2 (θ = 15 only): limit 2 → load 1, tied k2/k3 → k3 → [6, 6], RSTD 0.
-    out = dlb_h(np.array([5, 5, 1, 1]), np.zeros(4, dtype=int), 2, threshold=threshold)
+    out = dlb_h(LoadSnapshot(np.array([5, 5, 1, 1]), np.zeros(4, dtype=int), 2,
+                             threshold=threshold))
     assert out.tolist() == expected
 
 
@@ -72,14 +74,14 @@ def test_dlb_does_nothing_below_threshold() -> None:
     load = np.array([3, 3, 3, 2, 2, 2])
     current = np.array([0, 1, 2, 0, 1, 2])
     for name in ("dlb-h", "dlb-l", "lptf"):
-        assert STRATEGIES[name](load, current, 3).tolist() == current.tolist()
+        assert STRATEGIES[name](LoadSnapshot(load, current, 3)).tolist() == current.tolist()
 
 
 def test_lptf_hand_example() -> None:
     # Keys by load desc (ties: lower id): k0 8, k1 4, k2 3, k3 2, k4 2, k5 1; engines start
     # at [0, 0, 0] and each key goes to the least loaded (ties: lower id):
     #   k0→e0 [8,0,0]  k1→e1 [8,4,0]  k2→e2 [8,4,3]  k3→e2 [8,4,5]  k4→e1 [8,6,5]  k5→e2 [8,6,6]
-    out = lptf(LOAD, MAP, 3)
+    out = lptf(LoadSnapshot(LOAD, MAP, 3))
     assert out.tolist() == [0, 1, 2, 2, 1, 2]
     assert engine_loads(LOAD, out, 3).tolist() == [8, 6, 6]
 
@@ -90,7 +92,7 @@ def test_lptf_keeps_the_current_map_when_greedy_is_worse() -> None:
     load = np.array([6, 6, 4, 4, 4, 1])
     current = np.array([0, 0, 1, 1, 1, 0])
     assert imbalance(load, current, 2) == pytest.approx(4.0)
-    assert lptf(load, current, 2, threshold=2.0).tolist() == current.tolist()
+    assert lptf(LoadSnapshot(load, current, 2, threshold=2.0)).tolist() == current.tolist()
 
 
 def test_capacity_balances_relative_load() -> None:
@@ -104,13 +106,13 @@ def test_capacity_balances_relative_load() -> None:
     current = np.zeros(6, dtype=int)
     capacity = np.array([2.0, 1.0])
     for name in ("dlb-h", "dlb-l", "lptf"):
-        out = STRATEGIES[name](load, current, 2, capacity=capacity)
+        out = STRATEGIES[name](LoadSnapshot(load, current, 2, capacity=capacity))
         assert engine_loads(load, out, 2).tolist() == [10, 6], name
         assert imbalance(load, out, 2, capacity) == pytest.approx(100 * 0.75 / 8.25), name
 
 
 def test_kg_returns_a_copy() -> None:
-    out = kg(LOAD, MAP, 3)
+    out = kg(LoadSnapshot(LOAD, MAP, 3))
     assert out.tolist() == MAP.tolist() and out is not MAP
 
 
@@ -128,25 +130,55 @@ def test_clb_comes_wrapped_to_decide_every_m_windows() -> None:
     every = PERIODS["clb"]
     load, current = np.array([5.0, 5.0, 1.0]), np.zeros(3, dtype=np.int64)
     decide = get_strategy("clb")
-    changed = [bool(np.any(decide(load, current, 2) != current)) for _ in range(2 * every)]
+    snapshot = LoadSnapshot(load, current, 2)
+    changed = [bool(np.any(decide(snapshot) != current)) for _ in range(2 * every)]
     assert changed == ([False] * (every - 1) + [True]) * 2
     fresh = get_strategy("clb")
-    assert fresh is not decide and np.array_equal(fresh(load, current, 2), current)
+    assert fresh is not decide and np.array_equal(fresh(LoadSnapshot(load, current, 2)), current)
 
 
 @pytest.mark.parametrize(
-    ("load", "current", "n", "error"),
+    ("load", "current", "n", "error", "message"),
     [
-        ([1, 2], [0], 2, ValueError),
-        ([1, 2], [0, 2], 2, ValueError),
-        ([1, -2], [0, 1], 2, ValueError),
-        ([1, np.nan], [0, 1], 2, ValueError),
-        ([1, 2], [0.0, 1.0], 2, TypeError),
+        ([1, 2], [0], 2, ValueError, r"key_load \(2,\) and key_map \(1,\) must be equal 1-D"),
+        ([1, 2], [0, 2], 2, ValueError, r"key_map holds engine ids outside \[0, 2\)"),
+        ([1, -2], [0, 1], 2, ValueError, "key_load must be finite and non-negative"),
+        ([1, np.nan], [0, 1], 2, ValueError, "key_load must be finite and non-negative"),
+        ([1, 2], [0.0, 1.0], 2, TypeError, "key_map must be an integer array, got float64"),
+        ([1, 2], [0, 0], 0, ValueError, "n_engines must be >= 1"),
     ],
 )
-def test_invalid_inputs(load, current, n, error) -> None:
-    with pytest.raises(error):
-        dlb_h(np.array(load, dtype=float), np.array(current), n)
+def test_invalid_inputs(load, current, n, error, message) -> None:
+    with pytest.raises(error, match=message):
+        LoadSnapshot(np.array(load, dtype=float), np.array(current), n)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"state_size": np.array([1.0])}, "state_size must hold 2 finite non-negative values"),
+        ({"state_size": np.array([1.0, -1.0])},
+         "state_size must hold 2 finite non-negative values"),
+        ({"capacity": np.array([1.0, 0.0])}, "capacity must be 2 positive finite weights"),
+        ({"capacity": np.array([1.0])}, "capacity must be 2 positive finite weights"),
+    ],
+)
+def test_invalid_per_key_and_per_engine_inputs(options, message) -> None:
+    # checked once, when the snapshot is built, whichever strategy reads them
+    with pytest.raises(ValueError, match=message):
+        LoadSnapshot(np.array([1.0, 2.0]), np.array([0, 1]), 2, **options)
+
+
+def test_snapshot_is_read_only_and_leaves_the_inputs_alone() -> None:
+    load, current = np.array([8.0, 1.0]), np.array([0, 0])
+    snapshot = LoadSnapshot(load, current, 2, state_size=np.array([3, 4]))
+    with pytest.raises(ValueError, match="read-only"):
+        snapshot.key_map[0] = 1
+    answer = snapshot.current()
+    answer[0] = 1
+    assert snapshot.key_map.tolist() == [0, 0] and current.tolist() == [0, 0]
+    assert load.flags.writeable and current.flags.writeable  # only the views are locked
+    assert snapshot.state_size.tolist() == [3.0, 4.0] and snapshot.state_size.dtype == np.float64
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,7 +250,7 @@ def test_dlb_matches_exact_reference(problem, heavy) -> None:
     load, current, n, theta = problem
     fn = dlb_h if heavy else dlb_l
     expected = reference_dlb(load.tolist(), current.tolist(), n, theta, heavy)
-    assert fn(load, current, n, threshold=float(theta)).tolist() == expected
+    assert fn(LoadSnapshot(load, current, n, threshold=float(theta))).tolist() == expected
 
 
 @st.composite
@@ -237,7 +269,7 @@ def general_problems(draw, float_loads: bool = True):
 def test_every_strategy_returns_a_total_map_and_never_mutates(problem, name) -> None:
     load, current, n, theta, capacity = problem
     load_copy, current_copy = load.copy(), current.copy()
-    out = STRATEGIES[name](load, current, n, threshold=theta, capacity=capacity)
+    out = STRATEGIES[name](LoadSnapshot(load, current, n, threshold=theta, capacity=capacity))
     assert out.shape == current.shape and out.dtype == current.dtype
     assert out is not current
     assert np.all((out >= 0) & (out < n))
@@ -248,7 +280,7 @@ def test_every_strategy_returns_a_total_map_and_never_mutates(problem, name) -> 
 @given(general_problems(), st.sampled_from(["dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"]))
 def test_balancing_strategies_never_worsen_rstd_nor_move_idle_keys(problem, name) -> None:
     load, current, n, theta, capacity = problem
-    out = STRATEGIES[name](load, current, n, threshold=theta, capacity=capacity)
+    out = STRATEGIES[name](LoadSnapshot(load, current, n, threshold=theta, capacity=capacity))
     before = imbalance(load, current, n, capacity)
     assert imbalance(load, out, n, capacity) <= before + 1e-9 * max(1.0, before)
     idle = load == 0
@@ -264,8 +296,9 @@ def test_dlb_output_is_a_fixed_point(problem, name) -> None:
     # which can flip a tie for e_min against a fresh sum.)
     load, current, n, theta, capacity = problem
     fn = STRATEGIES[name]
-    once = fn(load, current, n, threshold=theta, capacity=capacity)
-    assert fn(load, once, n, threshold=theta, capacity=capacity).tolist() == once.tolist()
+    once = fn(LoadSnapshot(load, current, n, threshold=theta, capacity=capacity))
+    again = fn(LoadSnapshot(load, once, n, threshold=theta, capacity=capacity))
+    assert again.tolist() == once.tolist()
 
 
 def test_dlb_reaches_threshold_on_many_keys() -> None:
@@ -275,5 +308,5 @@ def test_dlb_reaches_threshold_on_many_keys() -> None:
     load = rng.multinomial(2_000_000, p / p.sum()).astype(float)
     current = rng.integers(0, n, n_keys)
     for fn in (dlb_h, dlb_l):
-        out = fn(load, current, n)
+        out = fn(LoadSnapshot(load, current, n))
         assert imbalance(load, out, n) <= 15.0

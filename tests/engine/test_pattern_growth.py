@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import pytest
 
-from cep.engine.patterns import (
+from cep.engine import pattern_nodes
+from cep.engine.pattern_nodes import (
     And,
     Atom,
-    Event,
     Every,
     FollowedBy,
     Not,
     Or,
-    PatternNode,
     Repeat,
-    compile_pattern,
 )
+from cep.engine.patterns import compile_pattern
 from cep.lang.compile import compile_text
 from cep.lang.errors import RuleError
 
@@ -38,7 +37,7 @@ def atom(tag: str, stream: str) -> Atom:
 
 def state_size(node: object) -> int:
     """Containers and events in a pattern state: grows with every instance it holds."""
-    if isinstance(node, Event):
+    if isinstance(node, pattern_nodes.Event):
         return 1
     if isinstance(node, dict):
         return 1 + sum(state_size(v) for v in node.values())
@@ -47,13 +46,13 @@ def state_size(node: object) -> int:
     return 0
 
 
-def sizes_over(node: PatternNode, n: int, every: int) -> list[int]:
+def sizes_over(node: pattern_nodes.PatternNode, n: int, every: int) -> list[int]:
     """State size after each ``every`` events of A, B, C, A, B, C, ... one µs apart."""
     pattern = compile_pattern(node, WITHIN)
     state = pattern.new_state()
     out = []
     for i in range(n):
-        pattern.feed(state, Event(i, i, "ABC"[i % 3], {}))
+        pattern.feed(state, pattern_nodes.Event(i, i, "ABC"[i % 3], {}))
         if i % every == every - 1:
             out.append(state_size(state.root))
     return out
@@ -84,7 +83,7 @@ def test_without_within_the_same_forms_do_accumulate() -> None:
     pattern = compile_pattern(BOUNDED_BY_WITHIN["every a -> every b"])
     state = pattern.new_state()
     for i in range(3_000):
-        pattern.feed(state, Event(i, i, "ABC"[i % 3], {}))
+        pattern.feed(state, pattern_nodes.Event(i, i, "ABC"[i % 3], {}))
     assert state_size(state.root) > 2_000
 
 

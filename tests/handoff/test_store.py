@@ -2,52 +2,52 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ports import refusing_port
 
 from cep.handoff.protocol import KeyMap
-from cep.handoff.store import (
-    CHUNK_BYTES,
-    MissingStateError,
+from cep.handoff.store import CHUNK_BYTES, MissingStateError, StateStore
+from cep.servers.mongo import EmbeddedMongo
+from cep.spark.splitter import keymaps
+from cep.transports.mongo_client import (
     MongoUnavailableError,
-    StateStore,
     StoreError,
     close_shared_clients,
-    decode_key_map,
-    encode_key_map,
     mask_uri,
 )
-from cep.servers.mongo import EmbeddedMongo
-from cep.spark import keymaps
 
 # -- key maps ----------------------------------------------------------------------
 
 
 def test_key_map_is_write_once(store: StateStore) -> None:
-    first = np.array([0, 1, 2, 3, 4], dtype=np.int32)
-    assert store.put_key_map(7, first) is True
-    assert store.put_key_map(7, np.zeros(5, dtype=np.int32)) is False
+    first = KeyMap(5, {'"a"': 1, "7": 4})
+    assert store.put_key_map(7, first.encode()) is True
+    assert store.put_key_map(7, KeyMap(5).encode()) is False
     assert store.put_key_map(7, b"other bytes") is False
-    np.testing.assert_array_equal(decode_key_map(store.get_key_map(7)), first)
+    assert KeyMap.decode(store.get_key_map(7)) == first
     assert store.get_key_map(8) is None
-    with pytest.raises(TypeError, match="dict"):
+    with pytest.raises(TypeError, match="key_map must be bytes, not dict"):
         store.put_key_map(9, {"a": 1})  # type: ignore[arg-type]
 
 
-def test_key_map_of_a_million_keys_round_trips_compressed(store: StateStore) -> None:
+def test_key_map_moving_100k_long_keys_round_trips_chunked(store: StateStore) -> None:
+    # one override per moved key, the map in the format the Balancer writes: past a
+    # document's size, so it is stored in chunks
     rng = np.random.default_rng(1)
-    key_map = rng.integers(0, 5, size=1_000_000).astype(np.int8)
-    data = encode_key_map(key_map)
-    assert len(data) < key_map.nbytes  # 3 bits of entropy per byte: zlib wins
+    engines = rng.integers(0, 5, size=100_000).tolist()
+    moved = KeyMap(5, {f'"{i:0160d}"': e for i, e in enumerate(engines)})
+    data = moved.encode()
+    assert len(data) > CHUNK_BYTES
     assert store.put_key_map(0, data)
-    got = decode_key_map(store.get_key_map(0))
-    assert got.dtype == np.int8
-    np.testing.assert_array_equal(got, key_map)
+    assert KeyMap.decode(store.get_key_map(0)) == moved
 
 
 def test_key_map_larger_than_a_document_is_chunked_and_write_once(store: StateStore) -> None:
@@ -115,7 +115,7 @@ def test_gc_deletes_old_batches_and_maps_of_this_run_only(
     try:
         for t in range(5):
             store.put_states(t, {1: b"s%d" % t, 2: os.urandom(CHUNK_BYTES + 1)})
-            store.put_key_map(t, np.full(3, t))
+            store.put_key_map(t, KeyMap(5, {'"k"': t}).encode())
             other.put_states(t, {1: b"other"})
         deleted = store.gc(before_batch=3, keep_key_maps=2)
         # Per batch two heads and the two chunks of key 2's state; then map 0.
@@ -126,7 +126,8 @@ def test_gc_deletes_old_batches_and_maps_of_this_run_only(
         assert store.get_states(3, [1])[1] == b"s3"
         assert len(store.get_states(4, [2])[2]) == CHUNK_BYTES + 1
         assert store.get_key_map(0) is None
-        assert [decode_key_map(store.get_key_map(v))[0] for v in (1, 2, 3, 4)] == [1, 2, 3, 4]
+        assert [KeyMap.decode(store.get_key_map(v)).overrides['"k"'] for v in (1, 2, 3, 4)
+                ] == [1, 2, 3, 4]
         assert other.get_states(0, [1]) == {1: b"other"}
         assert other.drop_run() == 5
     finally:
@@ -165,17 +166,29 @@ def test_invalid_run_id_and_batch_are_rejected(mongo: EmbeddedMongo, store: Stat
         store.put_states(-1, {1: b""})
 
 
-def test_latency_1000_keys_of_10_kb(store: StateStore) -> None:
+def _cpu_seconds(mongo: EmbeddedMongo) -> float:
+    """CPU seconds used so far by this process and the embedded server's process."""
+    assert mongo.pid is not None
+    fields = Path(f"/proc/{mongo.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    server = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return time.process_time() + server
+
+
+def test_latency_1000_keys_of_10_kb(store: StateStore, mongo: EmbeddedMongo) -> None:
     states = {k: os.urandom(10 * 1024) for k in range(1000)}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _cpu_seconds(mongo)
     store.put_states(1, states)
     put_s = time.perf_counter() - start
     start = time.perf_counter()
     assert store.get_states(1, list(states)) == states
     get_s = time.perf_counter() - start
-    print(f"put_states {put_s:.3f} s, get_states {get_s:.3f} s for 1000 x 10 KB")
-    # Loose bound: catches the 50x cliffs of sub-document ids and long $in lists.
-    assert put_s + get_s < 10
+    cpu_s = _cpu_seconds(mongo) - cpu_start
+    print(f"put_states {put_s:.3f} s, get_states {get_s:.3f} s for 1000 x 10 KB "
+          f"({cpu_s:.2f} CPU s, client and server)")
+    # Loose bound: catches the 50x cliffs of sub-document ids and long $in lists (1000
+    # upserts: 56 s against ~1 s). Counted in CPU seconds, which a machine busy with other
+    # jobs does not stretch the way it stretches wall time (4x seen at a load of 7 on 2 cores).
+    assert cpu_s < 10
 
 
 def _count_docs(store: StateStore) -> int:
@@ -185,12 +198,9 @@ def _count_docs(store: StateStore) -> int:
 
 # -- failures ----------------------------------------------------------------------
 
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
+# A failing operation must end at the store's short time-out, not at pymongo's default of
+# 30 s; the margin is for a machine busy with other jobs.
+_WELL_BELOW_THE_DRIVER_DEFAULT_S = 15.0
 
 _OPERATIONS = {
     "put_key_map": lambda s: s.put_key_map(1, b"m"),
@@ -203,14 +213,14 @@ _OPERATIONS = {
 
 
 @pytest.mark.parametrize("operation", list(_OPERATIONS))
-def test_unreachable_server_fails_fast_with_masked_uri(operation: str) -> None:
-    uri = f"mongodb://cep:hunter2@127.0.0.1:{_closed_port()}/?authSource=admin"
+def test_unreachable_server_fails_fast_with_masked_uri(operation: str, closed_port: int) -> None:
+    uri = f"mongodb://cep:hunter2@127.0.0.1:{closed_port}/?authSource=admin"
     store = StateStore(uri, run_id="r", connect_timeout_ms=500, server_selection_timeout_ms=500)
     start = time.monotonic()
-    with pytest.raises(MongoUnavailableError) as info:
+    with pytest.raises(MongoUnavailableError, match="server selection timeout 500 ms") as info:
         _OPERATIONS[operation](store)
     elapsed = time.monotonic() - start
-    assert elapsed < 2.5, f"{operation} took {elapsed:.2f} s"
+    assert elapsed < _WELL_BELOW_THE_DRIVER_DEFAULT_S, f"{operation} took {elapsed:.2f} s"
     message = str(info.value)
     assert "mongodb://cep:***@127.0.0.1:" in message
     assert operation in message
@@ -227,26 +237,28 @@ def test_server_stopped_mid_use_raises_unavailable() -> None:
         )
         store.put_states(1, {1: b"x"})
         assert store.get_states(1, [1]) == {1: b"x"}
-    start = time.monotonic()
-    with pytest.raises(MongoUnavailableError, match="get_states"):
-        store.get_states(1, [1])
-    with pytest.raises(MongoUnavailableError, match="put_states"):
-        store.put_states(2, {1: b"x"})
-    assert time.monotonic() - start < 5
+        port = int(server.uri.rsplit(":", 1)[1].strip("/"))
+    with refusing_port(port):  # the gone server's port stays closed: nobody else gets it
+        start = time.monotonic()
+        with pytest.raises(MongoUnavailableError, match="get_states"):
+            store.get_states(1, [1])
+        with pytest.raises(MongoUnavailableError, match="put_states"):
+            store.put_states(2, {1: b"x"})
+        assert time.monotonic() - start < 2 * _WELL_BELOW_THE_DRIVER_DEFAULT_S
     store.close()
 
 
-def test_timeouts_in_the_uri_win_over_the_defaults() -> None:
+def test_timeouts_in_the_uri_win_over_the_defaults(closed_port: int) -> None:
     """A deployment's settings live in its URI: the store's defaults (here a minute)
     must not silently override them (pymongo would let keywords win)."""
-    uri = (f"mongodb://cep:hunter2@127.0.0.1:{_closed_port()}/"
+    uri = (f"mongodb://cep:hunter2@127.0.0.1:{closed_port}/"
            "?serverSelectionTimeoutMS=300&connectTimeoutMS=300")
     store = StateStore(uri, run_id="r", connect_timeout_ms=60_000,
                        server_selection_timeout_ms=60_000)
     start = time.monotonic()
     with pytest.raises(MongoUnavailableError, match="server selection timeout 300 ms"):
         store.get_key_map(0)
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < _WELL_BELOW_THE_DRIVER_DEFAULT_S
     store.close()
 
 
@@ -307,37 +319,47 @@ def test_a_process_keeps_only_the_recent_key_maps(store: StateStore) -> None:
     assert keymaps.key_map(store, 0).overrides == {'"k"': 0}  # evicted, read again
 
 
-def _connections_within(listener: socket.socket, seconds: float) -> int:
+def _dialled(listener: socket.socket, times: int, within: float) -> bool:
+    """Whether ``times`` connections reach ``listener`` within ``within`` seconds."""
     listener.settimeout(0.1)
-    accepted, deadline = 0, time.monotonic() + seconds
+    deadline = time.monotonic() + within
+    while times and time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            listener.accept()[0].close()
+            times -= 1
+    return times == 0
+
+
+def _quiet(listener: socket.socket, seconds: float, within: float) -> bool:
+    """Whether ``seconds`` in a row pass without a connection to ``listener`` within
+    ``within`` seconds (a connection, such as a dial already under way, starts the count
+    again)."""
+    listener.settimeout(0.1)
+    deadline = time.monotonic() + within
+    quiet_since = time.monotonic()
     while time.monotonic() < deadline:
-        try:
-            conn, _ = listener.accept()
-        except TimeoutError:
-            continue
-        conn.close()
-        accepted += 1
-    return accepted
+        if time.monotonic() - quiet_since >= seconds:
+            return True
+        with contextlib.suppress(TimeoutError):
+            listener.accept()[0].close()
+            quiet_since = time.monotonic()
+    return False
 
 
 def test_closed_shared_clients_stop_calling_a_gone_servers_port() -> None:
     """A task's client to a MongoDB that went away keeps dialling its old port, where
     Spark may later put a state server that serves whoever connects first. After
     ``close_shared_clients`` (tasks call it when they end) nothing dials it."""
-    server = EmbeddedMongo()
-    with server:
-        uri = f"{server.uri}?heartbeatFrequencyMS=500"
-        port = int(server.uri.rsplit(":", 1)[1].strip("/"))
+    # the gone server's port, held by this test throughout: a listener that hangs up
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        heartbeat_s = 0.5
+        uri = f"mongodb://127.0.0.1:{port}/?heartbeatFrequencyMS={int(heartbeat_s * 1000)}"
         left = pickle.loads(pickle.dumps(StateStore(uri, run_id="gone")))  # a task's copy
-        assert left.get_key_map(1) is None
-    listener = socket.create_server(("127.0.0.1", port))  # the gone server's port
-    try:
-        assert _connections_within(listener, 3.0) > 0  # the left-behind client dials it
+        left._process_client()  # the client of the task's first use, then left behind
+        assert _dialled(listener, 3, within=60.0), "the left-behind client keeps dialling"
         close_shared_clients()
-        _connections_within(listener, 0.3)  # a dial already under way
-        assert _connections_within(listener, 3.0) == 0
-    finally:
-        listener.close()
+        assert _quiet(listener, 10 * heartbeat_s, within=60.0), "still dialling when closed"
     with EmbeddedMongo() as again:  # a copy's next use reopens, to its own URI
         reopened = pickle.loads(pickle.dumps(StateStore(again.uri, run_id="gone")))
         assert reopened.get_key_map(1) is None

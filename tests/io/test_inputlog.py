@@ -34,6 +34,22 @@ def test_files_are_segments_in_name_order_hidden_and_unknown_ones_ignored(tmp_pa
     assert log.discover() == 0  # nothing new
 
 
+def test_a_glob_and_a_named_file_follow_the_same_rules(tmp_path):
+    """What the older, deleted path lister of the file reader checked, by the input log's
+    rules (the ones runs use): a glob's matches in name order, hidden and ``_`` files
+    left out; a file named directly must have a known extension."""
+    for name in ("b.jsonl", "a.jsonl", ".c.jsonl", "_d.jsonl"):
+        _write(tmp_path / name, range(2))
+    (tmp_path / "events.txt").write_text('{"i": 5}\n')
+    assert [p.rsplit("/", 1)[1] for p in list_files(str(tmp_path / "*.jsonl"), must_exist=True)
+            ] == ["a.jsonl", "b.jsonl"]
+    with pytest.raises(InputLogError, match=r"cannot tell the format of .*events\.txt from its "
+                                            r"extension"):
+        list_files(str(tmp_path / "events.txt"), must_exist=True)
+    with pytest.raises(InputLogError, match=r"no input files in .*\*\.csv"):
+        list_files(str(tmp_path / "*.csv"), must_exist=True)
+
+
 def test_a_missing_input_is_an_error_unless_followed(tmp_path):
     with pytest.raises(InputLogError, match="input not found"):
         InputLog(None, {"S": str(tmp_path / "nope")}, follow=False).discover(first=True)

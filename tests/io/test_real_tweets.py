@@ -15,12 +15,12 @@ TWEETS = ROOT / "tests" / "data" / "real_tweets.jsonl"
 
 def test_fsd_finds_first_stories_in_twitter_api_json(tmp_path: Path) -> None:
     tweets = [json.loads(line) for line in TWEETS.read_text(encoding="utf-8").splitlines()]
-    assert len(tweets) >= 200
+    assert len(tweets) == 296
     assert all(isinstance(t["user"], dict) and "ts" not in t and "created_at" in t
                for t in tweets)  # the real layout, not the generator's
     expected = [t["id"] for t in tweets if t["expect_first"]]
     paraphrases = [t["id"] for t in tweets if not t["expect_first"]]
-    assert len(paraphrases) >= 100
+    assert len(paraphrases) == 166
 
     out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
     proc = subprocess.run(

@@ -1,9 +1,9 @@
-"""Reading inputs with dead letters (cep.io.sources, cep.io.deadletter)."""
+"""Reading inputs with dead letters (cep.io.readers, cep.io.deadletter), each file read
+whole the way a run reads it (support.input_files)."""
 
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,11 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.input_files import read_input
 
 from cep.engine.table import NULL_SUFFIX
-from cep.io import lines, sources
+from cep.io import lines
 from cep.io.deadletter import DeadLetter
-from cep.io.sources import read_events, write_events_jsonl
+from cep.io.jsonl_writer import write_events_jsonl
+from cep.io.readers import convert, ranges
+from cep.io.readers.jsonl import PER_LINE_MAX, JsonLinesReader
 
 FIELDS = [
     ("id", "long"),
@@ -50,11 +53,9 @@ def write_lines(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def read(path: Path | str | list[str], fields=FIELDS, **kw) -> tuple[pd.DataFrame, DeadLetter]:
+def read(path: Path | str, fields=FIELDS) -> tuple[pd.DataFrame, DeadLetter]:
     dead = DeadLetter(None)
-    return read_events(
-        path if isinstance(path, list) else str(path), fields, "ts", dead, **kw
-    ), dead
+    return read_input(path, fields, "ts", dead), dead
 
 
 def entries(path: Path) -> list[dict]:
@@ -81,15 +82,15 @@ def test_types_and_null_masks(tmp_path: Path) -> None:
     )
     df, dead = read(path)
     assert dead.count == 0
-    assert list(df.columns) == ["seq", "file_index", "offset", "id", "ts", "n", "n__null", "x",
-                                "ok", "s", "s__null"]
+    assert list(df.columns) == ["offset", "id", "ts", "n", "n__null", "x", "ok", "s", "s__null",
+                                "seq"]
     assert {c: str(t) for c, t in df.dtypes.items()} == {
-        "seq": "int64", "file_index": "int64", "offset": "int64", "id": "int64",
+        "offset": "int64", "id": "int64",
         "ts": "int64", "n": "int64", "n__null": "bool",
-        "x": "float64", "ok": "bool", "s": "object", "s__null": "bool",
+        "x": "float64", "ok": "bool", "s": "object", "s__null": "bool", "seq": "int64",
     }  # fmt: skip
-    assert df["seq"].tolist() == [0, 1, 2] and df["file_index"].tolist() == [0, 0, 0]
     assert df["offset"].tolist() == list(line_offsets(path.read_bytes()).values())[:3]
+    assert df["seq"].tolist() == df["offset"].tolist()  # the log's first segment: seq = offset
     assert df["n"].tolist() == [1, 0, -(2**31)]  # placeholder 0 behind the null
     assert df["n__null"].tolist() == [False, True, False]
     assert df["s"].tolist() == ["héllo", "", "a"]
@@ -97,7 +98,7 @@ def test_types_and_null_masks(tmp_path: Path) -> None:
     assert df["x"].tolist() == [1.5, 2.0, -0.25]
     assert df["ok"].tolist() == [True, True, False]
     assert df["ts"].tolist() == [us("2024-05-01T12:00:00Z")] * 3
-    assert NULL_SUFFIX == sources.NULL_SUFFIX  # what the engine reads
+    assert NULL_SUFFIX == ranges.NULL_SUFFIX  # what the engine reads
 
 
 @pytest.mark.parametrize(
@@ -176,7 +177,7 @@ def test_messy_file_every_line_accounted_for(tmp_path: Path) -> None:
     path.write_bytes(data)
     dl_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dl_path)) as dead:
-        df = read_events(str(path), FIELDS, "ts", dead)
+        df = read_input(path, FIELDS, "ts", dead)
     n_lines = len(MESSY) + 1
     assert len(df) + dead.count + dead.skipped == n_lines
     assert dead.skipped == 2
@@ -212,7 +213,7 @@ def test_first_error_in_schema_order(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "e.jsonl", [rec(1, n="bad", s=7, ts="never")])
     dead_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dead_path)) as dead:
-        read_events(str(path), FIELDS, "ts", dead)
+        read_input(path, FIELDS, "ts", dead)
     assert [e["reason"] for e in entries(dead_path)] == [
         "field 'ts': unparseable timestamp \"never\""
     ]
@@ -223,7 +224,7 @@ def test_record_is_truncated_and_dead_letter_replaces_an_earlier_file(tmp_path: 
     dead_path = tmp_path / "dead.jsonl"
     dead_path.write_text('{"earlier": true}\n', encoding="utf-8")
     with DeadLetter(str(dead_path)) as dead:
-        read_events(str(path), FIELDS, "ts", dead)
+        read_input(path, FIELDS, "ts", dead)
     lines = entries(dead_path)
     assert len(lines) == 1
     assert len(lines[0]["record"]) == 1000
@@ -236,7 +237,7 @@ def test_dead_letter_without_path_counts_only() -> None:
     dead.close()
     assert (dead.count, dead.skipped, dict(dead.reasons)) == (1, 2, {"not_json": 1})
     assert dead.summary() == "1 record(s) rejected (not_json: 1); 2 blank line(s) skipped"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown dead-letter kind 'whatever'"):
         dead.add("f", 1, "whatever", "", "")
 
 
@@ -278,10 +279,10 @@ def test_fast_path_equals_line_by_line(
     path.write_bytes(b"\n".join(random_lines(3000, seed)) + b"\n")
     monkeypatch.setattr(lines, "CHUNK_BYTES", 40_000)  # many chunks, lines cut across
     with DeadLetter(str(tmp_path / "fast.jsonl")) as dead:
-        fast = read_events(str(path), FIELDS, "ts", dead)
-    monkeypatch.setattr(sources._Reader, "json_fast", lambda *a: False)
+        fast = read_input(path, FIELDS, "ts", dead)
+    monkeypatch.setattr(JsonLinesReader, "json_fast", lambda *a: False)
     with DeadLetter(str(tmp_path / "slow.jsonl")) as slow_dead:
-        slow = read_events(str(path), FIELDS, "ts", slow_dead)
+        slow = read_input(path, FIELDS, "ts", slow_dead)
     pd.testing.assert_frame_equal(fast, slow)
     assert dead_entries(tmp_path / "fast.jsonl") == dead_entries(tmp_path / "slow.jsonl")
     assert dead.skipped == slow_dead.skipped
@@ -295,16 +296,16 @@ def test_one_bad_line_costs_only_a_few_hundred_lines(
     lines[12_345] = "oops"
     path = write_lines(tmp_path / "in.jsonl", lines)
     per_line: list[int] = []
-    original = sources._Reader.json_per_line
+    original = JsonLinesReader.json_per_line
 
     def counting(self, chunk_lines, offsets):
         per_line.append(len(chunk_lines))
         return original(self, chunk_lines, offsets)
 
-    monkeypatch.setattr(sources._Reader, "json_per_line", counting)
+    monkeypatch.setattr(JsonLinesReader, "json_per_line", counting)
     df, dead = read(path)
     assert len(df) == 19_999 and dead.count == 1
-    assert sum(per_line) <= sources.PER_LINE_MAX
+    assert sum(per_line) <= PER_LINE_MAX
 
 
 @settings(max_examples=60, deadline=None)
@@ -335,8 +336,8 @@ def test_one_bad_line_costs_only_a_few_hundred_lines(
     )
 )
 def test_iso_value_does_not_depend_on_the_batch(values: list[str]) -> None:
-    together = sources._parse_iso(pa.array(values))
-    alone = [sources._parse_iso(pa.array([v])) for v in values]
+    together = convert.parse_iso(pa.array(values))
+    alone = [convert.parse_iso(pa.array([v])) for v in values]
     assert together[1].tolist() == [g[0] for _, g in alone]
     assert together[0].tolist() == [u[0] for u, _ in alone]
     for v, u, good in zip(values, *together, strict=True):
@@ -366,7 +367,7 @@ def test_csv(tmp_path: Path) -> None:
     )
     dead_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dead_path)) as dead:
-        df = read_events(str(path), FIELDS, "ts", dead)
+        df = read_input(path, FIELDS, "ts", dead)
     assert df["id"].tolist() == [1, 2, 3, 11]
     assert df["s"].tolist() == ["a, b", "", "", "z"]
     assert df["s__null"].tolist() == [False, True, False, False]  # "" quoted is a value
@@ -397,7 +398,7 @@ def test_csv_values_spanning_lines_are_bad_rows(tmp_path: Path) -> None:
     )
     dead_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dead_path)) as dead:
-        df = read_events(str(path), FIELDS, "ts", dead)
+        df = read_input(path, FIELDS, "ts", dead)
     assert df["s"].tolist() == ['b "quoted", c']
     at = line_offsets(path.read_bytes())
     got = [(e["offset"], e["kind"]) for e in entries(dead_path)]
@@ -414,7 +415,7 @@ def test_csv_missing_column_is_null_in_every_record(tmp_path: Path) -> None:
     path.write_text("id,n,x,ok,s\n1,1,1,true,a\n2,1,1,true,a\n", encoding="utf-8")
     df, dead = read(path)  # without the TIMESTAMP column every record is rejected
     assert len(df) == 0 and dead.reasons == {"null_timestamp": 2}
-    assert list(df.columns) == ["seq", "file_index", "offset", "id", "ts", "n", "x", "ok", "s"]
+    assert list(df.columns) == ["offset", "id", "ts", "n", "x", "ok", "s", "seq"]
     assert df["s"].dtype == object and df["ts"].dtype == np.int64
 
 
@@ -432,7 +433,7 @@ def test_parquet(tmp_path: Path) -> None:
     pq.write_table(table, tmp_path / "e.parquet")
     dead_path = tmp_path / "dead.jsonl"
     with DeadLetter(str(dead_path)) as dead:
-        df = read_events(str(tmp_path / "e.parquet"), FIELDS, "ts", dead)
+        df = read_input(tmp_path / "e.parquet", FIELDS, "ts", dead)
     assert df["id"].tolist() == [1]
     assert df["ts"].tolist() == [0]
     assert df["x"].dtype == np.float64 and df["s"].tolist() == ["a"]
@@ -442,10 +443,12 @@ def test_parquet(tmp_path: Path) -> None:
     assert json.loads(entries(dead_path)[0]["record"])["id"] in (2, 3, 4)
 
 
-# ---------------------------------------------------------------- paths and formats
+# ---------------------------------------------------------------- a directory
 
 
-def test_directories_globs_and_sequence_numbers(tmp_path: Path) -> None:
+def test_a_directorys_files_are_read_in_name_order_with_sequence_numbers(tmp_path: Path) -> None:
+    """Which files count is the input log's rule (tests/io/test_inputlog.py); here, that
+    each file's records follow in name order, numbered by segment and offset."""
     d = tmp_path / "in"
     d.mkdir()
     write_lines(d / "b.jsonl", [rec(3), rec(4)])
@@ -453,29 +456,20 @@ def test_directories_globs_and_sequence_numbers(tmp_path: Path) -> None:
     write_lines(d / "_SUCCESS", ["not data"])
     write_lines(d / ".hidden.jsonl", [rec(99)])
     df, dead = read(d)
-    assert df["id"].tolist() == [1, 2, 3, 4] and df["seq"].tolist() == [0, 1, 2, 3]
+    assert df["id"].tolist() == [1, 2, 3, 4]
+    second_a, second_b = len(rec(1)) + len("bad") + 2, len(rec(3)) + 1
+    assert df["seq"].tolist() == [0, second_a, 1 << 36, (1 << 36) + second_b]
     assert dead.count == 1
     df, _ = read(str(d / "*.jsonl"))
     assert df["id"].tolist() == [1, 2, 3, 4]
-    df, _ = read([str(d / "b.jsonl"), str(d / "a.jsonl")])
-    assert df["id"].tolist() == [3, 4, 1, 2]  # list order, then line order
-    (tmp_path / "events.txt").write_text(rec(5) + "\n", encoding="utf-8")
-    df, _ = read(tmp_path / "events.txt", fmt="jsonl")
-    assert df["id"].tolist() == [5]
-    with pytest.raises(ValueError, match="extension"):
-        read(tmp_path / "events.txt")
-    with pytest.raises(FileNotFoundError):
-        read(tmp_path / "nope.jsonl")
-    with pytest.raises(FileNotFoundError):
-        read(str(tmp_path / "*.csv"))
 
 
 def test_schema_errors(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "e.jsonl", [rec(1)])
     with pytest.raises(ValueError, match="unknown type"):
-        read_events(str(path), [("id", "float")], None, DeadLetter(None))
+        read_input(path, [("id", "float")], None, DeadLetter(None))
     with pytest.raises(ValueError, match="TIMESTAMP field 'when'"):
-        read_events(str(path), FIELDS, "when", DeadLetter(None))
+        read_input(path, FIELDS, "when", DeadLetter(None))
 
 
 def test_write_events_round_trip(tmp_path: Path) -> None:
@@ -487,54 +481,11 @@ def test_write_events_round_trip(tmp_path: Path) -> None:
     write_events_jsonl(df, str(tmp_path / "out.jsonl"), timestamp_fields=["ts"])
     again, dead = read(tmp_path / "out.jsonl")
     assert dead.count == 0
-    pd.testing.assert_frame_equal(df.drop(columns="offset"), again.drop(columns="offset"))
+    pd.testing.assert_frame_equal(df.drop(columns=["offset", "seq"]),
+                                  again.drop(columns=["offset", "seq"]))
     first = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert first["ts"] == "2024-05-01T12:00:00.500000Z"
     # datetime columns are written as ISO strings too
     frame = pd.DataFrame({"id": [1], "ts": pd.to_datetime(["2024-05-01T12:00:00Z"])})
     write_events_jsonl(frame, str(tmp_path / "dt.jsonl"))
     assert json.loads((tmp_path / "dt.jsonl").read_text())["ts"] == "2024-05-01T12:00:00.000000Z"
-
-
-# ---------------------------------------------------------------- speed (printed, not asserted)
-
-
-def measure_load(tmp_path: Path, n: int) -> float:
-    path = tmp_path / "big.jsonl"
-    words = [f"w{i}" for i in range(5000)]
-    rng = np.random.default_rng(0)
-    picks = rng.integers(0, 5000, size=(n, 15))
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            text = " ".join(words[j] for j in picks[i])
-            fh.write(
-                f'{{"id": {i}, "ts": "2024-05-01T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:'
-                f'{i % 60:02d}.{i % 1000:03d}Z", "user": "u{i % 1000}", "text": "{text}", '
-                f'"retweets": {i % 17}, "score": {i * 0.5}}}\n'
-            )
-    fields = [("id", "long"), ("ts", "timestamp"), ("user", "string"), ("text", "string"),
-              ("retweets", "int"), ("score", "double")]  # fmt: skip
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        df = read_events(str(path), fields, "ts", DeadLetter(None))
-        best = min(best, time.perf_counter() - start)
-    assert len(df) == n
-    return best
-
-
-def test_load_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    n = 100_000
-    seconds = measure_load(tmp_path, n)
-    with capsys.disabled():
-        print(f"\n[sources] {n:,} JSON lines (6 fields) in {seconds:.2f}s: "
-              f"{n / seconds:,.0f} lines/s")  # fmt: skip
-
-
-@pytest.mark.slow
-def test_load_rate_1m(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    n = 1_000_000
-    seconds = measure_load(tmp_path, n)
-    with capsys.disabled():
-        print(f"\n[sources] {n:,} JSON lines (6 fields) in {seconds:.2f}s: "
-              f"{n / seconds:,.0f} lines/s")  # fmt: skip

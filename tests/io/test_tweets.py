@@ -422,10 +422,16 @@ def test_parse_spec_rejects(spec: str, message: str) -> None:
         parse_spec(spec)
 
 
-def test_plan_rejects_what_generate_rejects() -> None:
-    for spec in ("tweets:n=0", "tweets:rate=0", "tweets:buckets=0", "tweets:seed=-1", "tweets:x=1"):
-        with pytest.raises(ValueError):
-            tweets.tweets_plan(spec)
+@pytest.mark.parametrize(("spec", "message"), [
+    ("tweets:n=0", r"^tweets: n must be >= 1, got 0$"),
+    ("tweets:rate=0", r"^tweets: rate must be in \(0, 1e6\] tweets/s, got 0\.0$"),
+    ("tweets:buckets=0", r"^tweets: buckets must be >= 1, got 0$"),
+    ("tweets:seed=-1", r"^tweets: seed must be in \[0, 2\*\*63\), got -1$"),
+    ("tweets:x=1", r"^tweets spec 'tweets:x=1': unknown key 'x'; known keys: n, mode, seed"),
+])
+def test_plan_rejects_what_generate_rejects(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tweets.tweets_plan(spec)
 
 
 def test_spec_feeds_generate() -> None:

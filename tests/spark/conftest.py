@@ -33,7 +33,7 @@ def example() -> Callable:
 @pytest.fixture
 def spark_events() -> Callable:
     """``spark_events(module, source, **options)``: Spark's events (reference order) for a
-    compiled module over ``source`` (a path, or ``{stream: path}``), with ``run_on_spark``'s
+    compiled module over ``source`` (a path, or ``{stream: path}``), with ``RunConfig``'s
     options (``engines``, ``batch_size``, ``strategy``, ``threshold``, ...). Tests of new
     language constructs use this and :func:`reference_events` so they keep working whatever
     the runner's own signature becomes."""

@@ -62,14 +62,13 @@ def test_published_balancers_give_exactly_the_kg_events(spark, example, rule, st
     assert records == expected
 
 
-def _chaos(key_load, key_map, n_engines, *, threshold=15.0, state_size=None, capacity=None,
-           load_series=None):
+def _chaos(snapshot):
     """Move about half the keys to random engines (seeded by the inputs, so a replayed
     batch decides the same)."""
-    rng = np.random.default_rng([len(key_map), int(key_load.sum())])
-    new = np.array(key_map, copy=True)
+    rng = np.random.default_rng([len(snapshot.key_map), int(snapshot.load.sum())])
+    new = snapshot.current()
     flip = rng.random(len(new)) < 0.5
-    new[flip] = rng.integers(0, n_engines, int(flip.sum()))
+    new[flip] = rng.integers(0, snapshot.n_engines, int(flip.sum()))
     return new
 
 

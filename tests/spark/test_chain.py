@@ -18,16 +18,19 @@ from pyspark import cloudpickle
 from support.spark_runs import reference, run_and_read
 from support.stock_ticks import RULES, SCHEMA, SPIKE, TICKS, write_ticks
 
-from cep.engine.chain import complex_events
 from cep.engine.engine import Engine
+from cep.engine.insert_into import complex_events
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import run_batch
-from cep.spark.chain import ChainParts, split_rows
-from cep.spark.labels import partition_of, stage_labels
-from cep.spark.routing import key_grouping
-from cep.spark.runtime import Output, SparkRunError, run_on_spark
-from cep.spark.source import InputReader, SourceConfig
+from cep.run import run
+from cep.run_config import Output, RunConfig
+from cep.spark.chain_stages import ChainParts, split_rows
+from cep.spark.runtime import SparkRunError
+from cep.spark.source import InputReader
+from cep.spark.source_config import SourceConfig
+from cep.spark.splitter.engine_labels import partition_of, stage_labels
+from cep.spark.splitter.routing import key_grouping
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def test_a_later_stage_reading_an_input_stream_is_refused_in_one_line():
     module = compile_text(SCHEMA + SPIKE + "@Name('after') SELECT a.symbol AS symbol FROM "
                           "PATTERN [every a=Spike -> b=StockTick] PARTITION BY symbol;")
     with pytest.raises(SparkRunError) as err:
-        run_on_spark(module, {"StockTick": "unused.jsonl"}, progress=False)
+        run(module, RunConfig({"StockTick": "unused.jsonl"}, progress=False))
     message = str(err.value)
     assert "\n" not in message and "reads stream StockTick" in message
     assert "--runner local" in message
@@ -149,14 +152,14 @@ def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
     (folder / "ticks.jsonl").write_text(ticks.read_text())
     out = tmp_path / "out.jsonl"
     stop = threading.Event()
-    run = run_on_spark(module, {"StockTick": str(folder)}, engines=2, batch_size=100,
-                       master="local[2]", follow=True, trigger_s=0.3, stop=stop,
-                       progress=False,
+    config = RunConfig({"StockTick": str(folder)}, engines=2, batch_size=100,
+                       master="local[2]", follow=True, trigger_s=0.3, progress=False,
                        output=Output(str(out), callback=lambda _b, text: text and stop.set()))
-    read = sum(m["events_in"] for m in run.metrics)
+    result = run(module, config, stop)
+    read = sum(m["events_in"] for m in result.metrics)
     assert 0 < read < TICKS, "the stop must come before the input's end"
-    assert [m["events_in"] for m in run.metrics[-2:]] == [0, 0]  # two drain batches
-    assert run.metrics[-2].get("chain_events_in", {}).get("1", 0) > 0
+    assert [m["events_in"] for m in result.metrics[-2:]] == [0, 0]  # two drain batches
+    assert result.metrics[-2].get("chain_events_in", {}).get("1", 0) > 0
     prefix = tmp_path / "read" / "ticks.jsonl"
     prefix.parent.mkdir()
     prefix.write_text("".join(ticks.read_text().splitlines(keepends=True)[:read]))

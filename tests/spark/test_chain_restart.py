@@ -7,7 +7,6 @@ reads no input and only drains the later stages.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,9 @@ from support.faults import (
     committed,
     events,
     finish,
-    in_flight,
     kill_group,
     metrics,
+    reading,
     start,
     wait_until,
 )
@@ -28,7 +27,7 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
-from cep.spark.chain import drained
+from cep.spark.chain_stages import drained
 
 
 def _draining(run: Path) -> int | None:
@@ -52,8 +51,7 @@ def killed_twice(tmp_path_factory) -> dict:
     run = tmp / "run"
     command = cep_run(run, rule=rule, source=str(source))
     proc = start(command, tmp / "killed-1")
-    wait_until(lambda: in_flight(run, 3), proc, "batch 3 in flight")
-    time.sleep(0.3)
+    wait_until(lambda: reading(run, 3), proc, "batch 3's input tasks at work")
     kill_group(proc)
     first = committed(run, 3)
     proc = start(command, tmp / "killed-2")

@@ -12,8 +12,10 @@ from support.cluster import cluster_spark, spark_cluster  # noqa: F401 - pytest 
 from support.spark_runs import reference, run_and_read
 
 from cep.lang.compile import compile_file
+from cep.run import run
+from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.runtime import SparkRunError, run_on_spark
+from cep.spark.runtime import SparkRunError
 
 ROOT = Path(__file__).parent.parent.parent
 pytestmark = pytest.mark.slow
@@ -27,8 +29,8 @@ def test_cep_run_on_a_standalone_cluster(spark_cluster, cluster_spark):  # noqa:
     _, records = run_and_read(module, path, engines=3, batch_size=40, master=master)
     assert records == expected
     with pytest.raises(SparkRunError, match="unreachable from executors"):
-        run_on_spark(module, {"Tweet": str(path)}, master=master, strategy="dlb-h",
-                     progress=False)
+        run(module, RunConfig({"Tweet": str(path)}, master=master, strategy="dlb-h",
+                              progress=False))
     with EmbeddedMongo() as mongo:
         moved, records = run_and_read(module, path, engines=3, batch_size=40, master=master,
                                       strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri)

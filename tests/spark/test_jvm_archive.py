@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from support.cache_files import plant
+from support.jdk import javac_here
 
 from cep.spark import jvm_archive
-from cep.spark.jvm_archive import archive_path, jdk_tool, sharing_options
+from cep.spark.jvm_archive import archive_path, sharing_options
 from cep.spark.session import DRIVER_JAVA_OPTIONS
 
 RULES = Path(__file__).parents[2] / "rules" / "sensor_average.epl"
@@ -56,7 +57,7 @@ def test_prepare_makes_an_archive_that_the_driver_jvm_maps(tmp_path):
     # the checkpoint file system's jar, made first: the archive holds the class path the
     # runs below have, and -Xshare:on would fail a run whose class path differs
     jars = list((tmp_path / "cep").glob("*.jar"))
-    assert len(jars) == (1 if jdk_tool("javac") else 0)  # a JRE only: no jar, still an archive
+    assert len(jars) == (1 if javac_here() else 0)  # a JRE only: no jar, still an archive
     assert all(jar.stat().st_mode & 0o777 == 0o600 for jar in jars)
     # -Xshare:on: a JVM that cannot map the archive refuses to start, so the run fails
     strict = {**env, "CEP_DRIVER_JAVA_OPTIONS":

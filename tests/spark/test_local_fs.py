@@ -11,9 +11,9 @@ import sys
 
 import pytest
 from support.cache_files import plant
+from support.jdk import javac_here
 
 from cep.spark import local_fs
-from cep.spark.jvm_archive import jdk_tool
 from cep.spark.local_fs import LocalFsError, build_jar, jar_path, spark_settings
 
 
@@ -72,7 +72,7 @@ spark.stop()
 """
 
 
-@pytest.mark.skipif(jdk_tool("javac") is None, reason="a JRE only: no jar can be compiled here")
+@pytest.mark.skipif(not javac_here(), reason="a JRE only: no jar can be compiled here")
 def test_a_local_session_creates_files_through_it_with_hadoops_permissions(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     work = tmp_path / "files"

@@ -31,6 +31,7 @@ from support.faults import (
     in_flight,
     kill_group,
     metrics,
+    reading,
     start,
     wait_until,
 )
@@ -39,8 +40,10 @@ from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
 from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from cep.run import run
+from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.runtime import SparkRunError, run_on_spark
+from cep.spark.runtime import SparkRunError
 
 
 def _reference(source: str) -> list[dict]:
@@ -56,8 +59,7 @@ def killed_and_resumed(tmp_path_factory) -> dict:
     run = tmp / "run"
     command = cep_run(run)
     proc = start(command, tmp / "killed")
-    wait_until(lambda: in_flight(run, 2), proc, "batch 2 in flight")
-    time.sleep(0.3)  # into the batch; a batch takes over a second (state commit alone)
+    wait_until(lambda: reading(run, 2), proc, "batch 2's input tasks at work")
     kill_group(proc)
     at_kill = {
         "batch_2_committed": committed(run, 2),
@@ -94,8 +96,8 @@ def test_a_restart_with_other_engines_or_strategy_is_refused(killed_and_resumed)
     for options, wrong in (({"engines": 4, "strategy": "dlb-h"}, "engines 3, not 4"),
                            ({"engines": 3, "strategy": "kg"}, "strategy dlb-h, not kg")):
         with pytest.raises(SparkRunError, match=wrong):
-            run_on_spark(module, sources, checkpoint=str(killed_and_resumed["run"]),
-                         progress=False, **options)
+            run(module, RunConfig(sources, checkpoint=str(killed_and_resumed["run"]),
+                                  progress=False, **options))
 
 
 def test_a_restart_against_a_mongodb_without_the_run_is_refused(killed_and_resumed):
@@ -106,13 +108,16 @@ def test_a_restart_against_a_mongodb_without_the_run_is_refused(killed_and_resum
     batches = len(metrics(Path(f"{killed_and_resumed['run']}.metrics")))
     missing = f"holds no key map {batches}"  # the batch after the last committed one
     with EmbeddedMongo() as other, pytest.raises(SparkRunError, match=missing):
-        run_on_spark(module, sources, engines=3, strategy="dlb-h", mongo_uri=other.uri,
-                     checkpoint=str(killed_and_resumed["run"]), progress=False)
+        run(module, RunConfig(sources, engines=3, strategy="dlb-h", mongo_uri=other.uri,
+                              checkpoint=str(killed_and_resumed["run"]), progress=False))
 
 
 # -- slow: many kills at different points of a longer run ---------------------------
 
 SLOW_SOURCE = "tweets:n=20000"
+# seconds the JVM, workers and MongoDB of a driver killed alone may take to notice and
+# go (a bound on a poll, generous for a loaded machine: passing never waits for it)
+ORPHANS_GONE_S = 120
 SLOW_OPTIONS = ("--batch-size", "2000", "--threshold", "1")
 
 
@@ -126,7 +131,7 @@ def _kill_when(command: list[str], logs: Path, ready, *, group: bool = True) -> 
         return
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + ORPHANS_GONE_S
     while (left := group_members(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left, f"the driver's children outlived it: {left}"
@@ -175,6 +180,6 @@ def test_a_checkpoint_of_an_old_state_layout_is_refused_not_resumed(tmp_path, la
            **({"state_layout": layout} if layout else {})}
     (tmp_path / "run.json").write_text(json.dumps(old) + "\n")
     with pytest.raises(SparkRunError, match=r"written by an older cep.*new checkpoint"):
-        run_on_spark(module, sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
-                     progress=False)
+        run(module, RunConfig(sources, checkpoint=str(tmp_path), engines=3, strategy="kg",
+                              progress=False))
     assert not (tmp_path / "checkpoint").exists()  # refused before Spark started

@@ -100,6 +100,17 @@ def in_flight(checkpoint: Path, batch: int) -> bool:
     return planned and not committed(checkpoint, batch)
 
 
+def reading(checkpoint: Path, batch: int) -> bool:
+    """Spark runs ``batch`` and has not committed it, and its input tasks have begun
+    reading: the earliest mark a batch's tasks leave (each piece's read first makes the
+    batch's dead-letter folder, ``cep.spark.source_config.SourceConfig.dead_path``). A
+    kill there lands inside the batch, before its engines, its output and its commit,
+    however fast or loaded the machine (a fixed sleep after the batch is planned landed
+    after its commit on a fast one)."""
+    started = (checkpoint / "dead" / f"batch-{batch:07d}").is_dir()
+    return started and in_flight(checkpoint, batch)
+
+
 def appended(checkpoint: Path, batch: int) -> bool:
     """The driver has appended ``batch`` to the run's output file (its ledger says so)."""
     ledger = checkpoint / "ledgers" / "events.json"
@@ -124,7 +135,7 @@ def group_members(pgid: int) -> list[str]:
     return members
 
 
-def kill_group(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+def kill_group(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
     """SIGKILL the whole process group of ``proc`` (driver, JVM, Python workers, an
     embedded MongoDB), then fail unless every member is gone within ``timeout``."""
     os.killpg(proc.pid, signal.SIGKILL)

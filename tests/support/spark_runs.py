@@ -3,15 +3,13 @@ reference evaluator's events for the same rules and input."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from cep.engine.output import output_records
-from cep.io.inputs import load_inputs, parse_input_specs
+from cep.io.inputs import load_inputs
 from cep.reference import run_reference
-from cep.spark.delivery import read_output
-from cep.spark.parts import EventParts
-from cep.spark.runtime import Output, SparkRun, run_on_spark
+from cep.run import run
+from cep.run_config import Output, RunConfig, RunResult
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -22,16 +20,14 @@ def _specs(source) -> list[str]:
     return [str(source)]
 
 
-def run_and_read(module, source, **options) -> tuple[SparkRun, list[dict]]:
-    """Run on Spark with the events written to a temporary directory; the run and its
-    events, read back in reference order."""
+def run_and_read(module, source, **options) -> tuple[RunResult, list[dict]]:
+    """Run on Spark with the events handed back (:class:`RunConfig`'s ``options``); the
+    run and its events, in reference order."""
     options.setdefault("master", "local[2]")
     options.setdefault("progress", False)
-    with tempfile.TemporaryDirectory(prefix="cep-test-out-") as out:
-        run = run_on_spark(module, parse_input_specs(module, _specs(source)),
-                           output=Output(out), **options)
-        order = {name: i for i, name in enumerate(module.outputs)}
-        return run, read_output(EventParts(out), order)
+    result = run(module, RunConfig(_specs(source), output=Output(collect=True), **options))
+    assert result.records is not None
+    return result, result.records
 
 
 def reference(module, source) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from cep.transports.kafka_read import partition_ends
 
@@ -13,19 +13,31 @@ Seen = list[tuple[int, int, bytes | None, bytes]]
 
 
 def consume_all(bootstrap: str, topic: str, isolation: str = "read_committed",
-                settle_s: float = 0.5) -> Seen:
+                timeout_s: float = 120.0) -> Seen:
     """Every (partition, offset, key, value) of a topic as a plain consumer with
-    ``isolation`` sees it, read until nothing new arrives for ``settle_s``."""
+    ``isolation`` sees it, read until every partition reports its end (the client's
+    partition-EOF event: the last stable offset for read_committed, the high watermark
+    otherwise), not for a quiet spell that a loaded machine can outlast; a partition
+    not read to its end within ``timeout_s`` fails the test."""
     ends = partition_ends(bootstrap, topic)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cep-test-check",
-                         "enable.auto.commit": False, "isolation.level": isolation})
+                         "enable.auto.commit": False, "isolation.level": isolation,
+                         "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, p, low) for p, (low, _high) in ends.items()])
     seen: Seen = []
-    quiet_until = time.monotonic() + settle_s
-    while time.monotonic() < quiet_until:
-        batch = [m for m in consumer.consume(10_000, 0.1) if m.error() is None]
-        if batch:
-            quiet_until = time.monotonic() + settle_s
-        seen += [(m.partition(), m.offset(), m.key(), m.value()) for m in batch]
-    consumer.close()
+    unread = set(ends)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while unread:
+            assert time.monotonic() < deadline, (
+                f"partitions {sorted(unread)} of {topic!r} not read to their end "
+                f"within {timeout_s} s")
+            for m in consumer.consume(10_000, 0.1):
+                error = m.error()
+                if error is None:
+                    seen.append((m.partition(), m.offset(), m.key(), m.value()))
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    unread.discard(m.partition())
+    finally:
+        consumer.close()
     return sorted(seen)

@@ -3,7 +3,6 @@ module on 127.0.0.1, and a plain consumer to check topics (MongoDB: ``tests/conf
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -17,15 +16,6 @@ from cep.servers.kafka import EmbeddedKafka
 def kafka() -> Iterator[EmbeddedKafka]:
     with EmbeddedKafka() as broker:
         yield broker
-
-
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    """A loopback port that refuses connections for the whole test: bound by us, never
-    listening, so no other process on the shared machine can take it meanwhile."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield sock.getsockname()[1]
 
 
 @pytest.fixture

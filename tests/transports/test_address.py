@@ -42,17 +42,22 @@ def test_embedded() -> None:
     assert uri.embedded and uri.topics == ("tweets",)
 
 
-@pytest.mark.parametrize("bad", [
-    "kafka://h:1", "kafka://h:1/", "kafka://h/t", "kafka://h:1/bad topic",
-    "kafka://h:1/t?novalue", "http://h:1/t",
+@pytest.mark.parametrize(("bad", "why"), [
+    ("kafka://h:1", r"needs a topic: kafka://HOST:PORT/TOPIC, got kafka://h:1$"),
+    ("kafka://h:1/", r"needs a topic: kafka://HOST:PORT/TOPIC, got kafka://h:1/$"),
+    ("kafka://h/t", r"hosts must be HOST:PORT\[,HOST:PORT\]: kafka://h/t$"),
+    ("kafka://h:1/bad topic", r"invalid Kafka topic name 'bad topic' in kafka://h:1/bad topic$"),
+    ("kafka://h:1/t?novalue", r"option must be NAME=VALUE: 'novalue' in kafka://h:1/t\?novalue$"),
+    ("http://h:1/t", r"^not a kafka:// URI: http://h:1/t$"),
 ])
-def test_malformed_uris(bad: str) -> None:
-    with pytest.raises(ValueError):
+def test_malformed_uris(bad: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
         parse_kafka_uri(bad)
 
 
 def test_malformed_uri_message_hides_the_password() -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"hosts must be HOST:PORT\[,HOST:PORT\]: "
+                                         r"kafka://u:\*\*\*@h/t$") as info:
         parse_kafka_uri("kafka://u:topsecret@h/t")
     assert "topsecret" not in str(info.value)
 

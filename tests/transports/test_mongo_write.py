@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from pymongo import MongoClient
 
-from cep.handoff.store import MongoUnavailableError
 from cep.servers.mongo import EmbeddedMongo
+from cep.transports.mongo_client import MongoUnavailableError
 from cep.transports.mongo_write import MongoEventWriter, event_id, parse_mongo_target
 
 Name = Callable[[str], str]
@@ -27,7 +27,7 @@ def test_ids_are_deterministic_and_typed() -> None:
     assert event_id({**event, "key": "5"}) == "r/000000000007/s:5"
     assert event_id({**event, "key": "a/b"}) == "r/000000000007/s:a/b"
     assert event_id({**event, "key": None}) == "r/000000000007/n:"
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"keys must be int or str, not float \(1\.5\)"):
         event_id({**event, "key": 1.5})
 
 

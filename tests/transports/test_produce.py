@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cep.io.generators import generate
+from cep.io.kafka_produce import produce, produce_frame
+from cep.io.tweets import generate_tweets
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaTransportError
 from cep.transports.kafka_read import partition_ends
-from cep.transports.produce import ensure_topic, produce, produce_frame
+from cep.transports.kafka_send import ensure_topic
 
 Name = Callable[[str], str]
 
@@ -61,7 +62,7 @@ def test_partition_count_mismatch_is_refused(kafka: EmbeddedKafka, fresh_name: N
 def test_generated_tweets(kafka: EmbeddedKafka, fresh_name: Name,
                           consume: Callable[..., list]) -> None:
     topic = fresh_name("tweets")
-    frame = generate("tweets:n=500").frame
+    frame = generate_tweets(500).frame
     assert produce_frame(kafka.bootstrap, topic, frame, 3, "user", ("ts",)) == 500
     assert sum(h for _l, h in partition_ends(kafka.bootstrap, topic).values()) == 500
     first = json.loads(min(consume(kafka.bootstrap, topic), key=lambda r: r[3])[3])

@@ -1,0 +1,7 @@
+"""``python -m cep.cli``: the ``cep`` command."""
+
+import sys
+
+from cep.cli import main
+
+sys.exit(main())

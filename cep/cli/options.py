@@ -1,0 +1,38 @@
+"""Options that several commands share about the rules they read: ``--set`` and
+``--state-ttl``."""
+
+from __future__ import annotations
+
+import argparse
+
+from cep.lang.errors import RuleError
+from cep.lang.parser import parse_duration
+
+
+def add_set_option(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help=help_text)
+
+
+def overrides(pairs: list[str]) -> dict[str, str]:
+    """The variables that ``--set NAME=VALUE`` options override."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise RuleError(f"--set expects NAME=VALUE, got '{pair}'")
+        out[name.strip()] = value
+    return out
+
+
+def add_state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-ttl", type=_duration, default=None, metavar="DURATION",
+                        help="bound #keepall windows and patterns without WITHIN to this "
+                             "much event time per key, e.g. '10 min'")
+
+
+def _duration(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

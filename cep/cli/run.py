@@ -1,0 +1,127 @@
+"""``cep run FILE --input SRC``: the rules over an input, on Spark or in this process,
+then a summary on standard error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from cep.cli.balancing_options import STRATEGY_NAMES, add_balancing_options, slowdown
+from cep.cli.options import add_set_option, add_state_options, overrides
+from cep.cli.runner_options import add_runner_options
+from cep.cli.summary import balance_text, quality_lines, summary_text
+from cep.io.kafka_input import STARTING_OFFSETS
+from cep.io.readers.reader import MAX_RECORD_BYTES
+from cep.io.sinks import FORMATS
+from cep.lang.compile import compile_file
+from cep.run import run
+from cep.run_config import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_ENGINES,
+    DEFAULT_MONGO_TIMEOUT,
+    DEFAULT_TRIGGER_S,
+    Output,
+    RunConfig,
+)
+from cep.transports.outputs import is_uri_output
+
+
+def add_arguments(run_parser: argparse.ArgumentParser) -> None:
+    run_parser.add_argument("file", help="the .epl rule file")
+    add_state_options(run_parser)
+    run_parser.add_argument("--max-record-bytes", type=int, default=MAX_RECORD_BYTES,
+                            metavar="N",
+                            help="dead-letter input records larger than this (default 1 MiB)")
+    run_parser.add_argument(
+        "--input", action="append", required=True, metavar="SRC",
+        help="a JSON-lines/CSV/Parquet path, directory or glob, or Kafka topics "
+        "kafka://HOST:PORT/TOPIC[,TOPIC] (kafka://embedded/TOPIC: cep's own broker); with "
+        "several input streams write STREAM=SRC (repeatable)")
+    add_runner_options(run_parser)
+    run_parser.add_argument("--engines", type=int, default=DEFAULT_ENGINES, metavar="N",
+                            help=f"CEP engines (Spark stateful groups), default "
+                            f"{DEFAULT_ENGINES}")
+    run_parser.add_argument("--batch-size", type=int, default=None, metavar="N",
+                            help=f"events per micro-batch (spark default "
+                            f"{DEFAULT_BATCH_SIZE:,}; local default: all at once)")
+    run_parser.add_argument(
+        "--output", metavar="PATH", help="where events go, per micro-batch: FILE.jsonl "
+        "(appended), a directory (a part file per batch and engine; always for parquet), "
+        "kafka://HOST:PORT/TOPIC or mongodb://HOST/DB.COLLECTION (exactly once), default "
+        "standard output")
+    run_parser.add_argument(
+        "--starting-offsets", choices=STARTING_OFFSETS, default="earliest",
+        help="where a Kafka input's partitions are first read from: their earliest record "
+        "(default) or only records that arrive after the start")
+    run_parser.add_argument("--follow", action="store_true",
+                            help="keep running: pick up new files and appended lines until "
+                            "SIGINT/SIGTERM, which finishes the batch in flight (spark "
+                            "runner)")
+    run_parser.add_argument("--trigger-interval", type=float, default=DEFAULT_TRIGGER_S,
+                            metavar="SECONDS", help="with --follow: how often to look for "
+                            f"new input (default {DEFAULT_TRIGGER_S:g})")
+    run_parser.add_argument("--format", choices=FORMATS, default="jsonl",
+                            help="jsonl (default), parquet or console")
+    run_parser.add_argument("--checkpoint", metavar="DIR",
+                            help="keep the input log, Spark checkpoint and delivery ledgers "
+                            "here, so an interrupted run resumes where its committed "
+                            "batches end")
+    run_parser.add_argument("--metrics", metavar="PATH",
+                            help="per-batch metrics as JSON lines")
+    run_parser.add_argument("--dead-letter", metavar="PATH",
+                            help="where malformed input records go (default: "
+                            "OUTPUT.dead.jsonl, or cep-dead-letter.jsonl)")
+    add_set_option(run_parser, "override a variable (repeatable)")
+    add_balancing_options(run_parser)
+    run_parser.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
+                            help="how keys are spread over engines (default kg: key "
+                            "grouping)")
+    run_parser.add_argument(
+        "--mongo-timeout", type=float, default=DEFAULT_MONGO_TIMEOUT, metavar="SECONDS",
+        help="longest wait for MongoDB to be found, connect or answer (default "
+        f"{DEFAULT_MONGO_TIMEOUT:g}; options in the URI win)")
+    run_parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    run_parser.add_argument("--ui", metavar="[HOST:]PORT",
+                            help="serve a live view of the run (a web page, its JSON and "
+                            "Prometheus /metrics) on this port, 127.0.0.1 unless HOST is "
+                            "given (spark runner)")
+    run_parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
+    dead_path = args.dead_letter or (
+        f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)
+        else "cep-dead-letter.jsonl")
+    from cep.ui.live import live_view  # the standard library's HTTP server, when asked
+
+    with live_view(args.ui) as on_workdir:
+        result = run(module, run_config(args, dead_path), on_workdir=on_workdir)
+    print(summary_text(result, time.perf_counter() - started, dead_path), file=sys.stderr)
+    balance = balance_text(args.strategy, result.metrics) if args.runner == "spark" else None
+    if balance:
+        print(balance, file=sys.stderr)
+    for line in quality_lines(result.quality):
+        print(line, file=sys.stderr)
+    return 0
+
+
+def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
+    """The run that ``cep run``'s options ask for. ``--format console`` is standard
+    output in JSON lines, whatever ``--output`` says. The local runner has no engines to
+    slow down, and reads no ``--slow-engine``."""
+    console = args.format == "console"
+    slow = slowdown(args.slow_engine) if args.runner == "spark" else {}
+    return RunConfig(
+        tuple(args.input), runner=args.runner,
+        output=Output(None if console else args.output, "jsonl" if console else args.format),
+        engines=args.engines, batch_size=args.batch_size, master=args.master,
+        checkpoint=args.checkpoint, follow=args.follow, trigger_s=args.trigger_interval,
+        dead_letter=dead_path, metrics_file=args.metrics,
+        max_record_bytes=args.max_record_bytes, verbose=args.verbose,
+        progress=not args.quiet, strategy=args.strategy, threshold=args.threshold,
+        stat_window=args.stat_window, capacity=args.capacity,
+        slowdown=slow, mongo_uri=args.mongo_uri,
+        mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets)

@@ -1,0 +1,121 @@
+"""The one way to run a rule module: :func:`run` with a :class:`~cep.run_config.RunConfig`,
+for the command line, the Python API, ``cep verify`` and the benches alike.
+
+The runner named in the configuration does the work: ``local`` is the reference
+evaluator in this process (a bounded input, read whole), ``spark`` the Spark runtime
+(:func:`cep.spark.runtime.run_on_spark`), imported only when a run asks for it (pyspark's
+driver side takes about a second to import). Both
+hand back a :class:`~cep.run_config.RunResult` with the same totals, output rows per
+rule and detection quality, so whoever runs need not know which runner ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from cep.engine.output import output_records
+from cep.io.inputs import InputError, load_inputs
+from cep.io.readers.reader import MAX_RECORD_BYTES
+from cep.io.sinks import write_metrics, write_records
+from cep.lang import ir
+from cep.quality import precision_recall, quality_from_metrics
+from cep.reference import run_reference
+from cep.run_config import Output, RunConfig, RunResult
+from cep.servers.kafka import embedded_broker
+from cep.transports.outputs import is_uri_output
+
+
+def run(module: ir.CompiledModule, config: RunConfig,
+        stop: threading.Event | None = None,
+        on_workdir: Callable[[Path], None] | None = None) -> RunResult:
+    """Run ``module`` as ``config`` says. ``stop`` ends a followed Spark run after the
+    batch in flight, as SIGINT and SIGTERM do. ``on_workdir`` is told a Spark run's run
+    directory once it exists (the live view serves it); the local runner writes none."""
+    if config.runner == "local":
+        if on_workdir is not None:
+            raise InputError("a live view needs --runner spark (the reference runner "
+                             "writes no per-batch metrics while it runs)")
+        return _run_local(module, config)
+    return _run_spark(module, config, stop, on_workdir)
+
+
+def rule_order(module: ir.CompiledModule) -> dict[str, int]:
+    """Each output rule's place in the reference order of events."""
+    return {name: i for i, name in enumerate(module.outputs)}
+
+
+def embedded_kafka_for(uris: Iterable[str]) -> contextlib.AbstractContextManager:
+    """cep's own Kafka broker, for as long as the block runs, when one of ``uris`` names
+    it (``kafka://embedded/TOPIC``); else nothing."""
+    if any("kafka://embedded/" in uri for uri in uris):
+        return embedded_broker()
+    return contextlib.nullcontext()
+
+
+def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
+    """The reference evaluator over the whole input: its events written (or handed
+    back) at the end, its metrics one batch."""
+    started = time.perf_counter()
+    output = config.output
+    if config.follow:
+        raise InputError("--follow needs --runner spark (the reference runner reads "
+                         "a bounded input)")
+    if is_uri_output(output.path):
+        raise InputError("--output kafka:// and mongodb:// need --runner spark")
+    if output.callback is not None:
+        raise InputError("events handed over batch by batch need --runner spark")
+    limit = MAX_RECORD_BYTES if config.max_record_bytes is None else config.max_record_bytes
+    with embedded_kafka_for(config.inputs):
+        loaded = load_inputs(module, list(config.inputs), config.dead_letter,
+                             max_record_bytes=limit)
+    records = output_records(run_reference(module, loaded.tables, config.batch_size))
+    if not output.collect:
+        write_records(records, output.path, output.fmt)
+    quality = (precision_recall(records, loaded.truth_ids)
+               if loaded.truth_ids is not None else None)
+    metrics = [{"batch": 0, "events_in": loaded.accepted, "events_out": len(records)}]
+    if config.metrics_file:
+        write_metrics([*metrics, {"quality": quality}] if quality else metrics,
+                      config.metrics_file)
+    totals = {"events_in": loaded.accepted, "events_out": len(records),
+              "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped}
+    return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
+                     outputs_per_rule=dict(Counter(r["rule"] for r in records)),
+                     quality=quality, records=records if output.collect else None)
+
+
+def _run_spark(module: ir.CompiledModule, config: RunConfig, stop: threading.Event | None,
+               on_workdir: Callable[[Path], None] | None) -> RunResult:
+    """Spark's runtime; events to be handed back go to a temporary directory of parts
+    first, read back in reference order when the run is done."""
+    from cep.spark.runtime import run_on_spark  # pyspark's driver side: only for Spark
+
+    if config.output.collect:
+        from cep.spark.delivery import read_output
+        from cep.spark.event_parts import EventParts
+
+        with tempfile.TemporaryDirectory(prefix="cep-run-events-") as out:
+            result = run_on_spark(module, dataclasses.replace(config, output=Output(out)),
+                                  stop, on_workdir)
+            records = read_output(EventParts(out), rule_order(module))
+    else:
+        result, records = run_on_spark(module, config, stop, on_workdir), None
+    per_rule = sum((Counter(m.get("outputs_per_rule", {})) for m in result.metrics),
+                   Counter())
+    return dataclasses.replace(
+        result, outputs_per_rule=dict(per_rule), records=records,
+        quality=quality_from_metrics(result.metrics, _id_rules(module)))
+
+
+def _id_rules(module: ir.CompiledModule) -> list[str]:
+    """Rules whose output has an ``id`` column: the detections a ground truth scores."""
+    rules = [*module.derived, *module.stateful]
+    return [r.name for r in rules
+            if r.name in module.outputs and any(c.name == "id" for c in r.columns)]

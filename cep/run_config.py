@@ -1,0 +1,126 @@
+"""What a run is asked to do (:class:`RunConfig`, :class:`Output`) and what it did
+(:class:`RunResult`): the one vocabulary of the command line, the Python API, the
+benches, the reference runner's path and Spark's runtime.
+
+It imports nothing of cep (and nothing beyond the standard library) because it sits
+below every layer that reads it: Spark's runtime takes a ``RunConfig``, and so does
+:func:`cep.run.run` above it, and the command line's parser reads the defaults here
+without loading the runners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+
+RUNNERS = ("spark", "local")
+DEFAULT_MASTER = "local[*]"  # Spark in this process, a task slot per core
+DEFAULT_ENGINES = 5
+DEFAULT_BATCH_SIZE = 100_000  # events per micro-batch on Spark
+#: Seconds MongoDB may take to be found, to connect and to answer one operation. Long
+#: enough to ride out a replica-set election (~12 s), short enough that an outage stops
+#: the run in well under a minute.
+DEFAULT_MONGO_TIMEOUT = 30.0
+DEFAULT_TRIGGER_S = 1.0  # a followed run looks for new input this often
+DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer acts
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the events go. ``path`` None: standard output. A path ending in ``.jsonl``,
+    ``.json`` or ``.ndjson`` (format jsonl): one file, appended per batch. Any other
+    path, and every Parquet output: a directory of parts, one per batch and engine.
+    ``kafka://…/TOPIC`` or ``mongodb://…/DB.COLLECTION``: a service, written per batch
+    exactly once (Spark runner). ``callback``: Python code gets each batch's events as
+    JSON-lines text in reference order (Spark runner). ``collect``: the run hands its
+    events back in :attr:`RunResult.records` (in reference order) and writes none."""
+
+    path: str | None = None
+    fmt: str = "jsonl"
+    callback: Callable[[int, bytes], None] | None = None
+    collect: bool = False
+
+
+InputSpecs = str | PathLike | Mapping[str, "str | PathLike"] | Sequence["str | PathLike"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run of a rule module: its inputs, the runner and everything it is tuned by.
+
+    ``inputs`` are ``--input`` specs (``SRC`` or ``STREAM=SRC``: a path, directory,
+    glob, generator or Kafka URI), given as one spec, a list of them, or a mapping of
+    input streams to sources; they are kept as a tuple of specs. ``batch_size`` None:
+    Spark's :data:`DEFAULT_BATCH_SIZE`, or for the local runner every event at once.
+    ``max_record_bytes`` None: the readers' own bound (1 MiB). ``strategy`` picks the
+    routing on Spark: ``kg`` (key grouping), ``pkg`` (partial key grouping, splits
+    keys) or a key-moving strategy (``dlb-h``, ``dlb-l``, ``lptf``, …) whose moved keys'
+    state travels through MongoDB (``mongo_uri``, or an embedded server);
+    ``mongo_timeout`` bounds each wait on MongoDB unless the URI sets it itself.
+    ``follow``: run until stopped, picking up new files, appended lines and Kafka
+    records every ``trigger_s`` seconds. ``starting_offsets`` (``earliest`` or
+    ``latest``) is where a Kafka partition's first read begins. ``slowdown`` makes
+    engine E's processing that many times slower (to try ``capacity="measured"``)."""
+
+    inputs: tuple[str, ...]
+    runner: str = "spark"
+    output: Output = field(default_factory=Output)
+    engines: int = DEFAULT_ENGINES
+    batch_size: int | None = None
+    master: str = DEFAULT_MASTER
+    checkpoint: str | None = None
+    follow: bool = False
+    trigger_s: float = DEFAULT_TRIGGER_S
+    dead_letter: str | None = None
+    metrics_file: str | None = None
+    max_record_bytes: int | None = None
+    verbose: bool = False  # Spark's own logs
+    progress: bool = True  # a line per batch on standard error
+    strategy: str = "kg"
+    threshold: float = DEFAULT_THRESHOLD
+    stat_window: int = 1  # batches of per-key load the Balancer looks at
+    capacity: str = "equal"  # equal shares, or shares from measured busy seconds
+    slowdown: Mapping[int, float] = field(default_factory=dict)
+    mongo_uri: str | None = None
+    mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
+    starting_offsets: str = "earliest"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", input_specs(self.inputs))
+        if self.runner not in RUNNERS:
+            raise ValueError(f"runner must be 'spark' or 'local', not {self.runner!r}")
+
+
+def input_specs(inputs: InputSpecs) -> tuple[str, ...]:
+    """``--input`` specs from one spec, several, or a mapping of streams to sources."""
+    if isinstance(inputs, str | PathLike):
+        return (str(inputs),)
+    if isinstance(inputs, Mapping):
+        return tuple(f"{stream}={source}" for stream, source in inputs.items())
+    return tuple(str(spec) for spec in inputs)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run did: per-batch metrics (on Spark the last batches of this process,
+    see ``cep.spark.runtime.METRICS_KEPT``), totals of this process, detection quality
+    against a generator's ground truth (None without one), output rows per rule, and
+    wall-clock seconds: ``seconds`` the whole call, on Spark ``session_s`` to start it
+    and ``first_batch_s`` from the query's start to the first batch's commit."""
+
+    metrics: list[dict]
+    totals: dict[str, int]
+    seconds: float
+    session_s: float = 0.0
+    first_batch_s: float = 0.0
+    workdir: Path | None = None  # a Spark run's directory, kept only with a checkpoint
+    slots: int = 1  # tasks the cluster runs at once (Spark's default parallelism)
+    outputs_per_rule: dict[str, int] = field(default_factory=dict)
+    quality: dict | None = None
+    records: list[dict] | None = None  # the events, for an ``Output(collect=True)``
+
+    @property
+    def events(self) -> int:
+        return self.totals.get("events_in", 0)
