@@ -1,6 +1,7 @@
 """The live view in a real browser: headless Chromium opens the page that ``cep run
---follow --ui`` serves while it goes on, sees the throughput chart and the engines' loads appear and grow as
-files land (no reload: the page polls), and shows a key that is markup as text.
+--follow --ui`` serves while it goes on, sees the throughput chart and the engines'
+loads appear and grow as files land (no reload: the page polls), and shows a key that is
+markup as text.
 
 Skipped only where Chromium or its driver is missing (CI installs Debian's, .ci/run).
 """
