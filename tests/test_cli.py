@@ -234,7 +234,7 @@ def test_every_command_adds_its_options_and_handler():
     from cep.cli.dispatch import COMMANDS
 
     assert [c.name for c in COMMANDS] == ["check", "run", "produce", "verify", "simulate",
-                                          "bench", "prepare", "report"]
+                                          "bench", "prepare", "report", "ui"]
     for command in COMMANDS:
         parser = argparse.ArgumentParser()
         command.add_arguments(parser)
