@@ -2,7 +2,8 @@
 
 What it decides (the semantics the engine relies on, see README "Rule semantics"):
 * every name resolves: streams, fields (bare, ``alias.f``, ``tag.f``, ``tag[i].f``),
-  variables (replaced by their value), functions (``cep.engine.functions`` registry);
+  variables (replaced by their value), functions (the signatures of
+  :mod:`cep.lang.signatures`);
 * every expression has a type, and operators/functions get the types they accept;
 * aggregates appear only in SELECT/HAVING of a rule with a data window;
 * each rule is classified: derived (stateless), window, ``#lastevent`` join, pattern;
@@ -20,10 +21,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cep.engine import functions as function_registry
 from cep.io.fieldpaths import split_path
 from cep.io.timeformat import to_strptime
-from cep.lang import ast, ir
+from cep.lang import ast, ir, signatures
 from cep.lang.errors import Pos, RuleError, did_you_mean
 from cep.lang.match_recognize import check_recognize
 from cep.lang.types import (
@@ -1221,9 +1221,9 @@ class _Checker:
                     raise RuleError(f"coalesce() mixes {t} and {a.type}", src.pos)
                 t = unified
             return ir.Coalesce(args, t)
-        spec = function_registry.lookup(name)
+        spec = signatures.lookup(name)
         if spec is None:
-            known = set(function_registry.FUNCTIONS) | AGGREGATES | {"coalesce"}
+            known = set(signatures.SIGNATURES) | AGGREGATES | {"coalesce"}
             raise RuleError(
                 f"unknown function '{name}'", node.pos, hint=did_you_mean(name, known)
             )
