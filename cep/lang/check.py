@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cep.io.fieldpaths import split_path
-from cep.io.timeformat import to_strptime
 from cep.lang import ast, ir, signatures
 from cep.lang.errors import Pos, RuleError, did_you_mean
+from cep.lang.format_syntax import to_strptime
 from cep.lang.match_recognize import check_recognize
+from cep.lang.path_syntax import split_path
 from cep.lang.types import (
     INTEGRAL,
     NUMERIC,
