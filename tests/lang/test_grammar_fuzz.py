@@ -27,7 +27,7 @@ from cep.engine.output import output_records
 from cep.engine.table import SEQ
 from cep.lang.compile import compile_text
 from cep.lang.errors import RuleError
-from cep.lang.parser import _lark
+from cep.lang.grammar import lalr
 from cep.reference import run_reference
 
 SCHEMA = ("CREATE SCHEMA T (k string, a long, d double, b boolean, s string, ts timestamp) "
@@ -53,7 +53,7 @@ SETTINGS = settings(max_examples=300, deadline=None, database=None,
 @cache
 def _grammar() -> tuple[dict[str, list[list[str]]], dict[str, int]]:
     """The grammar's productions by nonterminal, and each symbol's shortest height."""
-    lark = _lark()
+    lark = lalr()
     productions: dict[str, list[list[str]]] = defaultdict(list)
     for rule in lark.rules:
         productions[rule.origin.name].append([s.name for s in rule.expansion])
@@ -74,7 +74,7 @@ def _grammar() -> tuple[dict[str, list[list[str]]], dict[str, int]]:
 def _terminal(name: str, rng: random.Random) -> str:
     if name in TERMINALS:
         return rng.choice(TERMINALS[name])
-    pattern = _lark().get_terminal(name).pattern
+    pattern = lalr().get_terminal(name).pattern
     assert isinstance(pattern, PatternStr), name
     word = pattern.value
     return word.upper() if rng.random() < 0.5 else word

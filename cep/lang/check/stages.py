@@ -89,8 +89,8 @@ def claim_key(stage: Stage, rule: str, key: str | None, pos: Pos) -> None:
     elif key is not None and stage.unkeyed_owner is not None:
         conflict = (f"rule '{rule}' is keyed by {key}, but rule '{stage.unkeyed_owner[0]}' "
                     "has no key", same_key)
-    elif key is not None and stage.key is not None and stage.key != key:
-        conflict = (f"rule '{rule}' is keyed by {key}, but rule '{stage.key_owner[0]}' "  # type: ignore[index]
+    elif key is not None and stage.key_owner is not None and stage.key != key:
+        conflict = (f"rule '{rule}' is keyed by {key}, but rule '{stage.key_owner[0]}' "
                     f"is keyed by {stage.key}", "all keyed rules in one file must share one key")
     if conflict is not None:
         message, hint = conflict
