@@ -26,7 +26,8 @@ def pattern_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         within_us = ctx.types.positive_duration_us(root.duration, "WITHIN")
         root = root.operand
     tags: dict[str, tuple[ir.StreamDef, bool]] = {}
-    _collect_tags(ctx, root, tags, repeated=False)
+    anonymous: dict[int, str] = {}
+    _collect_tags(ctx, root, tags, anonymous, repeated=False)
     _refuse_growing_every(root)
     refuse_clause(stmt.group_by, "GROUP BY", "a pattern rule (use PARTITION BY)")
     if stmt.having is not None:
@@ -64,7 +65,7 @@ def pattern_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     quals = {t: (t, s) for t, (s, _) in tags.items()}
     scope = Scope(quals, tuple(quals), repeated=repeated)
     scope.aggregate_hint = "aggregate functions are not allowed in a pattern rule"
-    node = _pattern_node(ctx, root, tags, set(), repeated)
+    node = _pattern_node(ctx, root, tags, anonymous, set(), repeated)
     where = ctx.types.optional_condition(stmt.where, scope, "WHERE")
     selected = columns(ctx, stmt.select, scope, star_qualifier=None, star_stream=None,
                        output=stmt.insert_into is None)
@@ -83,12 +84,14 @@ def pattern_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
 
 
 def _collect_tags(
-    ctx: Context, node: ast.Pattern, tags: dict[str, tuple[ir.StreamDef, bool]], repeated: bool
+    ctx: Context, node: ast.Pattern, tags: dict[str, tuple[ir.StreamDef, bool]],
+    anonymous: dict[int, str], repeated: bool,
 ) -> None:
-    """Each tag's stream and whether it is repeated (inside ``[n]``), checked."""
+    """Each tag's stream and whether it is repeated (inside ``[n]``), checked. An atom
+    without a tag gets one of its own, ``_<n>``, kept in ``anonymous`` by the atom's id."""
     if isinstance(node, ast.PatAtom):
         stream = ctx.stream(node.stream, node.pos)
-        tag = node.tag or f"_{len(tags)}"
+        tag = node.tag or anonymous.setdefault(id(node), f"_{len(tags)}")
         if tag in tags:
             raise RuleError(f"pattern tag '{tag}' is used twice", node.pos)
         if tag in ctx.streams:
@@ -101,9 +104,9 @@ def _collect_tags(
         if node.high is not None and node.high < max(node.count, 1):
             raise RuleError(f"a repetition range [{node.count}:{node.high}] is empty",
                             node.pos)
-        _collect_tags(ctx, node.operand, tags, repeated=True)
+        _collect_tags(ctx, node.operand, tags, anonymous, repeated=True)
         if node.until is not None:
-            _collect_tags(ctx, node.until, tags, repeated)
+            _collect_tags(ctx, node.until, tags, anonymous, repeated)
     elif isinstance(node, ast.PatWithin):
         raise RuleError(
             "WITHIN applies to the whole pattern only",
@@ -113,23 +116,23 @@ def _collect_tags(
     elif isinstance(node, ast.PatTimer):
         return
     elif isinstance(node, ast.PatNot | ast.PatEvery):
-        _collect_tags(ctx, node.operand, tags, repeated)
+        _collect_tags(ctx, node.operand, tags, anonymous, repeated)
     else:
-        _collect_tags(ctx, node.left, tags, repeated)
-        _collect_tags(ctx, node.right, tags, repeated)
+        _collect_tags(ctx, node.left, tags, anonymous, repeated)
+        _collect_tags(ctx, node.right, tags, anonymous, repeated)
 
 
 def _pattern_node(
     ctx: Context,
     node: ast.Pattern,
     tags: dict[str, tuple[ir.StreamDef, bool]],
+    anonymous: dict[int, str],
     earlier: set[str],
     repeated: frozenset[str],
 ) -> ir.PNode:
     """Compile a pattern; ``earlier`` are tags bound before this node can match."""
     if isinstance(node, ast.PatAtom):
-        tag = node.tag or next(t for t, (s, _) in tags.items() if s.name == node.stream
-                               and t.startswith("_"))
+        tag = node.tag or anonymous[id(node)]
         stream = tags[tag][0]
         local = bound = None
         if node.filter is not None:
@@ -145,13 +148,13 @@ def _pattern_node(
                 bound = cond
         return ir.PAtom(tag, stream.name, local, bound)
     if isinstance(node, ast.PatFollowedBy):
-        left = _pattern_node(ctx, node.left, tags, earlier, repeated)
+        left = _pattern_node(ctx, node.left, tags, anonymous, earlier, repeated)
         right_earlier = earlier | _tags_of(node.left)
-        right = _pattern_node(ctx, node.right, tags, right_earlier, repeated)
+        right = _pattern_node(ctx, node.right, tags, anonymous, right_earlier, repeated)
         return ir.PFollowedBy(left, right)
     if isinstance(node, ast.PatAnd | ast.PatOr):
-        left = _pattern_node(ctx, node.left, tags, earlier, repeated)
-        right = _pattern_node(ctx, node.right, tags, earlier, repeated)
+        left = _pattern_node(ctx, node.left, tags, anonymous, earlier, repeated)
+        right = _pattern_node(ctx, node.right, tags, anonymous, earlier, repeated)
         if isinstance(node, ast.PatOr):
             for side in (node.left, node.right):
                 if isinstance(side, ast.PatNot):
@@ -171,7 +174,7 @@ def _pattern_node(
                             hint="for a missed follow-up write a -> (timer:interval(T) "
                             "and not b)")
     if isinstance(node, ast.PatNot):
-        return ir.PNot(_pattern_node(ctx, node.operand, tags, earlier, repeated))
+        return ir.PNot(_pattern_node(ctx, node.operand, tags, anonymous, earlier, repeated))
     if isinstance(node, ast.PatEvery):
         if isinstance(node.operand, ast.PatNot):
             raise RuleError("'every not ...' never matches", node.pos)
@@ -182,12 +185,12 @@ def _pattern_node(
                 hint="start the repeated part with an event: every (a=A -> "
                 "timer:interval(10 sec))",
             )
-        return ir.PEvery(_pattern_node(ctx, node.operand, tags, earlier, repeated))
+        return ir.PEvery(_pattern_node(ctx, node.operand, tags, anonymous, earlier, repeated))
     if isinstance(node, ast.PatRepeat):
-        until = (_pattern_node(ctx, node.until, tags, earlier, repeated)
+        until = (_pattern_node(ctx, node.until, tags, anonymous, earlier, repeated)
                  if node.until is not None else None)
-        return ir.PRepeat(node.count, _pattern_node(ctx, node.operand, tags, earlier,
-                                                         repeated), node.high, until)
+        operand = _pattern_node(ctx, node.operand, tags, anonymous, earlier, repeated)
+        return ir.PRepeat(node.count, operand, node.high, until)
     raise RuleError("unsupported pattern expression", node.pos)
 
 

@@ -69,6 +69,12 @@ def _star(
                 hint=did_you_mean(star.base, scope.qualifiers),
             )
         qualifier, stream = scope.qualifiers[star.base]
+        if qualifier in scope.repeated:
+            raise RuleError(
+                f"'{star.base}' is a repeated tag: '{star.base}.*' has no one row to read",
+                star.pos, hint=f"name its fields with an index, e.g. "
+                f"{star.base}[0].{stream.fields[0][0]}",
+            )
         if qualifier in scope.outside_aggregate_only:
             raise RuleError(
                 f"'{star.base}.*' has many rows per event", star.pos,
