@@ -1,15 +1,18 @@
 """The rule grammar (``epl.lark``, beside this module) as Lark's LALR parser.
 
 Building the LALR tables costs about 1.5 s of CPU (more on a loaded machine), in every
-process that parses rules: each ``cep`` command and each Spark worker. Lark can save the
-tables and load them instead (0.05 s); :func:`lalr` keeps them in a private per-user
-cache directory, keyed by the grammar, the options and the Lark and Python versions, and
-builds afresh where that directory is missing or cannot be trusted.
+process that parses rules: each ``cep`` command and each Spark worker. :func:`lalr` keeps
+them in a private per-user cache directory (Lark's ``save``/``load``), keyed by the
+grammar, the options and the Lark and Python versions, loads them from there (0.1 s), and
+builds afresh where that file is missing, damaged, or cannot be trusted.
+
+Lark's own ``Lark(..., cache=path)`` is not used: it writes the file in place, where a
+concurrent process (Spark starts several) can read half of it, and it keys the file on
+its path, so a file written under a temporary name and renamed is never valid.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.resources
@@ -30,25 +33,37 @@ _OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders":
 
 @functools.cache
 def lalr() -> Lark:
-    """The LALR parser, built (or loaded from the cache) on first use and shared."""
+    """The LALR parser, loaded from the cache or built on first use, and shared."""
     grammar = importlib.resources.files("cep.lang").joinpath("epl.lark").read_text(
         encoding="utf-8")
-    callbacks = {"BLOCK_COMMENT": _check_block_comment}
-    cache = _cache_file(grammar)
-    if cache is None:
-        return Lark(grammar, **_OPTIONS, lexer_callbacks=callbacks)
-    if cache.exists():
-        return Lark(grammar, **_OPTIONS, lexer_callbacks=callbacks, cache=str(cache))
-    # Lark writes the file in place; writing it under a name of this process and renaming
-    # it when complete keeps a concurrent process (a Spark worker) from reading half of it.
-    partial = cache.with_name(f"{cache.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
-    parser = Lark(grammar, **_OPTIONS, lexer_callbacks=callbacks, cache=str(partial))
-    with contextlib.suppress(OSError):  # no cache written: the next process builds again
-        os.replace(partial, cache)
+    cache = cache_file(grammar)
+    if cache is not None and cache.exists():
+        try:
+            with cache.open("rb") as f:
+                return Lark.load(f)
+        except Exception:  # unpickling a damaged file can raise anything: build anew
+            pass
+    parser = Lark(grammar, **_OPTIONS, lexer_callbacks={"BLOCK_COMMENT": _check_block_comment})
+    if cache is not None:
+        _save(parser, cache)
     return parser
 
 
-def _cache_file(grammar: str) -> Path | None:
+def _save(parser: Lark, cache: Path) -> None:
+    """Write the tables under a name of this process, readable by this user only, and
+    rename them into place when complete: a concurrent process reads the whole file or
+    none. (The lexer callback is saved by reference, as cep.lang.grammar's function.)"""
+    partial = cache.with_name(f"{cache.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            parser.save(f)
+        os.replace(partial, cache)
+    except OSError:  # a full disk, a read-only cache: the next process builds again
+        partial.unlink(missing_ok=True)
+
+
+def cache_file(grammar: str) -> Path | None:
     """Where the tables of this grammar are kept, or None to build without a cache.
 
     Lark reads the file with pickle, and unpickling runs whatever code the file names, so
