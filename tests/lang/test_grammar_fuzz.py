@@ -57,8 +57,8 @@ TERMINALS = {  # repeated entries are drawn more often
     "STRING": ["'x'", "'a%b_'", "''", "'it''s'", '"en"', "'\\n'", "'%a%a%a%b'"],
     "UNIT": ["min", "sec", "hours", "ms", "day", "usec"],
 }
-# What a NAME is, by its place: (rule, alias, index among the rule's NAMEs) → pool. A place
-# not listed draws from TERMINALS["NAME"], which has a bit of everything.
+# What a NAME is, by its place (PLACES) → the pool it is drawn from. A place not listed
+# draws from TERMINALS["NAME"], which has a bit of everything.
 NAMES = {
     "stream": ["T"] * 60 + ["U", "x"],
     # numbers mostly, as most literals are numbers: comparisons are then well typed
@@ -83,35 +83,18 @@ NAMES = {
                  "abs", "lsh_bucket", "similarity", "lower", "upper", "length", "prev",
                  "prior", "prevcount", "nope"],
 }
-PLACES = {
-    ("create_schema", None, 0): "stream",
-    ("field_decl", None, 0): "new_field",
-    ("field_decl", None, 1): "type",
-    ("schema_timestamp", None, 0): "field",
-    ("create_variable", None, 0): "type",
-    ("create_variable", None, 1): "variable",
-    ("annotation", None, 0): "annotation",
-    ("insert_into", None, 0): "target",
-    ("select_item", "select_alias_star", 0): "qualifier",
-    ("select_item", "select_expr", 0): "column",
-    ("stream_source", None, 0): "stream",
-    ("window", "hash_window", 0): "window",
-    ("window", "view_window", 0): "namespace",
-    ("window", "view_window", 1): "window",
-    ("alias", None, 0): "alias",
-    ("recognize_source", None, 0): "stream",
-    ("mr_measure", None, 0): "column",
-    ("mr_def", None, 0): "row",
-    ("mr_primary", "mr_var", 0): "row_variable",
-    ("pat_atom", "pat_tagged", 0): "tag",
-    ("pat_atom", "pat_tagged", 1): "stream",
-    ("pat_atom", "pat_untagged", 0): "stream",
-    ("primary", "name", 0): "field",
-    ("primary", "attr", 0): "qualifier",
-    ("primary", "attr", 1): "field",
-    ("primary", "indexed_attr", 0): "tag",
-    ("primary", "indexed_attr", 1): "field",
-    ("primary", "call", 0): "function",
+# The pool of each NAME of a rule ("rule" or "rule/alias"), in the order they stand in it.
+PLACES: dict[str, tuple[str, ...]] = {
+    "create_schema": ("stream",), "field_decl": ("new_field", "type"),
+    "schema_timestamp": ("field",), "create_variable": ("type", "variable"),
+    "annotation": ("annotation",), "insert_into": ("target",), "alias": ("alias",),
+    "select_item/select_alias_star": ("qualifier",), "select_item/select_expr": ("column",),
+    "stream_source": ("stream",), "recognize_source": ("stream",),
+    "window/hash_window": ("window",), "window/view_window": ("namespace", "window"),
+    "mr_measure": ("column",), "mr_def": ("row",), "mr_primary/mr_var": ("row_variable",),
+    "pat_atom/pat_tagged": ("tag", "stream"), "pat_atom/pat_untagged": ("stream",),
+    "primary/name": ("field",), "primary/attr": ("qualifier", "field"),
+    "primary/indexed_attr": ("tag", "field"), "primary/call": ("function",),
 }
 # Names a text declares as it goes (fields of its schemas; the aliases, tags and pattern
 # variables of a rule's FROM clause, which is derived before the rest of the rule), and
@@ -266,8 +249,10 @@ class Derivation:
 
     def _terminal(self, name: str, place: tuple[str, str | None, int]) -> str:
         rng = self.rng
-        if name == "NAME" and place in PLACES:
-            pool = PLACES[place]
+        rule, alias, index = place
+        pools = PLACES.get(f"{rule}/{alias}" if alias else rule, ())
+        if name == "NAME" and index < len(pools):
+            pool = pools[index]
             if pool in DECLARES:  # a new name, mostly
                 known = self.declared[DECLARES[pool][0]]
                 fresh = [n for n in NAMES[pool] if n not in known]
@@ -281,7 +266,7 @@ class Derivation:
             if pool == "window" and word in DATA_WINDOWS and self.kind == "stream":
                 self.kind = "window"
             return word
-        if name == "NUMBER" and place[0] in WHOLE_NUMBERS:
+        if name == "NUMBER" and rule in WHOLE_NUMBERS:
             return rng.choice(TERMINALS["WHOLE"])
         if name in TERMINALS:
             return rng.choice(TERMINALS[name])

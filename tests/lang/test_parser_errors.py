@@ -3,11 +3,12 @@
 Every file in ``tests/data/broken`` holds one realistic mistake. Its first line is
 ``-- expect: L:C`` (where the error must be reported) and its second ``-- says: text``
 (a piece of the message or its hint that shows the message is the helpful one);
-:data:`MESSAGES` holds each file's whole message and hint.
+``broken_messages.json`` holds each file's whole message and hint.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -20,169 +21,9 @@ BROKEN = sorted((Path(__file__).parent.parent / "data" / "broken").glob("*.epl")
 TOO_DEEP = ("expression nested too deeply (more than 200 levels)",
             "split it with a derived stream (INSERT INTO) or simplify it")
 
-# each broken file's (message, hint)
-MESSAGES: dict[str, tuple[str, str | None]] = {
-    'annotation_unclosed': (
-        "unexpected keyword SELECT, expected ')'",
-        "the '(' at line 3, column 6 is not closed"),
-    'annotation_with_name_value': (
-        "unexpected name 'first_story', expected one of: FALSE, NULL, TRUE, a number or a string",
-        "if 'first_story' is a text value, quote it: 'first_story'"),
-    'bad_type_in_schema': (
-        "unknown type 'integr'; the types are boolean, double, int, long, string, timestamp",
-        "did you mean 'integer'?"),
-    'bad_type_in_variable': (
-        "unknown type 'real'; the types are boolean, double, int, long, string, timestamp",
-        None),
-    'between_without_and': (
-        'unexpected number 20, expected one of: AND, an operator or a time unit',
-        None),
-    'case_without_end': ('unexpected keyword AS, expected one of: END or an operator', None),
-    'chained_comparison': (
-        "unexpected '<', expected one of: '(', '.', ';', '[', GROUP, HAVING, OUTPUT, "
-        'PARTITION, an operator or end of input',
-        'comparisons do not chain: write a < b AND b < c'),
-    'count_distinct_nothing': ("unexpected ')', expected an expression", None),
-    'create_table': ("unexpected name 'TABLE', expected one of: SCHEMA or VARIABLE", None),
-    'dangling_dot': (
-        "unexpected keyword FROM, expected one of: '*' or a name",
-        "'FROM' is a reserved word and cannot be used as a name"),
-    'double_equals': ("'==' is not an operator; compare with a single '='", None),
-    'double_semicolon': (
-        "unexpected ';', expected one of: '@', CREATE, INSERT, SELECT or end of input",
-        "remove the extra ';'"),
-    'empty_pattern': ("unexpected ']', expected a pattern", None),
-    'every_with_nothing': ("unexpected ']', expected a pattern", None),
-    'followed_by_with_nothing_after': ("unexpected ']', expected a pattern", None),
-    'group_without_by': ("unexpected name 'topic', expected BY", None),
-    'in_without_parens': ("unexpected string 'en', expected '('", None),
-    'insert_without_into': ("unexpected name 'KeyedTweet', expected INTO", None),
-    'integer_out_of_range': (
-        'integer 99999999999999999999 is out of range (the largest is 9223372036854775807)',
-        None),
-    'invalid_number': ("invalid number '1.2.3'", None),
-    'is_not_without_null': ("unexpected string 'en', expected NULL", None),
-    'match_recognize_bad_quantifier': (
-        "unexpected name 'x', expected one of: '}' or a number",
-        None),
-    'match_recognize_without_define': ("unexpected ')', expected one of: DEFINE or WITHIN", None),
-    'missing_alias_after_as': (
-        'unexpected keyword WHERE, expected a name',
-        "'WHERE' is a reserved word and cannot be used as a name"),
-    'missing_comma_between_sources': (
-        "unexpected name 'Tweet', expected one of: ',', ';', GROUP, HAVING, OUTPUT, PARTITION, "
-        'WHERE or end of input',
-        "is a ',' missing before 'Tweet'?"),
-    'missing_from': (
-        'missing FROM clause before keyword WHERE',
-        'a rule reads FROM a stream or pattern'),
-    'missing_from_at_end': (
-        'missing FROM clause before end of input',
-        'a rule reads FROM a stream or pattern'),
-    'missing_semicolon_before_annotation': (
-        "missing ';' at the end of this statement",
-        "every statement ends with ';' (the next one starts at line 4)"),
-    'missing_semicolon_between_statements': (
-        "missing ';' at the end of this statement",
-        "every statement ends with ';' (the next one starts at line 4)"),
-    'misspelled_select': (
-        "unexpected name 'SELEC', expected one of: ';', '@', CREATE, INSERT, SELECT or end of "
-        'input',
-        'did you mean SELECT?'),
-    'number_glued_to_unit': (
-        "invalid number '10min'",
-        "put a space between the number and the unit: '10 min'"),
-    'old_view_without_parens': (
-        "unexpected number 5, expected one of: '#', '(', ',', '.', ';', AS, GROUP, HAVING, "
-        'OUTPUT, PARTITION, WHERE, a name or end of input',
-        'window arguments go in parentheses: length(...)'),
-    'pattern_unclosed_bracket': (
-        "unexpected keyword PARTITION, expected one of: '(', '->', ']', AND, OR, UNTIL, WHERE "
-        'or WITHIN',
-        "the '[' at line 3, column 26 is not closed"),
-    'pattern_without_brackets': ("unexpected keyword EVERY, expected '['", None),
-    'repeat_count_zero': ('a repeat count must be a whole number of at least 1', None),
-    'repeat_range_unclosed': ("unexpected name 'b', expected one of: ']' or a number", None),
-    'reserved_word_as_field': (
-        'unexpected keyword END, expected one of: a name or a string',
-        "'end' is a reserved word and cannot be used as a name"),
-    'schema_field_without_type': ("unexpected ',', expected a name", None),
-    'schema_format_before_a_path': ("FORMAT goes after the field's last FROM path", None),
-    'schema_path_without_from': (
-        "a path can only follow FROM: name type FROM 'path', 'path'",
-        None),
-    'schema_trailing_comma': (
-        "unexpected ')', expected one of: a name or a string",
-        "remove the trailing ','"),
-    'select_distinct': (
-        "unexpected keyword DISTINCT, expected one of: '*', IRSTREAM, ISTREAM, RSTREAM or an "
-        'expression',
-        'SELECT DISTINCT is not supported (count(DISTINCT x) is)'),
-    'stray_ampersand': ("unexpected character '&'", 'write AND, not &&'),
-    'stray_dollar': ("unexpected character '$'", None),
-    'time_units_out_of_order': (
-        "time unit 'hour' out of order",
-        'write the units from largest to smallest, each once: 1 hour 30 min'),
-    'timer_interval_without_parens': (
-        "unexpected number 10, expected '('",
-        'window arguments go in parentheses: interval(...)'),
-    'timer_within_without_where': (
-        "unexpected keyword TIMER, expected one of: '(', '->', ']', AND, OR, UNTIL, WHERE or "
-        'WITHIN',
-        'a pattern guard is written: where timer:within(10 sec)'),
-    'trailing_comma_in_select': (
-        "unexpected keyword FROM, expected one of: '*' or an expression",
-        "remove the trailing ','"),
-    'unclosed_comment': ("unterminated comment: '/*' is never closed by '*/'", None),
-    'unclosed_comment_at_end': ("unterminated comment: '/*' is never closed by '*/'", None),
-    'unclosed_double_quoted_string': (
-        'unterminated string: no closing " on this line',
-        "strings cannot span lines; write a quote inside one as '' or \\'"),
-    'unclosed_paren_in_call': (
-        "unexpected keyword AS, expected one of: ')', ',' or an operator",
-        "the '(' at line 3, column 11 is not closed"),
-    'unclosed_paren_in_filter': (
-        "unexpected '#', expected one of: ')', ',' or an operator",
-        "the '(' at line 4, column 11 is not closed"),
-    'unclosed_string': (
-        "unterminated string: no closing ' on this line",
-        "strings cannot span lines; write a quote inside one as '' or \\'"),
-    'unknown_escape': (
-        "unknown escape sequence '\\%' in a string",
-        'the escapes are \\n \\t \\r \\\\ \\\' and \\"; write \'\\\\\' for a backslash'),
-    'unknown_old_view': (
-        "unknown window 'sliding'; the windows are ext_timed, firstlength, firsttime, "
-        'groupwin, keepall, lastevent, length, length_batch, time, time_batch, '
-        'time_length_batch, unique',
-        None),
-    'unknown_time_unit': (
-        "unknown time unit 'mins'; did you mean 'min'?",
-        "time units are day(s), hour(s), minute(s) or min, second(s) or sec, "
-        "millisecond(s), msec or ms, microsecond(s) or usec"),
-    'unknown_window_kind': (
-        "unknown window 'lenght'; the windows are ext_timed, firstlength, firsttime, groupwin, "
-        'keepall, lastevent, length, length_batch, time, time_batch, time_length_batch, unique',
-        "did you mean 'length'?"),
-    'unmatched_close_paren': ("unmatched ')'", 'there is no open bracket to close'),
-    'variable_without_type': (
-        "unexpected '=', expected a name",
-        'a variable is declared with its type: CREATE VARIABLE double tau = 0.2'),
-    'where_without_condition': ("unexpected ';', expected an expression", None),
-    'window_missing_argument': (
-        "wrong number of arguments for window 'time' (0 given)",
-        'write it as #time(T)'),
-    'window_too_many_arguments': (
-        "wrong number of arguments for window 'length' (2 given)",
-        'write it as #length(n)'),
-    'window_without_parens': (
-        "unexpected number 5, expected one of: '#', '(', ',', '.', ';', AS, GROUP, HAVING, "
-        'OUTPUT, PARTITION, WHERE, a name or end of input',
-        'window arguments go in parentheses: length(...)'),
-    'within_without_duration': ("unexpected ']', expected an expression", None),
-    'wrong_view_namespace': (
-        "the window 'lastevent' is 'std:lastevent', not 'win:lastevent'",
-        None),
-}
+# each broken file's message and hint (None: no hint)
+MESSAGES: dict[str, dict[str, str | None]] = json.loads(
+    (Path(__file__).parent / "broken_messages.json").read_text(encoding="utf-8"))
 
 
 def _header(text: str) -> tuple[int, int, str]:
@@ -209,7 +50,7 @@ def test_broken_file_is_reported_at_the_mistake(path: Path) -> None:
     text = path.read_text()
     line, column, says = _header(text)
     err = _error(text, str(path))
-    assert (err.message, err.hint) == MESSAGES[path.stem]
+    assert {"message": err.message, "hint": err.hint} == MESSAGES[path.stem]
     assert says in err.message or says in (err.hint or "")
     head, source_line, caret_line, *hint = str(err).splitlines()
     assert head == f"{path}:{line}:{column}: error: {err.message}"
