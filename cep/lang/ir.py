@@ -39,7 +39,8 @@ class FieldRef:
 
 @dataclass(frozen=True)
 class Func:
-    """A scalar function from the registry (``cep.engine.functions``), null in → null out."""
+    """A scalar function (``cep.lang.signatures``; its implementation in
+    ``cep.engine.functions``), null in → null out."""
 
     name: str
     args: tuple[TExpr, ...]
@@ -181,7 +182,7 @@ class StreamDef:
 class FieldSource:
     """Where an input field's value comes from: record paths tried in order, the first
     with a (non-null) value winning, a dot descending into a nested JSON object; and,
-    for a timestamp, its format (see ``cep.io.timeformat``; None: ISO-8601, epoch
+    for a timestamp, its format (see ``cep.lang.format_syntax``; None: ISO-8601, epoch
     milliseconds or Twitter's ``created_at``)."""
 
     paths: tuple[str, ...]
