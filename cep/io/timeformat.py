@@ -19,9 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 # the FORMAT syntax, which the readers look up here with the parsing
-from cep.lang.format_syntax import EPOCH_SCALE, to_strptime
-
-__all__ = ["EPOCH_SCALE", "TWITTER", "TWITTER_RE", "parse", "parse_twitter", "to_strptime"]
 
 #: Twitter's ``created_at``; read without a declared FORMAT too, as it is unambiguous.
 TWITTER = "%a %b %d %H:%M:%S %z %Y"
