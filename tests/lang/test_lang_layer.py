@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import stat
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def test_the_tables_are_cached_in_a_private_directory(tmp_path: Path) -> None:
     built = _python(parse, XDG_CACHE_HOME=str(tmp_path))
     directory = tmp_path / "cep"
     [cached] = directory.iterdir()
-    assert cached.name.startswith("epl-lalr-") and cached.suffix == ".pickle"
+    assert cached.name.startswith("epl-lalr-") and cached.suffix == ".json"
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     written = cached.stat().st_mtime_ns
     assert _python(parse, XDG_CACHE_HOME=str(tmp_path)) == built
@@ -74,8 +75,8 @@ def test_a_damaged_cache_is_built_anew(tmp_path: Path) -> None:
 def test_no_cache_that_others_could_write_is_read(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   open_to: str) -> None:
-    """Lark unpickles the cache: a directory or file writable by group or others (where
-    someone else could have put a file that runs their code) is not used at all."""
+    """The cached tables decide how rules are read: a directory or file writable by group
+    or others (where someone else could have put tables of their own) is not used at all."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = grammar.cache_file("a grammar")
     assert path is not None and path.parent == tmp_path / "cep"
@@ -93,3 +94,38 @@ def test_the_cache_key_follows_the_grammar(tmp_path: Path,
     first, again = grammar.cache_file("a grammar"), grammar.cache_file("a grammar")
     assert first == again
     assert grammar.cache_file("another grammar") not in (None, first)
+
+
+def test_the_tables_round_trip_through_json() -> None:
+    """The cache keeps exactly what Lark's own ``save`` would pickle: tuples, dicts keyed by
+    numbers and all, so the loaded parser is the built one."""
+    tables = grammar._tables(grammar.lalr())
+    text = json.dumps(grammar._to_json(tables))
+    assert json.loads(text, object_hook=grammar._from_json) == tables
+    loaded = grammar._from_tables(json.loads(text, object_hook=grammar._from_json))
+    fsd = (ROOT / "rules" / "fsd.epl").read_text()
+    assert loaded.parse(fsd) == grammar.lalr().parse(fsd)
+
+
+def test_a_pickle_in_the_cache_runs_nothing(tmp_path: Path) -> None:
+    """Whatever sits at the cache's path is read as JSON, never unpickled: a pickle that
+    would run code (as Lark's own cache format would, if it were read with pickle) only
+    makes the tables be built again."""
+    parse = "from cep.lang.parser import parse; print(repr(parse('SELECT a FROM T;')))"
+    good = _python(parse, XDG_CACHE_HOME=str(tmp_path))
+    [cached] = (tmp_path / "cep").iterdir()
+    ran = tmp_path / "ran"
+    cached.write_bytes(pickle.dumps(_Planted(str(ran))))
+    assert _python(parse, XDG_CACHE_HOME=str(tmp_path)) == good
+    assert not ran.exists()
+    json.loads(cached.read_text())  # built again, and written as JSON
+
+
+class _Planted:
+    """Unpickled, this would create a file: what a hostile cache file could do."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
