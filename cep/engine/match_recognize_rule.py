@@ -322,6 +322,17 @@ class MatchRecognizeOperator:
     def restore(self, state: object) -> None:
         self.states = {k: s for k, s in state}  # type: ignore[union-attr]
 
+    # ---- bulk key moves (``Engine.split_off``): all of its state is per key
+
+    def state_windows(self) -> list:
+        return []
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        return self.export(keys)
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        self.import_states(states)
+
 
 def _rows_by_key(table: Table, stream: ir.StreamDef,
                  flags: dict[str, np.ndarray]) -> Iterable[tuple[object, Row]]:

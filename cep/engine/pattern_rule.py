@@ -217,6 +217,17 @@ class PatternOperator:
                                  f"rule {self.rule.name!r}")
             self.states[key] = state
 
+    # ---- bulk key moves (``Engine.split_off``): all of a pattern's state is per key
+
+    def state_windows(self) -> list:
+        return []
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        return self.export(keys)
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        self.import_states(states)
+
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:
     """The batch's events as dicts (NULL → None), plus the precomputed filter flags."""

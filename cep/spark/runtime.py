@@ -71,15 +71,14 @@ from cep.spark.source_config import SourceConfig
 from cep.spark.splitter.balancer import Balancer
 from cep.spark.splitter.engine_labels import stage_labels
 from cep.spark.splitter.routing import key_grouping, map_grouping, partial_key_grouping
-from cep.spark.warm_state_files import remove_start
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 
-#: How engine state is laid out in Spark's state store (``engine_batch.KeyStates``); a run
+#: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
-STATE_LAYOUT = "per-key-2"  # 2: a head and row segments per key (key_layout.py)
+STATE_LAYOUT = "changelog-1"  # a version and a log of a base and deltas per engine
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
@@ -219,9 +218,6 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         source.stop_file.unlink(missing_ok=True)
         processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),
                                     source.chain)
-        # the engines' files for their next batch (this host's; on a cluster, the
-        # executors' hosts keep at most two batches per engine of a run)
-        cleanup.callback(remove_start, processor.start)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
                   .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
