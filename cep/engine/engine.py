@@ -46,7 +46,8 @@ class Engine:
         for rule in module.stateful:
             self.operators.append((rule, _operator(rule, module)))
         self.rule_order = {rule.name: i for i, rule in enumerate(module.stateful)}
-        self.began: list[Table] = []  # a work engine's window rows at its split
+        # a work engine's window rows at its split, with their keys' places in its keys
+        self.began: list[tuple[Table, np.ndarray]] = []
 
     def process(self, streams: dict[str, Table]) -> Table:
         """Run one batch. ``streams`` maps each needed stream to its rows, with ``__key``.
@@ -151,9 +152,9 @@ class Engine:
         for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
             for window, into in zip(mine.state_windows(), theirs.state_windows(),
                                     strict=True):
-                into.rows = window.split_off(values)
+                into.rows, at = window.split_off(values)
+                work.began.append((into.rows, at))
             theirs.import_keyed(mine.export_keyed(keys))
-        work.began = [w.rows for w in work.windows()]
         return work
 
     def merge_in(self, work: Engine, keys: list) -> dict[str, object]:
@@ -165,9 +166,9 @@ class Engine:
         removed."""
         values = _key_array(keys)
         windows = []
-        for window, into, began in zip(work.windows(), self.windows(), work.began,
-                                       strict=True):
-            kept, appended = window_changes(began, window.rows, values)
+        for window, into, (began, at) in zip(work.windows(), self.windows(), work.began,
+                                             strict=True):
+            kept, appended = window_changes(began, at, window.rows, values)
             windows.append([kept, appended])
             into.import_rows([window.rows])
         keyed = []

@@ -36,6 +36,7 @@ from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import build_output, empty_output
 from cep.engine.table import KEY, NULL_SUFFIX, SEQ, SUB, Table, factorize, nrows, take
+from cep.engine.windows import PerKeyState
 from cep.lang import ir
 
 
@@ -109,7 +110,7 @@ def closure(prog: list[tuple], pc: int) -> list[int]:
     return out
 
 
-class MatchRecognizeOperator:
+class MatchRecognizeOperator(PerKeyState):
     """Runs one :class:`ir.MatchRecognizeRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:
@@ -321,17 +322,6 @@ class MatchRecognizeOperator:
 
     def restore(self, state: object) -> None:
         self.states = {k: s for k, s in state}  # type: ignore[union-attr]
-
-    # ---- bulk key moves (``Engine.split_off``): all of its state is per key
-
-    def state_windows(self) -> list:
-        return []
-
-    def export_keyed(self, keys: list) -> dict[object, object]:
-        return self.export(keys)
-
-    def import_keyed(self, states: dict[object, object]) -> None:
-        self.import_states(states)
 
 
 def _rows_by_key(table: Table, stream: ir.StreamDef,

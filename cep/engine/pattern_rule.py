@@ -21,11 +21,11 @@ from cep.engine.output import empty_output
 from cep.engine.pattern_nodes import Event, PatternNode
 from cep.engine.patterns import Match, PatternState, compile_pattern
 from cep.engine.table import KEY, SEQ, SUB, Table, factorize, nrows, take
-from cep.engine.windows import SUB_RANGE
+from cep.engine.windows import SUB_RANGE, PerKeyState
 from cep.lang import ir
 
 
-class PatternOperator:
+class PatternOperator(PerKeyState):
     """Runs one :class:`ir.PatternRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef]) -> None:
@@ -216,17 +216,6 @@ class PatternOperator:
                 raise ValueError(f"the state of key {key!r} does not belong to the pattern of "
                                  f"rule {self.rule.name!r}")
             self.states[key] = state
-
-    # ---- bulk key moves (``Engine.split_off``): all of a pattern's state is per key
-
-    def state_windows(self) -> list:
-        return []
-
-    def export_keyed(self, keys: list) -> dict[object, object]:
-        return self.export(keys)
-
-    def import_keyed(self, states: dict[object, object]) -> None:
-        self.import_states(states)
 
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:

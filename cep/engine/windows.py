@@ -157,7 +157,8 @@ class KeyedWindow:
     # ---- per-key state
 
     def keys(self) -> set:
-        return set(self.rows[KEY].tolist()) if self.rows else set()
+        # one hash pass before the set: a resident engine's windows hold many rows a key
+        return set(pd.unique(self.rows[KEY]).tolist()) if self.rows else set()
 
     def export(self, keys: list) -> dict[object, Table]:
         """The retained rows of each key that has any (removed from this window)."""
@@ -186,15 +187,17 @@ class KeyedWindow:
         if parts:
             self.rows = concat([self.rows, *parts]) if self.rows else concat(parts)
 
-    def split_off(self, keys: np.ndarray) -> Table:
-        """Remove the rows of ``keys`` and return them: one mask over the rows, never a
-        loop per key (a resident engine hands a batch's keys to a work engine)."""
+    def split_off(self, keys: np.ndarray) -> tuple[Table, np.ndarray]:
+        """Remove the rows of ``keys`` and return them with the index in ``keys`` of
+        each one's key: one mask over the rows, never a loop per key (a resident engine
+        hands a batch's keys to a work engine)."""
         if not self.rows:
-            return {}
-        mine = key_positions(keys, self.rows[KEY]) >= 0
+            return {}, np.empty(0, dtype=np.int64)
+        at = key_positions(keys, self.rows[KEY])
+        mine = at >= 0
         gone = take(self.rows, mine)
         self.rows = take(self.rows, ~mine)
-        return gone
+        return gone, at[mine]
 
 
 def key_positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -212,10 +215,11 @@ def _from_end(codes: np.ndarray, n_keys: int) -> np.ndarray:
     return ends[codes] - 1 - np.arange(len(codes))
 
 
-def window_changes(began: Table, rows: Table, keys: np.ndarray) -> tuple[np.ndarray, Table]:
-    """How a window's rows of ``keys`` went from ``began`` to ``rows``, as what
-    :func:`apply_window_changes` replays: per key, how many of its last rows in
-    ``began`` it kept, and the rows that came after them.
+def window_changes(began: Table, was: np.ndarray, rows: Table, keys: np.ndarray
+                   ) -> tuple[np.ndarray, Table]:
+    """How a window's rows of ``keys`` went from ``began`` (each row's key at index
+    ``was`` of ``keys``) to ``rows``, as what :func:`apply_window_changes` replays: per
+    key, how many of its last rows in ``began`` it kept, and the rows that came after.
 
     Why not the rows themselves: a window keeps a key's last rows (FSD: 500) and a batch
     adds a few (FSD: about 25 per key in a 100k-tweet batch), so the change is what a
@@ -230,7 +234,6 @@ def window_changes(began: Table, rows: Table, keys: np.ndarray) -> tuple[np.ndar
         raise ValueError("window rows of a key outside the batch's keys")
     if not began or not len(began[SEQ]):
         return np.zeros(n_keys, dtype=np.int64), rows
-    was = key_positions(keys, began[KEY])
     old_order = order_value(began)
     by_key = np.lexsort((old_order, was))
     was, old_order = was[by_key], old_order[by_key]
@@ -314,6 +317,21 @@ class WindowState:
     def import_keyed(self, states: dict[object, object]) -> None:
         if states:
             raise ValueError("a window rule's state is all in its windows")
+
+
+class PerKeyState:
+    """Key-state plumbing of an operator whose whole state is a dict per key (patterns,
+    MATCH_RECOGNIZE), for ``Engine.split_off``: no windows, the keys' states moved by
+    the operator's own ``export`` and ``import_states``."""
+
+    def state_windows(self) -> list[KeyedWindow]:
+        return []
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        return self.export(keys)  # type: ignore[attr-defined]
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        self.import_states(states)  # type: ignore[attr-defined]
 
 
 def batch_runs(merged: Merged, size: int) -> np.ndarray:

@@ -2,14 +2,13 @@
 (``processor.EngineProcessor``) runs it, with the run's values of ``engine_task.py``.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch. The engine's state lives per key in two MapStates (a head per key, and the
-rows each batch appended to the key's windows, in :mod:`cep.engine.codec`'s data-only
-form; ``key_layout``): a batch reads the state of the keys it touches (and of the keys
-it hands over), runs an :class:`Engine` holding only those keys, and writes back what
-changed. So a batch costs what its keys cost, not what the
-engine holds: one blob of the whole engine, restored and written every batch, grew with
-the retained state (1M keys of a ``#length(5)``: 0.9 s to snapshot, 0.5 s to restore,
-5 s to process, against 0.05 s at 100k), while a MapState call costs ~0.05–0.1 ms.
+micro-batch. The engine's keys stay resident in the Python worker that ran its last
+batch (``resident.py``: trusted only at the state store's version), and the batch runs
+the keys it touches (``touched_keys``) in a work engine split off it, so its cost
+follows the batch, not what the engine holds; moved keys are imported into and exported
+from the work engine (``cep.handoff``). The batch's change, merged back, is appended to
+the engine's changelog in the state store (``engine_log.py``): two state calls per
+batch, where state kept per key cost one or more per key touched.
 
 The engine writes its complex events itself, as its part of the batch's output
 (``event_parts.py``): events never travel to the driver. What the task returns is one
@@ -86,7 +85,8 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     leaving = leaving_keys(store, engine_index, batch) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
     touched = touched_keys(load, leaving)
-    work = engine.split_off([json.loads(text) for text in touched])
+    values = [json.loads(text) for text in touched]
+    work = engine.split_off(values)
     clock.lap("restore")
     moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
     imported: list[str] = []
@@ -102,8 +102,10 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     if store is not None:
         moves.update(export_moved_keys(store, work, leaving, batch))
         clock.lap("export")
-    saved = save(log, engine, work, [*touched, *(k for k in imported if k not in load)], batch)
+    saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
+                                                 if k not in load)], batch)
     keep(p.start, label, batch, saved["token"], engine)
+    held = len(engine.keys())
     clock.lap("save")
     injected_fault(batch, label)
     if passthrough:
@@ -124,7 +126,7 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
              "rows": sum(nrows(t) for t in batch_streams.values()),
              "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
              "restored": {origin.kind: 1, "log_entries": origin.entries},
-             "keys_held": len(engine.keys()), "state_bytes": saved["bytes"],
+             "keys_held": held, "state_bytes": saved["bytes"],
              "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
@@ -169,13 +171,13 @@ def touched_keys(load: dict[str, int], leaving: list[str]) -> list[str]:
     return list(dict.fromkeys([*load, *leaving]))
 
 
-def save(log: EngineLog, engine: Engine, work: Engine, keys: list[str], batch: int) -> dict:
+def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:
     """Merge the work engine back into the resident one and append the batch to the
     engine's log: its change (a delta), or the whole engine (a base) where the fold
     rule says so (``engine_log.py``). Returns the token drawn for this processing of
     the batch, the kind of blob and its bytes."""
     before = log.version()
-    change = engine.merge_in(work, [json.loads(text) for text in keys])
+    change = engine.merge_in(work, keys)
     blob = codec.encode(change, "change")
     kind = "delta"
     if before is None or before.folds(len(blob)):

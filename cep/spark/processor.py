@@ -1,8 +1,10 @@
 """One CEP engine as a ``transformWithStateInPandas`` stateful processor.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the state per key, the
-events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
+micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the engine's state,
+the events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
+Its state variables, with ``StructType`` schemas (no DDL string parsed per call), are
+``engine_log.py``'s.
 
 Why the batch lives in another module: before a query's first batch, Spark unpickles
 this processor on the driver, in a Python process of its own, only to call ``init`` and

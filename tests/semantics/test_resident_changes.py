@@ -110,7 +110,9 @@ def _rows(keys: list, orders: list[int]) -> dict:
 def test_a_window_change_is_the_rows_added_and_a_count_kept_per_key():
     began = _rows(["a", "a", "a", "b", "b"], [1, 2, 3, 4, 5])
     after = _rows(["a", "a", "a", "b", "c"], [3, 2, 9, 5, 8])  # unsorted, as windows are
-    kept, added = window_changes(began, after, np.array(["a", "b", "c", "d"], dtype=object))
+    was = np.array([0, 0, 0, 1, 1])
+    kept, added = window_changes(began, was, after,
+                                 np.array(["a", "b", "c", "d"], dtype=object))
     assert kept.tolist() == [2, 1, 0, 0]  # d: no rows left (removed)
     assert sorted(added[SEQ].tolist()) == [8, 9]
     other = _rows(["z", "a", "b", "a", "a", "b", "d"], [0, 1, 4, 2, 3, 5, 7])  # began + z, d
@@ -122,5 +124,6 @@ def test_a_window_change_is_the_rows_added_and_a_count_kept_per_key():
 def test_a_window_that_dropped_a_middle_row_writes_the_key_whole():
     began = _rows(["u", "u", "u"], [1, 2, 3])
     after = _rows(["u", "u", "u"], [1, 3, 4])  # #unique: row 2 replaced
-    kept, added = window_changes(began, after, np.array(["u"], dtype=object))
+    kept, added = window_changes(began, np.zeros(3, dtype=np.int64), after,
+                                 np.array(["u"], dtype=object))
     assert kept.tolist() == [0] and added[SEQ].tolist() == [1, 3, 4]

@@ -74,7 +74,7 @@ def _batch(store: Store, batch: int, start: str = "q") -> tuple[str, list[str]]:
     keys = [0, 1, 2]
     work = engine.split_off(keys)
     out = work.process(_rows(batch))
-    saved = save(log, engine, work, [str(k) for k in keys], batch)
+    saved = save(log, engine, work, keys, batch)
     resident.keep(start, 0, batch, saved["token"], engine)
     return origin.kind, out["values"].tolist()
 
