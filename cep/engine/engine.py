@@ -203,6 +203,7 @@ class Engine:
             op.export_keyed(keys)
             op.import_keyed(part)
 
+
 def _key_array(keys: list) -> np.ndarray:
     out = np.empty(len(keys), dtype=object)
     out[:] = keys

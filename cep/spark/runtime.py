@@ -79,6 +79,11 @@ from cep.transports.outputs import is_uri_output, publisher
 #: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
 STATE_LAYOUT = "changelog-1"  # a version and a log of a base and deltas per engine
+# The parts of a trigger that Spark's progress reports time, besides its whole and its
+# planning (``_add_spark_times``)
+SPARK_PARTS = {"latest_offset": "latestOffset", "get_batch": "getBatch",
+               "wal_commit": "walCommit", "add_batch": "addBatch",
+               "commit_offsets": "commitOffsets"}
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
@@ -319,7 +324,10 @@ def _idle(query, workdir: Path, lag: int) -> bool:
 def _add_spark_times(metrics: list[dict], progress: list) -> None:
     """Add Spark's own per-batch times (milliseconds, from the query's progress reports)
     to the metrics of the batches this process ran: ``trigger`` the batch's wall time,
-    ``planning``, and ``state_commit`` summed over the engines' state stores."""
+    ``planning``, ``state_commit`` summed over the engines' state stores, and the
+    trigger's other parts (``latest_offset``, ``get_batch``, ``wal_commit``: the offsets
+    log; ``add_batch``: the batch's job, cep's sink included; ``commit_offsets``: the
+    commit log), so that Spark's fixed cost per micro-batch can be told from the work."""
     by_batch = {m["batch"]: m for m in metrics}
     for report in progress:
         info = json.loads(report.json)
@@ -332,6 +340,7 @@ def _add_spark_times(metrics: list[dict], progress: list) -> None:
             "planning": durations.get("queryPlanning", 0),
             "state_commit": sum(op.get("commitTimeMs", 0)
                                 for op in info.get("stateOperators", [])),
+            **{name: durations.get(key, 0) for name, key in SPARK_PARTS.items()},
         }
 
 
