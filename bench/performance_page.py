@@ -304,6 +304,37 @@ def fsd_figures(data: dict, _name: str) -> str:
          "CPU RSTD", "keys moved", "makespan s", "headroom events / CPU"), rows)
 
 
+STATE_PATH_PARTS = ("restore", "process", "save", "handoff")
+
+
+def state_path_figures(data: dict, _name: str) -> str:
+    """Before and after a change of the engines' state path, side by side: the flights
+    job per default batch (medians), or FSD's whole run (``--fsd``)."""
+    runs = at(data, "runs") or {}
+    rows = []
+    for side, value in runs.items():
+        one = value[0] if isinstance(value, list) and value else value
+        if not isinstance(one, dict):
+            continue
+        seconds = (at(data, "summary", side, "seconds_median")
+                   if isinstance(value, list) else one.get("seconds"))
+        split = one.get("engine_task_s") or {}
+        busy = one.get("engine_busy_s")
+        rows.append((side, num(seconds, 1),
+                     *(num(split.get(p), 2) if split else "" for p in STATE_PATH_PARTS),
+                     num(busy, 2) if busy is not None else "",
+                     num(at(one, "fixed_cost", "trigger"), 2),
+                     num(at(one, "fixed_cost", "outside_job"), 2),
+                     num(at(one, "load_average_at_start", 0), 1)))
+    per = "FSD's whole run" if "tweets" in data else "a default batch (median)"
+    head = (f"{data.get('job', '')}; engine task seconds of {per}; `busy` is the "
+            "engines' whole tasks; `trigger` and `outside job` are Spark's (the latter: "
+            "offsets log, planning and commit log around the batch's job).")
+    return head + "\n\n" + table(
+        ("side", "seconds", *(f"{p} s" for p in STATE_PATH_PARTS), "busy s", "trigger s",
+         "outside job s", "load at start"), rows)
+
+
 def speed_figures(data: dict, _name: str) -> str:
     parts = []
     for key, title, render in (("flink", "Beside Apache Flink", _flink_table),
@@ -548,6 +579,13 @@ SECTIONS = (
             "The `state` part of `bench/bench_speed.py`, kept in a file of its own.",
             "python bench/bench_speed.py --parts state --out bench/results/NAME.json",
             state_before_figures),
+    Section("state-path-*.json", "The engines' state path, before and after",
+            "Where an engine's task time goes, restore, process, save and handoff, for a "
+            "checkout before a change of the state path and one after it, run in turn in "
+            "one invocation (and Apache Flink on the flights job): the flights "
+            "`#length(5)` job at cep's defaults, and FSD at the paper's scale under KG.",
+            "python bench/bench_state_path.py [--fsd] --before DIR --after .",
+            state_path_figures),
     Section("fsd-*.json", "First Story Detection at the paper's scale",
             "`cep verify` of FSD over the built-in `tweets` generator per strategy: "
             "throughput end to end, equality with KG, the engines' load RSTD, keys moved, "

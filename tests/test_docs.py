@@ -188,15 +188,21 @@ def test_command_lines_use_real_options(doc: Path) -> None:
 # ------------------------------------------------------------------ citations in code
 
 
+def our_code() -> list[Path]:
+    """The Python files of cep/, tests/ and bench/, without hidden folders: a virtualenv
+    such as bench/.flink-venv (``bash bench/flink_env.sh``) is someone else's code."""
+    return [path for folder in ("cep", "tests", "bench") for path in (ROOT / folder).rglob("*.py")
+            if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)]
+
+
 def test_code_cites_headings_that_exist() -> None:
     cited = re.compile(r"docs/([\w-]+\.md)#([\w-]+)")
     wrong = []
-    for folder in ("cep", "tests", "bench"):
-        for path in (ROOT / folder).rglob("*.py"):
-            for page, anchor in cited.findall(path.read_text(encoding="utf-8")):
-                doc = ROOT / "docs" / page
-                if not doc.exists() or anchor not in anchors(doc):
-                    wrong.append(f"{rel(path)}: docs/{page}#{anchor}")
+    for path in our_code():
+        for page, anchor in cited.findall(path.read_text(encoding="utf-8")):
+            doc = ROOT / "docs" / page
+            if not doc.exists() or anchor not in anchors(doc):
+                wrong.append(f"{rel(path)}: docs/{page}#{anchor}")
     assert not wrong, f"citations of sections that do not exist: {wrong}"
 
 
@@ -205,7 +211,7 @@ def test_code_cites_docs_not_documents_outside_the_tree() -> None:
     docs/architecture.md: the code cites those (the README's commands it may name)."""
     stale = re.compile(r"DESIGN §|README_DRAFT|README[ ,]+[(\"]?[A-Z]|the README\b(?!'s)"
                        r"|see README")
-    found = [rel(p) for folder in ("cep", "tests", "bench") for p in (ROOT / folder).rglob("*.py")
+    found = [rel(p) for p in our_code()
              if p != Path(__file__) and stale.search(p.read_text(encoding="utf-8"))]
     assert not found, f"cite docs/ instead: {found}"
 

@@ -30,6 +30,7 @@ from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import Table, concat, take
 from cep.engine.window_rule import WindowOperator
+from cep.engine.windows import KeyedWindow, apply_window_changes, window_changes
 from cep.lang import ir
 
 Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
@@ -45,6 +46,8 @@ class Engine:
         for rule in module.stateful:
             self.operators.append((rule, _operator(rule, module)))
         self.rule_order = {rule.name: i for i, rule in enumerate(module.stateful)}
+        # a work engine's window rows at its split, with their keys' places in its keys
+        self.began: list[tuple[Table, np.ndarray]] = []
 
     def process(self, streams: dict[str, Table]) -> Table:
         """Run one batch. ``streams`` maps each needed stream to its rows, with ``__key``.
@@ -127,6 +130,84 @@ class Engine:
         for rule, op in self.operators:
             if rule.name in per_rule:
                 op.import_states(per_rule[rule.name])
+
+
+    # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
+    # batch) and the work engine that runs a batch's keys (``cep.spark.resident``)
+
+    def windows(self) -> list[KeyedWindow]:
+        """Every window of every rule, in a fixed order (the order of a change's parts)."""
+        return [w for _, op in self.operators for w in op.state_windows()]
+
+    def split_off(self, keys: list) -> Engine:
+        """A work engine holding the state of ``keys``, removed from this engine.
+
+        Why a batch runs there and not here: a window merges a batch into all its rows
+        and sorts them, so processing against the resident engine would cost what it
+        holds, not what the batch touches. One mask per window, dict pops for the
+        per-key states; the work engine remembers the rows it began with, for
+        :meth:`merge_in`'s change."""
+        work = Engine(self.module)
+        values = _key_array(keys)
+        for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
+            for window, into in zip(mine.state_windows(), theirs.state_windows(),
+                                    strict=True):
+                into.rows, at = window.split_off(values)
+                work.began.append((into.rows, at))
+            theirs.import_keyed(mine.export_keyed(keys))
+        return work
+
+    def merge_in(self, work: Engine, keys: list) -> dict[str, object]:
+        """Take back a work engine's state after its batch; ``keys`` are all the keys
+        its state may hold (those it was split off with, and any it imported). Returns
+        the change of those keys since the split, as :meth:`apply_change` replays it:
+        per window the rows kept and the rows added (``windows.window_changes``), per
+        rule the keys' other state whole. A key in ``keys`` without state is thereby
+        removed."""
+        values = _key_array(keys)
+        windows = []
+        for window, into, (began, at) in zip(work.windows(), self.windows(), work.began,
+                                             strict=True):
+            kept, appended = window_changes(began, at, window.rows, values)
+            windows.append([kept, appended])
+            into.import_rows([window.rows])
+        keyed = []
+        for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
+            part = theirs.export_keyed(keys)
+            keyed.append(part)
+            mine.import_keyed(part)
+        return {"rules": list(self.rule_order), "keys": list(keys), "windows": windows,
+                "keyed": keyed}
+
+    def apply_change(self, change: object) -> None:
+        """Replay a change that :meth:`merge_in` returned (decoded from data someone may
+        have written: its shape is checked before it is applied)."""
+        operators = len(self.operators)
+        windows = self.windows()
+        if (type(change) is not dict or change.get("rules") != list(self.rule_order)
+                or type(change.get("keys")) is not list
+                or type(change.get("windows")) is not list
+                or len(change["windows"]) != len(windows)
+                or type(change.get("keyed")) is not list or len(change["keyed"]) != operators
+                or any(type(part) is not dict for part in change["keyed"])):
+            raise codec.StateFormatError("not a change of this rule file's engine")
+        keys = change["keys"]
+        values = _key_array(keys)
+        for window, part in zip(windows, change["windows"], strict=True):
+            kept, appended = part if type(part) is list and len(part) == 2 else (None, None)
+            if (not isinstance(kept, np.ndarray) or kept.shape != (len(keys),)
+                    or kept.dtype != np.int64 or type(appended) is not dict):
+                raise codec.StateFormatError("a window change of the wrong shape")
+            window.rows = apply_window_changes(window.rows, values, kept, appended)
+        for (_, op), part in zip(self.operators, change["keyed"], strict=True):
+            op.export_keyed(keys)
+            op.import_keyed(part)
+
+
+def _key_array(keys: list) -> np.ndarray:
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys
+    return out
 
 
 def sort_output(table: Table, rule_order: dict[str, int]) -> Table:

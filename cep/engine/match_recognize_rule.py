@@ -36,6 +36,7 @@ from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import build_output, empty_output
 from cep.engine.table import KEY, NULL_SUFFIX, SEQ, SUB, Table, factorize, nrows, take
+from cep.engine.windows import PerKeyState
 from cep.lang import ir
 
 
@@ -109,7 +110,7 @@ def closure(prog: list[tuple], pc: int) -> list[int]:
     return out
 
 
-class MatchRecognizeOperator:
+class MatchRecognizeOperator(PerKeyState):
     """Runs one :class:`ir.MatchRecognizeRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:

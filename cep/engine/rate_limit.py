@@ -199,6 +199,25 @@ class RateLimited:
         self.inner.restore(state["operator"])  # type: ignore[attr-defined,index]
         self.states = {k: s for k, s in state["output"]}  # type: ignore[index]
 
+    # ---- bulk key moves (``Engine.split_off``): the inner operator's windows, and
+    # per key the inner operator's other state and the pending output
+
+    def state_windows(self) -> list:
+        return self.inner.state_windows()  # type: ignore[attr-defined]
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        inner = self.inner.export_keyed(keys)  # type: ignore[attr-defined]
+        mine = {k: self.states.pop(k) for k in keys if k in self.states}
+        return {k: [inner.get(k), mine.get(k)] for k in keys if k in inner or k in mine}
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        inner = {k: s[0] for k, s in states.items() if s[0] is not None}  # type: ignore[index]
+        if inner:
+            self.inner.import_keyed(inner)  # type: ignore[attr-defined]
+        for k, s in states.items():
+            if s[1] is not None:  # type: ignore[index]
+                self.states[k] = s[1]  # type: ignore[index]
+
 
 def _at(row: Row, seq: int) -> Row:
     """A pending row released at the event ``seq``: output rows are in seq order in
