@@ -50,6 +50,7 @@ class LoadedInputs:
     # the input ends (after every event: where pending timers fire)
     clock: list[ClockPiece] = field(default_factory=list)
     end_seq: int = 0
+    segments: dict[int, Segment] = field(default_factory=dict)  # by ordinal
 
 
 def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, str]:
@@ -128,7 +129,8 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
     accepted = sum(len(t[SEQ]) for t in tables.values())
     truth_ids = np.concatenate(truth) if truth else None
     end = end_of_log(segments[-1].ordinal + 1) if segments else 0
-    return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids, clock, end)
+    return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids, clock, end,
+                        {s.ordinal: s for s in segments})
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine, sort_output
-from cep.engine.output import empty_output, output_records
+from cep.engine.engine import Engine
+from cep.engine.output import empty_output, output_records, sort_output
 from cep.engine.table import SEQ, SUB, concat, take
 from cep.lang.compile import compile_text
-from cep.reference import run_reference
+from cep.reference import batch_watermarks, input_watermark, run_reference
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
 RULES = {
@@ -76,6 +76,7 @@ def test_state_round_trip_changes_no_output(kind, seed, cuts, movers):
     inputs = _events(seed)
     expected = output_records(run_reference(module, inputs))
     bounds = [0, *sorted(set(cuts)), 120]
+    clocks = batch_watermarks(input_watermark(module, inputs), list(itertools.pairwise(bounds)))
     engines = [Engine(module), Engine(module)]
     owner = {k: 0 for k in range(4)}
     outputs = []
@@ -85,7 +86,7 @@ def test_state_round_trip_changes_no_output(kind, seed, cuts, movers):
         keyed = add_keys(streams["S"], module.key)
         for e in (0, 1):
             mine = np.array([owner[k] == e for k in keyed["__key"].tolist()], dtype=bool)
-            outputs.append(engines[e].process({"S": take(keyed, mine)}))
+            outputs.append(engines[e].process({"S": take(keyed, mine)}, clocks[step]))
         for k in range(4):  # keys whose bit is set move to the other engine
             if movers >> (step * 4 + k) & 1:
                 src = owner[k]

@@ -22,7 +22,7 @@ from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
-from cep.reference import run_batch
+from cep.reference import input_watermark, run_batch
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.spark.chain_stages import ChainParts, split_rows
@@ -57,7 +57,7 @@ def test_chain_rows_round_trip_through_their_files(tmp_path):
     path = write_ticks(tmp_path / "t.jsonl", 200)
     inputs = load_inputs(module, [str(path)], None).tables
     stage0 = module.stage_modules()[0]
-    rows = run_batch(stage0, Engine(stage0), inputs)
+    rows = run_batch(stage0, Engine(stage0), inputs, input_watermark(module, inputs))
     chained, output = split_rows(module, rows)
     assert len(chained["seq"]) > 10 and set(output["rule"]) == {"drop"}
     parts = ChainParts(str(tmp_path / "chain"))
