@@ -40,7 +40,13 @@ from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, take
 from cep.engine.window_rule import WindowOperator
-from cep.engine.windows import split_by_key
+from cep.engine.windows import (
+    KeyedWindow,
+    apply_window_changes,
+    key_positions,
+    split_by_key,
+    window_changes,
+)
 from cep.lang import ir
 
 WAITING = ""  # a key's rows waiting for the watermark, beside its rules' parts (no rule
@@ -61,6 +67,12 @@ class Engine:
         self.rule_order = {rule.name: i for i, rule in enumerate(module.stateful)}
         # per stream, rows the watermark has not reached yet (with their keys and times)
         self.waiting: dict[str, Table] = {}
+        # a work engine's window rows at its split, with their keys' places in its keys
+        self.began: list[tuple[Table, np.ndarray]] = []
+        # the watermark's clock as plain data (``cep.io.event_time.EventClock.state``),
+        # for a runtime whose engines each follow the input log's time (Spark): it is
+        # part of the engine's snapshot and of each change
+        self.clock: dict = {}
 
     def process(self, streams: dict[str, Table], clock: Watermark) -> Table:
         """Run one batch. ``streams`` maps each needed stream to its rows, with ``__key``;
@@ -111,7 +123,7 @@ class Engine:
         than exporting keys one by one)."""
         return codec.encode({"rules": list(self.rule_order),
                              "parts": [op.snapshot() for _, op in self.operators],
-                             "waiting": dict(self.waiting)}, "engine")
+                             "waiting": dict(self.waiting), "clock": self.clock}, "engine")
 
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
@@ -119,12 +131,19 @@ class Engine:
         parts = state.get("parts") if type(state) is dict else None
         if (type(parts) is not list or len(parts) != len(self.operators)
                 or state.get("rules") != list(self.rule_order)
-                or type(state.get("waiting")) is not dict):
+                or type(state.get("waiting")) is not dict
+                or type(state.get("clock", {})) is not dict):
             raise ValueError("the engine snapshot does not belong to this rule file")
         for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
-        self.waiting = {name: rows for name, rows in state["waiting"].items()
-                        if name in self.module.streams and type(rows) is dict}
+        self.waiting = self._checked_waiting(state["waiting"])
+        self.clock = state.get("clock", {})
+
+    def _checked_waiting(self, waiting: dict) -> dict[str, Table]:
+        """Waiting rows decoded from data someone may have written: of this module's
+        streams only."""
+        return {name: rows for name, rows in waiting.items()
+                if name in self.module.streams and type(rows) is dict and KEY in rows}
 
     def keys(self) -> set:
         """Keys with any retained state."""
@@ -201,6 +220,103 @@ class Engine:
                     arriving.setdefault(name, []).append(rows)
         for name, tables in arriving.items():
             self.waiting[name] = concat([self.waiting.get(name, {}), *tables])
+
+
+    # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
+    # batch) and the work engine that runs a batch's keys (``cep.spark.resident``)
+
+    def windows(self) -> list[KeyedWindow]:
+        """Every window of every rule, in a fixed order (the order of a change's parts)."""
+        return [w for _, op in self.operators for w in op.state_windows()]
+
+    def split_off(self, keys: list) -> Engine:
+        """A work engine holding the state of ``keys``, removed from this engine.
+
+        Why a batch runs there and not here: a window merges a batch into all its rows
+        and sorts them, so processing against the resident engine would cost what it
+        holds, not what the batch touches. One mask per window, dict pops for the
+        per-key states; the work engine remembers the rows it began with, for
+        :meth:`merge_in`'s change."""
+        work = Engine(self.module)
+        values = _key_array(keys)
+        for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
+            for window, into in zip(mine.state_windows(), theirs.state_windows(),
+                                    strict=True):
+                into.rows, at = window.split_off(values)
+                work.began.append((into.rows, at))
+            theirs.import_keyed(mine.export_keyed(keys))
+        work.waiting = self._split_waiting(values)
+        return work
+
+    def _split_waiting(self, keys: np.ndarray) -> dict[str, Table]:
+        """The waiting rows of ``keys``, per stream, removed from this engine."""
+        out: dict[str, Table] = {}
+        for name, rows in list(self.waiting.items()):
+            mine = key_positions(keys, rows[KEY]) >= 0
+            if mine.any():
+                out[name] = take(rows, mine)
+                self.waiting[name] = take(rows, ~mine)
+        return out
+
+    def merge_in(self, work: Engine, keys: list) -> dict[str, object]:
+        """Take back a work engine's state after its batch; ``keys`` are all the keys
+        its state may hold (those it was split off with, and any it imported). Returns
+        the change of those keys since the split, as :meth:`apply_change` replays it:
+        per window the rows kept and the rows added (``windows.window_changes``), per
+        rule the keys' other state whole. A key in ``keys`` without state is thereby
+        removed."""
+        values = _key_array(keys)
+        windows = []
+        for window, into, (began, at) in zip(work.windows(), self.windows(), work.began,
+                                             strict=True):
+            kept, appended = window_changes(began, at, window.rows, values)
+            windows.append([kept, appended])
+            into.import_rows([window.rows])
+        keyed = []
+        for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
+            part = theirs.export_keyed(keys)
+            keyed.append(part)
+            mine.import_keyed(part)
+        for name, rows in work.waiting.items():
+            self.waiting[name] = concat([self.waiting.get(name, {}), rows])
+        return {"rules": list(self.rule_order), "keys": list(keys), "windows": windows,
+                "keyed": keyed, "waiting": dict(work.waiting), "clock": self.clock}
+
+    def apply_change(self, change: object) -> None:
+        """Replay a change that :meth:`merge_in` returned (decoded from data someone may
+        have written: its shape is checked before it is applied)."""
+        operators = len(self.operators)
+        windows = self.windows()
+        if (type(change) is not dict or change.get("rules") != list(self.rule_order)
+                or type(change.get("keys")) is not list
+                or type(change.get("windows")) is not list
+                or len(change["windows"]) != len(windows)
+                or type(change.get("keyed")) is not list or len(change["keyed"]) != operators
+                or any(type(part) is not dict for part in change["keyed"])
+                or type(change.get("waiting")) is not dict
+                or type(change.get("clock")) is not dict):
+            raise codec.StateFormatError("not a change of this rule file's engine")
+        keys = change["keys"]
+        values = _key_array(keys)
+        for window, part in zip(windows, change["windows"], strict=True):
+            kept, appended = part if type(part) is list and len(part) == 2 else (None, None)
+            if (not isinstance(kept, np.ndarray) or kept.shape != (len(keys),)
+                    or kept.dtype != np.int64 or type(appended) is not dict):
+                raise codec.StateFormatError("a window change of the wrong shape")
+            window.rows = apply_window_changes(window.rows, values, kept, appended)
+        for (_, op), part in zip(self.operators, change["keyed"], strict=True):
+            op.export_keyed(keys)
+            op.import_keyed(part)
+        self._split_waiting(values)
+        for name, rows in self._checked_waiting(change["waiting"]).items():
+            self.waiting[name] = concat([self.waiting.get(name, {}), rows])
+        self.clock = change["clock"]
+
+
+def _key_array(keys: list) -> np.ndarray:
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys
+    return out
 
 
 def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:

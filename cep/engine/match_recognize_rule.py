@@ -52,6 +52,7 @@ from cep.engine.table import (
     take,
 )
 from cep.engine.timers import TimerIndex
+from cep.engine.windows import PerKeyState
 from cep.lang import ir
 
 # a match found: its key, the row that resolved it (None: a WITHIN deadline did), the
@@ -129,7 +130,7 @@ def closure(prog: list[tuple], pc: int) -> list[int]:
     return out
 
 
-class MatchRecognizeOperator:
+class MatchRecognizeOperator(PerKeyState):
     """Runs one :class:`ir.MatchRecognizeRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:

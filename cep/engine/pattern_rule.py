@@ -25,11 +25,11 @@ from cep.engine.pattern_nodes import Event, PatternNode
 from cep.engine.patterns import Match, PatternState, compile_pattern
 from cep.engine.table import KEY, RELEASE, SEQ, SUB, TIME, Table, factorize, nrows, take
 from cep.engine.timers import TimerIndex
-from cep.engine.windows import SUB_RANGE
+from cep.engine.windows import SUB_RANGE, PerKeyState
 from cep.lang import ir
 
 
-class PatternOperator:
+class PatternOperator(PerKeyState):
     """Runs one :class:`ir.PatternRule` for all keys of an engine."""
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef]) -> None:

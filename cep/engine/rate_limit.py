@@ -225,9 +225,7 @@ class RateLimited:
 
     def export(self, keys: list) -> dict[object, object]:
         inner = self.inner.export(keys)  # type: ignore[attr-defined]
-        mine = {k: self.states.pop(k) for k in keys if k in self.states}
-        for key in keys:
-            self.timers.set(key, None)
+        mine = self._take_output(keys)
         return {k: {"operator": inner.get(k), "output": mine.get(k)}
                 for k in keys if k in inner or k in mine}
 
@@ -236,10 +234,20 @@ class RateLimited:
                  if s["operator"] is not None}  # type: ignore[index]
         if inner:
             self.inner.import_states(inner)  # type: ignore[attr-defined]
-        for k, s in states.items():
-            if s["output"] is not None:  # type: ignore[index]
-                self.states[k] = s["output"]  # type: ignore[index]
-                self._settle(k, self.states[k])
+        self._put_output({k: s["output"] for k, s in states.items()})  # type: ignore[index]
+
+    def _take_output(self, keys: list) -> dict[object, dict]:
+        """The keys' output state, removed with their interval timers."""
+        for key in keys:
+            self.timers.set(key, None)
+        return {k: self.states.pop(k) for k in keys if k in self.states}
+
+    def _put_output(self, states: dict[object, dict | None]) -> None:
+        """Adopt keys' output state (None: a key without), with their timers."""
+        for key, state in states.items():
+            if state is not None:
+                self.states[key] = state
+                self._settle(key, state)
 
     def snapshot(self) -> object:
         return {"operator": self.inner.snapshot(),  # type: ignore[attr-defined]
@@ -251,6 +259,23 @@ class RateLimited:
         self.timers = TimerIndex()
         self.import_states({k: {"operator": None, "output": s}
                             for k, s in state["output"]})  # type: ignore[index]
+
+    # ---- bulk key moves (``Engine.split_off``): the inner operator's windows, and
+    # per key the inner operator's other state and the pending output
+
+    def state_windows(self) -> list:
+        return self.inner.state_windows()  # type: ignore[attr-defined]
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        inner = self.inner.export_keyed(keys)  # type: ignore[attr-defined]
+        mine = self._take_output(keys)
+        return {k: [inner.get(k), mine.get(k)] for k in keys if k in inner or k in mine}
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        inner = {k: s[0] for k, s in states.items() if s[0] is not None}  # type: ignore[index]
+        if inner:
+            self.inner.import_keyed(inner)  # type: ignore[attr-defined]
+        self._put_output({k: s[1] for k, s in states.items()})  # type: ignore[index]
 
 
 def _at(row: Row, seq: int, at: int, origin: int) -> Row:

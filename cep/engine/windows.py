@@ -185,7 +185,8 @@ class KeyedWindow:
     # ---- per-key state
 
     def keys(self) -> set:
-        return set(self.rows[KEY].tolist()) if self.rows else set()
+        # one hash pass before the set: a resident engine's windows hold many rows a key
+        return set(pd.unique(self.rows[KEY]).tolist()) if self.rows else set()
 
     def export(self, keys: list) -> dict[object, Table]:
         """The retained rows of each key that has any (removed from this window)."""
@@ -199,6 +200,99 @@ class KeyedWindow:
         parts = [p for p in parts if p and len(p[SEQ])]
         if parts:
             self.rows = concat([self.rows, *parts]) if self.rows else concat(parts)
+
+    def split_off(self, keys: np.ndarray) -> tuple[Table, np.ndarray]:
+        """Remove the rows of ``keys`` and return them with the index in ``keys`` of
+        each one's key: one mask over the rows, never a loop per key (a resident engine
+        hands a batch's keys to a work engine)."""
+        if not self.rows:
+            return {}, np.empty(0, dtype=np.int64)
+        at = key_positions(keys, self.rows[KEY])
+        mine = at >= 0
+        gone = take(self.rows, mine)
+        self.rows = take(self.rows, ~mine)
+        return gone, at[mine]
+
+
+def key_positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For each of ``values``, the index in ``keys`` of its key (equal as ``factorize``
+    compares keys), or -1: one hash pass over both."""
+    codes = factorize(_concat_keys(keys, values))
+    lookup = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype=np.int64)
+    lookup[codes[:len(keys)][::-1]] = np.arange(len(keys) - 1, -1, -1)  # first wins
+    return lookup[codes[len(keys):]]
+
+
+def _from_end(codes: np.ndarray, n_keys: int) -> np.ndarray:
+    """For rows sorted by key position ``codes``: how many rows of the same key follow."""
+    ends = np.cumsum(np.bincount(codes, minlength=n_keys))
+    return ends[codes] - 1 - np.arange(len(codes))
+
+
+def window_changes(began: Table, was: np.ndarray, rows: Table, keys: np.ndarray
+                   ) -> tuple[np.ndarray, Table]:
+    """How a window's rows of ``keys`` went from ``began`` (each row's key at index
+    ``was`` of ``keys``) to ``rows``, as what :func:`apply_window_changes` replays: per
+    key, how many of its last rows in ``began`` it kept, and the rows that came after.
+
+    Why not the rows themselves: a window keeps a key's last rows (FSD: 500) and a batch
+    adds a few (FSD: about 25 per key in a 100k-tweet batch), so the change is what a
+    batch costs to write. Rows only leave a key's window at its front and arrive at its
+    back, ordered by (seq, sub), in every window kind but ``#unique``; a key whose rows
+    changed any other way is written whole (kept 0), so this cannot change a state."""
+    n_keys = len(keys)
+    if not rows or not len(rows[SEQ]):
+        return np.zeros(n_keys, dtype=np.int64), {}
+    at = key_positions(keys, rows[KEY])
+    if (at < 0).any():
+        raise ValueError("window rows of a key outside the batch's keys")
+    if not began or not len(began[SEQ]):
+        return np.zeros(n_keys, dtype=np.int64), rows
+    old_order = order_value(began)
+    by_key = np.lexsort((old_order, was))
+    was, old_order = was[by_key], old_order[by_key]
+    order = order_value(rows)
+    sorter = np.lexsort((order, at))
+    at, order = at[sorter], order[sorter]
+    counts = np.bincount(was, minlength=n_keys)
+    last = np.full(n_keys, np.iinfo(np.int64).min, dtype=np.int64)
+    ends = np.cumsum(counts)
+    has = counts > 0
+    last[has] = old_order[ends[has] - 1]
+    old = order <= last[at]
+    kept = np.bincount(at[old], minlength=n_keys)
+    good = kept <= counts
+    in_began = (_from_end(was, n_keys) < kept[was]) & good[was]
+    in_rows = old & good[at]
+    differ = old_order[in_began] != order[in_rows]
+    good[was[in_began][differ]] = False
+    appended = take(rows, sorter[~old | ~good[at]])
+    return np.where(good, kept, 0), appended
+
+
+def apply_window_changes(rows: Table, keys: np.ndarray, kept: np.ndarray,
+                         appended: Table) -> Table:
+    """``rows`` after :func:`window_changes`' change: of each key of ``keys`` only its
+    last ``kept`` rows stay, then ``appended`` comes after them."""
+    if rows and len(rows[SEQ]):
+        at = key_positions(keys, rows[KEY])
+        touched = np.flatnonzero(at >= 0)
+        if len(touched):
+            codes = at[touched]
+            order = rows[SEQ][touched] * SUB_RANGE + rows[SUB][touched]
+            by_key = np.lexsort((order, codes))
+            touched, codes = touched[by_key], codes[by_key]
+            if (np.bincount(codes, minlength=len(keys)) < kept).any():
+                raise ValueError("a window change keeps rows the window does not have")
+            untouched = np.ones(len(at), dtype=bool)
+            untouched[touched] = False
+            rows = concat([take(rows, untouched),
+                           take(rows, touched[_from_end(codes, len(keys)) < kept[codes]])])
+        elif kept.any():
+            raise ValueError("a window change keeps rows the window does not have")
+    elif kept.any():
+        raise ValueError("a window change keeps rows of an empty window")
+    return concat([rows, appended])
 
 
 class WindowState:
@@ -229,6 +323,29 @@ class WindowState:
     def restore(self, rows: object) -> None:
         for window, part in zip(self.state_windows(), rows, strict=True):  # type: ignore[call-overload]
             window.rows = part
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        """The keys' state outside the windows: none (see ``Engine.split_off``)."""
+        return {}
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        if states:
+            raise ValueError("a window rule's state is all in its windows")
+
+
+class PerKeyState:
+    """Key-state plumbing of an operator whose whole state is a dict per key (patterns,
+    MATCH_RECOGNIZE), for ``Engine.split_off``: no windows, the keys' states moved by
+    the operator's own ``export`` and ``import_states``."""
+
+    def state_windows(self) -> list[KeyedWindow]:
+        return []
+
+    def export_keyed(self, keys: list) -> dict[object, object]:
+        return self.export(keys)  # type: ignore[attr-defined]
+
+    def import_keyed(self, states: dict[object, object]) -> None:
+        self.import_states(states)  # type: ignore[attr-defined]
 
 
 def split_by_key(rows: Table, keys: list) -> tuple[dict[object, Table], Table]:

@@ -441,7 +441,7 @@ class Stage:
     (and any earlier ones); it runs after the previous stage, on its own partition key:
     its stateless rules, then its stateful rules, exactly like stage 0 (the module's own
     ``derived``/``stateful``/``key``). ``CompiledModule.stage_modules`` gives each stage
-    as a module, and ``cep.engine.chain`` turns a stage's output rows into the next
+    as a module, and ``cep.engine.insert_into`` turns a stage's output rows into the next
     stage's events."""
 
     key: str | None

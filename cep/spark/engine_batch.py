@@ -2,14 +2,13 @@
 (``processor.EngineProcessor``) runs it, with the run's values of ``engine_task.py``.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch. The engine's state lives per key in two MapStates (a head per key, and the
-rows each batch appended to the key's windows, in :mod:`cep.engine.codec`'s data-only
-form; ``key_layout``): a batch reads the state of the keys it touches (and of the keys
-it hands over), runs an :class:`Engine` holding only those keys, and writes back what
-changed. So a batch costs what its keys cost, not what the
-engine holds: one blob of the whole engine, restored and written every batch, grew with
-the retained state (1M keys of a ``#length(5)``: 0.9 s to snapshot, 0.5 s to restore,
-5 s to process, against 0.05 s at 100k), while a MapState call costs ~0.05–0.1 ms.
+micro-batch. The engine's keys stay resident in the Python worker that ran its last
+batch (``resident.py``: trusted only at the state store's version), and the batch runs
+the keys it touches (``touched_keys``) in a work engine split off it, so its cost
+follows the batch, not what the engine holds; moved keys are imported into and exported
+from the work engine (``cep.handoff``). The batch's change, merged back, is appended to
+the engine's changelog in the state store (``engine_log.py``): two state calls per
+batch, where state kept per key cost one or more per key touched.
 
 The engine writes its complex events itself, as its part of the batch's output
 (``event_parts.py``): events never travel to the driver. What the task returns is one
@@ -27,7 +26,9 @@ per-key load to the Balancer.
 from __future__ import annotations
 
 import json
+import os
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -40,31 +41,22 @@ from cep.engine.engine import Engine
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.handoff.protocol import exports, imports
 from cep.spark.chain_stages import ChainParts, split_rows
+from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
 from cep.spark.event_parts import EventParts, event_lines
-from cep.spark.key_layout import (
-    Layout,
-    pack,
-    plan,
-    read_head,
-    rebuild,
-    split_state,
-    unpack,
-)
 from cep.spark.latest import engine_latest
-from cep.spark.mapstate import MapCalls
+from cep.spark.resident import keep, take_engine
 from cep.spark.splitter.keymaps import key_map
 from cep.spark.splitter.payload import unpack_payload
-from cep.spark.warm_state_files import WarmFiles
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
     from cep.handoff.store import StateStore
 
 
-def run_engine_batch(p: EngineTask, heads, segments, key, rows) -> Iterator[pd.DataFrame]:
+def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.DataFrame]:
     """Engine label ``key``'s micro-batch: its rows' payloads through its engine, the
     events written as its part of the batch's output, one ``stats`` row returned.
-    ``heads`` and ``segments`` are the processor's two MapStates (``KeyStates``)."""
+    ``version`` and ``changes`` are the processor's state variables (``engine_log``)."""
     clock = StageClock()
     event_parts = EventParts(*p.parts_at)
     chain_parts = ChainParts(p.chain_at) if p.chain_at is not None else None
@@ -87,32 +79,35 @@ def run_engine_batch(p: EngineTask, heads, segments, key, rows) -> Iterator[pd.D
                 truth.append(first_stories)
     batch_streams = {n: concat(parts) for n, parts in streams.items()}
     clock.lap("unpack")
-    engine = Engine(module)
+    label = int(key[0])
+    log = EngineLog(version, changes)
+    engine, origin = take_engine(module, log, p.start, label, batch)
     leaving = leaving_keys(store, engine_index, batch) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
-    arriving = list(load)
-    key_states = KeyStates(heads, segments, p.start, int(key[0]))
-    key_states.load(engine, list(dict.fromkeys([*arriving, *leaving])), batch)
+    touched = touched_keys(load, leaving)
+    values = [json.loads(text) for text in touched]
+    work = engine.split_off(values)
     clock.lap("restore")
     moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
     imported: list[str] = []
     if store is not None:
-        imported = import_moved_keys(store, engine, engine_index, batch)
+        imported = import_moved_keys(store, work, engine_index, batch)
         moves["imported_keys"] = len(imported)
         clock.lap("import")
-    events = engine.process(batch_streams)
+    events = work.process(batch_streams)
     factor = p.slowdown.get(engine_index, 1.0)
     if factor > 1.0:
         time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
     clock.lap("process")
     if store is not None:
-        moves.update(export_moved_keys(store, engine, leaving, batch))
-        key_states.remove(leaving)
+        moves.update(export_moved_keys(store, work, leaving, batch))
         clock.lap("export")
-    gone = set(leaving)
-    key_states.save(engine, [k for k in dict.fromkeys([*arriving, *imported])
-                             if k not in gone], batch)
-    clock.lap("snapshot")
+    saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
+                                                 if k not in load)], batch)
+    keep(p.start, label, batch, saved["token"], engine)
+    held = len(engine.keys())
+    clock.lap("save")
+    injected_fault(batch, label)
     if passthrough:
         events = concat([*passthrough, events])
     if stage + 1 < len(p.stages):
@@ -130,7 +125,9 @@ def run_engine_batch(p: EngineTask, heads, segments, key, rows) -> Iterator[pd.D
     stats = {"engine": engine_index, "batch": batch, "stage": stage,
              "rows": sum(nrows(t) for t in batch_streams.values()),
              "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
-             "restored": key_states.restored,
+             "restored": {origin.kind: 1, "log_entries": origin.entries},
+             "keys_held": held, "state_bytes": saved["bytes"],
+             "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
              "key_load": load if stage == 0 else {}}
@@ -167,138 +164,46 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
-# (query start, engine label) → (batch, key as JSON text → its state as values, key → its
-# layout in the state store): the states this worker process wrote for that engine in
-# that batch. Spark gives an engine's next batch to any of its Python workers; when it is
-# this one, the keys it wrote need no read and no decoding. Valid for the very next batch
-# only: any other batch of the engine may have run elsewhere since, so a gap drops it.
-_WARM: dict[tuple[str, int], tuple[int, dict[str, dict], dict[str, Layout]]] = {}
+def touched_keys(load: dict[str, int], leaving: list[str]) -> list[str]:
+    """The keys (JSON texts) a batch splits off its resident engine: those its events
+    reach and those it hands over. The one place that says so: keys whose event-time
+    timers fall due in the batch are to join here."""
+    return list(dict.fromkeys([*load, *leaving]))
 
 
-class KeyStates:
-    """An engine's state in Spark, per key: the keys a batch touches are read into an
-    empty :class:`Engine` before it runs and written back after, the rest stay put. A key
-    rests as a head and the row segments of the batches that appended to its windows
-    (``key_layout``), so a batch writes what it changed, not the whole window."""
-
-    def __init__(self, heads, segments, start: str, label: int) -> None:
-        self.heads = MapCalls(heads)  # key (JSON text) → its head (codec "head" bytes)
-        self.segments = MapCalls(segments)  # (key, batch) → rows (codec "segment" bytes)
-        self.slot = (start, label)
-        self.files = WarmFiles(start, label)  # what the last batch wrote, for any worker
-        # where load found the keys ("new": batch 0, when no key can have state yet)
-        self.restored = {"memory": 0, "file": 0, "store": 0, "new": 0}
-        self.warm: dict[str, dict] = {}  # this engine's keys this worker wrote last batch
-        self.layouts: dict[str, Layout] = {}  # how the state store holds each key
-        self.began: dict[str, list[Table]] = {}  # the window tables a key began with
-        self.stored: set[str] = set()  # keys of the running batch that had state
-
-    def load(self, engine: Engine, keys: list[str], batch: int) -> None:
-        """Put the state of ``keys`` (JSON texts) as of the previous batch into
-        ``engine``: from this worker's memory when it ran that batch, else from the file
-        that batch left on this host (``warm_state_files``), else from Spark's state store."""
-        entry = _WARM.pop(self.slot, None)  # taken: a failure below must not leave it
-        drop_stale(_WARM, self.slot[0], batch)
-        ran_last = entry is not None and entry[0] == batch - 1
-        self.warm, self.layouts = (entry[1], entry[2]) if entry and ran_last else ({}, {})
-        states = {text: self.warm[text] for text in keys if text in self.warm}
-        in_memory = len(states)
-        # the file holds what the last batch wrote: all in memory if this worker ran it
-        left = {} if ran_last or not keys else self._read_file(batch - 1)
-        for text in keys:
-            if text not in states and text in left:
-                state, self.layouts[text] = left[text]
-                states[text] = engine.check_state(state, text)
-        cold = [text for text in keys if text not in states]
-        # Nothing is in the store before batch 0: a stateful operator's batch N reads the
-        # store's version N, which batch N - 1 committed, and version 0 is empty (also when
-        # a restart replays a batch 0 that never committed). Skipping the look-ups saves
-        # a bounded run's one batch about 0.12 ms per key.
-        first = batch == 0
-        if not first:
-            states.update(self._read_store(engine, cold))
-        self.restored = {"memory": in_memory, "file": len(keys) - len(cold) - in_memory,
-                         "store": 0 if first else len(cold), "new": len(cold) if first else 0}
-        self.stored = set(states)
-        self.began = {text: split_state(state)[2] for text, state in states.items()}
-        engine.put_states({json.loads(text): state for text, state in states.items()})
-
-    def _read_file(self, batch: int) -> dict[str, tuple[dict, Layout]]:
-        """The keys ``batch`` left in this host's file (none when there is no file, or
-        one that does not decode as packed key states: the state store has them)."""
-        blob = self.files.read(batch)
-        if blob is None:
-            return {}
-        try:
-            return unpack(codec.decode(blob, "warm", f"warm states of batch {batch}"))
-        except codec.StateFormatError:
-            return {}
-
-    def _read_store(self, engine: Engine, keys: list[str]) -> dict[str, dict]:
-        """The states of ``keys`` that have one in Spark's state store: each key's head,
-        then the live segments of all of them in one pass."""
-        heads = {}
-        for text, blob in zip(keys, self.heads.get_values([(t,) for t in keys]), strict=True):
-            if blob is not None:
-                heads[text] = read_head(blob[0], text)
-                self.layouts[text] = heads[text][1]
-        wanted = [(text, b) for text, (_, layout, _) in heads.items() for b in layout.segments]
-        blobs = iter(self.segments.get_values(wanted))
-        states = {}
-        for text, (rest, layout, rows) in heads.items():
-            segments = [next(blobs) for _ in layout.segments]  # none: rows in the head
-            if any(s is None for s in segments):
-                raise codec.StateFormatError(f"state of key {text}: a segment is missing")
-            state = rebuild(rest, layout, rows, [s[0] for s in segments], text)  # type: ignore[index]
-            states[text] = engine.check_state(state, text)
-        return states
-
-    def save(self, engine: Engine, keys: list[str], batch: int) -> None:
-        """Write back the state of ``keys`` after the batch (a key left without state,
-        such as a ``#time`` window that emptied, is removed)."""
-        values = [json.loads(text) for text in keys]
-        states = engine.take_states(values)
-        kept = [(text, states[value]) for text, value in zip(keys, values, strict=True)
-                if value in states]
-        plans = [plan(state, self.layouts.get(text), self.began.get(text), batch)
-                 for text, state in kept]
-        texts = [text for text, _ in kept]
-        self.heads.update_values(((text,), (p.head,)) for text, p in zip(texts, plans,
-                                                                         strict=True))
-        self.segments.update_values(((text, batch), (p.segment,)) for text, p in zip(
-            texts, plans, strict=True) if p.segment is not None)
-        self.segments.remove_keys([(text, b) for text, p in zip(texts, plans, strict=True)
-                                   for b in p.dropped])
-        layouts = {text: p.layout for text, p in zip(texts, plans, strict=True)}
-        self.files.write(batch, codec.encode(pack(texts, [state for _, state in kept],
-                                                  list(layouts.values())), "warm"))
-        self.warm.update(kept)
-        self.layouts.update(layouts)
-        self.remove([text for text, value in zip(keys, values, strict=True)
-                     if value not in states])
-        _WARM[self.slot] = (batch, self.warm, self.layouts)
-
-    def remove(self, keys: list[str]) -> None:
-        """Forget keys (handed over to another engine, or left without state)."""
-        layouts = [self.layouts.pop(text, None) for text in keys]
-        for text in keys:
-            self.warm.pop(text, None)
-        self.heads.remove_keys([(text,) for text in keys if text in self.stored])
-        self.segments.remove_keys([(text, b) for text, layout in zip(keys, layouts, strict=True)
-                                   if layout is not None for b in layout.segments])
+def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:
+    """Merge the work engine back into the resident one and append the batch to the
+    engine's log: its change (a delta), or the whole engine (a base) where the fold
+    rule says so (``engine_log.py``). Returns the token drawn for this processing of
+    the batch, the kind of blob and its bytes."""
+    before = log.version()
+    change = engine.merge_in(work, keys)
+    blob = codec.encode(change, "change")
+    kind = "delta"
+    if before is None or before.folds(len(blob)):
+        blob, kind = engine.snapshot(), "base"
+    token = uuid.uuid4().hex
+    log.append(batch, token, blob, base=kind == "base")
+    return {"token": token, "kind": kind, "bytes": len(blob)}
 
 
-def drop_stale(warm: dict[tuple[str, int], tuple], start: str, batch: int) -> None:
-    """Forget the warm states no batch ``batch`` of query ``start`` can use: another
-    query's (one that ended would otherwise keep every key it held in this worker's
-    memory for the session's life, and slow the next query's tasks with it), and those
-    of an engine whose later batch ran in another worker (stale for good)."""
-    for slot in [s for s, entry in warm.items() if s[0] != start or entry[0] < batch - 1]:
-        del warm[slot]
+def injected_fault(batch: int, label: int) -> None:
+    """For the retry test only: ``CEP_FAULT_AFTER_SAVE="batch,label,marker"`` fails
+    that engine's task once (the marker file says it did), after its resident copy
+    advanced and before the task commits, so that Spark retries it."""
+    spec = os.environ.get("CEP_FAULT_AFTER_SAVE")
+    if not spec:
+        return
+    at_batch, at_label, marker = spec.split(",", 2)
+    if (int(at_batch), int(at_label)) == (batch, label) and not os.path.exists(marker):
+        with open(marker, "x"):
+            pass
+        raise RuntimeError(f"injected fault in engine {label}'s batch {batch}")
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
-    """Adopt the keys that move to engine ``e`` in this batch (DESIGN §2, step 1)."""
+    """Adopt the keys that move to engine ``e`` in this batch (step 1 of
+    docs/architecture.md#handoff-protocol)."""
     prev = key_map(store, batch - 1) if batch > 0 else None
     keys = imports(e, prev, key_map(store, batch))
     if keys:

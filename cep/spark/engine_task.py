@@ -37,7 +37,7 @@ class EngineTask:
     # engine index -> factor: that engine's processing takes factor times as long, to
     # show capacity-aware balancing on a machine whose engines are all equally fast
     slowdown: dict[int, float]
-    start: str  # names this start of the query: a worker's warm states never outlive it
+    start: str  # names this start of the query: a worker's resident engines never outlive it
 
 
 def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,

@@ -1,8 +1,10 @@
 """One CEP engine as a ``transformWithStateInPandas`` stateful processor.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the state per key, the
-events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
+micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the engine's state,
+the events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
+Its state variables, with ``StructType`` schemas (no DDL string parsed per call), are
+``engine_log.py``'s.
 
 Why the batch lives in another module: before a query's first batch, Spark unpickles
 this processor on the driver, in a Python process of its own, only to call ``init`` and
@@ -43,19 +45,16 @@ class EngineProcessor(StatefulProcessor):
                  chain: ChainParts | None = None) -> None:
         self.task = engine_task(module, labels, parts, store, slowdown, chain)
 
-    @property
-    def start(self) -> str:
-        """Names this start of the query (its engines' warm state files go with it)."""
-        return self.task.start
-
     def init(self, handle) -> None:
-        self.heads = handle.getMapState("keys", "key string", "head binary")
-        self.segments = handle.getMapState("segments", "key string, batch long", "rows binary")
+        from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA, VERSION_SCHEMA
+
+        self.version = handle.getValueState("version", VERSION_SCHEMA)
+        self.log = handle.getMapState("log", LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         from cep.spark.engine_batch import run_engine_batch
 
-        return run_engine_batch(self.task, self.heads, self.segments, key, rows)
+        return run_engine_batch(self.task, self.version, self.log, key, rows)
 
     def close(self) -> None:
         """The task ends: no MongoDB client of it outlives it (see

@@ -71,15 +71,19 @@ from cep.spark.source_config import SourceConfig
 from cep.spark.splitter.balancer import Balancer
 from cep.spark.splitter.engine_labels import stage_labels
 from cep.spark.splitter.routing import key_grouping, map_grouping, partial_key_grouping
-from cep.spark.warm_state_files import remove_start
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 
-#: How engine state is laid out in Spark's state store (``engine_batch.KeyStates``); a run
+#: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
-STATE_LAYOUT = "per-key-2"  # 2: a head and row segments per key (key_layout.py)
+STATE_LAYOUT = "changelog-1"  # a version and a log of a base and deltas per engine
+# The parts of a trigger that Spark's progress reports time, besides its whole and its
+# planning (``_add_spark_times``)
+SPARK_PARTS = {"latest_offset": "latestOffset", "get_batch": "getBatch",
+               "wal_commit": "walCommit", "add_batch": "addBatch",
+               "commit_offsets": "commitOffsets"}
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
 
 
@@ -219,9 +223,6 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         source.stop_file.unlink(missing_ok=True)
         processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),
                                     source.chain)
-        # the engines' files for their next batch (this host's; on a cluster, the
-        # executors' hosts keep at most two batches per engine of a run)
-        cleanup.callback(remove_start, processor.start)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
                   .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
@@ -323,7 +324,10 @@ def _idle(query, workdir: Path, lag: int) -> bool:
 def _add_spark_times(metrics: list[dict], progress: list) -> None:
     """Add Spark's own per-batch times (milliseconds, from the query's progress reports)
     to the metrics of the batches this process ran: ``trigger`` the batch's wall time,
-    ``planning``, and ``state_commit`` summed over the engines' state stores."""
+    ``planning``, ``state_commit`` summed over the engines' state stores, and the
+    trigger's other parts (``latest_offset``, ``get_batch``, ``wal_commit``: the offsets
+    log; ``add_batch``: the batch's job, cep's sink included; ``commit_offsets``: the
+    commit log), so that Spark's fixed cost per micro-batch can be told from the work."""
     by_batch = {m["batch"]: m for m in metrics}
     for report in progress:
         info = json.loads(report.json)
@@ -336,6 +340,7 @@ def _add_spark_times(metrics: list[dict], progress: list) -> None:
             "planning": durations.get("queryPlanning", 0),
             "state_commit": sum(op.get("commitTimeMs", 0)
                                 for op in info.get("stateOperators", [])),
+            **{name: durations.get(key, 0) for name, key in SPARK_PARTS.items()},
         }
 
 

@@ -181,7 +181,10 @@ class BatchSink:
         cpu = np.zeros(self.n_engines)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         counts = {"dead": 0, "blank": 0, "truth": 0}
-        restored = {"memory": 0, "file": 0, "store": 0, "new": 0}  # where engines found keys
+        # where the engines came from (resident.py) and the log entries they read
+        restored = {"resident": 0, "caught_up": 0, "rebuilt": 0, "new": 0, "log_entries": 0}
+        held = {"keys_held": 0, "state_bytes": 0}  # summed over engines
+        saved = {"base": 0, "delta": 0}  # the blobs the engines wrote
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
         chained: dict[str, int] = {}  # events of later stages, per stage
@@ -202,6 +205,10 @@ class BatchSink:
                 counts[name] += info.get(name, 0)
             for name, n in info.get("restored", {}).items():
                 restored[name] += n
+            for name in held:
+                held[name] += info.get(name, 0)
+            if "saved" in info:
+                saved[info["saved"]] += 1
             for rule, (n, hits) in info.get("outputs", {}).items():
                 total = outputs.setdefault(rule, [0, 0])
                 total[0] += n
@@ -223,6 +230,8 @@ class BatchSink:
             "cpu_s_per_engine": [round(c, 4) for c in cpu.tolist()],
             "stage_s": {k: round(v, 4) for k, v in stages.items()},
             "keys_restored": restored,
+            **held,
+            "state_saved": saved,
             "rstd": round(rstd(rows.astype(float)), 3),
             "latest_events": merge_latest(stats),
             "sink_s": round(time.perf_counter() - started, 4),

@@ -61,13 +61,13 @@ def test_kg_and_dlb_l_equal_the_reference(spark, fsd, strategy):
         assert any(m["rebalanced"] for m in run.metrics)
         assert sum(m["exported_keys"] for m in run.metrics) > 0
     assert records == expected
-    # batch 0 asks the state store nothing (it is empty), and from then on engines
-    # find most keys in a worker's memory or the last batch's file
+    # batch 0's engines start empty, and from then on most find their engine resident
+    # in a worker's memory or catch it up from the log, rather than rebuild it
     first = [m["keys_restored"] for m in run.metrics if m["batch"] == 0]
-    assert first[0]["new"] > 0 and first[0]["store"] == first[0]["memory"] == 0
+    assert first[0]["new"] == 5 and first[0]["rebuilt"] == first[0]["resident"] == 0
     later = [m["keys_restored"] for m in run.metrics if m["batch"] > 0]
     assert all(r["new"] == 0 for r in later)
-    assert sum(r["memory"] + r["file"] for r in later) > sum(r["store"] for r in later)
+    assert sum(r["resident"] + r["caught_up"] for r in later) > sum(r["rebuilt"] for r in later)
 
 
 def test_pkg_false_first_stories_are_counted(spark, fsd, capsys):

@@ -1,6 +1,6 @@
 """The checker: AST → checked IR, or a located :class:`RuleError`.
 
-What it decides (the semantics the engine relies on, see README "Rule semantics"):
+What it decides (the semantics the engine relies on, see docs/language.md#semantics):
 * every name resolves: streams, fields (bare, ``alias.f``, ``tag.f``, ``tag[i].f``),
   variables (replaced by their value), functions (the signatures of
   :mod:`cep.lang.signatures`);
@@ -57,8 +57,9 @@ def compile_module(
     """Check a parsed rule file; ``overrides`` are ``--set name=value`` strings.
 
     ``state_ttl_us`` bounds the state that no rule bounds itself (``#keepall`` windows,
-    patterns without WITHIN) to that much event time per key; see README "State
-    time-to-live". Windows and patterns with a bound of their own are left as written.
+    patterns without WITHIN) to that much event time per key; see
+    docs/language.md#state-time-to-live. Windows and patterns with a bound of their own
+    are left as written.
     """
     if state_ttl_us is not None and state_ttl_us <= 0:
         raise ValueError(f"the state time-to-live must be positive, got {state_ttl_us} µs")

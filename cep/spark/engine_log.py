@@ -1,0 +1,113 @@
+"""An engine's durable state in Spark's state store: a changelog, a base and its deltas.
+
+Why not the state per key: PySpark's state calls cost one socket round trip each (about
+50-300 µs here, no multi-key get or put exists in any 4.x), so state kept per key cost
+what the keys touched cost (FSD, 5 engines, 2.95M tweets: 62 task seconds restoring and
+saving against 34 processing). Here a batch costs two calls whatever its keys: it reads
+the engine's ``version`` and appends one blob to its ``log``.
+
+Per engine label (the operator's grouping key) the store holds:
+
+* ``version`` (ValueState): the batch the durable state reflects and the token of the
+  processing that wrote it, the batch of the log's base and its bytes, the bytes of the
+  deltas written since, and the batches that have a log entry (the base first);
+* ``log`` (MapState): batch -> (token, blob). A **base** is the whole engine
+  (``Engine.snapshot``, codec kind ``engine``); a **delta** is what the batch changed
+  (``Engine.merge_in``'s change, codec kind ``change``: its keys, per window the rows
+  each key kept and the rows it gained, per rule the keys' other state whole).
+
+The fold rule: a batch writes a base (and clears the older entries) instead of its delta
+when the deltas since the last base would add up to more than the base's bytes (at least
+``FOLD_FLOOR``), or to more than ``MAX_DELTAS`` entries. Writing stays amortised O(bytes
+changed), and rebuilding the engine reads at most about twice its state in at most
+``MAX_DELTAS + 1`` calls.
+
+A task's writes reach the store only when its task commits; a failed or retried task's
+never do. That is what makes ``version`` the truth that ``resident.py`` checks a
+worker's memory against.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+VERSION_SCHEMA = StructType([
+    StructField("batch", LongType()), StructField("token", StringType()),
+    StructField("base", LongType()), StructField("base_bytes", LongType()),
+    StructField("delta_bytes", LongType()), StructField("entries", ArrayType(LongType()))])
+LOG_KEY_SCHEMA = StructType([StructField("batch", LongType())])
+LOG_VALUE_SCHEMA = StructType([StructField("token", StringType()),
+                               StructField("blob", BinaryType())])
+
+# Fold settings; the environment variables exist for tests, which need folds in runs of
+# a few kilobytes of state.
+FOLD_FLOOR = int(os.environ.get("CEP_STATE_FOLD_FLOOR", 1 << 20))
+MAX_DELTAS = int(os.environ.get("CEP_STATE_MAX_DELTAS", 32))
+
+
+@dataclass(frozen=True)
+class Version:
+    """What the durable state of an engine is at (see the module's docstring)."""
+
+    batch: int
+    token: str
+    base: int
+    base_bytes: int
+    delta_bytes: int
+    entries: tuple[int, ...]
+
+    def after(self, batch: int) -> list[int]:
+        """The log's entries after ``batch``, oldest first."""
+        return [b for b in self.entries if b > batch]
+
+    def folds(self, delta_bytes: int) -> bool:
+        """Whether a delta of ``delta_bytes`` goes as a base instead (the fold rule)."""
+        return (self.delta_bytes + delta_bytes > max(self.base_bytes, FOLD_FLOOR)
+                or len(self.entries) > MAX_DELTAS)
+
+
+class EngineLog:
+    """One engine label's ``version`` and ``log`` state variables."""
+
+    def __init__(self, version, log) -> None:
+        self.version_state = version
+        self.log = log
+        self._version: list[Version | None] = []  # read once per batch
+
+    def version(self) -> Version | None:
+        """The durable state's version as the batch began; None before the engine's
+        first batch committed."""
+        if not self._version:
+            row = self.version_state.get()
+            self._version.append(None if row is None else Version(
+                int(row[0]), str(row[1]), int(row[2]), int(row[3]), int(row[4]),
+                tuple(int(b) for b in row[5])))
+        return self._version[0]
+
+    def entry(self, batch: int) -> tuple[str, bytes] | None:
+        """The log's entry of ``batch``: (token, blob), or None."""
+        row = self.log.getValue((batch,))
+        return None if row is None else (str(row[0]), bytes(row[1]))
+
+    def append(self, batch: int, token: str, blob: bytes, base: bool) -> None:
+        """Write ``batch``'s blob, a base (the older entries go) or a delta after the
+        version the batch began at, and the version that says so."""
+        before = self.version()
+        if base or before is None:
+            self.log.clear()
+            version = (batch, token, batch, len(blob), 0, [batch])
+        else:
+            version = (batch, token, before.base, before.base_bytes,
+                       before.delta_bytes + len(blob), [*before.entries, batch])
+        self.log.updateValue((batch,), (token, blob))
+        self.version_state.update(version)
