@@ -460,7 +460,7 @@ def engine_state_bytes(module, table: Table, batch_size: int) -> int:
     first = {name: column[:batch_size] for name, column in table.items()}
     rows = route_part(module, {"S": first}, engine_labels(ENGINES), key_grouping(ENGINES),
                       0, {})
-    _, mine, _, _, _ = pickle.loads(rows[0][1])  # made by this process just now
+    _, mine, _, _, _, _ = pickle.loads(rows[0][1])  # made by this process just now
     engine = Engine(module)
     engine.process(mine, dataclasses.replace(input_watermark(module, {"S": first}), final=False))
     return len(engine.snapshot())

@@ -91,6 +91,21 @@ class Watermark:
             return int(self.seq[at])
         return self.end_seq if self.final else None
 
+    def plain(self) -> dict:
+        """As plain values (what a later stage of an INSERT INTO chain gets on Spark)."""
+        return {"before": self.before, "seq": self.seq.tolist(), "wm": self.wm.tolist(),
+                "final": self.final, "end_seq": self.end_seq}
+
+    @staticmethod
+    def from_plain(values: dict) -> Watermark:
+        """:meth:`plain`'s values (read from a file: checked to be what it wrote)."""
+        seq = np.asarray(values["seq"], dtype=np.int64)
+        wm = np.asarray(values["wm"], dtype=np.int64)
+        if seq.ndim != 1 or seq.shape != wm.shape:
+            raise ValueError("not a watermark")
+        return Watermark(int(values["before"]), seq, wm, bool(values["final"]),
+                         int(values["end_seq"]))
+
     def between(self, lo: int, hi: int, final: bool) -> Watermark:
         """The part of this watermark for events in [lo, hi) (a batch of a batch); the
         end of input only where ``final``."""

@@ -61,6 +61,29 @@ class ClockPiece:
             table[stream.timestamp].astype(np.int64) if timed else _NONE)  # type: ignore[index]
 
 
+    def rises(self) -> ClockPiece:
+        """This piece with only the events at which its own largest timestamp rises:
+        all the clock needs of it (the watermark rises only where some clock's largest
+        timestamp does), so a source task sends the engines a few numbers per piece,
+        not a timestamp per event."""
+        if len(self.ts) < 2:
+            return self
+        top = np.maximum.accumulate(self.ts)
+        keep = np.r_[True, top[1:] > top[:-1]]
+        return ClockPiece(self.ordinal, self.lo, self.source, self.idle, self.seq[keep],
+                          self.ts[keep])
+
+    def plain(self) -> tuple:
+        """As plain values (what travels to the engines in a payload)."""
+        return (self.ordinal, self.lo, self.source, self.idle, self.seq, self.ts)
+
+    @staticmethod
+    def from_plain(values: tuple) -> ClockPiece:
+        ordinal, lo, source, idle, seq, ts = values
+        return ClockPiece(int(ordinal), int(lo), str(source), bool(idle),
+                          np.asarray(seq, np.int64), np.asarray(ts, np.int64))
+
+
 _NONE = np.empty(0, dtype=np.int64)
 
 
