@@ -9,8 +9,10 @@ import json
 
 import numpy as np
 import pytest
+from support.chaos import chaos
 from support.spark_runs import reference, run_and_read
 
+from cep.balancing import strategies
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import reference_run
@@ -77,3 +79,34 @@ def test_spark_fires_timers_as_the_reference(spark, timers_case, engines, batch_
     # time has passed freed on every engine; what is left (#length(1)'s last row) is
     # what the reference holds
     assert run.metrics[-1]["keys_held"] == held == 12
+
+
+@pytest.mark.parametrize("strategy", ["dlb-l", "chaos"])
+def test_keys_moving_with_timers_pending_give_exactly_the_kg_events(
+        spark, timers_case, strategy, monkeypatch):
+    """Keys move between engines, through MongoDB, while their timers, open windows and
+    intervals are pending (devices that went silent included): the events are KG's."""
+    monkeypatch.setitem(strategies.STRATEGIES, "chaos", chaos)
+    module, path, expected, _ = timers_case
+    run, records = run_and_read(module, path, engines=3, batch_size=20, strategy=strategy,
+                                threshold=5.0)
+    assert sum(m["exported_keys"] for m in run.metrics) > 0
+    assert records == expected
+
+
+def test_keys_held_fall_back_to_the_recently_active_keys(spark, tmp_path):
+    """60 users, each active for one minute in turn, under a #time(5 min) rule: after
+    each batch the engines hold the users of the last five minutes or so, not every
+    user seen, and nothing once the input has ended."""
+    events = [{"device": f"u{i}", "ts": i * 60_000 + j * 10_000, "v": j}
+              for i in range(60) for j in range(5)]
+    path = tmp_path / "users.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    module = compile_text("CREATE SCHEMA Beat (device string, ts timestamp, v int) "
+                          "TIMESTAMP ts;\nSELECT device, count(*) AS n "
+                          "FROM Beat#groupwin(device)#time(5 min);", "recent")
+    run, records = run_and_read(module, path, engines=3, batch_size=25)
+    assert records == reference(module, path)
+    held = [m["keys_held"] for m in run.metrics]
+    assert len(held) > 10 and max(held) <= 11  # about 5 minutes of users, of 60
+    assert held[-1] == 0
