@@ -53,6 +53,7 @@ Writes bench/results/spark.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pickle
@@ -73,7 +74,7 @@ from cep.engine.output import output_records
 from cep.engine.table import SEQ, SUB, Table
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
-from cep.reference import batch_bounds, run_reference
+from cep.reference import batch_bounds, input_watermark, run_reference
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig
 from cep.spark.delivery import read_output
@@ -459,9 +460,9 @@ def engine_state_bytes(module, table: Table, batch_size: int) -> int:
     first = {name: column[:batch_size] for name, column in table.items()}
     rows = route_part(module, {"S": first}, engine_labels(ENGINES), key_grouping(ENGINES),
                       0, {})
-    _, mine, _, _, _ = pickle.loads(rows[0][1])  # made by this process just now
+    _, mine, _, _, _, _ = pickle.loads(rows[0][1])  # made by this process just now
     engine = Engine(module)
-    engine.process(mine)
+    engine.process(mine, dataclasses.replace(input_watermark(module, {"S": first}), final=False))
     return len(engine.snapshot())
 
 

@@ -34,7 +34,7 @@ from cep.engine.table import SEQ, SUB, take
 from cep.io.inputs import load_inputs
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
-from cep.reference import batch_bounds, run_batch
+from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 PATTERN = ("CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
@@ -44,9 +44,11 @@ PATTERN = ("CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP
 
 def run(module: ir.CompiledModule, inputs: dict, batch: int) -> Engine:
     engine = Engine(module)
-    for lo, hi in batch_bounds(inputs, batch):
+    bounds = batch_bounds(inputs, batch)
+    clocks = batch_watermarks(input_watermark(module, inputs), bounds)
+    for (lo, hi), clock in zip(bounds, clocks, strict=True):
         run_batch(module, engine, {n: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi))
-                                   for n, t in inputs.items()})
+                                   for n, t in inputs.items()}, clock)
     return engine
 
 

@@ -60,13 +60,14 @@ class Rules:
 
     def run(self, source: Source, *, runner: str = "spark", engines: int = 5,
             batch_size: int | None = None, master: str = "local[*]",
-            dead_letter: str | None = None) -> pd.DataFrame:
-        """Every complex event of the rules over a bounded ``source``, as a DataFrame."""
+            dead_letter: str | None = None, late: str = "process") -> pd.DataFrame:
+        """Every complex event of the rules over a bounded ``source``, as a DataFrame;
+        ``late``: ``process`` or ``drop`` the events below the watermark."""
         with tempfile.TemporaryDirectory(prefix="cep-api-") as tmp:
             config = RunConfig(self._specs(source, Path(tmp)), runner=runner,
                                output=Output(collect=True), engines=engines,
                                batch_size=batch_size, master=master,
-                               dead_letter=dead_letter, progress=False)
+                               dead_letter=dead_letter, progress=False, late=late)
             result = run(self.module, config)
         records = result.records
         assert records is not None  # collected

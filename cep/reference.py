@@ -5,17 +5,28 @@ Spark and no Splitter: derive streams, attach keys, feed one :class:`Engine`. Cu
 input into batches (``batch_size``) must not change the output; tests use that, and the
 Spark runtime is compared against this runner event for event. A module with an INSERT
 INTO chain (``ir.Stage``) runs one engine per stage, stage after stage within a batch.
+
+Event time: the watermark through the input (``cep.engine.clock``) is computed from the
+input log (``cep.io.event_time``) or, for inputs given as tables, from their events in
+seq order; the input is bounded, so it ends at +infinity and every pending timer fires.
+An event below the watermark is *late*: counted, and under the ``drop`` policy taken out
+before any rule sees it (the caller dead-letters it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from cep.engine.clock import Watermark, late_mask
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine, sort_output
+from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events, output_only
-from cep.engine.output import empty_output
+from cep.engine.output import empty_output, sort_output, stamp_stateless
 from cep.engine.table import SEQ, Table, concat, take
+from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
+from cep.io.inputlog import SEQ_SHIFT
 from cep.lang import ir
 
 
@@ -33,43 +44,141 @@ def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple
     return list(zip(lows.tolist(), highs.tolist(), strict=True))
 
 
-def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table]) -> Table:
+def input_watermark(module: ir.CompiledModule, inputs: dict[str, Table]) -> Watermark:
+    """The watermark through inputs given as tables (one clock, events in seq order),
+    ending after their last event's segment."""
+    seqs, times, last = [], [], -1
+    for name in module.input_streams:
+        table, ts = inputs.get(name), module.streams[name].timestamp
+        if table and len(table[SEQ]):
+            last = max(last, int(table[SEQ].max()))
+            if ts is not None:
+                seqs.append(table[SEQ])
+                times.append(table[ts])
+    end = end_of_log((last >> SEQ_SHIFT) + 1) if last >= 0 else 0
+    if not seqs:
+        return Watermark(final=True, end_seq=end)
+    seq, ts = np.concatenate(seqs), np.concatenate(times)
+    order = np.argsort(seq, kind="stable")
+    piece = ClockPiece(0, 0, FILES, False, seq[order], ts[order])
+    return EventClock(module.lateness_us).advance([piece], final=True, end_seq=end)
+
+
+def batch_watermarks(clock: Watermark, bounds: list[tuple[int, int]]) -> list[Watermark]:
+    """The watermark through each batch ``bounds`` of an input (the end of the input
+    in the last): what a runner that cuts the input so hands its engines."""
+    return [clock.between(lo, hi, i == len(bounds) - 1) for i, (lo, hi) in enumerate(bounds)]
+
+
+def log_watermark(module: ir.CompiledModule, pieces: list[ClockPiece], end_seq: int
+                  ) -> Watermark:
+    """The watermark through a bounded input log read piece by piece (Kafka partitions
+    as separate clocks, idle marks included: ``cep.io.event_time``)."""
+    return EventClock(module.lateness_us).advance(pieces, final=True, end_seq=end_seq)
+
+
+@dataclass
+class ReferenceRun:
+    """A reference run's events (in the reference order), its late events (seq, ts and
+    the watermark they were below) and per batch what the engines held after it."""
+
+    output: Table
+    late: dict[str, np.ndarray]
+    batches: list[dict] = field(default_factory=list)
+
+
+def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
+                  batch_size: int | None = None, watermark: Watermark | None = None,
+                  late: str = "process", figures: bool = False) -> ReferenceRun:
+    """Every output row of the module over the inputs, in the reference order, with the
+    late events (taken out first under ``late="drop"``) and, with ``figures``, what each
+    batch did and left in the engines (a snapshot of them per batch: for runs, not for
+    tests that cut an input into many batches)."""
+    clock = watermark if watermark is not None else input_watermark(module, inputs)
+    found = late_events(module, inputs, clock)
+    if late == "drop" and len(found["seq"]):
+        inputs = {name: take(t, ~np.isin(t[SEQ], found["seq"])) if t else t
+                  for name, t in inputs.items()}
+    engines = [Engine(stage) for stage in module.stage_modules()]
+    outputs, batches = [], []
+    bounds = batch_bounds(inputs, batch_size) or [(0, 0)]
+    clocks = [clock] if len(bounds) == 1 else batch_watermarks(clock, bounds)
+    for i, (lo, hi) in enumerate(bounds):
+        chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
+            name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
+        part = clocks[i]
+        out = run_stages(module, engines, chunk, part)
+        outputs.append(out)
+        if figures:
+            batches.append(batch_figures(i, chunk, out, engines, part, found["seq"], lo, hi))
+    order = {name: i for i, name in enumerate(module.outputs)}
+    return ReferenceRun(sort_output(concat(outputs) or empty_output(), order), found,
+                        batches)
+
+
+def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],
+                  batch_size: int | None = None, watermark: Watermark | None = None,
+                  late: str = "process") -> Table:
+    """Every output row of the module over the inputs, in the reference order."""
+    return reference_run(module, inputs, batch_size, watermark, late).output
+
+
+def late_events(module: ir.CompiledModule, inputs: dict[str, Table], clock: Watermark
+                ) -> dict[str, np.ndarray]:
+    """The input events below the watermark when they arrive: their seq, timestamp and
+    that watermark, in seq order."""
+    seqs, times = [], []
+    for name in module.input_streams:
+        table, ts = inputs.get(name), module.streams[name].timestamp
+        if table and ts is not None and len(table[SEQ]):
+            late = late_mask(table[SEQ], table[ts], clock)
+            seqs.append(table[SEQ][late])
+            times.append(table[ts][late])
+    seq = np.concatenate(seqs) if seqs else np.empty(0, np.int64)
+    ts = np.concatenate(times) if times else np.empty(0, np.int64)
+    order = np.argsort(seq, kind="stable")
+    seq, ts = seq[order], ts[order]
+    return {"seq": seq, "ts": ts, "watermark": clock.just_before(seq)}
+
+
+def batch_figures(batch: int, inputs: dict[str, Table], out: Table, engines: list[Engine],
+                  clock: Watermark, late: np.ndarray, lo: int, hi: int) -> dict:
+    """What a batch did and what the engines hold after it: the figures a Spark batch
+    reports (``watermark`` is its value after the batch's last event)."""
+    return {"batch": batch,
+            "events_in": sum(len(t[SEQ]) for t in inputs.values() if t),
+            "events_out": len(out["seq"]) if out else 0,
+            "watermark": clock.last,
+            "late_events": int(((late >= lo) & (late < hi)).sum()),
+            "keys_held": sum(len(e.keys()) for e in engines),
+            "state_bytes": sum(len(e.snapshot()) for e in engines)}
+
+
+def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table],
+              clock: Watermark) -> Table:
     """One batch through stateless rules, keys and the engine; all output rows."""
-    return _run_stage(module, engine, inputs)[1]
+    return _run_stage(module, engine, inputs, clock)[1]
 
 
-def _run_stage(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table]) -> tuple[
-        dict[str, Table], Table]:
+def _run_stage(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table],
+               clock: Watermark) -> tuple[dict[str, Table], Table]:
     """One stage of one batch: every stream after its stateless rules, and its rows."""
     streams, stateless = derive_streams(module, inputs)
     keyed = {name: add_keys(streams[name], module.key) for name in module.stateful_streams()}
-    out = engine.process(keyed)
-    return streams, concat([*stateless, out]) or empty_output()
+    out = engine.process(keyed, clock)
+    placed = [stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless]
+    return streams, concat([*placed, out]) or empty_output()
 
 
 def run_stages(module: ir.CompiledModule, engines: list[Engine],
-               inputs: dict[str, Table]) -> Table:
+               inputs: dict[str, Table], clock: Watermark) -> Table:
     """One batch through every stage of an INSERT INTO chain (one engine per stage, see
     ``CompiledModule.stage_modules``): each stage's inserting rules' rows become events
     of the next stage's streams (``cep.engine.insert_into``); the rows that are output."""
     streams = inputs
     outputs = []
     for stage, engine in zip(module.stage_modules(), engines, strict=True):
-        streams, out = _run_stage(stage, engine, streams)
+        streams, out = _run_stage(stage, engine, streams, clock)
         outputs.append(output_only(module, out))
         streams = {**streams, **complex_events(module, out)}
     return concat(outputs) or empty_output()
-
-
-def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],
-                  batch_size: int | None = None) -> Table:
-    """Every output row of the module over the inputs, ordered by (seq, rule)."""
-    engines = [Engine(stage) for stage in module.stage_modules()]
-    outputs = []
-    bounds = batch_bounds(inputs, batch_size)
-    for lo, hi in bounds:
-        chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
-            name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
-        outputs.append(run_stages(module, engines, chunk))
-    order = {name: i for i, name in enumerate(module.outputs)}
-    return sort_output(concat(outputs) or empty_output(), order)

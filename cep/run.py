@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cep.engine.output import output_records
+from cep.io.deadletter import DeadLetter
 from cep.io.inputs import InputError, load_inputs
+from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import write_metrics, write_records
 from cep.lang import ir
 from cep.quality import precision_recall, quality_from_metrics
-from cep.reference import run_reference
+from cep.reference import log_watermark, reference_run
 from cep.run_config import Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.transports.outputs import is_uri_output
@@ -61,7 +63,8 @@ def embedded_kafka_for(uris: Iterable[str]) -> contextlib.AbstractContextManager
 
 def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
     """The reference evaluator over the whole input: its events written (or handed
-    back) at the end, its metrics one batch."""
+    back) at the end, its metrics a row per batch (one without ``batch_size``), with
+    the watermark, late events and what the engines hold after it."""
     started = time.perf_counter()
     output = config.output
     if config.follow:
@@ -75,17 +78,25 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
     with embedded_kafka_for(config.inputs):
         loaded = load_inputs(module, list(config.inputs), config.dead_letter,
                              max_record_bytes=limit)
-    records = output_records(run_reference(module, loaded.tables, config.batch_size))
+        clock = log_watermark(module, loaded.clock, loaded.end_seq)
+        reference = reference_run(module, loaded.tables, config.batch_size, clock,
+                                  config.late, figures=True)
+        late = len(reference.late["seq"])
+        if late and config.late == "drop":
+            with DeadLetter(config.dead_letter, append=True) as dead:
+                add_late_letters(dead, module, loaded.segments, reference.late)
+    records = output_records(reference.output)
     if not output.collect:
         write_records(records, output.path, output.fmt)
     quality = (precision_recall(records, loaded.truth_ids)
                if loaded.truth_ids is not None else None)
-    metrics = [{"batch": 0, "events_in": loaded.accepted, "events_out": len(records)}]
+    metrics = reference.batches
     if config.metrics_file:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
     totals = {"events_in": loaded.accepted, "events_out": len(records),
-              "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped}
+              "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped,
+              "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
                      outputs_per_rule=dict(Counter(r["rule"] for r in records)),
                      quality=quality, records=records if output.collect else None)

@@ -25,6 +25,10 @@ DEFAULT_BATCH_SIZE = 100_000  # events per micro-batch on Spark
 DEFAULT_MONGO_TIMEOUT = 30.0
 DEFAULT_TRIGGER_S = 1.0  # a followed run looks for new input this often
 DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer acts
+#: What becomes of an event whose timestamp is below the watermark when it arrives:
+#: processed as it comes (the default, as Esper does with every event it is sent), or
+#: dropped to the dead letters (kind ``late``), as Flink drops late events.
+LATE_POLICIES = ("process", "drop")
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,14 @@ class RunConfig:
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
     starting_offsets: str = "earliest"
+    late: str = "process"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", input_specs(self.inputs))
         if self.runner not in RUNNERS:
             raise ValueError(f"runner must be 'spark' or 'local', not {self.runner!r}")
+        if self.late not in LATE_POLICIES:
+            raise ValueError(f"late must be 'process' or 'drop', not {self.late!r}")
 
 
 def input_specs(inputs: InputSpecs) -> tuple[str, ...]:

@@ -27,7 +27,10 @@ def write_events(path: Path, events: list[dict]) -> Path:
 
 @pytest.fixture
 def run_epl(tmp_path):
-    """``run_epl(rule_text, events, batch_size=None, **overrides) -> list of output dicts``."""
+    """``run_epl(rule_text, events, batch_size=None, **overrides) -> list of output dicts``.
+
+    An output's ``seq`` is shown as the index in ``events`` of the event it was made at,
+    or ``"end"`` for the end of the input (where pending timers fire)."""
     counter = iter(range(1_000_000))
 
     def run(text: str, events: list[dict], batch_size: int | None = None,
@@ -39,7 +42,8 @@ def run_epl(tmp_path):
         # an event's seq is its place in the input, here the byte offset of its line in
         # the one file: shown as its index in ``events``, which the tests speak of
         starts = np.cumsum([0, *(len(json.dumps(e)) + 1 for e in events)])
-        index = {int(offset): i for i, offset in enumerate(starts[:-1])}
+        index: dict[int, int | str] = {int(o): i for i, o in enumerate(starts[:-1])}
+        index[loaded.end_seq] = "end"
         return [{**r, "seq": index[r["seq"]]} for r in out]
 
     return run

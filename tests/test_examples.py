@@ -12,12 +12,12 @@ import pytest
 from support.samples import EXAMPLES
 
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine, sort_output
-from cep.engine.output import empty_output, output_records
+from cep.engine.engine import Engine
+from cep.engine.output import empty_output, output_records, sort_output, stamp_stateless
 from cep.engine.table import KEY, SEQ, concat, take
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_file
-from cep.reference import batch_bounds, run_reference
+from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_reference
 
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"
@@ -58,6 +58,11 @@ def test_batching_does_not_change_output(example, batch_size):
     assert output_records(run_reference(module, tables, batch_size)) == out
 
 
+def _clocks(module, tables, bounds: list[tuple[int, int]]) -> list:
+    """The watermark through each batch, as the reference runner cuts it."""
+    return batch_watermarks(input_watermark(module, tables), bounds)
+
+
 def _run_with_migrations(module, tables, batch_size: int, seed: int
                          ) -> tuple[list[dict], int]:
     """Two engines; after every batch some keys move (state exported, imported). Returns
@@ -67,10 +72,11 @@ def _run_with_migrations(module, tables, batch_size: int, seed: int
     owner: dict[object, int] = {}
     outputs = []
     moved_state = 0
-    for lo, hi in batch_bounds(tables, batch_size):
+    bounds = batch_bounds(tables, batch_size)
+    for (lo, hi), clock in zip(bounds, _clocks(module, tables, bounds), strict=True):
         chunk = {n: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for n, t in tables.items()}
         streams, stateless = derive_streams(module, chunk)
-        outputs.extend(stateless)
+        outputs.extend(stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless)
         keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
         for table in keyed.values():
             for key in table[KEY].tolist():
@@ -78,7 +84,7 @@ def _run_with_migrations(module, tables, batch_size: int, seed: int
         for e, engine in enumerate(engines):
             mine = {n: take(t, np.array([owner[k] == e for k in t[KEY].tolist()], dtype=bool))
                     for n, t in keyed.items()}
-            outputs.append(engine.process(mine))
+            outputs.append(engine.process(mine, clock))
         # move a random third of the keys to the other engine
         for key in [k for k in owner if rng.random() < 0.33]:
             src = owner[key]
@@ -106,12 +112,13 @@ def test_restoring_every_key_mid_stream_changes_nothing(example):
     engine = Engine(module)
     outputs = []
     restored = 0
-    for lo, hi in batch_bounds(tables, 9):
+    bounds = batch_bounds(tables, 9)
+    for (lo, hi), clock in zip(bounds, _clocks(module, tables, bounds), strict=True):
         chunk = {n: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for n, t in tables.items()}
         streams, stateless = derive_streams(module, chunk)
-        outputs.extend(stateless)
+        outputs.extend(stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless)
         outputs.append(engine.process(
-            {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}))
+            {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}, clock))
         if rng.random() < 0.6:  # a fresh engine continues from the exported bytes
             blobs = engine.export_keys(engine.keys())
             assert all(isinstance(b, bytes) for b in blobs.values())

@@ -32,6 +32,8 @@ def describe(module: ir.CompiledModule) -> str:
         kind = "derived" if stream.derived else "input"
         fields = ", ".join(f"{n} {t}" for n, t in stream.fields)
         ts = f" TIMESTAMP {stream.timestamp}" if stream.timestamp else ""
+        if stream.lateness_us is not None:
+            ts += f" LATENESS {stream.lateness_us / 1e6:g} sec"
         lines.append(f"  {stream.name} ({kind}): {fields}{ts}")
     if module.variables:
         lines.append("variables:")

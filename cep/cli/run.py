@@ -21,6 +21,7 @@ from cep.run_config import (
     DEFAULT_ENGINES,
     DEFAULT_MONGO_TIMEOUT,
     DEFAULT_TRIGGER_S,
+    LATE_POLICIES,
     Output,
     RunConfig,
 )
@@ -54,6 +55,11 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
         "--starting-offsets", choices=STARTING_OFFSETS, default="earliest",
         help="where a Kafka input's partitions are first read from: their earliest record "
         "(default) or only records that arrive after the start")
+    run_parser.add_argument(
+        "--late", choices=LATE_POLICIES, default="process",
+        help="an event whose timestamp is below the watermark (the largest timestamp so "
+        "far minus the schema's LATENESS): process it as it comes (default) or drop it to "
+        "the dead letters; counted either way")
     run_parser.add_argument("--follow", action="store_true",
                             help="keep running: pick up new files and appended lines until "
                             "SIGINT/SIGTERM, which finishes the batch in flight (spark "
@@ -124,4 +130,5 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         progress=not args.quiet, strategy=args.strategy, threshold=args.threshold,
         stat_window=args.stat_window, capacity=args.capacity,
         slowdown=slow, mongo_uri=args.mongo_uri,
-        mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets)
+        mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
+        late=args.late)

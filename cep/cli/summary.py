@@ -26,6 +26,14 @@ def summary_text(result: RunResult, seconds: float, dead_path: str) -> str:
         parts.append(f"  {dead_lettered} malformed records dead-lettered to {dead_path}")
     if blank:
         parts.append(f"  {blank} blank lines skipped")
+    late = result.totals.get("late_events", 0)
+    if late and result.totals.get("late_dropped", 0):
+        parts.append(f"  {late} late events (below the watermark) dead-lettered to "
+                     f"{dead_path}")
+    elif late:
+        parts.append(f"  {late} late events (below the watermark) processed as they came; "
+                     "declare how far the input may run out of order with LATENESS on its "
+                     "schema's TIMESTAMP, or drop them with --late drop")
     return "\n".join(parts)
 
 

@@ -5,25 +5,27 @@ from __future__ import annotations
 import numpy as np
 
 from cep.engine.expr import AggValues, Col, Env, evaluate, truth
-from cep.engine.output import build_output
-from cep.engine.table import KEY, SEQ, Table
+from cep.engine.output import Stamps, build_output
+from cep.engine.table import Table
 from cep.lang import ir
 
 
 def emit(rule_name: str, columns: tuple[ir.Column, ...], having: ir.TExpr | None,
-         triggers: Table, env: Env, aggs: AggValues, ts: Col | None) -> Table:
+         keys: np.ndarray, env: Env, aggs: AggValues, ts: Col | None,
+         stamps: Stamps) -> Table:
     """Output rows for the triggers that pass HAVING.
 
-    ``env`` evaluates over the triggers (one row each) and ``aggs`` holds each aggregate's
-    value per trigger."""
+    ``env`` evaluates over the triggers (one row each), ``aggs`` holds each aggregate's
+    value per trigger, ``keys``, ``ts`` and ``stamps`` are the triggers' key, time and
+    place in the reference order."""
     keep = truth(having, env, aggs)
     if not keep.all():
         env = Env(int(keep.sum()), {k: _take(c, keep) for k, c in env.columns.items()})
         aggs = {a: _take(c, keep) for a, c in aggs.items()}
-        triggers = {KEY: triggers[KEY][keep], SEQ: triggers[SEQ][keep]}
+        keys, stamps = keys[keep], stamps.take(keep)
         ts = _take(ts, keep) if ts is not None else None
     values = [(c.name, c.expr.type, evaluate(c.expr, env, aggs)) for c in columns]
-    return build_output(rule_name, triggers[KEY], triggers[SEQ], ts, values)
+    return build_output(rule_name, keys, stamps, ts, values)
 
 
 def _take(col: Col, mask: np.ndarray) -> Col:

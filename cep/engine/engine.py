@@ -3,7 +3,16 @@
 This is the single home of rule semantics. The reference evaluator runs one Engine over
 the whole input; the Spark runtime runs one Engine per engine group and per batch. Either
 way an Engine receives, per batch, the rows of each stream it needs (already keyed, in any
-order) and returns output rows.
+order) and how the watermark moves through the batch (:class:`~cep.engine.clock.Watermark`)
+and returns output rows, in the reference order (``output.sort_output``).
+
+Event time (``cep.engine.clock``): each row gets its effective time and the seq at which
+it is processed. A row the watermark has not reached yet (the input may still bring
+earlier events, up to the lateness) waits in the engine, as state of its key, for the
+batch that reaches it. Every operator then processes its keys' rows and fires their
+timers in event-time order, also for keys that get no row: a deadline the watermark
+passes changes a key's state (and may complete a match) at the first input event that
+moves the watermark past it, whichever key that event belongs to.
 
 A key's state can leave the engine as bytes (``export_keys``) and enter another
 (``import_keys``): the bytes hold that key's part of every rule's state (window rows,
@@ -23,15 +32,25 @@ from collections.abc import Iterable
 import numpy as np
 
 from cep.engine import codec
+from cep.engine.clock import Watermark, effective_times, release_seqs
 from cep.engine.join_rule import JoinOperator
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
-from cep.engine.output import empty_output
+from cep.engine.output import empty_output, sort_output
 from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
-from cep.engine.table import Table, concat, take
+from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, take
 from cep.engine.window_rule import WindowOperator
-from cep.engine.windows import KeyedWindow, apply_window_changes, window_changes
+from cep.engine.windows import (
+    KeyedWindow,
+    apply_window_changes,
+    key_positions,
+    split_by_key,
+    window_changes,
+)
 from cep.lang import ir
+
+WAITING = ""  # a key's rows waiting for the watermark, beside its rules' parts (no rule
+# can be named so)
 
 Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
             | RateLimited)
@@ -46,45 +65,93 @@ class Engine:
         for rule in module.stateful:
             self.operators.append((rule, _operator(rule, module)))
         self.rule_order = {rule.name: i for i, rule in enumerate(module.stateful)}
+        # per stream, rows the watermark has not reached yet (with their keys and times)
+        self.waiting: dict[str, Table] = {}
         # a work engine's window rows at its split, with their keys' places in its keys
         self.began: list[tuple[Table, np.ndarray]] = []
+        # the watermark's clock as plain data (``cep.io.event_time.EventClock.state``),
+        # for a runtime whose engines each follow the input log's time (Spark): it is
+        # part of the engine's snapshot and of each change
+        self.clock: dict = {}
 
-    def process(self, streams: dict[str, Table]) -> Table:
-        """Run one batch. ``streams`` maps each needed stream to its rows, with ``__key``.
-
-        Output rows are ordered by (seq, rule order) so a run's output is deterministic."""
+    def process(self, streams: dict[str, Table], clock: Watermark) -> Table:
+        """Run one batch. ``streams`` maps each needed stream to its rows, with ``__key``;
+        ``clock`` is the watermark through the batch. Output rows come in the reference
+        order (``output.sort_output``), each stamped with where it sits in it."""
+        ready = {name: self._released(name, table, clock) for name, table in streams.items()}
         outputs = []
         for rule, op in self.operators:
             if isinstance(rule, ir.WindowRule):
-                outputs.append(op.process(streams[rule.stream]))  # type: ignore[call-arg]
+                outputs.append(op.process(ready[rule.stream], clock))  # type: ignore[call-arg]
             elif isinstance(rule, ir.JoinRule):
                 outputs.append(op.process(  # type: ignore[call-arg]
-                    streams[rule.trigger_stream], streams[rule.window_stream]))
+                    ready[rule.trigger_stream], ready[rule.window_stream], clock))
             else:
-                outputs.append(op.process({s: streams[s] for s in rule.streams}))  # type: ignore[arg-type]
+                outputs.append(op.process(  # type: ignore[call-arg]
+                    {s: ready[s] for s in rule.streams}, clock))
         return sort_output(concat(outputs) or empty_output(), self.rule_order)
+
+    def _released(self, name: str, table: Table, clock: Watermark) -> Table:
+        """The stream's rows (those waiting from earlier batches and the batch's own)
+        that the watermark reaches in this batch, each with its effective time and the
+        seq at which it is processed; the others wait on in :attr:`waiting`."""
+        stream = self.module.streams[name]
+        if len(table[SEQ]):
+            times = table[stream.timestamp] if stream.timestamp is not None else None
+            table = {**table, TIME: effective_times(table[SEQ], times, clock)}
+        else:
+            table = {**table, TIME: np.empty(0, dtype=np.int64)}
+        waiting = self.waiting.pop(name, None)
+        rows = concat([waiting, table]) if waiting is not None else table
+        release, now = release_seqs(rows[SEQ], rows[TIME], clock)
+        if not now.all():
+            self.waiting[name] = take(rows, ~now)
+        return {**take(rows, now), RELEASE: release[now]}
+
+    def due_keys(self, until: int) -> list:
+        """Keys with something the watermark ``until`` makes happen: a timer due, or a
+        row waiting for it (what a batch must touch besides the keys its rows reach)."""
+        found: dict = {}
+        for _, op in self.operators:
+            found.update(dict.fromkeys(op.due_keys(until)))
+        for rows in self.waiting.values():
+            found.update(dict.fromkeys(rows[KEY][rows[TIME] <= until].tolist()))
+        return list(found)
 
     def snapshot(self) -> bytes:
         """The whole engine's state in one blob (every key at once: far cheaper per batch
         than exporting keys one by one)."""
         return codec.encode({"rules": list(self.rule_order),
-                             "parts": [op.snapshot() for _, op in self.operators]}, "engine")
+                             "parts": [op.snapshot() for _, op in self.operators],
+                             "waiting": dict(self.waiting), "clock": self.clock}, "engine")
 
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
         state = codec.decode(blob, "engine", "engine snapshot")
         parts = state.get("parts") if type(state) is dict else None
         if (type(parts) is not list or len(parts) != len(self.operators)
-                or state.get("rules") != list(self.rule_order)):
+                or state.get("rules") != list(self.rule_order)
+                or type(state.get("waiting")) is not dict
+                or type(state.get("clock", {})) is not dict):
             raise ValueError("the engine snapshot does not belong to this rule file")
         for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
+        self.waiting = self._checked_waiting(state["waiting"])
+        self.clock = state.get("clock", {})
+
+    def _checked_waiting(self, waiting: dict) -> dict[str, Table]:
+        """Waiting rows decoded from data someone may have written: of this module's
+        streams only."""
+        return {name: rows for name, rows in waiting.items()
+                if name in self.module.streams and type(rows) is dict and KEY in rows}
 
     def keys(self) -> set:
         """Keys with any retained state."""
         out: set = set()
         for _, op in self.operators:
             out |= op.keys()
+        for rows in self.waiting.values():
+            out |= set(rows[KEY].tolist())
         return out
 
     def export_keys(self, keys: Iterable) -> dict[object, bytes]:
@@ -95,12 +162,27 @@ class Engine:
 
     def take_states(self, keys: list) -> dict[object, dict[str, object]]:
         """Remove the keys' state from this engine and return it as values (rule name →
-        that rule's part), for the keys that have any: what a key blob encodes."""
+        that rule's part, and under :data:`WAITING` its rows waiting for the watermark),
+        for the keys that have any: what a key blob encodes."""
         per_rule = {rule.name: op.export(keys) for rule, op in self.operators}
+        per_rule[WAITING] = self._take_waiting(keys)
         out: dict[object, dict[str, object]] = {}
         for name, parts in per_rule.items():
             for key, part in parts.items():
                 out.setdefault(key, {})[name] = part
+        return out
+
+    def _take_waiting(self, keys: list) -> dict[object, dict[str, Table]]:
+        """The keys' waiting rows per stream, removed from :attr:`waiting`."""
+        out: dict[object, dict[str, Table]] = {}
+        for name, rows in list(self.waiting.items()):
+            parts, rest = split_by_key(rows, keys) if keys else ({}, rows)
+            for key, part in parts.items():
+                out.setdefault(key, {})[name] = part
+            if len(rest[SEQ]):
+                self.waiting[name] = rest
+            else:
+                del self.waiting[name]
         return out
 
     def import_keys(self, blobs: dict[object, bytes]) -> None:
@@ -117,7 +199,8 @@ class Engine:
     def check_state(self, state: object, key: object) -> dict[str, object]:
         """``state`` (decoded from data someone may have written), if it is a key's state
         of this engine's rules."""
-        if type(state) is not dict or not set(state) <= self.rule_order.keys():
+        if (type(state) is not dict or not set(state) <= {*self.rule_order, WAITING}
+                or type(state.get(WAITING, {})) is not dict):
             raise ValueError(f"the state of key {key!r} does not belong to this rule file")
         return state
 
@@ -130,6 +213,13 @@ class Engine:
         for rule, op in self.operators:
             if rule.name in per_rule:
                 op.import_states(per_rule[rule.name])
+        arriving: dict[str, list[Table]] = {}
+        for parts in per_rule.get(WAITING, {}).values():
+            for name, rows in parts.items():  # type: ignore[attr-defined]
+                if name in self.module.streams:
+                    arriving.setdefault(name, []).append(rows)
+        for name, tables in arriving.items():
+            self.waiting[name] = concat([self.waiting.get(name, {}), *tables])
 
 
     # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
@@ -155,7 +245,18 @@ class Engine:
                 into.rows, at = window.split_off(values)
                 work.began.append((into.rows, at))
             theirs.import_keyed(mine.export_keyed(keys))
+        work.waiting = self._split_waiting(values)
         return work
+
+    def _split_waiting(self, keys: np.ndarray) -> dict[str, Table]:
+        """The waiting rows of ``keys``, per stream, removed from this engine."""
+        out: dict[str, Table] = {}
+        for name, rows in list(self.waiting.items()):
+            mine = key_positions(keys, rows[KEY]) >= 0
+            if mine.any():
+                out[name] = take(rows, mine)
+                self.waiting[name] = take(rows, ~mine)
+        return out
 
     def merge_in(self, work: Engine, keys: list) -> dict[str, object]:
         """Take back a work engine's state after its batch; ``keys`` are all the keys
@@ -176,8 +277,10 @@ class Engine:
             part = theirs.export_keyed(keys)
             keyed.append(part)
             mine.import_keyed(part)
+        for name, rows in work.waiting.items():
+            self.waiting[name] = concat([self.waiting.get(name, {}), rows])
         return {"rules": list(self.rule_order), "keys": list(keys), "windows": windows,
-                "keyed": keyed}
+                "keyed": keyed, "waiting": dict(work.waiting), "clock": self.clock}
 
     def apply_change(self, change: object) -> None:
         """Replay a change that :meth:`merge_in` returned (decoded from data someone may
@@ -189,7 +292,9 @@ class Engine:
                 or type(change.get("windows")) is not list
                 or len(change["windows"]) != len(windows)
                 or type(change.get("keyed")) is not list or len(change["keyed"]) != operators
-                or any(type(part) is not dict for part in change["keyed"])):
+                or any(type(part) is not dict for part in change["keyed"])
+                or type(change.get("waiting")) is not dict
+                or type(change.get("clock")) is not dict):
             raise codec.StateFormatError("not a change of this rule file's engine")
         keys = change["keys"]
         values = _key_array(keys)
@@ -202,6 +307,10 @@ class Engine:
         for (_, op), part in zip(self.operators, change["keyed"], strict=True):
             op.export_keyed(keys)
             op.import_keyed(part)
+        self._split_waiting(values)
+        for name, rows in self._checked_waiting(change["waiting"]).items():
+            self.waiting[name] = concat([self.waiting.get(name, {}), rows])
+        self.clock = change["clock"]
 
 
 def _key_array(keys: list) -> np.ndarray:
@@ -210,18 +319,10 @@ def _key_array(keys: list) -> np.ndarray:
     return out
 
 
-def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
-    """Output rows ordered by (seq, rule order), the order the reference writes."""
-    if not table or len(table["seq"]) < 2:
-        return table
-    rank = np.array([rule_order.get(r, -1) for r in table["rule"].tolist()], dtype=np.int64)
-    return take(table, np.lexsort((rank, table["seq"])))
-
-
 def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
     if rule.output is not None:  # OUTPUT ... EVERY: the rule's operator, rate-limited
         inner = _operator(dataclasses.replace(rule, output=None), module)
-        return RateLimited(inner, rule.name, rule.output, clock_tables(rule, module))
+        return RateLimited(inner, rule.name, rule.output, clock_tables(rule))
     if isinstance(rule, ir.WindowRule):
         return WindowOperator(rule, module.streams[rule.stream])
     if isinstance(rule, ir.JoinRule):

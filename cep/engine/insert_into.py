@@ -2,8 +2,9 @@
 
 A stateful rule with a target (``ir.Stage``) emits output rows like any rule, and those
 rows are the events of its target stream: ``__seq`` is the row's seq (the input event
-that triggered it), ``__sub`` orders the rows of one seq (1 + their rank by rule order,
-then output order, so that they follow the input event itself, whose ``__sub`` is 0),
+at which it was made), ``__sub`` orders the rows of one seq (1 + their rank in the
+reference order, ``output.sort_output``, so that they follow the input event itself,
+whose ``__sub`` is 0, and come in the same order whichever engines made them),
 and the fields are the row's values, decoded from the output row's JSON text (which
 holds every value exactly: floats as their shortest repr, timestamps to the µs).
 The same function serves the reference evaluator and any runtime that routes a stage's
@@ -16,6 +17,7 @@ import json
 
 import numpy as np
 
+from cep.engine.output import sort_output
 from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, SUB, Table, take
 from cep.engine.windows import SUB_RANGE
 from cep.lang import ir
@@ -46,10 +48,7 @@ def output_only(module: ir.CompiledModule, rows: Table) -> Table:
 
 
 def _decode(stream: ir.StreamDef, rows: Table, rules: list[str]) -> Table:
-    rank = {r: i for i, r in enumerate(rules)}
-    order = np.lexsort((np.arange(len(rows["seq"])),
-                        np.array([rank[r] for r in rows["rule"].tolist()]), rows["seq"]))
-    rows = take(rows, order)
+    rows = sort_output(rows, {r: i for i, r in enumerate(rules)})
     seq = rows["seq"].astype(np.int64)
     first = np.r_[True, seq[1:] != seq[:-1]]
     starts = np.maximum.accumulate(np.where(first, np.arange(len(seq)), 0))

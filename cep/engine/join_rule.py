@@ -3,11 +3,12 @@ against the window rows of its key that came before it.
 
 Semantics: every event of the trigger stream that passes its filter and the WHERE
 conjuncts that only read ``LE`` is evaluated once. Its window is the key's ``W`` window as
-it stood just before the event (rows strictly earlier in (seq, sub) order; for
-``#length(H)`` the last H of them; for ``#time(T)`` those with effective time above the
-trigger's time − T), so an event never meets itself. The remaining WHERE conjuncts filter
-the (trigger, window row) pairs that feed the aggregates; an empty window still
-produces a row (count 0, other aggregates NULL) for HAVING to judge.
+it stood just before the event (rows strictly earlier in processing order: effective
+time, then (seq, sub); for ``#length(H)`` the last H of them; for ``#time(T)`` those with
+effective time above the trigger's time − T), so an event never meets itself. The
+remaining WHERE conjuncts filter the (trigger, window row) pairs that feed the
+aggregates; an empty window still produces a row (count 0, other aggregates NULL) for
+HAVING to judge.
 
 Pairs are materialised in chunks so memory stays bounded for large windows.
 """
@@ -19,12 +20,20 @@ import itertools
 import numpy as np
 
 from cep.engine.aggregates import compute_aggregates
+from cep.engine.clock import Watermark
 from cep.engine.emit import emit, timestamp_col
 from cep.engine.expr import Col, Env, collect_aggregates, truth
 from cep.engine.functions import text_module
-from cep.engine.output import empty_output
-from cep.engine.table import KEY, NULL_SUFFIX, Table, concat, nrows, take
-from cep.engine.windows import KeyedWindow, Merged, WindowState, count_before, order_value
+from cep.engine.output import empty_output, event_stamps
+from cep.engine.table import KEY, NULL_SUFFIX, RELEASE, SEQ, TIME, Table, concat, nrows, take
+from cep.engine.windows import (
+    KeyedWindow,
+    Merged,
+    WindowState,
+    count_before,
+    order_value,
+    processing_order,
+)
 from cep.lang import ir
 
 PAIRS_PER_CHUNK = 2_000_000
@@ -38,7 +47,7 @@ class JoinOperator(WindowState):
         self.rule = rule
         self.trigger_stream = trigger_stream
         self.window_stream = window_stream
-        self.window = KeyedWindow(rule.window, window_stream.timestamp)
+        self.window = KeyedWindow(rule.window)
         self.aggs = collect_aggregates([rule.having, *(c.expr for c in rule.columns)])
         # aggregates with a vectorised kernel that needs no (trigger, row) pairs
         self.fast = {agg: spec for agg in self.aggs
@@ -47,28 +56,32 @@ class JoinOperator(WindowState):
         self.term_fields = sorted({w for t, w in self.fast.values() if w})
         self.window_fields = _window_fields(rule, window_stream, set(self.fast))
 
-    def process(self, trigger_rows: Table, window_rows: Table) -> Table:
-        """One batch: both tables have every column of their stream (maybe no rows)."""
+    def process(self, trigger_rows: Table, window_rows: Table, clock: Watermark) -> Table:
+        """One batch: both tables have every column of their stream (maybe no rows);
+        the window's rows also leave by the watermark (``clock``)."""
         rule = self.rule
         window_rows = _filtered(window_rows, rule.window_filter, ())
         window_rows = _projected(_with_terms(window_rows, self.term_fields),
                                  self.window_fields)
         trigger_rows = _filtered(trigger_rows, rule.trigger_filter, (rule.trigger_alias,),
                                  rule.trigger_where)
-        if nrows(trigger_rows) == 0 and nrows(window_rows) == 0:
+        if (nrows(trigger_rows) == 0 and nrows(window_rows) == 0
+                and not (self.window.rows and nrows(self.window.rows))):
             return empty_output()
         merged = self.window.merge(window_rows, trigger_rows[KEY])
         out = self._evaluate(merged, trigger_rows) if nrows(trigger_rows) else empty_output()
-        self.window.retain(merged)
+        self.window.retain(merged, clock.end)
         return out
+
+    def due_keys(self, until: int) -> list:
+        return self.window.due_keys(until)
 
     def _evaluate(self, merged: Merged, triggers: Table) -> Table:
         codes = merged.query_codes
         start = np.searchsorted(merged.codes, codes)  # each key's first row: codes are sorted
-        hi = count_before(merged.codes, order_value(merged.table), codes,
-                          order_value(triggers), inclusive=False)
-        clock = self._clock(merged, triggers, start, hi)
-        lo = self.window.sliding_segments(merged, codes, hi, start, clock)
+        hi = count_before(merged.codes, processing_order(merged.table), codes,
+                          processing_order(triggers), inclusive=False)
+        lo = self.window.sliding_segments(merged, codes, hi, start, triggers[TIME])
         fast = self._fast_values(merged, triggers, lo, hi)
         slow = [agg for agg in self.aggs if agg not in fast]
         if not slow:
@@ -111,17 +124,6 @@ class JoinOperator(WindowState):
                 return rows[TERMS + window_field][own], rows[NORM2 + window_field][own]
         return text_module().term_rows(_texts(triggers, trigger_field))
 
-    def _clock(self, merged: Merged, triggers: Table, start: np.ndarray,
-               hi: np.ndarray) -> np.ndarray:
-        """Each trigger's key time: the newest window row before it, or its own time."""
-        if self.window.horizon is None:  # only #time and a TTL-bounded #keepall need it
-            return np.zeros(len(hi), dtype=np.int64)
-        before = np.where(hi > start, merged.time[np.maximum(hi - 1, 0)] if len(merged.time)
-                          else 0, np.iinfo(np.int64).min)
-        ts_field = self.trigger_stream.timestamp
-        own = triggers[ts_field] if ts_field is not None else before
-        return np.maximum(before, own)
-
     def _pair_aggregates(self, aggs: list[ir.Agg], merged: Merged, triggers: Table,
                          lo: np.ndarray, hi: np.ndarray) -> dict[ir.Agg, Col]:
         """Aggregates over explicit (trigger, window row) pairs, for any expression."""
@@ -140,8 +142,9 @@ class JoinOperator(WindowState):
         rule = self.rule
         trig_env = Env(nrows(triggers))
         trig_env.bind_table(rule.trigger_alias, triggers)
-        return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
-                    timestamp_col(triggers, self.trigger_stream.timestamp))
+        return emit(rule.name, rule.columns, rule.having, triggers[KEY], trig_env, aggs,
+                    timestamp_col(triggers, self.trigger_stream.timestamp),
+                    event_stamps(triggers[RELEASE], triggers[TIME], triggers[SEQ]))
 
 
 def _chunks(lengths: np.ndarray, budget: int) -> list[tuple[int, int]]:

@@ -16,9 +16,12 @@ from the same start only the preferred one is kept). Semantics, in SQL:2016's te
   may still complete; then AFTER MATCH SKIP applies: PAST LAST ROW (default) drops the
   starts up to the match's last row, TO NEXT ROW those up to its first, TO CURRENT ROW
   those before its last;
-* WITHIN T drops a start once a row comes T or more after it;
-* a match is reported at the row that resolves it, with that row's seq and ts; a start
-  still undecided at the end of a bounded input reports nothing.
+* WITHIN T drops a start once event time reaches its row's time + T (the watermark, or
+  a later row of the key, whichever comes first: a timer);
+* a match is reported at the row that resolves it, with that row's seq and ts, or, when
+  a start's WITHIN running out resolves it, at the deadline (its time) and the first
+  input event whose watermark reaches it; a start still undecided at the end of a
+  bounded input reports nothing (unless WITHIN, or the state time-to-live, ends it).
 
 DEFINE conditions are evaluated for all threads waiting on one variable at once. A key's
 state is plain data (its buffered rows as dicts, threads as lists, found matches) and
@@ -32,12 +35,29 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from cep.engine.clock import Watermark
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
-from cep.engine.output import build_output, empty_output
-from cep.engine.table import KEY, NULL_SUFFIX, SEQ, SUB, Table, factorize, nrows, take
+from cep.engine.output import TIMER, Stamps, build_output, empty_output
+from cep.engine.table import (
+    KEY,
+    NULL_SUFFIX,
+    RELEASE,
+    SEQ,
+    SUB,
+    TIME,
+    Table,
+    factorize,
+    nrows,
+    take,
+)
+from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
 from cep.lang import ir
+
+# a match found: its key, the row that resolved it (None: a WITHIN deadline did), the
+# seq it is reported at and its time (-1 and the deadline for a deadline), its rows
+Found = tuple[object, Row | None, int, int, list[list]]
 
 
 def compile_program(pattern: ir.RPattern) -> list[tuple]:
@@ -124,6 +144,7 @@ class MatchRecognizeOperator(PerKeyState):
                      for var, cond in self.defines.items()}
         self.types = dict(stream.fields)
         self.states: dict[object, dict] = {}
+        self.timers = TimerIndex()  # each key's next WITHIN deadline
         # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
         # batch at once (with how many earlier rows of the key they need)
         self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
@@ -133,39 +154,78 @@ class MatchRecognizeOperator(PerKeyState):
 
     # ---- processing
 
-    def process(self, tables: dict[str, Table]) -> Table:
+    def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
+        """The batch's rows, key by key in processing order, and the WITHIN deadlines
+        the watermark reaches for every key that has one."""
         rows_table = tables[self.rule.stream]
-        if nrows(rows_table) == 0:
-            return empty_output()
         env = Env(nrows(rows_table))
         env.bind_table("", rows_table)
         rows_table = take(rows_table, truth(self.rule.filter, env))
         flags = self._local_flags(rows_table)
-        found: list[tuple[object, Row, list[list]]] = []
-        for key, row in _rows_by_key(rows_table, self.stream, flags):
-            state = self.states.get(key)
-            if state is None:
-                state = self.states[key] = {"rows": [], "base": 0, "threads": [],
-                                            "found": {}, "resume": 0}
-            for assign in self._feed(state, row):
-                found.append((key, row, [[state["rows"][i - state["base"]], v]
-                                         for i, v in assign]))
-            self._trim(state)
+        by_key: dict[object, list[tuple[Row, int]]] = {}
+        for key, row, release in _rows_by_key(rows_table, self.stream, flags):
+            by_key.setdefault(key, []).append((row, release))
+        due = [k for k in self.timers.due(clock.end) if k not in by_key]
+        found: list[Found] = []
+        for key in [*by_key, *due]:
+            state = self.states.get(key) or {"rows": [], "base": 0, "threads": [],
+                                             "found": {}, "resume": 0}
+            for row, release in by_key.get(key, ()):
+                found.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
+                for assign in self._feed(state, row):
+                    found.append((key, row, release, -1, self._assigned(state, assign)))
+                self._trim(state)
+            found.extend(self._expire(key, state, clock.end, clock))
+            self._settle(key, state)
         return self._output(found) if found else empty_output()
 
+    def due_keys(self, until: int) -> list:
+        return self.timers.due(until)
+
+    def _assigned(self, state: dict, assign: list[list]) -> list[list]:
+        return [[state["rows"][i - state["base"]], v] for i, v in assign]
+
+    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Found]:
+        """Let event time pass to ``until``: deadline by deadline, drop the starts whose
+        WITHIN ran out, and report the matches that waited on them."""
+        out: list[Found] = []
+        while (deadline := self._next_deadline(state)) is not None and deadline <= until:
+            within, base, rows = self.rule.within_us, state["base"], state["rows"]
+            state["threads"] = [t for t in state["threads"]
+                                if rows[t[0] - base][TIME] + within > deadline]
+            seq = clock.reach_one(deadline)
+            out.extend((key, None, seq, deadline, self._assigned(state, assign))  # type: ignore[misc]
+                       for assign in self._resolve(state))
+            self._trim(state)
+        return out
+
+    def _next_deadline(self, state: dict) -> int | None:
+        """When the earliest start still running runs out of its WITHIN (None: never)."""
+        if self.rule.within_us is None or not state["threads"]:
+            return None
+        first = min(t[0] for t in state["threads"]) - state["base"]
+        return state["rows"][first][TIME] + self.rule.within_us  # type: ignore[operator]
+
+    def _settle(self, key: object, state: dict) -> None:
+        """Keep the key's state and next deadline, or let the key go when nothing of it
+        is left (no rows kept, no start running, no match waiting): a fresh state then
+        behaves the same."""
+        if state["rows"] or state["threads"] or state["found"]:
+            self.states[key] = state
+            self.timers.set(key, self._next_deadline(state))
+        else:
+            self.states.pop(key, None)
+            self.timers.set(key, None)
+
     def _feed(self, state: dict, row: Row) -> list[list]:
-        """Add the key's next row; the matches it resolves (their row assignments)."""
+        """Add the key's next row, once :meth:`_expire` has brought the key to its time;
+        the matches it resolves (their row assignments)."""
         rows = state["rows"]
         rows.append(row)
         i = state["base"] + len(rows) - 1
         threads = state["threads"]
         if i >= state["resume"]:
             threads.extend([i, pc, []] for pc in self.closures[0] if self.prog[pc][0] == "var")
-        within = self.rule.within_us
-        if within is not None:
-            ts = row[self.stream.timestamp]
-            threads = [t for t in threads
-                       if ts - rows[t[0] - state["base"]][self.stream.timestamp] < within]
         found = state["found"]
         passed = self._defines(state, threads, i)
         nxt: list[list] = []
@@ -218,7 +278,7 @@ class MatchRecognizeOperator(PerKeyState):
         if not self.local or n == 0:
             return {}
         codes = factorize(table[KEY])
-        order = np.lexsort((table[SUB], table[SEQ], codes))
+        order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
         sorted_codes = codes[order]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
         rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
@@ -281,30 +341,45 @@ class MatchRecognizeOperator(PerKeyState):
 
     # ---- output
 
-    def _output(self, found: list[tuple[object, Row, list[list]]]) -> Table:
+    def _output(self, found: list[Found]) -> Table:
         rule = self.rule
         m = len(found)
         env = Env(m)
         aggs: dict[ir.Agg, Col] = {}
+        assigns = [assign for *_, assign in found]
         for agg in collect_nodes([c.expr for c in rule.measures], ir.Agg):
-            aggs[agg] = _aggregate(agg, [assign for _, _, assign in found],
-                                   self.types)
+            aggs[agg] = _aggregate(agg, assigns, self.types)
         refs = {(r.qualifier, r.name) for r in collect_nodes(
             [c.expr for c in rule.measures], ir.FieldRef)}
         for qual, name in refs:
-            values = [_last(assign, qual, name) for _, _, assign in found]
+            values = [_last(assign, qual, name) for assign in assigns]
             env.columns[(qual, name)] = as_column(values, self.types[name])
         measures = Env(m)
         for column in rule.measures:
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
-        ts_field = self.stream.timestamp
-        ts = Col(np.array([row[ts_field] for _, row, _ in found], dtype=np.int64)) \
-            if ts_field else None
         keys = np.empty(m, dtype=object)
-        keys[:] = [key for key, _, _ in found]
-        seqs = np.array([row[SEQ] for _, row, _ in found], dtype=np.int64)
-        return build_output(rule.name, keys, seqs, ts, values)
+        keys[:] = [key for key, *_ in found]
+        return build_output(rule.name, keys, *self._stamps(found), values)
+
+    def _stamps(self, found: list[Found]) -> tuple[Stamps, Col | None]:
+        """Each match's place in the reference order and time: the resolving row's, or
+        the deadline's that resolved it."""
+        ts_field = self.stream.timestamp
+        seq, at, origin, ts = [], [], [], []
+        for _, row, release, deadline, _ in found:
+            if row is None:
+                seq.append(release)
+                at.append(2 * deadline)
+                origin.append(TIMER)
+                ts.append(deadline)
+            else:
+                seq.append(release)
+                at.append(2 * row[TIME] + 1)  # type: ignore[operator]
+                origin.append(row[SEQ])
+                ts.append(row[ts_field] if ts_field else 0)
+        stamps = Stamps(*(np.array(v, dtype=np.int64) for v in (seq, at, origin)))
+        return stamps, Col(np.array(ts, dtype=np.int64)) if ts_field else None
 
     # ---- per-key state
 
@@ -312,27 +387,35 @@ class MatchRecognizeOperator(PerKeyState):
         return set(self.states)
 
     def export(self, keys: list) -> dict[object, object]:
+        for key in keys:
+            self.timers.set(key, None)
         return {k: self.states.pop(k) for k in keys if k in self.states}
 
     def import_states(self, states: dict[object, object]) -> None:
         self.states.update(states)  # type: ignore[arg-type]
+        for key, state in states.items():
+            self.timers.set(key, self._next_deadline(state))  # type: ignore[arg-type]
 
     def snapshot(self) -> object:
         return [[k, s] for k, s in self.states.items()]
 
     def restore(self, state: object) -> None:
-        self.states = {k: s for k, s in state}  # type: ignore[union-attr]
+        self.states = {}
+        self.timers = TimerIndex()
+        self.import_states({k: s for k, s in state})  # type: ignore[union-attr]
 
 
-def _rows_by_key(table: Table, stream: ir.StreamDef,
-                 flags: dict[str, np.ndarray]) -> Iterable[tuple[object, Row]]:
-    """The batch's rows as (key, dict with the fields, ``__seq`` and precomputed DEFINE
-    flags), in per-key order."""
-    order = np.lexsort((table[SUB], table[SEQ]))
-    columns: dict[str, list] = {SEQ: table[SEQ][order].tolist()}
+def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]
+                 ) -> Iterable[tuple[object, Row, int]]:
+    """The batch's rows as (key, dict with the fields, ``__seq``, ``__time`` and
+    precomputed DEFINE flags, the seq it is processed at), in per-key processing order."""
+    order = np.lexsort((table[SUB], table[SEQ], table[TIME]))
+    columns: dict[str, list] = {SEQ: table[SEQ][order].tolist(),
+                                TIME: table[TIME][order].tolist()}
     columns.update({name: flag[order].tolist() for name, flag in flags.items()})
     columns.update({name: field_values(table, name, order) for name, _ in stream.fields})
-    return zip(table[KEY][order].tolist(), rows_of(columns), strict=True)
+    return zip(table[KEY][order].tolist(), rows_of(columns), table[RELEASE][order].tolist(),
+               strict=True)
 
 
 def _last(assign: list[list], var: str, name: str) -> object:

@@ -3,8 +3,10 @@
 Filters that read only the candidate event are evaluated vectorised for the whole batch
 first; the per-event matcher (:mod:`cep.engine.patterns`) then only looks those flags up.
 Filters that read earlier tags (``b=A(x > a.x)``) are evaluated per candidate. Matches
-become output rows (trigger = the event that completed the match) through the same
-vectorised expression evaluator as every other rule, after WHERE.
+become output rows (stamped by the event that completed the match, or by the timer and
+its deadline) through the same vectorised expression evaluator as every other rule,
+after WHERE. Each batch works on the keys its events reach and on the keys whose next
+deadline (:class:`~cep.engine.timers.TimerIndex`) the watermark reaches.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from collections.abc import Callable
 import numpy as np
 
 from cep.engine import pattern_nodes as nodes
+from cep.engine.clock import Watermark
 from cep.engine.emit import emit
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, truth
-from cep.engine.output import empty_output
+from cep.engine.output import TIMER, Stamps, empty_output
 from cep.engine.pattern_nodes import Event, PatternNode
 from cep.engine.patterns import Match, PatternState, compile_pattern
-from cep.engine.table import KEY, SEQ, SUB, Table, factorize, nrows, take
+from cep.engine.table import KEY, RELEASE, SEQ, SUB, TIME, Table, factorize, nrows, take
+from cep.engine.timers import TimerIndex
 from cep.engine.windows import SUB_RANGE, PerKeyState
 from cep.lang import ir
 
@@ -36,13 +40,13 @@ class PatternOperator(PerKeyState):
         self.local_filters: list[tuple[str, str, str, ir.TExpr]] = []
         root = self._build(rule.pattern)
         # streams with an atom whose filter is not fully precomputed: feed every event
-        # (a timer's clock moves with every event of the key: then all are fed)
-        timed = nodes.has_timer(root)
+        # (time passes by the watermark, so the others need not reach the matcher)
         self.unfiltered_streams = {
             a.stream for a in _atoms(rule.pattern)
-            if a.local_filter is None or a.bound_filter is not None or timed}
+            if a.local_filter is None or a.bound_filter is not None}
         self.pattern = compile_pattern(root, within_us=rule.horizon_us)
         self.states: dict[object, PatternState] = {}
+        self.timers = TimerIndex()  # each key's next deadline
         # tag[i] the rule reads: bound (NULL) even when no match has that many events
         self.indices: dict[str, int] = {}
         for ref in collect_nodes([rule.where, *(c.expr for c in rule.columns)], ir.FieldRef):
@@ -105,23 +109,41 @@ class PatternOperator(PerKeyState):
 
     # ---- batches
 
-    def process(self, tables: dict[str, Table]) -> Table:
+    def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
+        """The batch's events, key by key in processing order, and the timers the
+        watermark fires for every key with a deadline it reaches."""
         events = self._events(tables)
-        if not events:
-            return empty_output()
-        matches: list[tuple[object, Match]] = []
-        for key, event in events:
+        due = [k for k in self.timers.due(clock.end) if k not in events]
+        matches: list[tuple[object, Match, int]] = []
+        for key in [*events, *due]:
             state = self.states.get(key)
             if state is None:
-                state = self.states[key] = self.pattern.new_state()
-            for match in self.pattern.feed(state, event):
-                matches.append((key, match))
+                state = self.pattern.new_state()
+            for event, release in events.get(key, ()):
+                matches.extend((key, m, -1) for m in self.pattern.advance(state, event.ts))
+                matches.extend((key, m, release) for m in self.pattern.feed(state, event))
+            matches.extend((key, m, -1) for m in self.pattern.advance(state, clock.end))
+            self._settle(key, state)
         if not matches:
             return empty_output()
-        return self._output(matches)
+        return self._output(matches, clock)
 
-    def _events(self, tables: dict[str, Table]) -> list[tuple[object, Event]]:
-        """Every candidate event of the batch as (key, Event), in per-key arrival order."""
+    def _settle(self, key: object, state: PatternState) -> None:
+        """Keep the key's state and next deadline, or let the key go when its state is
+        a fresh one's (nothing bound, no timer running)."""
+        if self.pattern.is_idle(state):
+            self.states.pop(key, None)
+            self.timers.set(key, None)
+        else:
+            self.states[key] = state
+            self.timers.set(key, self.pattern.next_deadline(state))
+
+    def due_keys(self, until: int) -> list:
+        return self.timers.due(until)
+
+    def _events(self, tables: dict[str, Table]) -> dict[object, list[tuple[Event, int]]]:
+        """Every candidate event of the batch per key, with the seq it is processed at,
+        in per-key processing order (``Event.ts`` is the effective time)."""
         parts = []
         for order, (name, stream) in enumerate(self.streams.items()):
             table = tables[name]
@@ -144,49 +166,72 @@ class PatternOperator(PerKeyState):
                 if n == 0:
                     continue
             rows = _rows(table, stream, flags)
-            ts = table[stream.timestamp].tolist() if stream.timestamp else [0] * n
+            ts = table[TIME].tolist()
             seq = table[SEQ].tolist()
             sort_key = (table[SEQ] * SUB_RANGE + table[SUB]) * len(self.streams) + order
-            parts.append((table[KEY], sort_key, [
+            parts.append((table[KEY], table[TIME], sort_key, table[RELEASE].tolist(), [
                 Event(seq[i], ts[i], name, rows[i]) for i in range(n)]))
         if not parts:
-            return []
+            return {}
         keys = np.concatenate([p[0] for p in parts]).astype(object)
-        sort_key = np.concatenate([p[1] for p in parts])
-        events = [e for p in parts for e in p[2]]
+        times = np.concatenate([p[1] for p in parts])
+        sort_key = np.concatenate([p[2] for p in parts])
+        release = [r for p in parts for r in p[3]]
+        events = [e for p in parts for e in p[4]]
         codes = factorize(keys)
-        order = np.lexsort((sort_key, codes))
-        return [(keys[i], events[i]) for i in order.tolist()]
+        out: dict[object, list[tuple[Event, int]]] = {}
+        for i in np.lexsort((sort_key, times, codes)).tolist():
+            out.setdefault(keys[i], []).append((events[i], release[i]))
+        return out
 
-    def _output(self, matches: list[tuple[object, Match]]) -> Table:
+    def _output(self, matches: list[tuple[object, Match, int]], clock: Watermark) -> Table:
+        """Output rows of the matches (with the release seq of the event that completed
+        each, or -1 for a timer's), after WHERE."""
         rule = self.rule
         env = Env(len(matches))
         for tag in rule.tags:
             stream = self.tag_streams[tag]
             if tag in rule.repeated_tags:
                 width = max([self.indices.get(tag, 0),
-                             *(len(m.bindings.get(tag) or []) for _, m in matches)])
+                             *(len(m.bindings.get(tag) or []) for _, m, _ in matches)])
                 for i in range(width):
-                    rows = [_nth(m.bindings.get(tag), i) for _, m in matches]
+                    rows = [_nth(m.bindings.get(tag), i) for _, m, _ in matches]
                     _bind_rows(env, tag, stream, rows, index=i)
             else:
-                rows = [_row_of(m.bindings.get(tag)) for _, m in matches]
+                rows = [_row_of(m.bindings.get(tag)) for _, m, _ in matches]
                 _bind_rows(env, tag, stream, rows)
         keep = truth(rule.where, env)
-        triggers: Table = {
-            KEY: np.array([k for k, _ in matches], dtype=object),
-            SEQ: np.array([m.trigger.seq for _, m in matches], dtype=np.int64),
-        }
-        has_time = any(s.timestamp for s in self.streams.values())
-        ts = Col(np.array([m.trigger.ts for _, m in matches], dtype=np.int64)) if has_time \
-            else None
+        keys = np.array([k for k, _, _ in matches], dtype=object)
+        stamps, ts = self._stamps(matches, clock)
         if not keep.all():
             env = Env(int(keep.sum()), {k: Col(c.values[keep], None if c.nulls is None
                                                else c.nulls[keep])
                                         for k, c in env.columns.items()})
-            triggers = {KEY: triggers[KEY][keep], SEQ: triggers[SEQ][keep]}
+            keys, stamps = keys[keep], stamps.take(keep)
             ts = Col(ts.values[keep]) if ts is not None else None
-        return emit(rule.name, rule.columns, None, triggers, env, {}, ts)
+        return emit(rule.name, rule.columns, None, keys, env, {}, ts, stamps)
+
+    def _stamps(self, matches: list[tuple[object, Match, int]], clock: Watermark
+                ) -> tuple[Stamps, Col | None]:
+        """Each match's place in the reference order and its time: the completing
+        event's (its own timestamp), or the timer's deadline at the first event whose
+        watermark reaches it."""
+        n = len(matches)
+        seq = np.empty(n, np.int64)
+        at = np.empty(n, np.int64)
+        origin = np.empty(n, np.int64)
+        ts = np.empty(n, np.int64)
+        for i, (_, m, release) in enumerate(matches):
+            if m.trigger is None:
+                seq[i] = clock.reach_one(m.deadline)  # type: ignore[arg-type,assignment]
+                at[i], origin[i], ts[i] = 2 * m.deadline, TIMER, m.deadline  # type: ignore[operator]
+            else:
+                event = m.trigger
+                seq[i], at[i], origin[i] = release, 2 * event.ts + 1, event.seq
+                own = self.streams[event.stream].timestamp
+                ts[i] = event.row[own] if own is not None else event.ts  # type: ignore[assignment]
+        has_time = any(s.timestamp for s in self.streams.values())
+        return Stamps(seq, at, origin), Col(ts) if has_time else None
 
     # ---- state (plain data: `PatternState` objects, which the state codec stores)
 
@@ -197,6 +242,7 @@ class PatternOperator(PerKeyState):
         if type(states) is not dict:
             raise ValueError(f"the state of rule {self.rule.name!r} is not a dict of keys")
         self.states = {}
+        self.timers = TimerIndex()
         self.import_states(states)
 
     def keys(self) -> set:
@@ -206,6 +252,7 @@ class PatternOperator(PerKeyState):
         out = {}
         for key in keys:
             state = self.states.pop(key, None)
+            self.timers.set(key, None)
             if state is not None:
                 out[key] = state
         return out
@@ -216,6 +263,7 @@ class PatternOperator(PerKeyState):
                 raise ValueError(f"the state of key {key!r} does not belong to the pattern of "
                                  f"rule {self.rule.name!r}")
             self.states[key] = state
+            self.timers.set(key, self.pattern.next_deadline(state))
 
 
 def _rows(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray]) -> list[Row]:

@@ -61,6 +61,9 @@ class _Atom:
         first = inst[1]
         return EXPIRED if first is not None and ts - first.ts >= self.within else ALIVE
 
+    def earliest(self, inst: Any) -> int | None:
+        return _ts(inst[1])
+
 
 class Clock:
     """The event time at which instances start (shared by one pattern's runtime nodes;
@@ -106,6 +109,12 @@ class _Timer:
         first = inst[1]
         w = self.within
         return EXPIRED if w is not None and first is not None and ts - first.ts >= w else ALIVE
+
+    def next_timer(self, inst: Any) -> int | None:
+        return inst[2]
+
+    def earliest(self, inst: Any) -> int | None:
+        return _ts(inst[1])
 
 
 class _FollowedBy:
@@ -240,6 +249,15 @@ class _FollowedBy:
             return DONE | flag
         return (FALSE if survived else EXPIRED) | flag
 
+    def next_timer(self, inst: Any) -> int | None:
+        return _least(child.next_timer(ci) for child, lst in zip(self.children, inst[2],
+                                                                  strict=True)
+                      if child.timed for ci in lst)
+
+    def earliest(self, inst: Any) -> int | None:
+        return _least([_ts(inst[1]), *(child.earliest(ci) for child, lst in zip(
+            self.children, inst[2], strict=True) for ci in lst)])
+
     def purge(self, inst: Any, ts: int) -> int:
         first = inst[1]
         if first is not None and ts - first.ts >= self.within:
@@ -318,6 +336,12 @@ class _Every:
         inst[2] = keep + spawned
         return ALIVE | touched
 
+    def next_timer(self, inst: Any) -> int | None:
+        return _least(self.child.next_timer(ci) for ci in inst[2])
+
+    def earliest(self, inst: Any) -> int | None:
+        return _least([_ts(inst[1]), *(self.child.earliest(ci) for ci in inst[2])])
+
     def purge(self, inst: Any, ts: int) -> int:
         begin, first, kids = inst
         if first is not None and ts - first.ts >= self.within:
@@ -378,6 +402,15 @@ class _Or:
             return (FALSE if survived else EXPIRED) | touched
         return ALIVE | touched
 
+    def next_timer(self, inst: Any) -> int | None:
+        return _least(child.next_timer(ci) for child, ci in zip(self.children, inst[2],
+                                                                strict=True)
+                      if ci is not None and child.timed)
+
+    def earliest(self, inst: Any) -> int | None:
+        return _least([_ts(inst[1]), *(child.earliest(ci) for child, ci in zip(
+            self.children, inst[2], strict=True) if ci is not None)])
+
     def purge(self, inst: Any, ts: int) -> int:
         first = inst[1]
         if first is not None and ts - first.ts >= self.within:
@@ -415,6 +448,9 @@ class _Not:
 
     def purge(self, inst: Any, ts: int) -> int:
         return self.child.purge(inst[0], ts)
+
+    def earliest(self, inst: Any) -> int | None:
+        return self.child.earliest(inst[0])
 
 
 class _And:
@@ -518,6 +554,18 @@ class _And:
         else:
             stored[i].append(comp)
 
+    def next_timer(self, inst: Any) -> int | None:
+        kids = inst[2]
+        return _least(self.children[i].next_timer(kids[i]) for i in self.ops
+                      if kids[i] is not None and self.children[i].timed)
+
+    def earliest(self, inst: Any) -> int | None:
+        kids, stored = inst[2], inst[3]
+        return _least([_ts(inst[1]),
+                       *(c.earliest(ci) for c, ci in zip(self.children, kids, strict=True)
+                         if ci is not None),
+                       *(comp[1].ts for s in stored if s is not None for comp in s)])
+
     def purge(self, inst: Any, ts: int) -> int:
         w = self.within
         first = inst[1]
@@ -617,6 +665,11 @@ class _Repeat:
             return code | touched
         return ALIVE | touched
 
+    def earliest(self, inst: Any) -> int | None:
+        until = inst[6] if self.until is not None else None
+        return _least([_ts(inst[2]), self.child.earliest(inst[5]),
+                       self.until.earliest(until) if until is not None else None])
+
     def purge(self, inst: Any, ts: int) -> int:
         first = inst[2]
         if first is not None and ts - first.ts >= self.within:
@@ -627,6 +680,16 @@ class _Repeat:
             if self.most is None:
                 return EXPIRED
         return self.child.purge(inst[5], ts)
+
+
+def _ts(first: Event | None) -> int | None:
+    return first.ts if first is not None else None
+
+
+def _least(values: Any) -> int | None:
+    """The least of the values that are not None (None when there are none)."""
+    found = [v for v in values if v is not None]
+    return min(found) if found else None
 
 
 # --------------------------------------------------------------------------- building

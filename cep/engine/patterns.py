@@ -10,7 +10,8 @@ never a reference to the `Pattern`, so a key's state can be written mid-stream a
 engine. A state instance belongs to the pattern it was made by; `Pattern.feed` checks a
 structural fingerprint so a state is never silently run by another pattern.
 
-Semantics follow Esper's pattern state machine, driven by events only (no wall clock):
+Semantics follow Esper's pattern state machine, driven by events and event time (no
+wall clock):
 
 * Events of one key are fed one at a time in sequence order. An instance created while an
   event is being processed never sees that event, so in ``a -> b`` the b is strictly after
@@ -57,23 +58,24 @@ Semantics follow Esper's pattern state machine, driven by events only (no wall c
   well); u completing earlier makes it permanently false. An event is offered to u first
   and, if u completes on it, not to x. Without an upper bound only u completes it.
 * WITHIN T (whole pattern, microseconds): the clock of a partial instance starts at its
-  earliest bound event by sequence number (``first``); when an event arrives with
-  ``ts - first.ts >= T`` the instance is discarded before the event is considered for it,
-  as if time had advanced first: an enclosing ``every`` restarts its operand and the fresh
-  operand does see the event. So a match always has ``last.ts - first.ts < T`` (exclusive).
-  ``every a -> b -> c WITHIN 24h`` gives each a its own clock. Events with an older
-  timestamp than earlier ones are processed normally; only WITHIN looks at timestamps.
+  earliest bound event by sequence number (``first``); once event time reaches
+  ``first.ts + T`` the instance is discarded (an enclosing ``every`` restarts its
+  operand in its place), so a match always has ``last.ts - first.ts < T`` (exclusive).
+  ``every a -> b -> c WITHIN 24h`` gives each a its own clock.
+* Event time (``Event.ts``: the effective time, ``cep.engine.clock``) passes for a key
+  in two ways, both through :meth:`Pattern.advance`: before each of its events, to that
+  event's time, and at the end of each batch, to the watermark. Either way deadlines
+  are taken one at a time in time order: at each, the instances whose WITHIN ran out
+  are discarded, then the timers due fire (what a firing starts, starts at the deadline
+  and may be due itself). Only then is the event processed, so in
+  ``a -> (timer:interval(T) and not b)`` a b at a.ts + T or later is too late. Since
+  time passes the same way whichever events and batch boundaries come between, a key
+  that gets no more events still sees its timers fire and its instances expire.
 * ``timer:interval(T)`` is an atom that no event matches: it completes once event time
-  passes ``start + T``, where start is the timestamp of the event during which the
-  instance started (the key's first event for an instance that exists before any).
-  Event time is per key and only events move it: before each event of the key, every
-  timer whose deadline is at or before the event's timestamp fires, in passes (what a
-  firing starts, starts at the deadline and may fire in the next pass), and only then is
-  the event processed, so ``a -> (timer:interval(T) and not b)`` fires when the key's
-  next event comes at a.ts + T or later, unless a b came strictly before. A timer
-  never fires at the end of a bounded input (no event moves the clock). Matches a timer
-  completes are reported with the event that moved the clock. Timers may not sit under
-  ``[n]``, ``not`` or at the start of an ``every`` operand (which could fire without end).
+  reaches ``start + T``, where start is the time of the event during which the instance
+  started (the key's first event for an instance that exists before any). A match a
+  timer completes is stamped with the deadline. Timers may not sit under ``[n]``,
+  ``not`` or at the start of an ``every`` operand (which could fire without end).
 * The matches produced by one event are ordered by the sequence number of their first
   event, then by creation order (the order the state tree yields them).
 """
@@ -93,15 +95,17 @@ from cep.engine.pattern_nodes import (
     describe,
     number_nodes,
 )
-from cep.engine.pattern_runtime import Clock, Completion, build
+from cep.engine.pattern_runtime import EXPIRED, Clock, Completion, build
 
 
 @dataclass(slots=True)
 class Match:
-    """One complete match: tag bindings and the event that completed it."""
+    """One complete match: tag bindings and what completed it: an event, or a timer at
+    its deadline (``deadline``; None for an event)."""
 
     bindings: Bindings
-    trigger: Event
+    trigger: Event | None
+    deadline: int | None = None
 
 
 @dataclass(slots=True)
@@ -154,33 +158,74 @@ class Pattern:
         self._clock.now = None  # its timers start at its first event
         return PatternState(self.fingerprint, self._runtime.start({}, None))
 
+    def is_idle(self, state: PatternState) -> bool:
+        """Whether ``state`` is that of a key that has seen nothing (holding it is
+        holding nothing: the key may go)."""
+        return state.root is not None and state == self.new_state()
+
     def feed(self, state: PatternState, event: Event) -> list[Match]:
-        """Process the key's next event (in sequence order), mutating ``state``.
+        """Process the key's next event (in processing order), mutating ``state``, once
+        :meth:`advance` has brought it to the event's time.
 
         Returns the matches this event completed, ordered by the sequence number of their
         first event, then by creation order.
         """
-        if state.fingerprint != self.fingerprint:
-            raise ValueError("this pattern state belongs to a different pattern")
+        self._check(state)
         root = state.root
         if root is None:
             return []
         out: list[Completion] = []
-        if self._runtime.timed:
-            for _ in range(len(self.nodes)):  # a pass per timer a firing can start
-                fired: list[Completion] = []
-                code = self._runtime.tick(root, event.ts, fired) & 3
-                out.extend(fired)
-                if code:
-                    state.root = None
-                    break
-                if not fired:
-                    break
         self._clock.now = event.ts
-        if state.root is not None and self._runtime.step(root, event, out) & 3:
+        if self._runtime.step(root, event, out) & 3:
             state.root = None
-        if not out:
-            return []
-        if len(out) > 1:
-            out.sort(key=lambda comp: comp[1].seq if comp[1] is not None else event.seq)
-        return [Match(dict(b), event) for b, _ in out]
+        return [Match(dict(b), event) for b, _ in _by_first(out, event.seq)]
+
+    def advance(self, state: PatternState, until: int) -> list[Match]:
+        """Let event time pass to ``until`` for this key: deadline by deadline, discard
+        the instances whose WITHIN ran out and fire the timers due (see the module
+        notes). Returns the matches timers completed, in deadline order."""
+        self._check(state)
+        runtime, within = self._runtime, self.within_us
+        matches: list[Match] = []
+        while state.root is not None and runtime.timed:
+            deadline = runtime.next_timer(state.root)
+            if deadline is None or deadline > until:
+                break
+            self._clock.now = deadline  # what a restart or a firing starts, starts here
+            if within is not None and runtime.purge(state.root, deadline) == EXPIRED:
+                state.root = None
+                break
+            fired: list[Completion] = []
+            if runtime.tick(state.root, deadline, fired) & 3:
+                state.root = None
+            matches.extend(Match(dict(b), None, deadline)
+                           for b, _ in _by_first(fired, None))
+        self._clock.now = until
+        if (state.root is not None and within is not None
+                and runtime.purge(state.root, until) == EXPIRED):
+            state.root = None
+        return matches
+
+    def next_deadline(self, state: PatternState) -> int | None:
+        """When event time next changes ``state`` by itself: its earliest timer or WITHIN
+        expiry (None: only events can)."""
+        root = state.root
+        if root is None:
+            return None
+        runtime = self._runtime
+        timer = runtime.next_timer(root) if runtime.timed else None
+        first = runtime.earliest(root) if self.within_us is not None else None
+        expiry = first + self.within_us if first is not None else None  # type: ignore[operator]
+        return min((d for d in (timer, expiry) if d is not None), default=None)
+
+    def _check(self, state: PatternState) -> None:
+        if state.fingerprint != self.fingerprint:
+            raise ValueError("this pattern state belongs to a different pattern")
+
+
+def _by_first(completions: list[Completion], seq: int | None) -> list[Completion]:
+    """Completions in the order of their first event's seq (``seq`` for one without),
+    then as made."""
+    if len(completions) > 1:
+        completions.sort(key=lambda comp: comp[1].seq if comp[1] is not None else (seq or 0))
+    return completions

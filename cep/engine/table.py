@@ -4,8 +4,9 @@ A table is a ``dict`` of equal-length numpy arrays. A field ``f`` whose values c
 carries a boolean mask ``f__null`` beside it (the value slot then holds a placeholder).
 Internal columns start with ``__``: ``__seq`` (the global arrival order of the input event
 a row came from), ``__sub`` (orders rows of one input event fed into one stream by several
-INSERT INTO rules), ``__key`` (the partition key value) and ``__time`` (effective event
-time, see ``windows``).
+INSERT INTO rules), ``__key`` (the partition key value), ``__time`` (effective event
+time) and ``__release`` (the seq of the input event at which the row is processed), the
+last two given by the engine from the watermark (``cep.engine.clock``).
 
 Dtypes by language type: int/long/timestamp/duration → int64 (timestamps and durations in
 microseconds), double → float64, boolean → bool, string → object (Python ``str``).
@@ -19,6 +20,7 @@ SEQ = "__seq"
 SUB = "__sub"
 KEY = "__key"
 TIME = "__time"
+RELEASE = "__release"
 NULL_SUFFIX = "__null"
 
 Table = dict[str, np.ndarray]

@@ -52,14 +52,14 @@ def pick(col: Col, row: np.ndarray, valid: np.ndarray, type_name: str) -> Col:
 class PriorBuffer:
     """The last ``depth`` events of every key's stream, for ``prior(n, e)`` with n ≤ depth."""
 
-    def __init__(self, functions: list[ir.Prev], timestamp: str | None) -> None:
+    def __init__(self, functions: list[ir.Prev]) -> None:
         self.functions = [fn for fn in functions if fn.kind == "prior"]
         depth = max(fn.n for fn in self.functions)
-        self.window = KeyedWindow(ir.WindowSpec("length", max(depth, 1)), timestamp)
+        self.window = KeyedWindow(ir.WindowSpec("length", max(depth, 1)))
 
-    def values(self, rows: Table, triggers: Table) -> dict[ir.Prev, Col]:
+    def values(self, rows: Table, triggers: Table, until: int) -> dict[ir.Prev, Col]:
         """Add a batch's (filtered) rows and give each ``prior`` node's value for the
-        ``triggers``, which are rows of this batch."""
+        ``triggers``, which are rows of this batch (the watermark then at ``until``)."""
         merged = self.window.merge(rows)
         position = _positions(merged, order_value(triggers))
         env = Env(len(merged.codes))
@@ -68,7 +68,7 @@ class PriorBuffer:
         for fn in self.functions:
             row = position - fn.n
             out[fn] = pick(evaluate(fn.arg, env), row, row >= merged.gstart[position], fn.type)
-        self.window.retain(merged)
+        self.window.retain(merged, until)
         return out
 
 

@@ -3,11 +3,11 @@
 Sliding windows (``#length``, ``#time``, ``#keepall``) evaluate the rule for every
 arriving event that passes the stream filter and WHERE, over its key's window including
 that event. Batch windows evaluate once when a batch closes: ``#length_batch(n)`` on its
-n-th event, ``#time_batch(T)`` on the first event of a later bucket (the closing event is
-the trigger, the closed bucket is the window; a bucket is only closed by a later event of
-the same key). In every case WHERE also decides which window rows feed the aggregates.
-``#firstlength``, ``#firsttime``, ``#time_length_batch`` and ``#unique`` are described in
-``cep.engine.window_kinds``.
+n-th event, ``#time_batch(T)`` when the watermark reaches the bucket's end (a timer, for
+every key, also one that gets no more events: the bucket's last event gives the row's
+fields, the bucket's end its time). In every case WHERE also decides which window rows
+feed the aggregates. ``#firstlength``, ``#firsttime``, ``#time_length_batch`` and
+``#unique`` are described in ``cep.engine.window_kinds``.
 """
 
 from __future__ import annotations
@@ -15,18 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from cep.engine.aggregates import compute_aggregates
+from cep.engine.clock import Watermark
 from cep.engine.emit import emit, timestamp_col
-from cep.engine.expr import Env, collect_aggregates, collect_window_functions, truth
-from cep.engine.output import empty_output
-from cep.engine.table import Table, nrows, take
+from cep.engine.expr import Col, Env, collect_aggregates, collect_window_functions, truth
+from cep.engine.output import Stamps, empty_output, event_stamps, timer_stamps
+from cep.engine.table import KEY, SEQ, TIME, Table, nrows, take
 from cep.engine.window_functions import PriorBuffer, window_values
 from cep.engine.window_kinds import (
+    first_time_kept,
     first_window,
     gather_unique,
     time_length_batches,
     unique_next,
 )
-from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs
+from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs, bucket_ends
 from cep.lang import ir
 
 
@@ -36,28 +38,34 @@ class WindowOperator(WindowState):
     def __init__(self, rule: ir.WindowRule, stream: ir.StreamDef) -> None:
         self.rule = rule
         self.stream = stream
-        self.window = KeyedWindow(rule.window, stream.timestamp)
+        self.window = KeyedWindow(rule.window)
         outputs = [rule.having, *(c.expr for c in rule.columns)]
         self.aggs = collect_aggregates(outputs)
         self.window_functions = collect_window_functions(outputs)
-        self.prior = (PriorBuffer(self.window_functions, stream.timestamp)
+        self.prior = (PriorBuffer(self.window_functions)
                       if any(fn.kind == "prior" for fn in self.window_functions) else None)
 
     def state_windows(self) -> list[KeyedWindow]:
         return [self.window] if self.prior is None else [self.window, self.prior.window]
 
-    def process(self, rows: Table) -> Table:
-        if nrows(rows) == 0:
+    def process(self, rows: Table, clock: Watermark) -> Table:
+        """The batch's released rows (every key's), and the timers the watermark fires
+        for the keys this window holds."""
+        if nrows(rows) == 0 and not (self.window.rows and nrows(self.window.rows)):
             return empty_output()
         env = Env(nrows(rows))
         env.bind_table("", rows)
         rows = take(rows, truth(self.rule.filter, env))
         merged = self.window.merge(rows)
-        out, keep = self._evaluate(merged, rows)
-        self.window.retain(merged, keep)
+        out, keep = self._evaluate(merged, rows, clock)
+        self.window.retain(merged, clock.end, keep)
         return out
 
-    def _evaluate(self, merged: Merged, rows: Table) -> tuple[Table, np.ndarray | None]:
+    def due_keys(self, until: int) -> list:
+        return self.window.due_keys(until)
+
+    def _evaluate(self, merged: Merged, rows: Table, clock: Watermark
+                  ) -> tuple[Table, np.ndarray | None]:
         """Output rows of the batch ``rows`` (filtered), merged into the window, and the
         merged rows to retain when this window kind decides that here (else None)."""
         rule, spec = self.rule, self.rule.window
@@ -66,14 +74,18 @@ class WindowOperator(WindowState):
         where = truth(rule.where, env)
         idx = np.arange(len(merged.codes))
         keep = None
+        deadline = None  # per trigger: the deadline that closed its window (-1: an event)
         if spec.kind == "time_length_batch":
-            batches = time_length_batches(spec, merged)
+            batches = time_length_batches(spec, merged, clock.end)
             trig, lo, hi, keep = batches.trig, batches.lo, batches.hi, batches.open_rows
+            deadline = batches.deadline
         elif spec.kind in ("firstlength", "firsttime"):
-            keep = first_window(spec, merged)
-            trig = np.flatnonzero(merged.is_new & keep & where)
+            window = first_window(spec, merged)
+            trig = np.flatnonzero(merged.is_new & window & where)
             hi = trig + 1
             lo = merged.gstart[trig]
+            keep = (first_time_kept(spec, merged, window, clock.end)
+                    if spec.kind == "firsttime" else window)
         elif spec.kind == "unique":
             following = unique_next(spec, merged)
             keep = following == len(idx)
@@ -86,13 +98,14 @@ class WindowOperator(WindowState):
             trig = np.flatnonzero(merged.is_new & ((idx - merged.gstart + 1) % spec.size == 0))
             hi = trig + 1
             lo = hi - spec.size
-        elif spec.kind == "time_batch":
+        elif spec.kind == "time_batch":  # every bucket whose end the watermark reaches
             runs = batch_runs(merged, spec.size)
-            closes = np.zeros(len(idx), dtype=bool)
-            closes[1:] = (runs[1:] == idx[1:]) & (merged.gstart[1:] < idx[1:])
-            trig = np.flatnonzero(merged.is_new & closes)
-            hi = trig
-            lo = runs[trig - 1] if len(trig) else trig
+            lo = np.flatnonzero(runs == idx)
+            hi = np.append(lo[1:], len(idx))
+            ends = bucket_ends(merged.time[lo], spec.size)
+            closed = ends <= clock.end
+            lo, hi, deadline = lo[closed], hi[closed], ends[closed]
+            trig = hi - 1
         else:
             trig = np.flatnonzero(merged.is_new & where)
             hi = trig + 1
@@ -102,8 +115,25 @@ class WindowOperator(WindowState):
         aggs.update(window_values(self.window_functions, env, lo, hi))
         triggers = take(merged.table, trig)
         if self.prior is not None:
-            aggs.update(self.prior.values(rows, triggers))
+            aggs.update(self.prior.values(rows, triggers, clock.end))
         trig_env = Env(len(trig))
         trig_env.bind_table("", triggers)
-        return emit(rule.name, rule.columns, rule.having, triggers, trig_env, aggs,
-                    timestamp_col(triggers, self.stream.timestamp)), keep
+        stamps, ts = self._stamps(triggers, merged.release[trig], deadline, clock)
+        return emit(rule.name, rule.columns, rule.having, triggers[KEY], trig_env, aggs,
+                    ts, stamps), keep
+
+    def _stamps(self, triggers: Table, release: np.ndarray, deadline: np.ndarray | None,
+                clock: Watermark) -> tuple[Stamps, Col | None]:
+        """Where each trigger's row goes and its time: an event's own, or for a window
+        a timer closed, the deadline, at the first event whose watermark reaches it."""
+        own = event_stamps(release, triggers[TIME], triggers[SEQ])
+        ts = timestamp_col(triggers, self.stream.timestamp)
+        if deadline is None or not (deadline >= 0).any():
+            return own, ts
+        timed = deadline >= 0
+        fired = timer_stamps(clock.reach(deadline)[0], deadline)
+        stamps = Stamps(*(np.where(timed, a, b) for a, b in (
+            (fired.seq, own.seq), (fired.at, own.at), (fired.origin, own.origin))))
+        if ts is not None:
+            ts = Col(np.where(timed, deadline, ts.values))
+        return stamps, ts

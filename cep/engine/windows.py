@@ -1,15 +1,18 @@
 """Per-key data windows, vectorised across every key an engine owns.
 
-All keys' retained rows of one window live in one table sorted by (key, seq, sub). A batch
-is merged into it, each triggering row gets its window as a segment ``[lo, hi)`` of the
-merged rows, and afterwards only the rows a future event can still see are retained.
+All keys' retained rows of one window live in one table sorted by (key, effective time,
+seq, sub): the order the key's events are processed in. A batch is merged into it, each
+triggering row gets its window as a segment ``[lo, hi)`` of the merged rows, and
+afterwards only the rows a future event can still see are retained.
 
-Event time per key never goes backwards: a row's *effective time* (``__time``) is the
-largest timestamp seen for its key up to and including it. For in-order streams that is
-the event's own timestamp, so ``#time(T)`` holds the rows with timestamp in ``(t − T, t]``
-(Esper's ``ext_timed``); a late event is treated as arriving at its key's current time.
-``#time_batch(T)`` buckets are aligned to multiples of T since the epoch. A ``#keepall``
-given a state time-to-live (``WindowSpec.ttl_us``) is retained and read like ``#time(ttl)``.
+A row's *effective time* (``__time``, given by the engine: ``cep.engine.clock``) is its
+event's timestamp, or the watermark when the event came late; per key it never goes
+backwards. ``#time(T)`` holds the rows with effective time in ``(t − T, t]`` (Esper's
+``ext_timed``), and a row leaves once the watermark reaches its time + T, whether or not
+its key has another event: no later event can see it (a later event is at or past the
+watermark). ``#time_batch(T)`` buckets are aligned to multiples of T since the epoch. A
+``#keepall`` given a state time-to-live (``WindowSpec.ttl_us``) is retained and read
+like ``#time(ttl)``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pandas as pd
 
 from cep.engine.table import (
     KEY,
+    RELEASE,
     SEQ,
     SUB,
     TIME,
@@ -41,22 +45,28 @@ def order_value(table: Table) -> np.ndarray:
     return table[SEQ] * SUB_RANGE + table[SUB]
 
 
-def count_before(row_codes: np.ndarray, row_values: np.ndarray, query_codes: np.ndarray,
-                 query_values: np.ndarray, inclusive: bool) -> np.ndarray:
-    """For each query, how many rows sort before it by (code, value).
+def processing_order(table: Table) -> tuple[np.ndarray, np.ndarray]:
+    """(effective time, (seq, sub)): the order a key's rows are processed in."""
+    return table[TIME], order_value(table)
 
-    Rows must be sorted by (code, value). ``inclusive`` counts rows equal to the query too.
-    One lexsort of rows and queries together; no Python loop.
+
+def count_before(row_codes: np.ndarray, row_values: tuple[np.ndarray, ...],
+                 query_codes: np.ndarray, query_values: tuple[np.ndarray, ...],
+                 inclusive: bool) -> np.ndarray:
+    """For each query, how many rows sort before it by (code, values...).
+
+    Rows must be sorted by (code, values...). ``inclusive`` counts rows equal to the
+    query too. One lexsort of rows and queries together; no Python loop.
     """
     n_rows = len(row_codes)
     if len(query_codes) == 0:
         return np.empty(0, dtype=np.int64)
     codes = np.concatenate((row_codes, query_codes))
-    values = np.concatenate((row_values, query_values))
+    values = [np.concatenate((r, q)) for r, q in zip(row_values, query_values, strict=True)]
     # queries sort before equal rows (exclusive) or after them (inclusive)
     flag = np.concatenate((np.full(n_rows, 0 if inclusive else 1, np.int8),
                            np.full(len(query_codes), 1 if inclusive else 0, np.int8)))
-    order = np.lexsort((flag, values, codes))
+    order = np.lexsort((flag, *values[::-1], codes))
     is_row = order < n_rows
     rows_before = np.cumsum(is_row) - is_row
     out = np.empty(len(query_codes), dtype=np.int64)
@@ -75,14 +85,14 @@ class Merged:
     gend: np.ndarray
     time: np.ndarray
     query_codes: np.ndarray  # codes of extra keys passed to merge (join triggers)
+    release: np.ndarray  # where the batch's rows are processed (-1 for retained rows)
 
 
 class KeyedWindow:
     """The retained rows of one window for all keys of an engine."""
 
-    def __init__(self, spec: ir.WindowSpec, timestamp: str | None) -> None:
+    def __init__(self, spec: ir.WindowSpec) -> None:
         self.spec = spec
-        self.timestamp = timestamp
         self.rows: Table = {}
         # How far back in event time a sliding window reaches: #time's size, or the state
         # TTL that turns an unbounded #keepall into the same time-bounded window.
@@ -91,30 +101,28 @@ class KeyedWindow:
     # ---- batch processing
 
     def merge(self, new_rows: Table, query_keys: np.ndarray | None = None) -> Merged:
-        """Merge a batch into the retained rows and compute effective times."""
+        """Merge a batch (rows with their effective times) into the retained rows, in
+        processing order."""
         n_old = len(self.rows[SEQ]) if self.rows else 0
-        new = dict(new_rows)
-        n_new = len(new[SEQ])
-        if self.timestamp is not None:
-            new[TIME] = new[self.timestamp]
-        else:
-            new[TIME] = np.zeros(n_new, dtype=np.int64)
-        table = concat([self.rows, new]) if n_old else new
+        new_rows = dict(new_rows)
+        n_new = len(new_rows[SEQ])
+        # where a row is processed matters only in its batch: retained rows go without it
+        release = np.concatenate((np.full(n_old, -1, np.int64),
+                                  new_rows.pop(RELEASE, np.full(n_new, -1, np.int64))))
+        table = concat([self.rows, new_rows]) if n_old else new_rows
         is_new = np.concatenate((np.zeros(n_old, bool), np.ones(n_new, bool)))
         keys = table[KEY]
         extra = query_keys if query_keys is not None else np.empty(0, dtype=object)
         all_codes = factorize(_concat_keys(keys, extra))
         codes, query_codes = all_codes[: len(keys)], all_codes[len(keys):]
-        order = np.lexsort((table[SUB], table[SEQ], codes))
+        order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
         table = take(table, order)
         codes = codes[order]
         is_new = is_new[order]
-        if self.timestamp is not None and len(codes):
-            time = pd.Series(table[TIME]).groupby(codes).cummax().to_numpy()
-            table[TIME] = time
         gend = group_ends(codes)
         gstart = group_starts(codes)
-        return Merged(table, codes, is_new, gstart, gend, table[TIME], query_codes)
+        return Merged(table, codes, is_new, gstart, gend, table[TIME], query_codes,
+                      release[order])
 
     def sliding_segments(self, merged: Merged, codes: np.ndarray, hi: np.ndarray,
                          gstart: np.ndarray, clock: np.ndarray) -> np.ndarray:
@@ -127,13 +135,14 @@ class KeyedWindow:
         if self.horizon is None:  # keepall without a TTL
             return gstart
         # time: the first row of the key whose effective time is > clock − T
-        first_alive = count_before(merged.codes, merged.time, codes, clock - self.horizon,
-                                   inclusive=True)
+        first_alive = count_before(merged.codes, (merged.time,), codes,
+                                   (clock - self.horizon,), inclusive=True)
         return np.minimum(np.maximum(gstart, first_alive), hi)
 
-    def retain(self, merged: Merged, keep: np.ndarray | None = None) -> None:
-        """Keep only rows a later event's window can still contain (``keep``: those rows,
-        when the operator already found them; see ``cep.engine.window_kinds``)."""
+    def retain(self, merged: Merged, until: int, keep: np.ndarray | None = None) -> None:
+        """Keep only rows a later event's window can still contain, once the watermark
+        is at ``until`` (``keep``: those rows, when the operator already found them; see
+        ``cep.engine.window_kinds``)."""
         if keep is not None:
             self.rows = take(merged.table, keep)
             return
@@ -142,17 +151,36 @@ class KeyedWindow:
         if kind == "length":
             keep = merged.gend - idx <= size
         elif self.horizon is not None:  # time, or keepall under a TTL
-            last_time = merged.time[merged.gend - 1] if len(idx) else merged.time
-            keep = merged.time > last_time - self.horizon
+            keep = merged.time > until - self.horizon
         elif kind == "length_batch":
             length = merged.gend - merged.gstart
             keep = (idx - merged.gstart) >= (length // size) * size
-        elif kind == "time_batch":
-            runs = batch_runs(merged, size)
-            keep = runs == runs[merged.gend - 1] if len(idx) else idx.astype(bool)
+        elif kind == "time_batch":  # the buckets the watermark has not closed
+            keep = bucket_ends(merged.time, size) > until
         else:
             keep = np.ones(len(idx), dtype=bool)
         self.rows = take(merged.table, keep)
+
+    def due_keys(self, until: int) -> list:
+        """The keys whose rows change by themselves once the watermark is at ``until``:
+        a row leaves a ``#time`` window, a ``#time_batch`` bucket closes, a
+        ``#firsttime`` window or a ``#time_length_batch`` batch ends by time."""
+        if not self.rows or not len(self.rows[SEQ]):
+            return []
+        time, kind, size = self.rows[TIME], self.spec.kind, self.spec.size
+        if self.horizon is not None:
+            hit = time <= until - self.horizon
+        elif kind == "time_batch":
+            hit = bucket_ends(time, size) <= until
+        elif kind in ("firsttime", "time_length_batch"):
+            codes = factorize(self.rows[KEY])
+            first = pd.Series(time).groupby(codes).transform("min").to_numpy()
+            hit = first <= until - size
+            if kind == "firsttime":  # only its first row left: nothing more to do
+                hit &= np.bincount(codes)[codes] > 1
+        else:
+            return []
+        return list(dict.fromkeys(self.rows[KEY][hit].tolist()))
 
     # ---- per-key state
 
@@ -164,22 +192,8 @@ class KeyedWindow:
         """The retained rows of each key that has any (removed from this window)."""
         if not self.rows or not keys:
             return {}
-        codes = factorize(_concat_keys(self.rows[KEY], np.array(keys, dtype=object)))
-        n = len(self.rows[KEY])
-        row_codes, key_codes = codes[:n], codes[n:]
-        leaving = np.isin(row_codes, key_codes)
-        # one stable sort of the leaving rows by key, then a slice per key: linear in the
-        # rows, where a mask per key would cost keys × rows (thousands of keys per batch)
-        gone = take(self.rows, leaving)
-        gone_codes = row_codes[leaving]
-        order = np.argsort(gone_codes, kind="stable")
-        gone = take(gone, order)
-        gone_codes = gone_codes[order]
-        lo = np.searchsorted(gone_codes, key_codes, side="left")
-        hi = np.searchsorted(gone_codes, key_codes, side="right")
-        self.rows = take(self.rows, ~leaving)
-        return {key: {name: column[a:b] for name, column in gone.items()}
-                for key, a, b in zip(keys, lo.tolist(), hi.tolist(), strict=True) if b > a}
+        parts, self.rows = split_by_key(self.rows, keys)
+        return parts
 
     def import_rows(self, parts: list[Table]) -> None:
         """Add keys' rows (from ``export`` elsewhere); sorted again at the next merge."""
@@ -332,6 +346,32 @@ class PerKeyState:
 
     def import_keyed(self, states: dict[object, object]) -> None:
         self.import_states(states)  # type: ignore[attr-defined]
+
+
+def split_by_key(rows: Table, keys: list) -> tuple[dict[object, Table], Table]:
+    """The rows of each of ``keys`` that has any, and the rows of the other keys.
+
+    One stable sort of the leaving rows by key, then a slice per key: linear in the rows,
+    where a mask per key would cost keys × rows (thousands of keys per batch)."""
+    codes = factorize(_concat_keys(rows[KEY], np.array(keys, dtype=object)))
+    n = len(rows[KEY])
+    row_codes, key_codes = codes[:n], codes[n:]
+    leaving = np.isin(row_codes, key_codes)
+    gone = take(rows, leaving)
+    gone_codes = row_codes[leaving]
+    order = np.argsort(gone_codes, kind="stable")
+    gone = take(gone, order)
+    gone_codes = gone_codes[order]
+    lo = np.searchsorted(gone_codes, key_codes, side="left")
+    hi = np.searchsorted(gone_codes, key_codes, side="right")
+    parts = {key: {name: column[a:b] for name, column in gone.items()}
+             for key, a, b in zip(keys, lo.tolist(), hi.tolist(), strict=True) if b > a}
+    return parts, take(rows, ~leaving)
+
+
+def bucket_ends(time: np.ndarray, size: int) -> np.ndarray:
+    """For ``#time_batch(size)``: when each row's bucket closes (its end, a deadline)."""
+    return (np.floor_divide(time, size) + 1) * size
 
 
 def batch_runs(merged: Merged, size: int) -> np.ndarray:

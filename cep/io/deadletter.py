@@ -44,6 +44,7 @@ KINDS = (
     "out_of_range",  # an integer outside int (32-bit) / long (64-bit), a timestamp overflow
     "bad_timestamp",  # a string that is neither ISO-8601 nor a number
     "too_large",  # a record over the reader's max_record_bytes
+    "late",  # below the watermark when it arrived, under the drop policy (late_letters.py)
 )
 
 
@@ -51,13 +52,16 @@ class DeadLetter(Closing):
     """Collects rejected records: writes them to ``path`` (JSON lines, replacing what an
     earlier run left there) and counts them."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, append: bool = False) -> None:
+        """``append``: add to what this reading of the input wrote there already (late
+        events, found once the records have been read), instead of replacing it."""
         self.path = path
         self.count = 0
         self.skipped = 0
         self.reasons: Counter[str] = Counter()
         self._file: IO[str] | None = None
-        if path is not None:
+        self._mode = "a" if append else "w"
+        if path is not None and not append:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
 
@@ -70,7 +74,7 @@ class DeadLetter(Closing):
         if self.path is None:
             return
         if self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._file = open(self.path, self._mode, encoding="utf-8")  # noqa: SIM115 - kept open
         entry = {
             "source": source,
             "offset": offset,

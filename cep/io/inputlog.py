@@ -68,13 +68,17 @@ class Segment:
     end: int
     unit: float  # estimated bytes per record (1.0 where start/end count rows)
     final: bool  # a last line without a newline is a record (files at rest)
+    idle: bool = False  # an empty mark: this Kafka partition is idle (``event_time.py``)
 
     @property
     def seq_base(self) -> int:
         return self.ordinal << SEQ_SHIFT
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        fields = asdict(self)
+        if not self.idle:  # the log of a run without idle marks reads as before
+            del fields["idle"]
+        return json.dumps(fields, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> Segment:
@@ -183,6 +187,10 @@ class InputLog:
         self.segments: dict[int, Segment] = {}
         self.count = 0  # segments ever logged (the next ordinal)
         self.known: dict[str, tuple[int, float]] = {}  # path -> (logged end, unit)
+        # Kafka partitions that have had a record, with their stream, and those whose
+        # last mark says idle (see ``_idle_marks``)
+        self.fed: dict[str, str] = {}
+        self.idle: set[str] = set()
         if self.file is not None and self.file.exists():
             self._load()
 
@@ -199,6 +207,12 @@ class InputLog:
     def _remember(self, segment: Segment) -> None:
         self.segments[segment.ordinal] = segment
         self.count = max(self.count, segment.ordinal + 1)
+        if segment.kind == KAFKA_KIND:
+            if segment.idle:
+                self.idle.add(segment.path)
+            elif segment.end > segment.start:
+                self.fed[segment.path] = segment.stream
+                self.idle.discard(segment.path)
         if segment.kind not in GENERATOR_KINDS:
             end, _ = self.known.get(segment.path, (0, segment.unit))
             self.known[segment.path] = (max(end, segment.end), segment.unit)
@@ -247,8 +261,23 @@ class InputLog:
         from cep.io.kafka_input import kafka_segments
 
         found = kafka_segments(self.sources, self.known, self.starting_offsets)
-        return [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)
-                for i, (stream, path, lo, hi) in enumerate(found)]
+        chunks = [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)
+                  for i, (stream, path, lo, hi) in enumerate(found)]
+        return chunks + self._idle_marks(chunks, ordinal + len(chunks))
+
+    def _idle_marks(self, chunks: list[Segment], ordinal: int) -> list[Segment]:
+        """An idle mark for each partition that has had records, found nothing new in
+        this discovery while others did, and is not marked idle already: the watermark
+        then leaves it out until its next record (``event_time.py``). Nothing is marked
+        when nothing advanced (time stands still for every partition then)."""
+        advanced = {s.path for s in chunks if s.end > s.start}
+        if not advanced:
+            return []
+        quiet = [path for path in sorted(self.fed)
+                 if path not in advanced and path not in self.idle]
+        return [Segment(ordinal + i, self.fed[path], KAFKA_KIND, path, self.known[path][0],
+                        self.known[path][0], 1.0, True, idle=True)
+                for i, path in enumerate(quiet)]
 
     def _generator_segments(self, stream: str, kind: str, spec: str, added: int
                             ) -> list[Segment]:
@@ -328,6 +357,11 @@ class InputLog:
             s = self.segments[seg]
             lo = max(pos, s.start)
             hi = end[1] if seg == end[0] else s.end
+            if s.idle:  # no records, but the watermark must see the mark (once)
+                if pos <= s.start:
+                    yield Piece(s, s.start, s.start)
+                seg, pos = seg + 1, 0
+                continue
             step = GRID_BYTES if s.kind in TEXT_KINDS else GRID_ROWS
             while lo < hi:
                 cut = min(hi, s.start + ((lo - s.start) // step + 1) * step)

@@ -12,13 +12,14 @@ small inputs; the Spark runtime never does this.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, Table, concat, empty
 from cep.io.deadletter import DeadLetter
+from cep.io.event_time import ClockPiece, end_of_log
 from cep.io.inputlog import (
     GENERATOR_KINDS,
     KAFKA_KIND,
@@ -45,6 +46,11 @@ class LoadedInputs:
     rejected: int
     skipped: int
     truth_ids: np.ndarray | None = None  # a generator's ground truth, when it has one
+    # what each segment tells the watermark (``event_time.py``), and the seq at which
+    # the input ends (after every event: where pending timers fire)
+    clock: list[ClockPiece] = field(default_factory=list)
+    end_seq: int = 0
+    segments: dict[int, Segment] = field(default_factory=dict)  # by ordinal
 
 
 def parse_input_specs(module: ir.CompiledModule, specs: list[str]) -> dict[str, str]:
@@ -108,18 +114,23 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
     tables: also how a followed run's input log is replayed in one process."""
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     truth: list[np.ndarray] = []
+    clock: list[ClockPiece] = []
     for segment in segments:
         stream = module.streams[segment.stream]
         frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
                                     max_record_bytes)
-        parts[segment.stream].append(frame_to_table(frame, stream))
+        table = frame_to_table(frame, stream)
+        parts[segment.stream].append(table)
+        clock.append(ClockPiece.of(segment, segment.start, table, stream))
         if flags is not None:
             truth.append(frame["id"].to_numpy()[flags])
     tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
               for name, tabs in parts.items()}
     accepted = sum(len(t[SEQ]) for t in tables.values())
     truth_ids = np.concatenate(truth) if truth else None
-    return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids)
+    end = end_of_log(segments[-1].ordinal + 1) if segments else 0
+    return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids, clock, end,
+                        {s.ordinal: s for s in segments})
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,

@@ -372,13 +372,14 @@ class FieldDecl:
 
 @dataclass(frozen=True)
 class CreateSchema:
-    """``CREATE SCHEMA Name (field type, ...) [TIMESTAMP field]``."""
+    """``CREATE SCHEMA Name (field type, ...) [TIMESTAMP field [LATENESS T]]``."""
 
     name: str
     fields: tuple[FieldDecl, ...]
     timestamp: str | None
     pos: Pos
     timestamp_pos: Pos | None = None
+    lateness: Expr | None = None
 
 
 @dataclass(frozen=True)

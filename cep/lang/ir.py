@@ -162,13 +162,15 @@ class StreamDef:
     """An event type: declared by CREATE SCHEMA or derived by INSERT INTO.
 
     ``sources`` says where input fields are read from (``FROM`` paths, ``FORMAT``), for
-    the fields that say it; the others read their own name with no format."""
+    the fields that say it; the others read their own name with no format.
+    ``lateness_us`` is the schema's ``LATENESS`` (None: not declared)."""
 
     name: str
     fields: tuple[tuple[str, str], ...]
     timestamp: str | None
     derived: bool = False
     sources: tuple[tuple[str, FieldSource], ...] = ()
+    lateness_us: int | None = None
 
     def field_type(self, name: str) -> str | None:
         return dict(self.fields).get(name)
@@ -475,6 +477,13 @@ class CompiledModule:
             for s in self.stages
         ]
         return [first, *later]
+
+    @property
+    def lateness_us(self) -> int:
+        """The rule file's one lateness: the largest LATENESS its schemas declare (0 if
+        none). The watermark trails the input's largest timestamp by this much."""
+        return max((self.streams[s].lateness_us or 0 for s in self.input_streams
+                    if s in self.streams), default=0)
 
     def inserting_rules(self) -> dict[str, str]:
         """Stateful rules (of every stage) whose rows are events: rule → target stream."""

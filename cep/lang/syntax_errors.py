@@ -230,6 +230,8 @@ def _hint(token: Token, text: str, expected: set[str], accepted: AcceptedTokens)
         return "a variable is declared with its type: CREATE VARIABLE double tau = 0.2"
     if text == "timer":
         return "a pattern guard is written: where timer:within(10 sec)"
+    if text == "lateness":
+        return "LATENESS follows the TIMESTAMP clause: ... ) TIMESTAMP ts LATENESS 10 sec"
     if text == "distinct" and prev_text == "select":
         return "SELECT DISTINCT is not supported (count(DISTINCT x) is)"
     if _is_keyword(text) and "NAME" in expected:

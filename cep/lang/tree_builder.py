@@ -79,6 +79,14 @@ class _FieldText:
     pos: Pos
 
 
+@dataclass(frozen=True)
+class _Timestamp:
+    """A schema's TIMESTAMP clause: its field and the LATENESS expression, if any."""
+
+    field: Token
+    lateness: ast.Expr | None
+
+
 def _attach_paths(parts: list) -> tuple[ast.FieldDecl, ...]:
     """Schema fields with the extra FROM paths (``, 'path' [FORMAT 'f']`` items of the
     field list) attached to the field before them."""
@@ -242,13 +250,15 @@ class _Builder(Transformer_NonRecursive):
 
     def create_schema(self, meta: Meta, children: list) -> ast.CreateSchema:
         name, *rest = children
-        timestamp = rest.pop() if isinstance(rest[-1], Token) else None
+        clause = rest.pop() if isinstance(rest[-1], _Timestamp) else None
+        timestamp = clause.field if clause is not None else None
         return ast.CreateSchema(
             name=str(name),
             fields=_attach_paths(rest),
             timestamp=str(timestamp) if timestamp is not None else None,
             pos=match_pos(meta),
             timestamp_pos=token_pos(timestamp) if timestamp is not None else None,
+            lateness=clause.lateness if clause is not None else None,
         )
 
     def field_decl(self, meta: Meta, children: list) -> ast.FieldDecl:
@@ -271,7 +281,10 @@ class _Builder(Transformer_NonRecursive):
         path = _FieldText("from", _string(children[0]), token_pos(children[0]))
         return path, children[1] if len(children) > 1 else None
 
-    def schema_timestamp(self, meta: Meta, children: list) -> Token:
+    def schema_timestamp(self, meta: Meta, children: list) -> _Timestamp:
+        return _Timestamp(children[0], children[1] if len(children) > 1 else None)
+
+    def schema_lateness(self, meta: Meta, children: list) -> ast.Expr:
         return children[0]
 
     def create_variable(self, meta: Meta, children: list) -> ast.CreateVariable:

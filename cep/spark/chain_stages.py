@@ -38,11 +38,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from cep.engine.clock import Watermark
 from cep.engine.insert_into import complex_events
 from cep.engine.table import Table, concat, take
 from cep.lang import ir
 
-_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64()), ("values", pa.string())])
+# a chain row: what insert_into decodes, with its place in the reference order (``at``,
+# ``origin``, and the key as JSON text: ``cep.engine.output.sort_output``)
+_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64()), ("values", pa.string()),
+                     ("at", pa.int64()), ("origin", pa.int64()), ("key", pa.string())])
 
 
 class ChainError(Exception):
@@ -91,6 +95,8 @@ class ChainParts:
             return
         path = self._folder(batch, stage) / f"engine-{engine:03d}.arrow"
         path.parent.mkdir(parents=True, exist_ok=True)
+        rows = {**rows, "key": np.array([json.dumps(k) for k in rows["key"].tolist()],
+                                        dtype=object)}
         table = pa.table({name: pa.array(rows[name], field.type)
                           for name, field in zip(_SCHEMA.names, _SCHEMA, strict=True)},
                          schema=_SCHEMA)
@@ -109,9 +115,34 @@ class ChainParts:
                 table = reader.read_all()
             if table.schema != _SCHEMA:
                 raise ChainError(f"{path} is not a chain part of this cep")
-            tables.append({name: table.column(name).combine_chunks().to_numpy(
-                zero_copy_only=False) for name in _SCHEMA.names})
+            columns = {name: table.column(name).combine_chunks().to_numpy(
+                zero_copy_only=False) for name in _SCHEMA.names}
+            keys = np.empty(len(columns["key"]), dtype=object)
+            keys[:] = [json.loads(k) for k in columns["key"].tolist()]
+            tables.append({**columns, "key": keys})
         return concat(tables)
+
+    def write_watermark(self, batch: int, stage: int, watermark: Watermark) -> None:
+        """The watermark through micro-batch ``batch``'s input, for ``stage``, which
+        processes that input's complex events in the next micro-batch (every engine of
+        the stage before computes the same one: each writes it, the last rename wins)."""
+        path = self._folder(batch, stage) / "watermark.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(watermark.plain()), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def watermark(self, batch: int, stage: int) -> dict | None:
+        """What :meth:`write_watermark` left for ``stage`` in ``batch - 1`` (plain
+        values; None in the first batch)."""
+        if not batch:
+            return None
+        path = self._folder(batch - 1, stage) / "watermark.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ChainError(f"{path}: the watermark of the stage before is missing or "
+                             f"unreadable ({err})") from err
 
     def events(self, module: ir.CompiledModule, batch: int, stage: int) -> dict[str, Table]:
         """The complex events ``stage`` consumes in micro-batch ``batch`` (what the stage

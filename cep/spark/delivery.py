@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from cep.spark.event_parts import EventParts
+from cep.spark.event_parts import EventParts, read_order
 
 _ORDER_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64())])
 
@@ -75,19 +75,22 @@ class AppendLedger:
 
 def merged_lines(parts: list[Path], rule_order: dict[str, int]) -> bytes:
     """The JSON lines of several parts (each in reference order) as one text in the
-    reference order: by ``seq``, then the rule's place in the rule file."""
-    texts = [p.read_bytes() for p in parts]
-    nonempty = [t for t in texts if t]
-    if len(nonempty) <= 1:
-        return nonempty[0] if nonempty else b""
-    blob = b"".join(nonempty)
+    reference order (``cep.engine.output.sort_output``): by ``seq``, then the time
+    passed, the event that made it, the rule's place in the rule file and the key, the
+    last three read from each part's order file (``event_parts.read_order``)."""
+    texts = [(p, t) for p in parts if (t := p.read_bytes())]
+    if len(texts) <= 1:
+        return texts[0][1] if texts else b""
+    blob = b"".join(t for _, t in texts)
     raw = np.frombuffer(blob, dtype=np.uint8)
     ends = np.flatnonzero(raw == ord("\n"))
     table = pa_json.read_json(io.BytesIO(blob), parse_options=pa_json.ParseOptions(
         explicit_schema=_ORDER_SCHEMA, unexpected_field_behavior="ignore"))
     names = pa.array(list(rule_order), pa.string())
     rank = pc.index_in(table.column("rule"), value_set=names).fill_null(-1).to_numpy()
-    order = np.lexsort((rank, table.column("seq").to_numpy()))
+    places = [read_order(p, t.count(b"\n")) for p, t in texts]
+    at, origin, key = (np.concatenate([place[i] for place in places]) for i in range(3))
+    order = np.lexsort((key, rank, origin, at, table.column("seq").to_numpy()))
     # the lines as one Arrow binary array over the text (no copy), reordered by take:
     # memory about twice the batch's text, where a gather by byte index took nine times
     offsets = np.concatenate([[0], ends + 1]).astype(np.int64)

@@ -37,13 +37,17 @@ import numpy as np
 import pandas as pd
 
 from cep.engine import codec
+from cep.engine.clock import Watermark, late_mask
 from cep.engine.engine import Engine
-from cep.engine.table import KEY, Table, concat, factorize, nrows
+from cep.engine.output import sort_output, stamp_stateless
+from cep.engine.table import KEY, SEQ, Table, concat, factorize, nrows
 from cep.handoff.protocol import exports, imports
+from cep.io.event_time import ClockPiece, EventClock
+from cep.lang import ir
 from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
-from cep.spark.event_parts import EventParts, event_lines
+from cep.spark.event_parts import EventParts, event_lines, order_table
 from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
 from cep.spark.splitter.keymaps import key_map
@@ -67,10 +71,13 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     passthrough: list[Table] = []
     batch, tasks = -1, Counter()
     truth: list[np.ndarray] = []
+    times: list[tuple] = []
     for frame in rows:
         for payload in frame["payload"].tolist():
-            batch, mine, extra, info, first_stories = unpack_payload(payload)
+            batch, mine, extra, info, first_stories, time_info = unpack_payload(payload)
             tasks.update(info)
+            if time_info is not None:
+                times.append(time_info)
             for name, table in mine.items():
                 streams[name].append(table)
             if extra:
@@ -82,9 +89,12 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     label = int(key[0])
     log = EngineLog(version, changes)
     engine, origin = take_engine(module, log, p.start, label, batch)
+    watermark = batch_watermark(p.module, engine, times)
+    late = late_rows(module, batch_streams, watermark) if stage == 0 else 0
     leaving = leaving_keys(store, engine_index, batch) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
-    touched = touched_keys(load, leaving)
+    due = [json.dumps(k) for k in engine.due_keys(watermark.end)]
+    touched = touched_keys(load, leaving, due)
     values = [json.loads(text) for text in touched]
     work = engine.split_off(values)
     clock.lap("restore")
@@ -94,7 +104,7 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
         imported = import_moved_keys(store, work, engine_index, batch)
         moves["imported_keys"] = len(imported)
         clock.lap("import")
-    events = work.process(batch_streams)
+    events = work.process(batch_streams, watermark)
     factor = p.slowdown.get(engine_index, 1.0)
     if factor > 1.0:
         time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
@@ -109,15 +119,17 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     clock.lap("save")
     injected_fault(batch, label)
     if passthrough:
-        events = concat([*passthrough, events])
+        placed = [stamp_stateless(rows, watermark.after(rows["seq"])) for rows in passthrough]
+        events = sort_output(concat([*placed, events]), p.rule_order)
     if stage + 1 < len(p.stages):
         assert chain_parts is not None
         chained, events = split_rows(p.module, events)
         chain_parts.write(batch, stage + 1, engine_index, chained)
+        chain_parts.write_watermark(batch, stage + 1, watermark)
     frame = event_frame(events)
     event_parts.write(batch - stage, stage * p.n_engines + engine_index,
-                      event_lines(frame, p.rule_order))
-    latest = engine_latest(frame, p.rule_order)  # for a live view (latest.py)
+                      event_lines(frame), order_table(frame))
+    latest = engine_latest(frame)  # for a live view (latest.py)
     clock.lap("output")
     scores = rule_scores(frame, np.concatenate(truth) if truth else None)
     counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
@@ -127,6 +139,7 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
              "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
              "restored": {origin.kind: 1, "log_entries": origin.entries},
              "keys_held": held, "state_bytes": saved["bytes"],
+             "watermark": watermark.last, "late_events": late, "timer_keys": len(due),
              "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
@@ -142,7 +155,7 @@ def event_frame(events: Table) -> pd.DataFrame:
     if n == 0:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (
             ("rule", object), ("key", object), ("seq", "int64"), ("ts", "int64"),
-            ("ts_null", bool), ("payload", object))})
+            ("ts_null", bool), ("payload", object), ("at", "int64"), ("origin", "int64"))})
     return pd.DataFrame({
         "rule": events["rule"],
         "key": np.array([json.dumps(k) for k in events["key"].tolist()], dtype=object),
@@ -150,6 +163,8 @@ def event_frame(events: Table) -> pd.DataFrame:
         "ts": events["ts"],
         "ts_null": events["ts__null"],
         "payload": events["values"],
+        "at": events["at"],  # the place in the reference order within a seq
+        "origin": events["origin"],
     })
 
 
@@ -164,11 +179,38 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
 
 
-def touched_keys(load: dict[str, int], leaving: list[str]) -> list[str]:
+def touched_keys(load: dict[str, int], leaving: list[str], due: list[str]) -> list[str]:
     """The keys (JSON texts) a batch splits off its resident engine: those its events
-    reach and those it hands over. The one place that says so: keys whose event-time
-    timers fall due in the batch are to join here."""
-    return list(dict.fromkeys([*load, *leaving]))
+    reach, those it hands over and those whose event-time timers (or rows waiting for
+    the watermark) the batch's watermark makes due: never every key the engine holds."""
+    return list(dict.fromkeys([*load, *leaving, *due]))
+
+
+def batch_watermark(module: ir.CompiledModule, engine: Engine, times: list[tuple]
+                    ) -> Watermark:
+    """The watermark through this batch, from what its tasks sent (``input_tasks``):
+    stage 0's engines combine the pieces' rises on their own copy of the input log's
+    clock (kept in the engine's state: ``Engine.clock``), every engine of a stage to
+    the same watermark; a later stage's engines get the one the stage before used."""
+    for info in times:
+        if info[0] == "watermark":
+            return (Watermark.from_plain(info[1]) if info[1] is not None
+                    else Watermark(end_seq=0))
+    pieces = [ClockPiece.from_plain(piece) for info in times for piece in info[1]]
+    final = any(info[2] for info in times)
+    end_seq = max((info[3] for info in times), default=0)
+    clock = EventClock(module.lateness_us, engine.clock)
+    watermark = clock.advance(pieces, final, end_seq)
+    engine.clock = clock.state()
+    return watermark
+
+
+def late_rows(module: ir.CompiledModule, streams: dict[str, Table], watermark: Watermark
+              ) -> int:
+    """How many of the engine's input events of the batch came below the watermark."""
+    seqs = [t[SEQ][late_mask(t[SEQ], t[ts], watermark)] for name, t in streams.items()
+            if t and (ts := module.streams[name].timestamp) is not None and len(t[SEQ])]
+    return len(np.unique(np.concatenate(seqs))) if seqs else 0
 
 
 def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:

@@ -4,8 +4,12 @@ Each engine task writes its own events when it has computed them, so no event pa
 through the driver on its way to a directory output. A part is named by batch and
 engine and written to a temporary name, then renamed over any earlier attempt: a batch
 that Spark runs again after a crash (same offsets, same state, so the same events)
-rewrites the same part whole. Inside a part, lines are in the reference order (sequence
-number, then the rule's place in the file).
+rewrites the same part whole. Inside a part, lines are in the reference order
+(``cep.engine.output.sort_output``); beside each part a small Arrow file (``.order``)
+holds each line's place among the events of the same sequence number (``at``,
+``origin``, the key's JSON text), which the lines themselves do not show, so that the
+driver merges the engines' parts into the reference order (``delivery.merged_lines``):
+timers of many keys fire at one input event, on whichever engines hold them.
 
 Formats: ``jsonl`` (one JSON object per event: ``rule``, ``key``, ``seq``, ``ts``, then
 the rule's columns) and ``parquet`` (the same records as a table whose columns are the
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
@@ -46,19 +51,52 @@ class EventParts:
         """The parts of one batch, in engine order."""
         return sorted(Path(self.directory).glob(f"batch-{batch:07d}-engine-*.{self.fmt}"))
 
-    def write(self, batch: int, engine: int, lines: str) -> None:
-        """Write one engine's events of one batch (JSON lines text) as its part; an
-        engine with no events in a batch writes nothing (a replay computes the same)."""
+    def write(self, batch: int, engine: int, lines: str, order: pa.Table | None = None
+              ) -> None:
+        """Write one engine's events of one batch (JSON lines text) as its part, and
+        ``order`` (:func:`order_table`) beside it; an engine with no events in a batch
+        writes nothing (a replay computes the same)."""
         if not lines:
             return
         path = self.path(batch, engine)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if order is not None:  # first: a part is only ever seen with its order
+            tmp = path.with_name(f".{path.name}.order.{os.getpid()}.tmp")
+            with ipc.new_file(str(tmp), order.schema) as writer:
+                writer.write_table(order)
+            os.replace(tmp, order_path(path))
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         if self.fmt == "jsonl":
             tmp.write_text(lines, encoding="utf-8")
         else:
             pq.write_table(records_table(lines), tmp)
         os.replace(tmp, path)
+
+
+ORDER_SCHEMA = pa.schema([("at", pa.int64()), ("origin", pa.int64()), ("key", pa.string())])
+
+
+def order_path(part: Path) -> Path:
+    """Where a part's order file is."""
+    return part.with_name(part.name + ".order")
+
+
+def order_table(events: pd.DataFrame) -> pa.Table:
+    """The order columns of an engine's events (the frame ``event_lines`` writes)."""
+    return pa.table({"at": pa.array(events["at"].to_numpy(np.int64), pa.int64()),
+                     "origin": pa.array(events["origin"].to_numpy(np.int64), pa.int64()),
+                     "key": pa.array(events["key"].tolist(), pa.string())},
+                    schema=ORDER_SCHEMA)
+
+
+def read_order(part: Path, lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A part's (at, origin, key text) per line: its order file, checked to fit it."""
+    with ipc.open_file(str(order_path(part))) as reader:
+        table = reader.read_all()
+    if table.schema != ORDER_SCHEMA or table.num_rows != lines:
+        raise ValueError(f"{order_path(part)} is not the order of {part.name}")
+    return (table.column("at").to_numpy(), table.column("origin").to_numpy(),
+            np.asarray(table.column("key").to_pylist(), dtype=str))
 
 
 def records_table(lines: str) -> pa.Table:
@@ -70,9 +108,10 @@ def records_table(lines: str) -> pa.Table:
                              read_options=pa_json.ReadOptions(block_size=1 << 24))
 
 
-def event_lines(events: pd.DataFrame, rule_order: dict[str, int]) -> str:
-    """JSON lines in the reference's order (by seq, then rule order): ``rule``, ``key``,
-    ``seq``, ``ts``, then the payload's fields.
+def event_lines(events: pd.DataFrame) -> str:
+    """JSON lines by seq (events of one seq as they come: an engine's events are in the
+    reference order already): ``rule``, ``key``, ``seq``, ``ts``, then the payload's
+    fields.
 
     Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
     faster, and FSD writes a third of its tweets): the key and the payload are JSON
@@ -80,9 +119,7 @@ def event_lines(events: pd.DataFrame, rule_order: dict[str, int]) -> str:
     compiler renames such output columns)."""
     if events.empty:
         return ""
-    rank = events["rule"].map(rule_order).fillna(-1).to_numpy()
-    order = np.lexsort((rank, events["seq"].to_numpy()))
-    rows = events.iloc[order]
+    rows = events.iloc[np.argsort(events["seq"].to_numpy(), kind="stable")]
     rules = np.array([json.dumps(r, ensure_ascii=False) for r in rows["rule"].tolist()],
                      dtype=object)
     times = np.where(rows["ts_null"].to_numpy(), "null",

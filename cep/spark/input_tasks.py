@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from cep.engine.table import SEQ, Table, concat
 from cep.io.deadletter import DeadLetter
+from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment
 from cep.io.inputs import frame_to_table, read_segment
 from cep.lang import ir
@@ -32,8 +33,10 @@ def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir
     its engines."""
     started = time.perf_counter()
     events = config.chain.events(module, batch, stage)
+    watermark = config.chain.watermark(batch, stage)
     info = {"read": time.perf_counter() - started}
-    return route_part(stage_module, events, labels, key_grouping(len(labels)), batch, info)
+    return route_part(stage_module, events, labels, key_grouping(len(labels)), batch, info,
+                      time_info=("watermark", watermark))
 
 
 def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
@@ -45,17 +48,24 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}
     truth: list[np.ndarray] = []
+    clock: list[tuple] = []  # what each piece tells the watermark (every engine gets it)
     for text, lo, hi in task["pieces"]:
         segment = Segment.from_json(text)
+        stream = module.streams[segment.stream]
+        if segment.idle:  # a mark, no records
+            clock.append(ClockPiece.of(segment, lo, None, stream).plain())
+            continue
         table, flags = _read_piece(config, module, batch, segment, lo, hi, info)
         parts[segment.stream].append(table)
+        clock.append(ClockPiece.of(segment, lo, table, stream).rises().plain())
         if flags is not None:
             truth.append(table[SEQ][flags])
     tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
     info["read"] = time.perf_counter() - started
     info["truth"] = sum(len(t) for t in truth)
+    time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)))
     return route_part(module, tables, labels, engine_of, batch, info,
-                      np.concatenate(truth) if truth else None)
+                      np.concatenate(truth) if truth else None, time_info)
 
 
 def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,

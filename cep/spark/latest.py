@@ -17,7 +17,7 @@ LATEST_KEPT = 3  # events per rule
 LINE_CHARS = 1000  # an event's JSON line is cut here (a tweet's text can be long)
 
 
-def engine_latest(frame: pd.DataFrame, rule_order: dict[str, int]) -> dict[str, list]:
+def engine_latest(frame: pd.DataFrame) -> dict[str, list]:
     """An engine's last LATEST_KEPT events per rule (by sequence number), as
     ``{rule: [[seq, line], …]}`` in the form the part files hold them."""
     if frame.empty:
@@ -25,7 +25,7 @@ def engine_latest(frame: pd.DataFrame, rule_order: dict[str, int]) -> dict[str, 
     out: dict[str, list] = {}
     for rule, rows in frame.groupby("rule", sort=False):
         tail = rows.nlargest(LATEST_KEPT, "seq")
-        lines = event_lines(tail, rule_order).splitlines()  # ascending seq
+        lines = event_lines(tail).splitlines()  # ascending seq
         out[str(rule)] = [[int(seq), _cut(line)] for seq, line
                           in zip(sorted(tail["seq"].tolist()), lines, strict=True)]
     return out

@@ -127,6 +127,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
+    if config.late == "drop":
+        raise SparkRunError("--late drop is not implemented on Spark yet (late events are "
+                            "counted and processed there): use --runner local")
     if not mongo_timeout > 0:
         raise SparkRunError(f"the MongoDB time-out must be positive, got {mongo_timeout}")
     if output.fmt == "parquet" and (output.path is None or is_uri_output(output.path)):

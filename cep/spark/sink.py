@@ -32,7 +32,7 @@ import numpy as np
 from cep.balancing.stats import rstd
 from cep.io.deadletter_summary import DeadLetterSummary
 from cep.spark.delivery import AppendLedger, merged_lines
-from cep.spark.event_parts import EventParts
+from cep.spark.event_parts import EventParts, order_path
 from cep.spark.latest import merge_latest
 from cep.transports.outputs import Publisher
 
@@ -120,6 +120,7 @@ class Delivery:
         if self.transient_parts:
             for path in paths:
                 path.unlink(missing_ok=True)
+                order_path(path).unlink(missing_ok=True)
 
     def dead_letters(self, batch: int) -> dict:
         """Append the batch's dead letters to the dead-letter file; returns their
@@ -171,7 +172,7 @@ class BatchSink:
         _write_atomically(self.metrics_dir / f"batch-{batch_id:07d}.json",
                           json.dumps(metrics) + "\n")
         self.delivery.metrics(batch_id, metrics)
-        for name in ("events_in", "events_out", "dead_lettered", "blank_lines"):
+        for name in ("events_in", "events_out", "dead_lettered", "blank_lines", "late_events"):
             self.totals[name] = self.totals.get(name, 0) + metrics[name]
         self.progress.update(metrics)
 
@@ -183,7 +184,9 @@ class BatchSink:
         counts = {"dead": 0, "blank": 0, "truth": 0}
         # where the engines came from (resident.py) and the log entries they read
         restored = {"resident": 0, "caught_up": 0, "rebuilt": 0, "new": 0, "log_entries": 0}
-        held = {"keys_held": 0, "state_bytes": 0}  # summed over engines
+        held = {"keys_held": 0, "state_bytes": 0, "late_events": 0,  # summed over engines
+                "timer_keys": 0}
+        watermark = None  # stage 0's engines all reach the same one
         saved = {"base": 0, "delta": 0}  # the blobs the engines wrote
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
@@ -207,6 +210,8 @@ class BatchSink:
                 restored[name] += n
             for name in held:
                 held[name] += info.get(name, 0)
+            if not info.get("stage", 0) and "watermark" in info:
+                watermark = info["watermark"]
             if "saved" in info:
                 saved[info["saved"]] += 1
             for rule, (n, hits) in info.get("outputs", {}).items():
@@ -231,6 +236,7 @@ class BatchSink:
             "stage_s": {k: round(v, 4) for k, v in stages.items()},
             "keys_restored": restored,
             **held,
+            **({"watermark": watermark} if watermark is not None else {}),
             "state_saved": saved,
             "rstd": round(rstd(rows.astype(float)), 3),
             "latest_events": merge_latest(stats),

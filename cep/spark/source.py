@@ -25,6 +25,11 @@ Bad records go to a dead-letter file per piece, ``dead/batch-B/<segment>-<positi
 written by the executor that read them; the piece grid makes those names the same in a
 replay, so a replay rewrites them instead of adding to them.
 
+The end of a bounded input: once a run without ``--follow`` has read its input to the
+end, the source plans one more batch, offset ``"end": true`` at the same position, in
+which every engine lets all time pass (``cep.engine.clock``: pending timers fire). A
+stopped run never plans it: a stop is not the end of the input.
+
 Stopping: the driver creates ``stop_file``; from then on no new batch is planned, the one
 in flight finishes and commits.
 """
@@ -40,7 +45,7 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from cep.io.inputlog import InputLog
+from cep.io.inputlog import SEQ_SHIFT, InputLog
 from cep.lang import ir
 from cep.spark.source_config import SourceConfig
 
@@ -96,17 +101,23 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.discover()
         end = here if stopping else log.advance(*here, budget=self.config.batch_size,
                                                 stop=self._target)
+        ended = end == here and bool(start.get("end"))  # the input's end is behind
+        if end == here and not ended and not self.config.follow and not stopping:
+            # a bounded input read to its end: one more batch, in which all time passes
+            return self._offset(start["n"] + 1, end, 0, ended=True)
         idle = 0 if end != here else min(self.drain, start.get("idle", 0) + 1)
         if end == here and start["n"] and start.get("idle", 0) >= self.drain:
             return start
         # Spark runs its first batch whatever this returns (it has no earlier offset to
         # compare with), so an empty first batch is numbered too: n stays Spark's batch id
-        return self._offset(start["n"] + 1, end, idle)
+        return self._offset(start["n"] + 1, end, idle, ended)
 
-    def _offset(self, n: int, at: tuple[int, int], idle: int) -> dict:
+    def _offset(self, n: int, at: tuple[int, int], idle: int, ended: bool = False) -> dict:
         offset = {"n": n, "seg": at[0], "pos": at[1]}
         if self.drain:  # no "idle" without a chain: offsets of older runs stay valid
             offset["idle"] = idle
+        if ended:  # the end of a bounded input is behind (older offsets have no "end")
+            offset["end"] = True
         return offset
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
@@ -116,10 +127,14 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # consecutive pieces, about equal records per task
         cuts = np.searchsorted(np.cumsum(units), np.arange(1, tasks) * units.sum() / tasks)
         groups = [g for g in np.split(np.arange(len(pieces)), cuts) if len(g)]
-        if self.drain and not groups:
-            groups = [np.arange(0)]  # stage 0's engines run too (keys may move)
+        final = bool(end.get("end")) and not start.get("end")
+        if (self.drain or final) and not groups:
+            groups = [np.arange(0)]  # stage 0's engines run too (keys may move, time ends)
         batch = start["n"]
-        return [InputPartition({"batch": batch, "pieces": [
+        # the batch in which a bounded input ends: every engine lets all time pass, at a
+        # place after every input event (as ``cep.io.event_time.end_of_log`` says)
+        ending = {"final": True, "end_seq": self.log().count << SEQ_SHIFT} if final else {}
+        return [InputPartition({"batch": batch, **ending, "pieces": [
             (pieces[i].segment.to_json(), pieces[i].lo, pieces[i].hi) for i in group]})
             for group in groups] + [InputPartition({"batch": batch, "stage": stage})
                                     for stage in range(1, len(self.stages))]

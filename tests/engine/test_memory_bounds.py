@@ -22,7 +22,7 @@ from cep.engine.table import SEQ
 from cep.io.inputs import frame_to_table
 from cep.io.tweets import generate_tweets
 from cep.lang.compile import compile_file
-from cep.reference import run_batch
+from cep.reference import batch_watermarks, input_watermark, run_batch
 
 RULE = Path(__file__).parent.parent.parent / "rules" / "fsd.epl"
 TWEETS, BATCH = 1_000_000, 10_000
@@ -49,9 +49,13 @@ def test_fsd_engine_memory_stays_flat_over_a_million_tweets() -> None:
     del frame
     series: list[float] = []
     rows: list[int] = []
-    for lo in range(0, TWEETS, BATCH):
+    starts = range(0, TWEETS, BATCH)
+    seq = table["__seq"]
+    clocks = batch_watermarks(input_watermark(module, {"Tweet": table}), [
+        (int(seq[lo]), int(seq[min(lo + BATCH, TWEETS) - 1]) + 1) for lo in starts])
+    for lo, clock in zip(starts, clocks, strict=True):
         part = {name: column[lo:lo + BATCH] for name, column in table.items()}
-        run_batch(module, engine, {"Tweet": part})
+        run_batch(module, engine, {"Tweet": part}, clock)
         series.append(rss_mb())
         rows.append(len(window.rows[SEQ]))
     warm = int(len(series) * WARM_UP)

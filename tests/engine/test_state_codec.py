@@ -26,7 +26,7 @@ from cep.engine.codec import StateFormatError
 from cep.engine.engine import Engine
 from cep.engine.pattern_nodes import Event
 from cep.lang.compile import compile_text
-from cep.reference import run_batch
+from cep.reference import input_watermark, run_batch
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def _engine() -> Engine:
     rows = {"S": {"__seq": np.arange(n, dtype=np.int64), "__sub": np.zeros(n, np.int64),
                   "k": np.arange(n, dtype=np.int64) % 3, "ts": np.arange(n, dtype=np.int64),
                   "v": (np.arange(n) % 5).astype(np.float64)}}
-    run_batch(module, engine, rows)
+    run_batch(module, engine, rows, input_watermark(module, rows))
     return engine
 
 

@@ -13,7 +13,7 @@ from cep.engine.output import output_records
 from cep.engine.table import SEQ, take
 from cep.handoff.store import StateStore
 from cep.lang.compile import compile_text
-from cep.reference import run_batch, run_reference
+from cep.reference import batch_watermarks, input_watermark, run_batch, run_reference
 
 RULES = (
     "CREATE SCHEMA S (k long, ts timestamp, v double, name string) TIMESTAMP ts;\n"
@@ -44,13 +44,14 @@ def test_moved_keys_travel_through_mongodb_as_data_and_change_no_output(
     halves = [{"S": take(inputs["S"], inputs["S"][SEQ] < 100)},
               {"S": take(inputs["S"], inputs["S"][SEQ] >= 100)}]
     first, second = Engine(module), Engine(module)
-    out = [run_batch(module, first, halves[0])]
+    clocks = batch_watermarks(input_watermark(module, inputs), [(0, 100), (100, 1 << 40)])
+    out = [run_batch(module, first, halves[0], clocks[0])]
     keys = sorted(first.keys())
     store.put_states(0, first.export_keys(keys))
     blobs = store.get_states(0, keys)
     assert all(blob.startswith(MAGIC) for blob in blobs.values())
     second.import_keys(blobs)
-    out.append(run_batch(module, second, halves[1]))
+    out.append(run_batch(module, second, halves[1], clocks[1]))
     got = output_records(out[0]) + output_records(out[1])
     assert got == expected and len(got) > 50
 

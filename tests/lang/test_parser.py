@@ -646,6 +646,7 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
                   "interval", "measures", "define", "after", "match",
                   "skip", "past", "row", "to", "next", "current"}
     contextual |= {"format"}  # FORMAT, only after a schema field's type or path
+    contextual |= {"lateness"}  # LATENESS, only after a schema's TIMESTAMP field
     assert reserved <= keywords
     assert keywords - reserved == contextual
 

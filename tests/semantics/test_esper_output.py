@@ -43,14 +43,16 @@ def test_every_n_events(run_epl, clause, expected):
 
 
 @pytest.mark.parametrize(("clause", "expected"), [
-    # 3 s intervals; a: [0,3) 0 2, [3,6) 4, [6,9) 6 7 8, [9,12) 9 10 11, [12,15) open;
-    # b: [0,3) 1, [3,6) 3 5 (open: no later b)
-    # (ALL releases at the closing event: b's 1 at 3 s, a's 0 2 at 4 s, ...)
-    ("OUTPUT ALL EVERY 3 sec", [("b", 1), ("a", 0), ("a", 2), ("a", 4), ("a", 6), ("a", 7),
-                                ("a", 8), ("a", 9), ("a", 10), ("a", 11)]),
+    # 3 s intervals; a: [0,3) 0 2, [3,6) 4, [6,9) 6 7 8, [9,12) 9 10 11, [12,15) 12 13;
+    # b: [0,3) 1, [3,6) 3 5. An interval closes when the watermark reaches its end (the
+    # event at 3 s closes both keys' first, a before b), the last at the end of input.
+    ("OUTPUT ALL EVERY 3 sec", [("a", 0), ("a", 2), ("b", 1), ("a", 4), ("b", 3), ("b", 5),
+                                ("a", 6), ("a", 7), ("a", 8), ("a", 9), ("a", 10), ("a", 11),
+                                ("a", 12), ("a", 13)]),
     ("OUTPUT FIRST EVERY 3 sec", [("a", 0), ("b", 1), ("b", 3), ("a", 4), ("a", 6), ("a", 9),
                                   ("a", 12)]),
-    ("OUTPUT LAST EVERY 3 sec", [("b", 1), ("a", 2), ("a", 4), ("a", 8), ("a", 11)]),
+    ("OUTPUT LAST EVERY 3 sec", [("a", 2), ("b", 1), ("a", 4), ("b", 5), ("a", 8), ("a", 11),
+                                 ("a", 13)]),
 ])
 def test_every_period_of_event_time(run_epl, clause, expected):
     assert run(run_epl, clause) == expected
@@ -58,19 +60,25 @@ def test_every_period_of_event_time(run_epl, clause, expected):
 
 def test_released_rows_carry_the_seq_of_their_release(run_epl):
     out = run_epl(SCHEMA + RULE.format("OUTPUT ALL EVERY 3 sec"), events())
-    # a's rows of [0 s, 3 s) leave with a's event at 4 s, keeping their own ts
-    assert [(r["v"], r["seq"] == out[2]["seq"], r["ts"][17:19]) for r in out[1:4]] == [
-        (0, True, "00"), (2, True, "02"), (4, False, "04")]
+    # [0 s, 3 s) closes at the event at 3 s (b's, index 3): a's rows and b's leave with
+    # its seq, keeping their own ts; the last interval leaves at the end of the input
+    assert [(r["key"], r["v"], r["seq"], r["ts"][17:19]) for r in out[:4]] == [
+        ("a", 0, 3, "00"), ("a", 2, 3, "02"), ("b", 1, 3, "01"), ("a", 4, 6, "04")]
+    assert [(r["v"], r["seq"]) for r in out[-2:]] == [(12, "end"), (13, "end")]
 
 
 def test_snapshot_repeats_the_latest_row_at_each_close(run_epl):
     rule = SCHEMA + "SELECT v, sum(v) AS s FROM S#groupwin(k)#length(5) WHERE v < 3 " \
                     "OUTPUT SNAPSHOT EVERY 2 sec;"
     out = run_epl(rule, events())
-    # a's results: 0 (0 s), 2 (2 s); later events of a pass no WHERE but move the clock:
-    # each close (at 2, 4, 6, ... s) repeats the latest row, stamped with the closing event
+    # a's results: 0 (0 s), 2 (2 s); later events of a pass no WHERE but open intervals:
+    # each close (at 2, 4, 6, ... s, the last at the end of input) repeats the latest
+    # row, stamped with the interval's end
     assert [(r["ts"][17:19], r["v"], r["s"]) for r in out if r["key"] == "a"] == [
-        ("02", 0, 0), ("04", 2, 2), ("06", 2, 2), ("08", 2, 2), ("10", 2, 2), ("12", 2, 2)]
+        ("02", 0, 0), ("04", 2, 2), ("06", 2, 2), ("08", 2, 2), ("10", 2, 2), ("12", 2, 2),
+        ("14", 2, 2)]
+    # b's last event (5 s) opens [4 s, 6 s); no later interval of b opens
+    assert [r["ts"][17:19] for r in out if r["key"] == "b"] == ["02", "04", "06"]
 
 
 def test_pattern_rule_output_limited(run_epl):

@@ -1,6 +1,6 @@
 """``#firstlength``, ``#firsttime``, ``#time_length_batch`` and ``#unique``, hand-checked
-event by event against Esper's definitions (reference, "Data windows"), with the per-key
-clock cep uses for time (see docs/language.md#windows)."""
+event by event against Esper's definitions (reference, "Data windows"), with the
+watermark as the clock that closes windows by time (docs/semantics-event-time.md)."""
 
 from __future__ import annotations
 
@@ -43,9 +43,12 @@ def test_time_length_batch_closes_on_count_or_time(run_epl):
         ("a", 2, 2, 2, 0),     # a: 0, 2 s: the count closes it on its 2nd event
         ("b", 3, 2, 4, 1),
         ("a", 6, 2, 10, 4),    # 4, 6 s
-        ("a", 8, 1, 7, 7),     # 7 s alone: 13 s is past 7 + 3, closes it and starts anew
-        ("a", 9, 2, 17, 8),
-        ("a", 11, 2, 21, 10),  # b's 5 s stays open: no later event of b
+        # the event at 13 s moves the watermark past b's 5 + 3 s and a's 7 + 3 s: both
+        # close by time, earliest deadline first, each row with its last event's fields
+        ("b", 5, 1, 5, 5),
+        ("a", 7, 1, 7, 7),
+        ("a", 9, 2, 17, 8),    # 13 s starts the next, 14 s closes it
+        ("a", 11, 2, 21, 10),
     ]
 
 

@@ -18,14 +18,14 @@ from support.state_rules import RULES, SCHEMA, events
 
 from cep.engine import codec
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine, sort_output
-from cep.engine.output import empty_output, output_records
+from cep.engine.engine import Engine
+from cep.engine.output import empty_output, output_records, sort_output, stamp_stateless
 from cep.engine.table import KEY, SEQ, concat, take
 from cep.engine.windows import apply_window_changes, window_changes
 from cep.io.inputs import load_inputs
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
-from cep.reference import batch_bounds, run_reference
+from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,22 +34,27 @@ def _run_resident(module: ir.CompiledModule, tables: dict, bounds: list[tuple[in
                   rng: random.Random) -> list[dict]:
     """Every batch on one of two workers' copies of the engine, each brought to the
     latest version as ``cep.spark.resident`` does: as it is, caught up through the log's
-    changes, or rebuilt from its base (folds at random); the output, in reference order."""
+    changes, or rebuilt from its base (folds at random); the output, in reference order.
+    A batch's work engine holds the keys its events reach and those whose timers its
+    watermark makes due (``Engine.due_keys``), as on Spark."""
+    clocks = batch_watermarks(input_watermark(module, tables), bounds)
     log: list[tuple[int, str, bytes]] = []  # (batch, "base" or "change", blob)
     copies: list[tuple[int, Engine] | None] = [None, None]
     outputs = []
     for batch, (lo, hi) in enumerate(bounds):
         chunk = {n: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for n, t in tables.items()}
         streams, stateless = derive_streams(module, chunk)
-        outputs.extend(stateless)
+        clock = clocks[batch]
+        outputs.extend(stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless)
         keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
         worker = rng.randrange(2)
         engine = _current(module, copies[worker], log, rng)
         keys = list(dict.fromkeys(k for t in keyed.values() for k in t[KEY].tolist()))
+        keys += engine.due_keys(clock.end)
         keys += rng.sample(range(-2, 6), 2)  # keys without events (or any state) too
         keys = list(dict.fromkeys(keys))
         work = engine.split_off(keys)
-        outputs.append(work.process(keyed))
+        outputs.append(work.process(keyed, clock))
         change = engine.merge_in(work, keys)
         if not log or rng.random() < 0.2:
             log.append((batch, "base", engine.snapshot()))

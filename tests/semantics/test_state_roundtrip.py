@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from support.state_rules import RULES, SCHEMA, events
 
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine, sort_output
-from cep.engine.output import empty_output, output_records
+from cep.engine.engine import Engine
+from cep.engine.output import empty_output, output_records, sort_output
 from cep.engine.table import SEQ, concat, take
 from cep.lang.compile import compile_text
-from cep.reference import run_reference
+from cep.reference import batch_watermarks, input_watermark, run_reference
 
 
 @pytest.mark.parametrize("kind", sorted(RULES))
@@ -28,6 +28,7 @@ def test_state_round_trip_changes_no_output(kind, seed, cuts, movers):
     inputs = events(seed)
     expected = output_records(run_reference(module, inputs))
     bounds = [0, *sorted(set(cuts)), 120]
+    clocks = batch_watermarks(input_watermark(module, inputs), list(itertools.pairwise(bounds)))
     engines = [Engine(module), Engine(module)]
     owner = {k: 0 for k in range(4)}
     outputs = []
@@ -37,7 +38,7 @@ def test_state_round_trip_changes_no_output(kind, seed, cuts, movers):
         keyed = add_keys(streams["S"], module.key)
         for e in (0, 1):
             mine = np.array([owner[k] == e for k in keyed["__key"].tolist()], dtype=bool)
-            outputs.append(engines[e].process({"S": take(keyed, mine)}))
+            outputs.append(engines[e].process({"S": take(keyed, mine)}, clocks[step]))
         for k in range(4):  # keys whose bit is set move to the other engine
             if movers >> (step * 4 + k) & 1:
                 src = owner[k]

@@ -70,10 +70,12 @@ def test_time_batch_aligned_to_epoch_multiples(run_epl):
     CREATE SCHEMA S (k string, ts timestamp, v int) TIMESTAMP ts;
     SELECT count(*) AS n, sum(v) AS s FROM S#groupwin(k)#time_batch(10 sec);
     """
-    # buckets [0,10) [10,20) [20,30): 3s and 7s share one; 12s closes it; 25s closes [10,20)
+    # buckets [0,10) [10,20) [20,30): 3s and 7s share one; 12s moves the watermark past its
+    # end, 25s past [10,20)'s; the end of the input closes [20,30)
     out = run_epl(rule, events(("a", 3 * SEC, 1), ("a", 7 * SEC, 2), ("a", 12 * SEC, 4),
                                ("a", 25 * SEC, 8), ("a", 29 * SEC, 16)))
-    assert [(r["seq"], r["n"], r["s"]) for r in out] == [(2, 2, 3), (3, 1, 4)]
+    assert [(r["seq"], r["n"], r["s"], r["ts"][11:19]) for r in out] == [
+        (2, 2, 3, "00:00:10"), (3, 1, 4, "00:00:20"), ("end", 2, 24, "00:00:30")]
 
 
 def test_where_filters_triggers_and_aggregated_rows(run_epl):

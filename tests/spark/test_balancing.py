@@ -13,8 +13,8 @@ import functools
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
+from support.chaos import chaos
 from support.spark_runs import run_and_read
 
 from cep.balancing import strategies
@@ -62,19 +62,9 @@ def test_published_balancers_give_exactly_the_kg_events(spark, example, rule, st
     assert records == expected
 
 
-def _chaos(snapshot):
-    """Move about half the keys to random engines (seeded by the inputs, so a replayed
-    batch decides the same)."""
-    rng = np.random.default_rng([len(snapshot.key_map), int(snapshot.load.sum())])
-    new = snapshot.current()
-    flip = rng.random(len(new)) < 0.5
-    new[flip] = rng.integers(0, snapshot.n_engines, int(flip.sum()))
-    return new
-
-
 @pytest.mark.parametrize("rule", ["busy_topic.epl", "delay_streak.epl"])
 def test_keys_moving_every_batch_and_back_change_nothing(spark, example, rule, monkeypatch):
-    monkeypatch.setitem(strategies.STRATEGIES, "chaos", _chaos)
+    monkeypatch.setitem(strategies.STRATEGIES, "chaos", chaos)
     module, path, expected = example(rule, f"skewed/{SKEWED[rule]}")
     run, records = run_and_read(module, path, engines=5, batch_size=20, strategy="chaos")
     # maps 0 and 1 are fixed before the first decision, so moves start in batch 2

@@ -22,7 +22,7 @@ from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
-from cep.reference import run_batch
+from cep.reference import input_watermark, run_batch
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.spark.chain_stages import ChainParts, split_rows
@@ -57,7 +57,7 @@ def test_chain_rows_round_trip_through_their_files(tmp_path):
     path = write_ticks(tmp_path / "t.jsonl", 200)
     inputs = load_inputs(module, [str(path)], None).tables
     stage0 = module.stage_modules()[0]
-    rows = run_batch(stage0, Engine(stage0), inputs)
+    rows = run_batch(stage0, Engine(stage0), inputs, input_watermark(module, inputs))
     chained, output = split_rows(module, rows)
     assert len(chained["seq"]) > 10 and set(output["rule"]) == {"drop"}
     parts = ChainParts(str(tmp_path / "chain"))
@@ -86,8 +86,10 @@ def test_a_later_stage_reading_an_input_stream_is_refused_in_one_line():
 
 
 def test_the_source_plans_drain_batches_until_the_last_stage_is_done(tmp_path, ticks):
-    """A bounded input of three batches, two later stages: five batches, the last two
-    reading no input, each with one task per later stage; then the offsets stop."""
+    """A bounded input of three batches, two later stages: six batches, the last three
+    reading no input (the first of them the end of the input, where all time passes,
+    then two that drain the later stages), each with one task per later stage; then the
+    offsets stop."""
     module = compile_text(RULES["three_stages"])
     config = SourceConfig({"StockTick": str(ticks)}, str(tmp_path), False,
                           TICKS // 3 + 1, 2, 1 << 20)
@@ -99,10 +101,13 @@ def test_the_source_plans_drain_batches_until_the_last_stage_is_done(tmp_path, t
         offsets.append(end)
         tasks = [p.value for p in reader.partitions(start, end)]
         assert [t["stage"] for t in tasks if "stage" in t] == [1, 2]
-        assert any(t.get("pieces") for t in tasks) == (end["idle"] == 0)
+        final = [t.get("final", False) for t in tasks if "stage" not in t]
+        assert any(t.get("pieces") for t in tasks) == (end["idle"] == 0 and not any(final))
+        assert any(final) == (len(offsets) == 4)
         start = end
-    assert [o["idle"] for o in offsets] == [0, 0, 0, 1, 2]
-    assert [o["n"] for o in offsets] == [1, 2, 3, 4, 5]
+    assert [o["idle"] for o in offsets] == [0, 0, 0, 0, 1, 2]
+    assert [o["n"] for o in offsets] == [1, 2, 3, 4, 5, 6]
+    assert [o.get("end", False) for o in offsets] == [False] * 3 + [True] * 3
 
 
 # -- Spark == reference ------------------------------------------------------------
@@ -122,11 +127,12 @@ def test_chains_on_spark_equal_the_reference(spark, ticks, rule, engines, batch_
     input_batches = [m for m in run.metrics if m["events_in"]]
     assert sum(m["events_in"] for m in run.metrics) == TICKS
     # the later stages' events cross batches: read in one, processed in later ones, and
-    # the run goes on for one batch per later stage after the input's last
+    # the run goes on after the input's last batch for the end of the input (where all
+    # time passes) and one batch per later stage
     chained = [m for m in run.metrics if m.get("chain_events_in")]
     assert len(chained) >= min(3, len(input_batches))
     assert run.metrics[-1]["events_in"] == 0 and run.metrics[-1]["batch"] == max(
-        m["batch"] for m in input_batches) + len(module.stages)
+        m["batch"] for m in input_batches) + len(module.stages) + 1
 
 
 def test_a_key_moving_strategy_on_a_chain_gives_the_kg_events(spark, ticks):

@@ -8,11 +8,14 @@ is the case here."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from cep.engine.table import KEY, SEQ, SUB
 from cep.lang.compile import compile_text
+from cep.reference import input_watermark
 from cep.spark import resident
 from cep.spark.engine_batch import save
 from cep.spark.engine_log import EngineLog
@@ -73,7 +76,8 @@ def _batch(store: Store, batch: int, start: str = "q") -> tuple[str, list[str]]:
     engine, origin = resident.take_engine(MODULE, log, start, 0, batch)
     keys = [0, 1, 2]
     work = engine.split_off(keys)
-    out = work.process(_rows(batch))
+    rows = _rows(batch)
+    out = work.process(rows, dataclasses.replace(input_watermark(MODULE, rows), final=False))
     saved = save(log, engine, work, keys, batch)
     resident.keep(start, 0, batch, saved["token"], engine)
     return origin.kind, out["values"].tolist()

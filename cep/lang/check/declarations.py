@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cep.lang import ast, ir
 from cep.lang.check.context import Context
+from cep.lang.check.expressions import duration_us
 from cep.lang.errors import RuleError, did_you_mean
 from cep.lang.format_syntax import to_strptime
 from cep.lang.path_syntax import split_path
@@ -52,8 +53,24 @@ def declare_schema(ctx: Context, stmt: ast.CreateSchema) -> None:
                 f"TIMESTAMP field '{stmt.timestamp}' has type {ts_type}, not timestamp", pos
             )
     ctx.streams[stmt.name] = ir.StreamDef(stmt.name, tuple(fields), stmt.timestamp,
-                                           sources=tuple(sources))
+                                           sources=tuple(sources),
+                                           lateness_us=_lateness_us(ctx, stmt))
     ctx.input_streams.append(stmt.name)
+
+
+def _lateness_us(ctx: Context, stmt: ast.CreateSchema) -> int | None:
+    """``LATENESS T``: a constant time period, zero or more (None when not declared)."""
+    if stmt.lateness is None:
+        return None
+    arg = ctx.types.constant(stmt.lateness)
+    if not isinstance(arg, ir.Const):
+        raise RuleError("LATENESS needs a constant time period", stmt.lateness.pos)
+    us = duration_us(arg, stmt.lateness.pos)
+    if us < 0:
+        raise RuleError("LATENESS cannot be negative", stmt.lateness.pos,
+                        hint="LATENESS is how far an event's timestamp may trail the "
+                             "largest one seen before it, e.g. LATENESS 10 sec")
+    return us
 
 
 def declare_variable(ctx: Context, stmt: ast.CreateVariable) -> None:

@@ -40,12 +40,15 @@ KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
                engine_of: KeyRouter, batch: int, info: dict[str, float],
-               truth: np.ndarray | None = None) -> list[tuple[int, bytes]]:
+               truth: np.ndarray | None = None, time_info: tuple | None = None
+               ) -> list[tuple[int, bytes]]:
     """(label, payload) for every engine, from one task's input tables. Engine 0's
     payload also carries the stateless output and ``info``, the task's counts and the
     seconds its stages took, to which this adds ``derive`` (the stateless rules, FSD's
     LSH key) and ``route``. ``truth``: sequence numbers of the rows a generator knows
-    to be first stories (each engine scores its own events against them)."""
+    to be first stories (each engine scores its own events against them). ``time_info``:
+    how the task's pieces move the watermark, which every engine gets (``engine_batch``
+    reads it)."""
     started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
     derived = time.perf_counter()
@@ -59,7 +62,7 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
             for e in range(len(labels))]
     info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
     return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
-                                 info if e == 0 else {}, truth))
+                                 info if e == 0 else {}, truth, time_info))
             for e, label in enumerate(labels)]
 
 
