@@ -62,7 +62,9 @@ class RunConfig:
     ``follow``: run until stopped, picking up new files, appended lines and Kafka
     records every ``trigger_s`` seconds. ``starting_offsets`` (``earliest`` or
     ``latest``) is where a Kafka partition's first read begins. ``slowdown`` makes
-    engine E's processing that many times slower (to try ``capacity="measured"``)."""
+    engine E's processing that many times slower (to try ``capacity="measured"``).
+    ``spark_conf``: Spark settings over cep's own for the session the run creates (a
+    standalone cluster's driver address and executor sizes; ``cep.spark.cluster``)."""
 
     inputs: tuple[str, ...]
     runner: str = "spark"
@@ -86,6 +88,7 @@ class RunConfig:
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
     starting_offsets: str = "earliest"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", input_specs(self.inputs))

@@ -179,7 +179,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
         try:
-            spark = spark_session(master, engines, config.verbose)
+            spark = spark_session(master, engines, config.verbose, conf=config.spark_conf)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
             raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
                                 f"message is above or in {SPARK_LOG}") from None
