@@ -53,6 +53,13 @@ class StrategyResult:
     headroom_cpu: float = 1.0
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
+    engines: int = 0
+    # per batch, for throughput over time (the DLB paper's Figures 3 and 4): seconds from
+    # the query's start to the batch's commit, its events and its engines' load RSTD
+    batch_elapsed_s: list[float] = field(default_factory=list)
+    batch_events: list[int] = field(default_factory=list)
+    batch_rstd: list[float] = field(default_factory=list)
+    keys_known: int = 0  # keys the Balancer had seen by the end (key-moving strategies)
 
     @property
     def key_preserving(self) -> bool:
@@ -114,6 +121,11 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
                 [m.get("cpu_s_per_engine", []) for m in run.metrics], run.slots),
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
+            engines=config.engines,
+            batch_elapsed_s=elapsed_times(run),
+            batch_events=[m["events_in"] for m in run.metrics],
+            batch_rstd=[m["rstd"] for m in run.metrics],
+            keys_known=max((m.get("keys", 0) for m in run.metrics), default=0),
         ))
     return [r for r in results if r.strategy in strategies]
 
@@ -137,6 +149,15 @@ def balance_headroom(batches: list[list[float]], slots: int) -> float:
             bound += max(total / slots, float(np.max(loads)))
             ideal += total / slots
     return round(bound / ideal, 3) if ideal else 1.0
+
+
+def elapsed_times(run: RunResult) -> list[float]:
+    """Seconds from the query's start to each batch's commit (the first batch's end is
+    ``first_batch_s`` after the start, the others follow by their sinks' clocks)."""
+    if not run.metrics:
+        return []
+    start = run.metrics[0]["wall_time"] - run.first_batch_s
+    return [round(m["wall_time"] - start, 3) for m in run.metrics]
 
 
 def wall_times(run: RunResult) -> dict[str, float]:

@@ -1,21 +1,27 @@
 """``cep verify`` and ``cep bench``: the same strategies run the same way on Spark (KG
-first, as the reference), and only the table of the results differs."""
+first, as the reference), and only the table of the results differs.
+
+``--nodes N`` runs them on an emulated cluster of N one-slot nodes on this machine, each
+capped at the machine's cores / N (``cep.spark.emulated_cluster``): the DLB paper's
+setting of an engine per node, with the engines as many as the nodes unless
+``--engines`` says otherwise.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-from cep.bench import format_bench
 from cep.cli.balancing_options import (
     add_balancing_options,
     add_strategies_option,
     slowdown,
     strategy_list,
 )
-from cep.cli.errors import EXIT_RUN_ERROR
+from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.lang.compile import compile_file
 from cep.run_config import DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
@@ -23,21 +29,29 @@ from cep.verify import StrategyResult, failures, format_table, to_json, verify
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_arguments(parser, format_table)
+    _add_arguments(parser)
+    parser.set_defaults(table=lambda results, _config: format_table(results))
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_arguments(parser, format_bench)
+    _add_arguments(parser)
+    parser.set_defaults(table=bench_table)
 
 
-def _add_arguments(parser: argparse.ArgumentParser,
-                   table: Callable[[list[StrategyResult]], str]) -> None:
-    parser.set_defaults(handler=compare, table=table)
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(handler=compare)
     parser.add_argument("file", help="the .epl rule file")
     parser.add_argument("--input", action="append", required=True, metavar="SRC")
     add_strategies_option(parser, "kg,dlb-h,dlb-l,lptf,pkg")
-    parser.add_argument("--engines", type=int, default=DEFAULT_ENGINES, metavar="N")
+    parser.add_argument("--engines", type=int, default=None, metavar="N",
+                        help=f"CEP engines (default {DEFAULT_ENGINES}, or --nodes)")
     parser.add_argument("--master", default=DEFAULT_MASTER)
+    parser.add_argument("--nodes", type=int, default=None, metavar="N",
+                        help="run on an emulated cluster of N one-slot nodes on this machine, "
+                             "each in a cgroup capped at the machine's cores / N (needs root "
+                             "and the cgroup v1 cpu controller)")
+    parser.add_argument("--node-cpus", type=float, default=None, metavar="CORES",
+                        help="each emulated node's CPU quota (default: cores / --nodes)")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N")
     add_set_option(parser)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
@@ -48,13 +62,15 @@ def _add_arguments(parser: argparse.ArgumentParser,
 def compare(args: argparse.Namespace) -> int:
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     strategies = strategy_list(args.strategies)
-    config = RunConfig(tuple(args.input), engines=args.engines, batch_size=args.batch_size,
+    engines = args.engines or args.nodes or DEFAULT_ENGINES
+    config = RunConfig(tuple(args.input), engines=engines, batch_size=args.batch_size,
                        master=args.master, threshold=args.threshold,
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
                        progress=False, capacity=args.capacity,
                        slowdown=slowdown(args.slow_engine))
-    results = verify(module, config, strategies)
-    print(args.table(results))
+    with _placed(config, args) as placed:
+        results = verify(module, placed, strategies)
+    print(args.table(results, placed))
     if args.json:
         Path(args.json).write_text(to_json(results) + "\n")
     broken = failures(results)
@@ -63,3 +79,29 @@ def compare(args: argparse.Namespace) -> int:
               "must match key grouping exactly", file=sys.stderr)
         return EXIT_RUN_ERROR
     return 0
+
+
+@contextlib.contextmanager
+def _placed(config: RunConfig, args: argparse.Namespace) -> Iterator[RunConfig]:
+    """``config`` as it is, or on an emulated cluster of ``--nodes`` for the block."""
+    if args.nodes is None:
+        if args.node_cpus is not None:
+            raise CommandError("--node-cpus sizes the nodes of --nodes N: give both")
+        yield config
+        return
+    if args.nodes < 1:
+        raise CommandError(f"--nodes must be at least 1, got {args.nodes}")
+    from cep.spark.emulated_cluster import on_nodes  # Spark's side: only for this
+    from cep.spark.prepare import run_training_query
+
+    with on_nodes(config, args.nodes, args.node_cpus) as (placed, _cluster):
+        run_training_query(placed)  # the executors start their JVMs and Python workers
+        yield placed
+
+
+def bench_table(results: list[StrategyResult], config: RunConfig) -> str:
+    """``cep bench``'s tables, the paper's figures taken for the input's order."""
+    from cep.bench import format_bench, tweets_order
+
+    mode, exponents = tweets_order(config.inputs, config.batch_size)
+    return format_bench(results, mode, exponents)
