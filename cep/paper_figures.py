@@ -1,0 +1,117 @@
+"""The DLB paper's Figures 3 and 4 from ``cep bench``'s results: throughput over time per
+strategy, with the engines' load RSTD under it (``cep report BENCH.json -o DIR``).
+
+Figure 3 compares the strategies (KG, DLB-L, DLB-H, LPTF, PKG) on 5 engines; Figure 4
+sets DLB beside key grouping on 5 and on 6 engines (does balancing beat scaling out?).
+Each has a column per order of the tweets, (a) default and (b) periodic Zipf, as the
+paper does. A run's throughput at a batch is the batch's tweets over the time since the
+previous batch committed, drawn from the end of its first batch on (``cep.bench``'s
+measured window: the first batch holds the session's warm-up).
+
+The input is what ``bench/bench_paper.py`` writes (the modes' results in one file) or
+what ``cep bench --json`` writes (one run of strategies: one column, named by its file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display needed
+import matplotlib.pyplot as plt
+import numpy as np
+
+from cep.run_config import DEFAULT_THRESHOLD
+
+MODE_TITLES = {"default": "default order", "zipf-periodic": "periodic Zipf"}
+FIGURE3 = ("kg", "dlb-l", "dlb-h", "lptf", "pkg")  # on 5 engines
+FIGURE4 = ("dlb-l", "dlb-h", "kg")  # kg on 5 and on 6 engines
+COLOURS = {"kg": "C0", "dlb-l": "C1", "dlb-h": "C2", "lptf": "C3", "pkg": "C4"}
+
+
+def is_bench_results(path: str) -> bool:
+    """Whether ``path`` holds ``cep bench`` results (one JSON document), not a run's
+    per-batch metrics (JSON lines)."""
+    try:
+        document = json.loads(Path(path).read_text())
+    except ValueError:
+        return False
+    return (isinstance(document, dict) and "modes" in document) or (
+        isinstance(document, list) and all(isinstance(r, dict) and "batch_events" in r
+                                           for r in document))
+
+
+def load_modes(path: str) -> dict[str, list[dict]]:
+    """Order of the tweets (or the file's name) → the runs' results."""
+    document = json.loads(Path(path).read_text())
+    if isinstance(document, list):
+        return {Path(path).stem: document}
+    return {mode: entry["results"] for mode, entry in document["modes"].items()}
+
+
+def draw_figures(paths: list[str], out_dir: str, threshold: float | None = None
+                 ) -> list[Path]:
+    """Write ``figure3.png`` and ``figure4.png`` (the latter only where some run is on
+    another number of engines); returns their paths."""
+    modes: dict[str, list[dict]] = {}
+    for path in paths:
+        modes.update(load_modes(path))
+    if not modes:
+        raise ValueError("no bench results to draw")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    engines = sorted({r["engines"] for runs in modes.values() for r in runs})
+    base = 5 if 5 in engines else engines[0]
+    written = [_figure(modes, out / "figure3.png", "Fig. 3: throughput by strategy, "
+                       f"{base} engines", lambda r: r["strategy"] in FIGURE3
+                       and r["engines"] == base, threshold)]
+    if len(engines) > 1:
+        written.append(_figure(modes, out / "figure4.png", "Fig. 4: balancing against "
+                               "key grouping on more engines",
+                               lambda r: r["strategy"] in FIGURE4
+                               and (r["strategy"] == "kg" or r["engines"] == base),
+                               threshold))
+    return written
+
+
+def _figure(modes: dict[str, list[dict]], path: Path, title: str, chosen, threshold
+            ) -> Path:
+    fig, axes = plt.subplots(2, len(modes), figsize=(6.5 * len(modes), 6.5), squeeze=False,
+                             sharex="col", gridspec_kw={"height_ratios": [2, 1]})
+    for column, (mode, runs) in enumerate(modes.items()):
+        top, bottom = axes[0, column], axes[1, column]
+        shown = [r for r in runs if chosen(r)]
+        for r in shown:
+            label = r["strategy"] if r["engines"] == shown[0]["engines"] and not any(
+                o["strategy"] == r["strategy"] and o["engines"] != r["engines"]
+                for o in shown) else f"{r['strategy']} ({r['engines']} engines)"
+            style = "--" if r["engines"] != min(o["engines"] for o in shown) else "-"
+            t, rate = batch_rates(r)
+            colour = COLOURS.get(r["strategy"])
+            top.plot(t, rate, style, marker="o", ms=3, color=colour, label=label)
+            bottom.plot(t, r["batch_rstd"][1:], style, color=colour, label=label)
+        theta = threshold if threshold is not None else DEFAULT_THRESHOLD
+        bottom.axhline(theta, color="red", ls=":", lw=1, label=f"θ = {theta:g}%")
+        letter = "ab"[column] if column < 2 else str(column)
+        top.set(title=f"({letter}) {MODE_TITLES.get(mode, mode)}", ylabel="tweets/s")
+        bottom.set(xlabel="seconds from the first batch's commit", ylabel="load RSTD %")
+        top.legend(fontsize=8)
+        bottom.legend(fontsize=7, ncol=2)
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def batch_rates(result: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each batch after the first: its commit's time from the first batch's commit, and
+    its tweets per second since the previous commit."""
+    elapsed = np.asarray(result["batch_elapsed_s"], dtype=float)
+    events = np.asarray(result["batch_events"], dtype=float)
+    gaps = np.maximum(np.diff(elapsed), 1e-3)
+    return elapsed[1:] - elapsed[0], events[1:] / gaps
