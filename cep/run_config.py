@@ -84,6 +84,7 @@ class RunConfig:
     threshold: float = DEFAULT_THRESHOLD
     stat_window: int = 1  # batches of per-key load the Balancer looks at
     capacity: str = "equal"  # equal shares, or shares from measured busy seconds
+    load: str = "events"  # a key's load for the Balancer: its events, or its measured cost
     slowdown: Mapping[int, float] = field(default_factory=dict)
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT

@@ -32,6 +32,10 @@ def add_balancing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
                         help="batches of per-key load the Balancer looks at (default 1)")
     add_capacity_option(parser)
+    parser.add_argument("--load", choices=("events", "cost"), default="events",
+                        help="a key's load for the Balancer: its events (the DLB paper's), "
+                             "or the seconds its engine spent on it, measured per batch "
+                             "(default events)")
     parser.add_argument("--slow-engine", action="append", default=[], metavar="E:FACTOR",
                         help="make engine E's processing FACTOR times slower (to try "
                              "--capacity measured on equal hardware)")

@@ -66,7 +66,7 @@ def compare(args: argparse.Namespace) -> int:
     config = RunConfig(tuple(args.input), engines=engines, batch_size=args.batch_size,
                        master=args.master, threshold=args.threshold,
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
-                       progress=False, capacity=args.capacity,
+                       progress=False, capacity=args.capacity, load=args.load,
                        slowdown=slowdown(args.slow_engine))
     with _placed(config, args) as placed:
         results = verify(module, placed, strategies)
