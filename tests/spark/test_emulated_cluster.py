@@ -3,12 +3,14 @@ machine, each in a cgroup with a CPU quota. cep's runs on it give the reference 
 (key grouping, and DLB-H moving keys through MongoDB); every executor, its
 ``pyspark.daemon`` and its Python workers are in their node's cgroup; a task that spins
 gets no more than its node's share; and stopping it leaves no process, cgroup or
-temporary directory behind."""
+temporary directory behind. Where quotas cannot be set, ``cep bench --nodes`` says so
+in one line and starts nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,19 +18,35 @@ import pytest
 from support.cluster import LEAK_GRACE_SECONDS, cluster_processes
 from support.spark_runs import ROOT, reference
 
+from cep.cli import main
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
+from cep.spark import cpu_quota
 from cep.spark.cpu_quota import CGROUPS
 from cep.spark.emulated_cluster import on_nodes
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),
-    reason="needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")]
 
 NODES, CPUS, SPIN_S = 3, 0.5, 2.0
 
 
+def test_bench_on_nodes_says_in_one_line_where_quotas_cannot_be_set(tmp_path, monkeypatch,
+                                                                     capsys):
+    monkeypatch.setattr(cpu_quota, "CGROUPS", tmp_path)  # no controller mounted there
+    args = ["bench", str(ROOT / "rules" / "fsd.epl"), "--input", "tweets:n=10",
+            "--nodes", "2"]
+    clusters = set(Path(tempfile.gettempdir()).glob("cep-spark-cluster-*"))
+    assert main(args) == 1
+    assert capsys.readouterr().err == (f"cep: no cgroup v1 cpu controller at "
+                                       f"{tmp_path / 'cpu'}: CPU quotas for the nodes need "
+                                       "it mounted there\n")
+    assert set(Path(tempfile.gettempdir()).glob("cep-spark-cluster-*")) == clusters
+    assert main(["bench", *args[1:4], "--node-cpus", "0.5"]) == 1
+    assert capsys.readouterr().err == "cep: --node-cpus sizes the nodes of --nodes N: give both\n"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),
+                    reason="needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
 def test_runs_on_the_emulated_cluster_give_the_reference_events_within_their_quota():
     module = compile_file(ROOT / "rules" / "fsd.epl")
     path = ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"
