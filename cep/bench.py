@@ -102,7 +102,7 @@ def format_table1(results: list[StrategyResult], mode: str,
         keys_pct = (f" ({100 * r.keys_moved / rebalances / r.keys_known:.0f}%)"
                     if r.keys_known and r.rebalances else "")
         rows.append([
-            r.strategy, str(r.engines), f"{rate:,.0f}",
+            r.label, str(r.engines), f"{rate:,.0f}",
             _ratio(rate, kg_rate), _paper(paper.rate, ",.0f"),
             _ratio(paper.processed, paper_kg),
             *([_ratio(window_rate(r, skewed), kg_skewed)] if skewed else []),
@@ -128,7 +128,7 @@ def format_diagnostics(results: list[StrategyResult]) -> str:
               "headroom ev/CPU", "run s")
     rows = [list(header)]
     for r in results:
-        rows.append([r.strategy, str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
+        rows.append([r.label, str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
                      f"{r.keys_moved:,}", f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
                      f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x", f"{r.seconds:,.1f}"])
     legend = ("headroom ev/CPU: the most a perfect spread of the work over Spark's task "
@@ -167,6 +167,6 @@ def _seconds_table(title: str, results: list[StrategyResult],
     names = list(dict.fromkeys(name for r in results for name in values(r)))
     lines = [f"{title}: " + "  ".join(names)]
     for r in results:
-        lines.append(f"{r.strategy:>8}: " + "  ".join(
+        lines.append(f"{r.label:>8}: " + "  ".join(
             f"{values(r).get(name, 0.0):.1f}".rjust(len(name)) for name in names))
     return "\n".join(lines)

@@ -83,11 +83,9 @@ def _figure(modes: dict[str, list[dict]], path: Path, title: str, chosen, thresh
     for column, (mode, runs) in enumerate(modes.items()):
         top, bottom = axes[0, column], axes[1, column]
         shown = [r for r in runs if chosen(r)]
+        base = min((r["engines"] for r in shown), default=0)
         for r in shown:
-            label = r["strategy"] if r["engines"] == shown[0]["engines"] and not any(
-                o["strategy"] == r["strategy"] and o["engines"] != r["engines"]
-                for o in shown) else f"{r['strategy']} ({r['engines']} engines)"
-            style = "--" if r["engines"] != min(o["engines"] for o in shown) else "-"
+            label, style = run_label(r, base)
             t, rate = batch_rates(r)
             colour = COLOURS.get(r["strategy"])
             top.plot(t, rate, style, marker="o", ms=3, color=colour, label=label)
@@ -106,6 +104,17 @@ def _figure(modes: dict[str, list[dict]], path: Path, title: str, chosen, thresh
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def run_label(result: dict, base_engines: int) -> tuple[str, str]:
+    """A run's name in a legend and its line style: the strategy, the load it balanced
+    when not events (dotted), its engines when not the figure's fewest (dashed)."""
+    label, style = result["strategy"], "-"
+    if result.get("load", "events") != "events":
+        label, style = f"{label}/{result['load']}", ":"
+    if result["engines"] != base_engines:
+        label, style = f"{label} ({result['engines']} engines)", "--"
+    return label, style
 
 
 def batch_rates(result: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -54,6 +54,7 @@ class StrategyResult:
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
     engines: int = 0
+    load: str = "events"  # the Balancer's per-key load: events, or measured cost
     # per batch, for throughput over time (the DLB paper's Figures 3 and 4): seconds from
     # the query's start to the batch's commit, its events and its engines' load RSTD
     batch_elapsed_s: list[float] = field(default_factory=list)
@@ -64,6 +65,11 @@ class StrategyResult:
     @property
     def key_preserving(self) -> bool:
         return self.strategy in KEY_PRESERVING
+
+    @property
+    def label(self) -> str:
+        """The strategy, and the load it balanced where that is not the paper's events."""
+        return self.strategy if self.load == "events" else f"{self.strategy}/{self.load}"
 
 
 def _multiset(records: list[dict]) -> Counter:
@@ -122,6 +128,7 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
             engines=config.engines,
+            load=config.load,
             batch_elapsed_s=elapsed_times(run),
             batch_events=[m["events_in"] for m in run.metrics],
             batch_rstd=[m["rstd"] for m in run.metrics],

@@ -3,6 +3,8 @@ results built by hand (the runs themselves are tested where Spark runs)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from cep.bench import (
@@ -72,6 +74,13 @@ def test_under_the_periodic_law_the_skewed_batches_have_their_own_rate() -> None
     # KG 1,078/s in the paper (2,586,169 in 40 min); it gives no rate for DLB-L
     assert kg_row[4:8] == ["|", "1,078", "1.00", "1.00"]
     assert dlb_row[4:8] == ["|", "-", "-", "4.00"]  # the last batch: 100/5 s against 100/20 s
+
+
+def test_a_run_balancing_cost_is_named_so_and_set_beside_the_same_papers_figures() -> None:
+    kg = result("kg", 5, [0.0, 10.0], [100, 100])
+    cost = dataclasses.replace(result("dlb-h", 5, [0.0, 5.0], [100, 100]), load="cost")
+    rows = [line.split() for line in format_bench([kg, cost]).splitlines()[2:4]]
+    assert rows[1][:7] == ["dlb-h/cost", "5", "20", "2.00", "|", "1,208", "1.06"]
 
 
 def test_the_tweets_order_comes_from_the_generator_spec() -> None:
