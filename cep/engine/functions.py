@@ -1,9 +1,8 @@
 """Scalar functions callable from rules: built-ins, the text UDFs and user UDFs.
 
-The expression compiler resolves a call by name with :func:`lookup`, asks the function for
-its result type (``result_type(arg_types)``, which raises ``TypeError`` with a message for
-people when the arguments do not fit, e.g. "argument 1 must be string, got int"; the
-checker prefixes the function name) and at run time calls ``impl`` on numpy arrays.
+The language knows each function's name, arity and typing rule (its signature,
+:mod:`cep.lang.signatures`), which the checker uses; this module pairs each signature with
+the vectorised ``impl`` the expression compiler calls at run time (:func:`lookup`).
 
 Calling convention (what ``impl`` may assume)
     * Arguments are equal-length 1-D numpy arrays in the engine's representation
@@ -14,11 +13,6 @@ Calling convention (what ``impl`` may assume)
       accepts any value of its argument types without raising.
     * The result is a numpy array of the result type's dtype, as long as the array
       arguments; if every argument is a scalar it is a 0-d array (it broadcasts).
-
-Type names are the schema types ``int, long, double, boolean, string, timestamp`` plus
-``null`` (the type of the NULL literal), which every parameter accepts. Numeric
-parameters take int, long or double; a function that keeps its argument's type
-(``abs``, ``sign``, ``floor``, ``ceil``, ``round``) returns ``null`` for a null argument.
 
 Semantics chosen (and why)
     * ``substr(s, start[, len])``: 1-based; the characters at positions
@@ -43,7 +37,6 @@ Semantics chosen (and why)
 from __future__ import annotations
 
 import math
-import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,66 +46,23 @@ from typing import Any
 import numpy as np
 
 from cep.engine.table import DTYPES
+from cep.lang import signatures
+from cep.lang.signatures import BUILTIN_NAMES, BUILTINS, TYPES, Signature
 
-TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
-_NUMERIC = ("int", "long", "double")
-_INTEGER = ("int", "long")
-_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
-_VARIADIC = 1 << 16  # max_args of functions taking any number of arguments
+__all__ = ["BUILTIN_NAMES", "FUNCTIONS", "TYPES", "ScalarFunction", "lookup", "register_udf",
+           "text_module"]
 
 
 @dataclass(frozen=True)
-class ScalarFunction:
-    """A function rules can call: arity, typing rule and vectorised implementation."""
+class ScalarFunction(Signature):
+    """A function rules can call: its signature and its vectorised implementation."""
 
-    name: str
-    min_args: int
-    max_args: int
-    result_type: Callable[[list[str]], str]
     impl: Callable[..., np.ndarray]
 
-
-# ---------------------------------------------------------------- typing helpers
-
-
-def _check_arity(lo: int, hi: int, types: list[str]) -> None:
-    n = len(types)
-    if lo <= n <= hi:
-        return
-    if lo == hi:
-        want = f"{lo} argument{'s' if lo != 1 else ''}"
-    elif hi == _VARIADIC:
-        want = f"at least {lo} argument{'s' if lo != 1 else ''}"
-    else:
-        want = f"{lo} to {hi} arguments"
-    raise TypeError(f"takes {want}, got {n}")
-
-
-def _check_arg(i: int, got: str, allowed: tuple[str, ...]) -> None:
-    if got != "null" and got not in allowed:
-        raise TypeError(f"argument {i + 1} must be {' or '.join(allowed)}, got {got}")
-
-
-def _typing(
-    params: list[tuple[str, ...]], optional: int, result: str | Callable[..., str]
-) -> Callable[[list[str]], str]:
-    """A ``result_type`` for fixed parameters (the last ``optional`` may be omitted).
-
-    ``result`` is a type name, or a function of the argument types for type-preserving
-    functions.
-    """
-
-    def result_type(types: list[str]) -> str:
-        _check_arity(len(params) - optional, len(params), types)
-        for i, (got, allowed) in enumerate(zip(types, params, strict=False)):
-            _check_arg(i, got, allowed)
-        return result if isinstance(result, str) else result(types)
-
-    return result_type
-
-
-def _same_as_first(types: list[str]) -> str:
-    return types[0]
+    @classmethod
+    def of(cls, signature: Signature, impl: Callable[..., np.ndarray]) -> ScalarFunction:
+        return cls(signature.name, signature.min_args, signature.max_args,
+                   signature.result_type, impl)
 
 
 # ---------------------------------------------------------------- vectorising helpers
@@ -283,54 +233,41 @@ def _lsh_bucket(s: Any, n: Any) -> np.ndarray:
 
 # ---------------------------------------------------------------- the registry
 
-_S, _N, _I = ("string",), _NUMERIC, _INTEGER
+_IMPLS: dict[str, Callable[..., np.ndarray]] = {
+    "lower": _string_fn(str.lower, object),
+    "upper": _string_fn(str.upper, object),
+    "trim": _string_fn(str.strip, object),
+    "length": _string_fn(len, np.int64),
+    "substr": _string_fn(_substr, object),
+    "concat": _concat,
+    "replace": _string_fn(_replace, object),
+    "startswith": _string_fn(str.startswith, np.bool_),
+    "endswith": _string_fn(str.endswith, np.bool_),
+    "contains": _string_fn(str.__contains__, np.bool_),
+    "abs": _abs,
+    "sign": _sign,
+    "round": _round,
+    "floor": _keep_ints(np.floor),
+    "ceil": _keep_ints(np.ceil),
+    "sqrt": _to_double(np.sqrt),
+    "exp": _to_double(np.exp),
+    "ln": _to_double(np.log),
+    "log10": _to_double(np.log10),
+    "power": _to_double(np.power),
+    "similarity": _similarity,
+    "lsh_bucket": _lsh_bucket,
+}
 
 
 def _builtins() -> dict[str, ScalarFunction]:
-    def fixed(name: str, params: list[tuple[str, ...]], optional: int, result: Any, impl: Any):
-        return ScalarFunction(
-            name,
-            len(params) - optional,
-            len(params),
-            _typing(params, optional, result),
-            impl,
-        )
-
-    def concat_type(types: list[str]) -> str:
-        _check_arity(1, _VARIADIC, types)
-        for i, t in enumerate(types):
-            _check_arg(i, t, (*TYPES, "null"))
-        return "string"
-
-    fns = [
-        fixed("lower", [_S], 0, "string", _string_fn(str.lower, object)),
-        fixed("upper", [_S], 0, "string", _string_fn(str.upper, object)),
-        fixed("trim", [_S], 0, "string", _string_fn(str.strip, object)),
-        fixed("length", [_S], 0, "int", _string_fn(len, np.int64)),
-        fixed("substr", [_S, _I, _I], 1, "string", _string_fn(_substr, object)),
-        ScalarFunction("concat", 1, _VARIADIC, concat_type, _concat),
-        fixed("replace", [_S, _S, _S], 0, "string", _string_fn(_replace, object)),
-        fixed("startswith", [_S, _S], 0, "boolean", _string_fn(str.startswith, np.bool_)),
-        fixed("endswith", [_S, _S], 0, "boolean", _string_fn(str.endswith, np.bool_)),
-        fixed("contains", [_S, _S], 0, "boolean", _string_fn(str.__contains__, np.bool_)),
-        fixed("abs", [_N], 0, _same_as_first, _abs),
-        fixed("sign", [_N], 0, _same_as_first, _sign),
-        fixed("round", [_N, _I], 1, _same_as_first, _round),
-        fixed("floor", [_N], 0, _same_as_first, _keep_ints(np.floor)),
-        fixed("ceil", [_N], 0, _same_as_first, _keep_ints(np.ceil)),
-        fixed("sqrt", [_N], 0, "double", _to_double(np.sqrt)),
-        fixed("exp", [_N], 0, "double", _to_double(np.exp)),
-        fixed("ln", [_N], 0, "double", _to_double(np.log)),
-        fixed("log10", [_N], 0, "double", _to_double(np.log10)),
-        fixed("power", [_N, _N], 0, "double", _to_double(np.power)),
-        fixed("similarity", [_S, _S], 0, "double", _similarity),
-        fixed("lsh_bucket", [_S, _I], 0, "int", _lsh_bucket),
-    ]
-    return {f.name: f for f in fns}
+    """Each built-in signature of the language with its implementation here."""
+    if set(_IMPLS) != BUILTIN_NAMES:
+        raise RuntimeError("built-in signatures and implementations differ: "
+                           f"{sorted(set(_IMPLS) ^ BUILTIN_NAMES)}")
+    return {name: ScalarFunction.of(BUILTINS[name], impl) for name, impl in _IMPLS.items()}
 
 
 FUNCTIONS: dict[str, ScalarFunction] = _builtins()
-BUILTIN_NAMES = frozenset(FUNCTIONS)
 
 
 def lookup(name: str) -> ScalarFunction | None:
@@ -339,16 +276,6 @@ def lookup(name: str) -> ScalarFunction | None:
 
 
 # ---------------------------------------------------------------- user UDFs
-
-_ACCEPTS: dict[str, tuple[str, ...]] = {
-    "int": ("int",),
-    "long": ("int", "long"),
-    "double": _NUMERIC,
-    "boolean": ("boolean",),
-    "string": ("string",),
-    "timestamp": ("timestamp",),
-}
-
 
 def register_udf(
     name: str,
@@ -371,15 +298,7 @@ def register_udf(
     For the Spark runtime the compiled rule must carry the function (cloudpickle), so
     ``fn`` should be importable or picklable.
     """
-    key = name.lower()
-    if not _NAME_RE.fullmatch(key):
-        raise ValueError(f"UDF name {name!r} is not an identifier")
-    if key in BUILTIN_NAMES:
-        raise ValueError(f"{key}() is a built-in function and cannot be redefined")
-    for t in (*arg_types, result_type):
-        if t not in TYPES:
-            raise ValueError(f"unknown type {t!r} in UDF {key}(); types are {', '.join(TYPES)}")
-    params = [_ACCEPTS[t] for t in arg_types]
+    signature = signatures.udf_signature(name, arg_types, result_type)
     dtypes = [DTYPES[t] for t in arg_types]
     out_dtype = DTYPES[result_type]
     ufunc = None if vectorized else np.frompyfunc(fn, len(arg_types), 1)
@@ -392,6 +311,5 @@ def register_udf(
         out = fn(*conv) if ufunc is None else ufunc(*conv)
         return np.asarray(out).astype(out_dtype, copy=False)
 
-    FUNCTIONS[key] = ScalarFunction(
-        key, len(arg_types), len(arg_types), _typing(params, 0, result_type), impl
-    )
+    signatures.register(signature)
+    FUNCTIONS[signature.name] = ScalarFunction.of(signature, impl)

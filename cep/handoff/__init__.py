@@ -1,1 +1,2 @@
-"""Key-state handoff through MongoDB and the embedded server lifecycle."""
+"""Key-state handoff through MongoDB: key maps and the state of keys moving between
+engines (docs/architecture.md#handoff-protocol)."""

@@ -1,4 +1,4 @@
-"""Which keys an engine imports and exports in a batch (DESIGN §2, migration protocol).
+"""Which keys an engine imports and exports in a batch (docs/architecture.md#handoff-protocol).
 
 A key map ``M[t]`` (:class:`KeyMap`) says which engine owns each key in batch ``t``: the
 KG default ``stable_hash(key) mod N`` unless the Balancer overrode it. Only overrides are

@@ -1,4 +1,4 @@
-"""MongoDB store for key maps and moved keys' state (DESIGN §2, migration protocol).
+"""MongoDB store for key maps and moved keys' state (docs/architecture.md#handoff-protocol).
 
 Collections (in ``database``, shared by several runs, every id prefixed by the run):
 

@@ -15,9 +15,10 @@ counts are kept (tests, ``cep check``).
 One `DeadLetter` serves one reading of the input, and the file holds exactly that
 reading's rejected records, once each: a file left at ``path`` by an earlier run is
 removed when the `DeadLetter` is made, and the file is created at the first rejected
-record (a clean input leaves no file behind). Every run reads its whole input again, a
-resumed ``cep run --checkpoint`` too (the CLI loads the input before Spark starts), so
-replacing the file loses no record, where appending would list each once per run.
+record (a clean input leaves no file behind). The reference runner reads its whole input
+in every run, so replacing the file loses no record, where appending would list each
+once per run. On Spark the input tasks write each piece's rejected records, and the
+driver appends them per micro-batch, exactly once (``cep.spark.delivery``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ when the record has it, else ``record["user"]``: the first path with a (non-null
 wins, and a value of the wrong type on that path is the record's error even if a later
 path would fit. A path absent from a record (a key missing, ``null``, or a step that is
 not an object) is skipped; a field none of whose paths has a value is NULL. Without
-FROM a field's path is its own name. Keys holding a dot cannot be named.
+FROM a field's path is its own name. The paths' syntax is the language's
+(:mod:`cep.lang.path_syntax`); this module reads what they name.
 
 For pyarrow's JSON reader the paths become one explicit schema: a struct for each
 object a path descends into (holding only the keys some path needs), a plain type
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.lang import ir
+from cep.lang.path_syntax import split_path
 
 _ARROW = {
     "int": pa.int64(),
@@ -32,15 +34,6 @@ _ARROW = {
     "string": pa.string(),
 }
 ABSENT = object()  # what :func:`lookup` returns for a path a record does not have
-
-
-def split_path(text: str) -> tuple[str, ...]:
-    """``'user.screen_name'`` → ``("user", "screen_name")``; ValueError if a key is empty."""
-    keys = tuple(text.split("."))
-    if not all(keys):
-        raise ValueError(f"bad field path '{text}': keys separated by single dots, "
-                         "none empty (e.g. 'user.screen_name')")
-    return keys
 
 
 @dataclass(frozen=True)

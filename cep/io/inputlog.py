@@ -10,7 +10,7 @@ stream's files in name order (streams in the order the rule file declares them);
 ``--follow``, then, each listing's new files (in name order) and the lines appended to
 files already seen (one new segment per grown file per listing).
 
-Order and sequence numbers (README, Semantics). An event's place in the input is its
+Order and sequence numbers (docs/language.md#order). An event's place in the input is its
 segment and its offset there (the byte offset of its line, or its row index), and its
 sequence number is ``ordinal << 36 | (offset - segment start)``: increasing along the
 log, the same whatever the batch size, engines, strategy or cluster, and computed by

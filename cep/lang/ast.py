@@ -279,6 +279,17 @@ Pattern = Union[  # noqa: UP007
 ]
 
 
+def pattern_operands(node: Pattern) -> tuple[Pattern, ...]:
+    """The patterns directly inside a pattern node (none in an atom or a timer)."""
+    if isinstance(node, PatAtom | PatTimer):
+        return ()
+    if isinstance(node, PatFollowedBy | PatAnd | PatOr):
+        return (node.left, node.right)
+    if isinstance(node, PatRepeat) and node.until is not None:
+        return (node.operand, node.until)
+    return (node.operand,)
+
+
 @dataclass(frozen=True)
 class PatternSource:
     """``PATTERN [ pattern ] [AS alias]`` in a FROM clause."""

@@ -39,7 +39,8 @@ class FieldRef:
 
 @dataclass(frozen=True)
 class Func:
-    """A scalar function from the registry (``cep.engine.functions``), null in → null out."""
+    """A scalar function (``cep.lang.signatures``; its implementation in
+    ``cep.engine.functions``), null in → null out."""
 
     name: str
     args: tuple[TExpr, ...]
@@ -181,7 +182,7 @@ class StreamDef:
 class FieldSource:
     """Where an input field's value comes from: record paths tried in order, the first
     with a (non-null) value winning, a dot descending into a nested JSON object; and,
-    for a timestamp, its format (see ``cep.io.timeformat``; None: ISO-8601, epoch
+    for a timestamp, its format (see ``cep.lang.format_syntax``; None: ISO-8601, epoch
     milliseconds or Twitter's ``created_at``)."""
 
     paths: tuple[str, ...]
@@ -438,7 +439,7 @@ class Stage:
     (and any earlier ones); it runs after the previous stage, on its own partition key:
     its stateless rules, then its stateful rules, exactly like stage 0 (the module's own
     ``derived``/``stateful``/``key``). ``CompiledModule.stage_modules`` gives each stage
-    as a module, and ``cep.engine.chain`` turns a stage's output rows into the next
+    as a module, and ``cep.engine.insert_into`` turns a stage's output rows into the next
     stage's events."""
 
     key: str | None

@@ -60,3 +60,9 @@ def unify(a: str, b: str) -> str | None:
     if a in NUMERIC and b in NUMERIC:
         return numeric_result(a, b)
     return None
+
+
+def schema_type(t: str) -> str:
+    """The schema type of a derived stream's field (an INSERT INTO column, a MEASURES
+    value) whose expression has type ``t``: NULL is a string, a duration a long."""
+    return {"null": "string", "duration": "long"}.get(t, t)

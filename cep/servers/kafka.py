@@ -9,7 +9,7 @@ which we read back, so there is no free-port race. It also opens a loopback cont
 ``GLIBC_2.39 not found`` warning (a weak symbol) on stderr.
 
 What it supports (checked with confluent-kafka 2.16 / librdkafka 2.16; see
-``cep/transports/README_DRAFT.md`` for the figures): topic creation with N partitions,
+docs/guide.md#the-embedded-kafka-broker for the table): topic creation with N partitions,
 produce and fetch by partition and offset, watermarks (read_committed gives the last
 stable offset), consumer-group commits, and transactions with fencing, aborts that a
 read_committed consumer never sees, ``send_offsets_to_transaction`` and recovery of a

@@ -4,7 +4,7 @@ One query runs every stage: each stage has N engines of its own
 (``splitter.engine_labels.stage_labels``), all grouped by the one stateful operator. In
 micro-batch B, engine e of stage s (s < last) writes the rows of its inserting rules, the
 *chain rows* (``rule``, ``seq`` and the row's JSON ``values``: what
-``cep.engine.chain.complex_events`` decodes), as one Arrow IPC file
+``cep.engine.insert_into.complex_events`` decodes), as one Arrow IPC file
 ``chain/batch-B/stage-(s+1)/engine-e.arrow``. The source plans batch B+1 only after B
 committed, so those files are final then: one task of batch B+1 per later stage reads
 them all, decodes the complex events, runs the stage's stateless rules and routes the

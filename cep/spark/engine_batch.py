@@ -298,7 +298,8 @@ def drop_stale(warm: dict[tuple[str, int], tuple], start: str, batch: int) -> No
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
-    """Adopt the keys that move to engine ``e`` in this batch (DESIGN §2, step 1)."""
+    """Adopt the keys that move to engine ``e`` in this batch (step 1 of
+    docs/architecture.md#handoff-protocol)."""
     prev = key_map(store, batch - 1) if batch > 0 else None
     keys = imports(e, prev, key_map(store, batch))
     if keys:

@@ -1,12 +1,13 @@
 """Exactly-once output of micro-batches to a Kafka topic, with Kafka transactions.
 
-Scheme (chosen because the embedded broker, like Kafka, supports transactions fully;
-see README_DRAFT.md): one writer per (run, topic, writer) with ``transactional.id =
-cep-<run>-<topic>-<writer>``, where ``writer`` names the part of each batch it writes
-(the engine, i.e. the Spark partition: the driver never gathers the events, so every
-engine's task writes its own events). Its part of a batch is one transaction that holds
-the records *and* a marker: the offset ``batch_id + 1`` committed, through
-``send_offsets_to_transaction``, for the consumer group
+Scheme (chosen because the embedded broker, like Kafka, supports transactions fully; see
+docs/guide.md#writing-kafka-exactly-once-with-transactions): one writer per (run, topic,
+writer) with ``transactional.id = cep-<run>-<topic>-<writer>``, where ``writer`` names
+the part of each batch it writes (cep's driver writes each micro-batch's events whole,
+one batch in memory at a time, as writer 0: ``cep.transports.outputs``; several writers
+could each write a part of a batch). Its part of a batch
+is one transaction that holds the records *and* a marker: the offset ``batch_id + 1``
+committed, through ``send_offsets_to_transaction``, for the consumer group
 ``cep-sink-<run>-<topic>-<writer>`` on partition 0 of the output topic. The broker makes
 both visible together or neither, so the group's committed offset says which batch was
 the last this writer committed. Before writing batch ``b`` we read it; if it is ``b + 1``

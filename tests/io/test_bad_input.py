@@ -5,7 +5,7 @@ malformed JSON, a missing timestamp, mistyped fields, huge text fields, bytes th
 and (CSV) rows with the wrong number of cells, runs the rules over both, and requires the
 same output events, one dead letter with a reason per broken record, and every line
 accounted for. Some good events have timestamps going backwards: those are events, not
-errors (README "Semantics": a late event counts at its key's latest time), so they are in
+errors (docs/language.md#windows: a late event counts at its key's latest time), so they are in
 both files and must be processed.
 """
 

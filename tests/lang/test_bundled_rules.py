@@ -28,7 +28,9 @@ def test_a_local_file_wins_over_the_shipped_one(tmp_path, monkeypatch) -> None:
     (tmp_path / "rules" / "fsd.epl").write_text("this is not a rule")
     with pytest.raises(RuleError) as err:
         compile_file("rules/fsd.epl")
-    assert "rules/fsd.epl" in str(err.value)
+    assert err.value.source_name == "rules/fsd.epl"
+    assert err.value.message == ("unexpected name 'this', expected one of: ';', '@', CREATE, "
+                                 "INSERT, SELECT or end of input")
 
 
 def test_only_rules_names_fall_back(tmp_path, monkeypatch) -> None:

@@ -31,12 +31,15 @@ def test_semantic_error_is_located(path: Path) -> None:
     assert m
     with pytest.raises(RuleError) as info:
         compile_text(text, str(path))
-    rendered = info.value.render()
-    head, source_line, caret_line, *_ = rendered.splitlines()
-    assert head.startswith(f"{path}:{m[1]}:{m[2]}: error: ")
-    assert source_line.endswith(text.split("\n")[int(m[1]) - 1])
-    assert "^" in caret_line
-    assert m[3] in rendered
+    err = info.value
+    line, column = int(m[1]), int(m[2])
+    head, source_line, caret_line, *hint = err.render().splitlines()
+    assert head == f"{path}:{line}:{column}: error: {err.message}"
+    assert source_line == f"{line:>4} | " + text.split("\n")[line - 1]
+    assert caret_line.index("^") == len(f"{line:>4} | ") + column - 1
+    assert hint == ([f"  hint: {err.hint}"] if err.hint else [])
+    # in the message or its hint, not merely in the source line the rendering repeats
+    assert m[3] in err.message or m[3] in (err.hint or "")
 
 
 def test_set_override_checks_name_and_type() -> None:
@@ -51,6 +54,13 @@ def test_set_override_checks_name_and_type() -> None:
 def test_every_example_rule_checks() -> None:
     from cep.lang.compile import compile_file
 
-    for path in (Path(__file__).parent.parent.parent / "rules").glob("*.epl"):
-        module = compile_file(path)
-        assert module.stateful, path
+    rules = Path(__file__).parent.parent.parent / "rules"
+    checked = {path.stem: compile_file(path) for path in sorted(rules.glob("*.epl"))}
+    assert {name: ([r.name for r in m.derived], [r.name for r in m.stateful], m.outputs)
+            for name, m in checked.items()} == {
+        "busy_topic": ([], ["busy_topic"], ("busy_topic",)),
+        "delay_streak": ([], ["delay_streak"], ("delay_streak",)),
+        "fsd": (["rule1"], ["first_story"], ("first_story",)),
+        "fsd_listing1": (["rule1"], ["first_story"], ("first_story",)),
+        "sensor_average": ([], ["overheating"], ("overheating",)),
+    }

@@ -11,7 +11,8 @@ from lark import Lark, logger
 
 from cep.lang import ast
 from cep.lang.errors import Pos, RuleError
-from cep.lang.parser import _lark, parse
+from cep.lang.grammar import lalr
+from cep.lang.parser import parse
 
 DESIGN_EXAMPLE = """\
 CREATE SCHEMA Tweet (id long, ts timestamp, user string, text string) TIMESTAMP ts;
@@ -633,11 +634,11 @@ def test_grammar_has_no_lalr_conflicts() -> None:
 def test_reserved_words_are_keywords_of_the_grammar() -> None:
     """NAME's lookahead must list exactly the keywords a name could be confused with."""
     keywords = {
-        t.pattern.value for t in _lark().terminals
+        t.pattern.value for t in lalr().terminals
         if t.pattern.type == "str" and t.pattern.value.isalpha()
     }
     reserved = set(
-        re.search(r"\(\?!\(\?:([a-z|]+)\)", _lark().get_terminal("NAME").pattern.value)
+        re.search(r"\(\?!\(\?:([a-z|]+)\)", lalr().get_terminal("NAME").pattern.value)
         [1].split("|")
     )
     contextual = {"schema", "variable", "timestamp", "timer", "istream", "rstream", "irstream",

@@ -1,6 +1,6 @@
 """``timer:interval`` in patterns and absence (``a -> (timer:interval(T) and not b)``),
 hand-checked event by event. Event time is per key and moved only by the key's events of
-the pattern's streams (semantics in ``cep.engine.patterns`` and the README)."""
+the pattern's streams (semantics in ``cep.engine.patterns`` and docs/esper.md#patterns)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``#firstlength``, ``#firsttime``, ``#time_length_batch`` and ``#unique``, hand-checked
 event by event against Esper's definitions (reference, "Data windows"), with the per-key
-clock cep uses for time (see README)."""
+clock cep uses for time (see docs/language.md#windows)."""
 
 from __future__ import annotations
 

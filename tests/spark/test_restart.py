@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,12 @@ from support.faults import (
     committed,
     events,
     finish,
-    group_members,
     in_flight,
     kill_group,
     metrics,
     reading,
     start,
+    wait_group_gone,
     wait_until,
 )
 
@@ -131,10 +130,7 @@ def _kill_when(command: list[str], logs: Path, ready, *, group: bool = True) -> 
         return
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + ORPHANS_GONE_S
-    while (left := group_members(proc.pid)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not left, f"the driver's children outlived it: {left}"
+    wait_group_gone(proc, ORPHANS_GONE_S, "the driver's children outlived it")
 
 
 @pytest.mark.slow

@@ -140,10 +140,16 @@ def kill_group(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
     embedded MongoDB), then fail unless every member is gone within ``timeout``."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    wait_group_gone(proc, timeout, "processes outlived the SIGKILL of their group")
+
+
+def wait_group_gone(proc: subprocess.Popen[bytes], timeout: float, failure: str) -> None:
+    """Fail with ``failure`` unless every member of ``proc``'s process group is gone
+    within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while (left := group_members(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not left, f"processes outlived the SIGKILL of their group: {left}"
+    assert not left, f"{failure}: {left}"
 
 
 def events(path: Path) -> list[dict]:

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from cep.engine.table import DTYPES
 from cep.io import timeformat
-from cep.io.timeformat import EPOCH_SCALE
+from cep.lang.format_syntax import EPOCH_SCALE, to_strptime
 
 FIELD_TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
 SHOW_LIMIT = 80  # offending values are quoted in reasons up to this many characters
@@ -400,7 +400,7 @@ def _string_timestamps(arr: pa.Array, col: Column, name: str, fmt: str | None,
         elif fmt == "iso":
             us, good = parse_iso(strings)
         else:
-            us, good = timeformat.parse(strings, timeformat.to_strptime(fmt))
+            us, good = timeformat.parse(strings, to_strptime(fmt))
         col.values[rest] = np.where(good, us, 0)
     bad = np.zeros(len(arr), dtype=bool)
     bad[rest[~good]] = True

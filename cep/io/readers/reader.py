@@ -33,11 +33,12 @@ import numpy as np
 import pyarrow as pa
 
 from cep.engine.table import DTYPES
-from cep.io import fieldpaths, timeformat
+from cep.io import fieldpaths
 from cep.io.deadletter import DeadLetter
 from cep.io.lines import HEAD_BYTES
 from cep.io.readers.convert import FIELD_TYPES, PLACEHOLDER, Column, convert
 from cep.lang import ir
+from cep.lang.format_syntax import to_strptime
 
 MAX_RECORD_BYTES = 1 << 20  # default bound on one record (see "Record size" above)
 
@@ -126,7 +127,7 @@ class Reader:
             if f.format is not None and f.type != "timestamp":
                 raise ValueError(f"field '{f.name}': FORMAT is for timestamp fields")
             if f.format is not None:
-                timeformat.to_strptime(f.format)  # ValueError naming what is wrong
+                to_strptime(f.format)  # ValueError naming what is wrong
         self.timestamp = stream.timestamp
         self.dead = dead
         self.pieces: list[Piece] = []

@@ -1,4 +1,5 @@
-"""Checking ``MATCH_RECOGNIZE`` rules: the row pattern, DEFINE, MEASURES and SELECT.
+"""``MATCH_RECOGNIZE`` rules (row pattern recognition): the row pattern, DEFINE, MEASURES
+and SELECT.
 
 Scopes: a DEFINE condition of variable V reads the candidate row as ``V.f`` (or bare
 ``f``), any other variable W as ``W.f`` (W's last row so far, NULL before W matched) and
@@ -11,29 +12,26 @@ match). The SELECT list reads the measures by name.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from cep.lang import ast, ir
+from cep.lang.check.context import Context, ttl_needs_time
+from cep.lang.check.scope import Scope, single_scope
+from cep.lang.check.select import columns
 from cep.lang.errors import Pos, RuleError, did_you_mean
-
-if TYPE_CHECKING:
-    from cep.lang.check import _Checker, _Scope
+from cep.lang.types import schema_type
 
 MAX_PREV = 1_000
-SKIPS = ("past last row", "to next row", "to current row")
 
 
-def check_recognize(checker: _Checker, stmt: ast.SelectStatement, name: str,
-                    source: ast.RecognizeSource) -> ir.MatchRecognizeRule:
+def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
+                   source: ast.RecognizeSource) -> ir.MatchRecognizeRule:
     """The IR of a MATCH_RECOGNIZE rule, or a located RuleError."""
-    from cep.lang.check import _duration_us, _Scope
-
     for clause, exprs in (("WHERE", [stmt.where]), ("GROUP BY", list(stmt.group_by)),
                           ("HAVING", [stmt.having]), ("PARTITION BY", list(stmt.partition_by))):
         if exprs and exprs[0] is not None:
             raise RuleError(f"{clause} is not allowed with MATCH_RECOGNIZE: put the "
                             "condition in DEFINE or the key in its PARTITION BY", exprs[0].pos)
-    stream = checker._stream(source.stream, source.pos)
+    stream = ctx.stream(source.stream, source.pos)
     variables = _variables(source.pattern)
     defined: dict[str, ast.Expr] = {}
     for var, cond, pos in source.defines:
@@ -54,37 +52,31 @@ def check_recognize(checker: _Checker, stmt: ast.SelectStatement, name: str,
         prev_depth = max(prev_depth, depth)
         quals = {v: (v, stream) for v in variables}
         quals.update({f"__prev{n}": (f"__prev{n}", stream) for n in range(1, depth + 1)})
-        scope = _Scope(quals, (var,))
+        scope = Scope(quals, (var,))
         scope.aggregate_hint = "aggregate functions are not allowed in DEFINE"
-        defines.append((var, checker._condition(rewritten, scope, "DEFINE")))
-    measures = _measures(checker, source, variables, stream)
+        defines.append((var, ctx.types.condition(rewritten, scope, "DEFINE")))
+    measures = _measures(ctx, source, variables, stream)
     within_us = None
     if source.within is not None:
-        arg = checker._expr(source.within, _Scope({}, ()))
-        if not isinstance(arg, ir.Const):
-            raise RuleError("WITHIN needs a constant duration", source.within.pos)
-        within_us = _duration_us(arg, source.within.pos)
-        if within_us <= 0:
-            raise RuleError("WITHIN needs a positive duration", source.within.pos)
+        within_us = ctx.types.positive_duration_us(source.within, "WITHIN")
         if stream.timestamp is None:
             raise RuleError(f"WITHIN needs event time, but stream '{stream.name}' has no "
                             "TIMESTAMP", source.within.pos)
-    if within_us is None and checker.state_ttl_us is not None:
+    if within_us is None and ctx.state_ttl_us is not None:
         # the state time-to-live bounds undecided starts as WITHIN would
-        checker._ttl_needs_time([stream], source.pos, "MATCH_RECOGNIZE without WITHIN")
-        within_us = checker.state_ttl_us
-    row = ir.StreamDef(f"{name}#measures", tuple((c.name, _field_type(c.expr.type))
+        ttl_needs_time([stream], source.pos, "MATCH_RECOGNIZE without WITHIN")
+        within_us = ctx.state_ttl_us
+    row = ir.StreamDef(f"{name}#measures", tuple((c.name, schema_type(c.expr.type))
                                                  for c in measures), None)
-    scope = checker._single_scope(row, source.alias)
-    columns = checker._columns(stmt.select, scope, star_qualifier="", star_stream=row,
-                               output=stmt.insert_into is None)
-    stream_filter = checker._optional_condition(
-        source.filter, checker._single_scope(stream, None), "a stream filter")
-    checker._claim_key(name, key, stmt.pos)
+    scope = single_scope(row, source.alias)
+    selected = columns(ctx, stmt.select, scope, star_qualifier="", star_stream=row,
+                       output=stmt.insert_into is None)
+    stream_filter = ctx.types.optional_condition(
+        source.filter, single_scope(stream, None), "a stream filter")
     return ir.MatchRecognizeRule(
         name=name, stream=stream.name, filter=stream_filter, variables=variables,
         pattern=_pattern(source.pattern), defines=tuple(defines), measures=measures,
-        columns=columns, skip=source.skip, within_us=within_us, prev_depth=prev_depth,
+        columns=selected, skip=source.skip, within_us=within_us, prev_depth=prev_depth,
         key=key)
 
 
@@ -152,16 +144,14 @@ def _prev_call(node: ast.Call) -> tuple[str, int]:
     return node.args[0].name, n
 
 
-def _measures(checker: _Checker, source: ast.RecognizeSource, variables: tuple[str, ...],
+def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, ...],
               stream: ir.StreamDef) -> tuple[ir.Column, ...]:
-    from cep.lang.check import _Scope
-
     quals = {v: (v, stream) for v in variables}
-    scope: _Scope = _Scope(quals, (), aggregate=_Scope(quals, ()))
+    scope = Scope(quals, (), aggregate=Scope(quals, ()))
     scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
     columns: list[ir.Column] = []
     for expr, alias, pos in source.measures:
-        checked = checker._expr(expr, scope)
+        checked = ctx.types.expr(expr, scope)
         _one_variable_aggregates(checked, pos)
         if any(c.name == alias for c in columns):
             raise RuleError(f"measure '{alias}' is defined twice", pos)
@@ -177,7 +167,3 @@ def _one_variable_aggregates(expr: ir.TExpr, pos: Pos) -> None:
         return
     for child in ir.children(expr):
         _one_variable_aggregates(child, pos)
-
-
-def _field_type(t: str) -> str:
-    return {"null": "string", "duration": "long"}.get(t, t)
