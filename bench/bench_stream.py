@@ -39,7 +39,7 @@ The machine's load average is recorded with every part: on a shared machine the 
 and latencies move with it, the memory figures much less.
 
 FSD's rate at the paper's scale is bench_fsd.py's question (and, an engine per node,
-bench_paper.py's), not this bench's.
+``cep bench --nodes``'s), not this bench's.
 
     python bench/bench_stream.py [--parts memory,follow] [--fsd-sizes 1000000,...]
         [--sensor-sizes ...] [--follow-seconds 60] [--out PATH]

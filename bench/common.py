@@ -33,6 +33,10 @@ bench_speed.py        What does a micro-batch cost (Spark's fixed part, against 
 bench_fsd.py          FSD at the paper's scale on one machine's Spark: where do the
                       engines' task seconds go (restore, process, save, handoff), per
                       strategy? (fsd-<order>-<n>-batch<size>[-engines<N>].json)
+cep bench --nodes 5   Does balancing buy throughput where each engine has a node of its own,
+                      as in the DLB paper? Table 1 beside the paper's; ``cep report`` draws
+                      Figures 3 and 4 from the files. (paper-<order>-<nodes>nodes.json,
+                      one per order of the tweets and cluster, written with ``--json``)
 bench_stream.py       Does the driver's memory stay flat as the input grows, and how long
                       from a file landing to its events under ``--follow``? (stream.json)
 bench_transports.py   How fast are the Kafka and MongoDB transports alone, and Kafka → cep
@@ -46,10 +50,8 @@ and its other side, used by bench_speed.py.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -59,26 +61,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cep.provenance import load_average, machine
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 RULES = ROOT / "rules"
 
 
 # --------------------------------------------------------------------------- results
-
-def load_average() -> list[float]:
-    """The machine's 1, 5 and 15 minute load averages: it is shared, and figures move
-    with them."""
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def machine() -> dict[str, Any]:
-    """When and where a figure was measured, as every result file records it."""
-    return {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "machine": f"{platform.machine()} {platform.system()} {os.cpu_count()} CPUs, "
-                       f"Python {platform.python_version()}",
-            "cpus": os.cpu_count(), "python": platform.python_version()}
-
 
 def write_results(results: dict[str, Any], out: str | Path, merge: bool = False) -> Path:
     """Write ``results`` with :func:`machine` and the load average at the end, as

@@ -125,15 +125,17 @@ def format_table1(results: list[StrategyResult], mode: str,
 
 def format_diagnostics(results: list[StrategyResult]) -> str:
     header = ("strategy", "engines", "CPU RSTD", "keys moved", "state bytes", "makespan s",
-              "headroom ev/CPU", "run s")
+              "headroom ev/CPU", "run s", "load at start")
     rows = [list(header)]
     for r in results:
         rows.append([r.label, str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
                      f"{r.keys_moved:,}", f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
-                     f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x", f"{r.seconds:,.1f}"])
+                     f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x", f"{r.seconds:,.1f}",
+                     " ".join(f"{x:.2f}" for x in r.load_average) or "-"])
     legend = ("headroom ev/CPU: the most a perfect spread of the work over Spark's task "
               "slots could shorten the engines' part, by events and by CPU seconds "
-              "(1.00x: the cores, not the busiest engine, bound every batch)")
+              "(1.00x: the cores, not the busiest engine, bound every batch); load at "
+              "start: the machine's 1, 5 and 15 minute load averages as the run began")
     return f"{_columns(rows)}\n{legend}"
 
 

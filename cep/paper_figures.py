@@ -8,8 +8,9 @@ paper does. A run's throughput at a batch is the batch's tweets over the time si
 previous batch committed, drawn from the end of its first batch on (``cep.bench``'s
 measured window: the first batch holds the session's warm-up).
 
-The input is what ``bench/bench_paper.py`` writes (the modes' results in one file) or
-what ``cep bench --json`` writes (one run of strategies: one column, named by its file).
+The input is what ``cep bench --json`` writes, one file per order of the tweets and
+cluster: the runs of the files measured in one order share its column (a file without
+an order is a column of its own, named by the file).
 """
 
 from __future__ import annotations
@@ -32,32 +33,34 @@ COLOURS = {"kg": "C0", "dlb-l": "C1", "dlb-h": "C2", "lptf": "C3", "pkg": "C4"}
 
 
 def is_bench_results(path: str) -> bool:
-    """Whether ``path`` holds ``cep bench`` results (one JSON document), not a run's
-    per-batch metrics (JSON lines)."""
+    """Whether ``path`` holds ``cep bench --json`` results (one JSON document), not a
+    run's per-batch metrics (JSON lines)."""
     try:
         document = json.loads(Path(path).read_text())
     except ValueError:
         return False
-    return (isinstance(document, dict) and "modes" in document) or (
-        isinstance(document, list) and all(isinstance(r, dict) and "batch_events" in r
-                                           for r in document))
+    return isinstance(document, dict) and isinstance(document.get("results"), list)
 
 
-def load_modes(path: str) -> dict[str, list[dict]]:
-    """Order of the tweets (or the file's name) → the runs' results."""
-    document = json.loads(Path(path).read_text())
-    if isinstance(document, list):
-        return {Path(path).stem: document}
-    return {mode: entry["results"] for mode, entry in document["modes"].items()}
+def load_modes(paths: list[str]) -> dict[str, list[dict]]:
+    """Order of the tweets → the runs of every file measured in it (a column of the
+    figures): one ``cep bench`` per order and cluster, KG on 6 engines beside the
+    strategies on 5. The paper's default order comes first."""
+    modes: dict[str, list[dict]] = {}
+    for path in paths:
+        document = json.loads(Path(path).read_text())
+        modes.setdefault(document.get("order") or Path(path).stem, []).extend(
+            document["results"])
+    known = list(MODE_TITLES)
+    return dict(sorted(modes.items(), key=lambda item: known.index(item[0])
+                       if item[0] in known else len(known)))
 
 
 def draw_figures(paths: list[str], out_dir: str, threshold: float | None = None
                  ) -> list[Path]:
     """Write ``figure3.png`` and ``figure4.png`` (the latter only where some run is on
     another number of engines); returns their paths."""
-    modes: dict[str, list[dict]] = {}
-    for path in paths:
-        modes.update(load_modes(path))
+    modes = load_modes(paths)
     if not modes:
         raise ValueError("no bench results to draw")
     out = Path(out_dir)

@@ -18,6 +18,7 @@ import numpy as np
 from cep.balancing.stats import rstd
 from cep.balancing.strategies import KEY_PRESERVING
 from cep.lang import ir
+from cep.provenance import load_average, machine
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
 
@@ -61,6 +62,9 @@ class StrategyResult:
     batch_events: list[int] = field(default_factory=list)
     batch_rstd: list[float] = field(default_factory=list)
     keys_known: int = 0  # keys the Balancer had seen by the end (key-moving strategies)
+    # the machine's 1, 5 and 15 minute load averages as the run started: on a shared
+    # machine a run's figures move with what else runs there
+    load_average: list[float] = field(default_factory=list)
 
     @property
     def key_preserving(self) -> bool:
@@ -85,6 +89,7 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
     results: list[StrategyResult] = []
     reference: Counter | None = None
     for name in order:
+        machine_load = load_average()
         started = time.perf_counter()
         run = run_rules(module, dataclasses.replace(config, strategy=name,
                                                     output=Output(collect=True)))
@@ -133,6 +138,7 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
             batch_events=[m["events_in"] for m in run.metrics],
             batch_rstd=[m["rstd"] for m in run.metrics],
             keys_known=max((m.get("keys", 0) for m in run.metrics), default=0),
+            load_average=machine_load,
         ))
     return [r for r in results if r.strategy in strategies]
 
@@ -201,5 +207,10 @@ def failures(results: list[StrategyResult]) -> list[str]:
     return [r.strategy for r in results if r.key_preserving and not r.equal_to_kg]
 
 
-def to_json(results: list[StrategyResult]) -> str:
-    return json.dumps([asdict(r) for r in results], indent=2)
+def to_json(results: list[StrategyResult], setup: dict[str, object]) -> str:
+    """The results as one document: ``setup`` (what was run, and where: the inputs, the
+    order of the tweets, the nodes), the date, the machine and its load averages, and each
+    run's figures under ``results`` (what ``cep report`` draws the paper's figures from)."""
+    document = {**setup, **machine(), "load_average_at_end": load_average(),
+                "results": [asdict(r) for r in results]}
+    return json.dumps(document, indent=2)

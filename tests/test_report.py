@@ -84,20 +84,30 @@ def _bench_run(strategy: str, engines: int, rate: float) -> dict:
             "batch_events": [1000] * 8, "batch_rstd": [40.0 - 3 * i for i in range(8)]}
 
 
-def _paper_document(path) -> str:
-    runs = [_bench_run(s, 5, rate) for s, rate in
-            (("kg", 100), ("dlb-l", 140), ("dlb-h", 130), ("lptf", 70), ("pkg", 135))]
-    runs.append(_bench_run("kg", 6, 120))
-    path.write_text(json.dumps({"modes": {"default": {"results": runs},
-                                          "zipf-periodic": {"results": runs}}}))
-    return str(path)
+def _bench_documents(folder) -> list[str]:
+    """What cep bench --json writes for the paper's experiment: per order of the tweets,
+    the strategies on 5 nodes and KG on 6, each file naming its order."""
+    paths = []
+    for order in ("zipf-periodic", "default"):  # the default order is drawn first anyway
+        for name, runs in (("5", [_bench_run(s, 5, rate) for s, rate in
+                                  (("kg", 100), ("dlb-l", 140), ("dlb-h", 130),
+                                   ("lptf", 70), ("pkg", 135))]),
+                           ("6", [_bench_run("kg", 6, 120)])):
+            path = folder / f"{order}-{name}.json"
+            path.write_text(json.dumps({"order": order, "results": runs}))
+            paths.append(str(path))
+    return paths
 
 
 def test_report_draws_the_papers_figures_3_and_4_from_bench_results(tmp_path, capsys):
-    from cep.paper_figures import batch_rates
+    from cep.paper_figures import batch_rates, load_modes
 
-    doc = _paper_document(tmp_path / "paper.json")
-    assert main(["report", doc, "-o", str(tmp_path / "figures")]) == 0
+    docs = _bench_documents(tmp_path)
+    modes = load_modes(docs)
+    assert list(modes) == ["default", "zipf-periodic"]
+    assert [(r["strategy"], r["engines"]) for r in modes["default"]][-2:] == [("pkg", 5),
+                                                                              ("kg", 6)]
+    assert main(["report", *docs, "-o", str(tmp_path / "figures")]) == 0
     names = sorted(p.rsplit("/", 1)[-1] for p in capsys.readouterr().out.split())
     assert names == ["figure3.png", "figure4.png"]
     for name in names:
@@ -116,9 +126,10 @@ def test_report_draws_the_papers_figures_3_and_4_from_bench_results(tmp_path, ca
     assert rate.tolist() == pytest.approx([100.0] * 7)
 
 
-def test_report_draws_one_column_from_cep_bench_json(tmp_path, capsys):
+def test_report_draws_one_column_from_a_file_without_an_order(tmp_path, capsys):
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps([_bench_run("kg", 5, 100), _bench_run("dlb-h", 5, 120)]))
+    path.write_text(json.dumps({"results": [_bench_run("kg", 5, 100),
+                                            _bench_run("dlb-h", 5, 120)]}))
     assert main(["report", str(path), "-o", str(tmp_path / "f")]) == 0
     assert capsys.readouterr().out.split() == [str(tmp_path / "f" / "figure3.png")]
     assert mpimg.imread(tmp_path / "f" / "figure3.png").shape == (715, 715, 4)

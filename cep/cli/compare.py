@@ -54,7 +54,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="each emulated node's CPU quota (default: cores / --nodes)")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N")
     add_set_option(parser)
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the figures as JSON, with the setup, date, machine "
+                        "and load averages (cep report draws the paper's figures from it)")
     add_balancing_options(parser)
     add_state_options(parser)
 
@@ -68,11 +70,12 @@ def compare(args: argparse.Namespace) -> int:
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
                        progress=False, capacity=args.capacity, load=args.load,
                        slowdown=slowdown(args.slow_engine))
-    with _placed(config, args) as placed:
+    with _placed(config, args) as (placed, cpus_per_node):
         results = verify(module, placed, strategies)
     print(args.table(results, placed))
     if args.json:
-        Path(args.json).write_text(to_json(results) + "\n")
+        setup = run_setup(args, placed, cpus_per_node)
+        Path(args.json).write_text(to_json(results, setup) + "\n")
     broken = failures(results)
     if broken:
         print(f"cep: {', '.join(broken)} changed the events: key-preserving strategies "
@@ -81,22 +84,39 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float | None
+              ) -> dict[str, object]:
+    """What the results were measured on, for the JSON file: the rules and inputs, the
+    order of the tweets (whose Table 1 and column of the figures they belong to) with
+    each batch's Zipf exponent, the engines and, on an emulated cluster, its nodes."""
+    from cep.bench import tweets_order
+
+    order, exponents = tweets_order(config.inputs, config.batch_size)
+    return {"rules": args.file, "inputs": list(config.inputs), "order": order,
+            "exponents": exponents, "engines": config.engines, "nodes": args.nodes,
+            "cpus_per_node": cpus_per_node, "batch_size": config.batch_size,
+            "threshold": config.threshold, "load": config.load,
+            "master": args.master if args.nodes is None else "emulated"}
+
+
 @contextlib.contextmanager
-def _placed(config: RunConfig, args: argparse.Namespace) -> Iterator[RunConfig]:
-    """``config`` as it is, or on an emulated cluster of ``--nodes`` for the block."""
+def _placed(config: RunConfig, args: argparse.Namespace
+            ) -> Iterator[tuple[RunConfig, float | None]]:
+    """``config`` as it is, or on an emulated cluster of ``--nodes`` for the block, with
+    each node's cores (None: no emulated cluster)."""
     if args.nodes is None:
         if args.node_cpus is not None:
             raise CommandError("--node-cpus sizes the nodes of --nodes N: give both")
-        yield config
+        yield config, None
         return
     if args.nodes < 1:
         raise CommandError(f"--nodes must be at least 1, got {args.nodes}")
     from cep.spark.emulated_cluster import on_nodes  # Spark's side: only for this
     from cep.spark.prepare import run_training_query
 
-    with on_nodes(config, args.nodes, args.node_cpus) as (placed, _cluster):
+    with on_nodes(config, args.nodes, args.node_cpus) as (placed, cluster):
         run_training_query(placed)  # the executors start their JVMs and Python workers
-        yield placed
+        yield placed, cluster.cpus_per_node
 
 
 def bench_table(results: list[StrategyResult], config: RunConfig) -> str:

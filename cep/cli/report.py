@@ -13,9 +13,9 @@ from cep.report import draw
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("metrics", nargs="+", metavar="FILE",
-                        help="metrics JSON-lines files (one per run), or cep bench's JSON "
-                        "results (bench/bench_paper.py's or cep bench --json's): then the "
-                        "DLB paper's Figures 3 and 4")
+                        help="metrics JSON-lines files (one per run), or cep bench --json's "
+                        "results (one per order of the tweets and cluster): then the DLB "
+                        "paper's Figures 3 and 4")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
     parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
                         help="the θ line on the RSTD plot (default: the θ each run used, "

@@ -23,7 +23,11 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["strategy", "events", "="]
-    rows = {r["strategy"]: r for r in json.loads(out.read_text())}
+    document = json.loads(out.read_text())
+    assert (document["order"], document["engines"], document["nodes"]) == ("default", 3, None)
+    assert document["date"] and len(document["load_average_at_end"]) == 3
+    rows = {r["strategy"]: r for r in document["results"]}
+    assert all(len(r["load_average"]) == 3 for r in rows.values())
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
     assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie
     assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
