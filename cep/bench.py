@@ -22,7 +22,7 @@ import numpy as np
 from cep.io.tweets import batch_exponents, parse_spec
 from cep.paper import PAPER_ENGINES, PAPER_SECONDS, paper_run
 from cep.run_config import DEFAULT_BATCH_SIZE
-from cep.verify import StrategyResult
+from cep.verify import StrategyResult, run_name
 
 
 def window_s(r: StrategyResult) -> float:
@@ -34,12 +34,29 @@ def window_rate(r: StrategyResult, batches: Sequence[int] | None = None) -> floa
     """Events per second over the measured window, or over ``batches`` (indices from 1:
     a batch's time is the gap since the previous batch's commit). A run of one batch
     has no window: its rate is the whole run's."""
-    chosen = range(1, len(r.batch_events)) if batches is None else batches
-    events = sum(r.batch_events[b] for b in chosen)
-    seconds = sum(r.batch_elapsed_s[b] - r.batch_elapsed_s[b - 1] for b in chosen)
+    return rate([r], batches)
+
+
+def rate(runs: Sequence[StrategyResult], batches: Sequence[int] | None = None) -> float:
+    """Events per second over the measured windows of ``runs`` (one strategy's rounds)
+    together: their events over their seconds."""
+    events = seconds = 0.0
+    for r in runs:
+        chosen = range(1, len(r.batch_events)) if batches is None else batches
+        events += sum(r.batch_events[b] for b in chosen)
+        seconds += sum(r.batch_elapsed_s[b] - r.batch_elapsed_s[b - 1] for b in chosen)
     if seconds <= 0:
-        return r.events_per_s if batches is None else 0.0
+        return float(np.mean([r.events_per_s for r in runs])) if batches is None else 0.0
     return events / seconds
+
+
+def rounds_of(results: Sequence[StrategyResult]) -> list[list[StrategyResult]]:
+    """The runs of each strategy (with its load measure and engines), in first-run
+    order: one a round of ``cep bench --rounds``."""
+    groups: dict[tuple[str, int], list[StrategyResult]] = {}
+    for r in results:
+        groups.setdefault((r.label, r.engines), []).append(r)
+    return list(groups.values())
 
 
 def processed_within(r: StrategyResult, seconds: float) -> float:
@@ -83,43 +100,55 @@ def format_bench(results: list[StrategyResult], mode: str = "default",
 
 def format_table1(results: list[StrategyResult], mode: str,
                   exponents: Sequence[float] = ()) -> str:
+    """A row per strategy (its rounds together: rates over all their windows, the
+    other figures their means or per rebalance over all rounds)."""
     fixed = min((window_s(r) for r in results), default=0.0)
-    kg = next((r for r in results if r.strategy == "kg"), None)
-    kg_rate = window_rate(kg) if kg else 0.0
+    groups = rounds_of(results)
+    kg = next((g for g in groups if g[0].strategy == "kg"), None)
+    kg_rate = rate(kg) if kg else 0.0
     paper_kg = paper_run(mode, "kg", PAPER_ENGINES).processed
     skewed = phase_batches(exponents, 1.5)
-    kg_skewed = window_rate(kg, skewed) if kg and skewed else 0.0
+    kg_skewed = rate(kg, skewed) if kg and skewed else 0.0
     header = ["strategy", "engines", "tweets/s", "x KG", "| paper", "x KG",
               *(["skewed x KG"] if skewed else []),
               f"in {fixed:,.0f} s", f"| paper {PAPER_SECONDS // 60} min",
               "first stories", "| paper", "= KG", "avg RSTD", "| paper",
               "rebalances", "| paper", "keys/rebal", "| paper", "tweets/rebal", "| paper"]
     rows = [header]
-    for r in results:
+    for runs in groups:
+        r = runs[0]
         paper = paper_run(mode, r.strategy, r.engines)
-        rate = window_rate(r)
-        rebalances = max(r.rebalances, 1)
-        keys_pct = (f" ({100 * r.keys_moved / rebalances / r.keys_known:.0f}%)"
-                    if r.keys_known and r.rebalances else "")
+        runs_rate = rate(runs)
+        rebalances = sum(x.rebalances for x in runs)
+        keys_known = max(x.keys_known for x in runs)
+        keys = sum(x.keys_moved for x in runs) / max(rebalances, 1)
+        moved = sum(x.load_moved for x in runs) / max(rebalances, 1)
+        keys_pct = f" ({100 * keys / keys_known:.0f}%)" if keys_known and rebalances else ""
         rows.append([
-            r.label, str(r.engines), f"{rate:,.0f}",
-            _ratio(rate, kg_rate), _paper(paper.rate, ",.0f"),
+            r.label, str(r.engines), f"{runs_rate:,.0f}",
+            _ratio(runs_rate, kg_rate), _paper(paper.rate, ",.0f"),
             _ratio(paper.processed, paper_kg),
-            *([_ratio(window_rate(r, skewed), kg_skewed)] if skewed else []),
-            f"{processed_within(r, fixed):,.0f}", _paper(paper.processed, ",d"),
+            *([_ratio(rate(runs, skewed), kg_skewed)] if skewed else []),
+            f"{np.mean([processed_within(x, fixed) for x in runs]):,.0f}",
+            _paper(paper.processed, ",d"),
             f"{r.events:,}", _paper(paper.first_stories, ",d"),
-            "yes" if r.equal_to_kg else f"NO (+{r.extra}/-{r.missing})",
-            f"{r.avg_rstd:.1f}%", _paper(paper.avg_rstd, ".2f", "%"),
-            str(r.rebalances), _paper(paper.rebalances, "d"),
-            f"{r.keys_moved / rebalances:,.0f}{keys_pct}" if r.rebalances else "-",
+            "yes" if all(x.equal_to_kg for x in runs) else
+            f"NO (+{max(x.extra for x in runs)}/-{max(x.missing for x in runs)})",
+            f"{np.mean([x.avg_rstd for x in runs]):.1f}%", _paper(paper.avg_rstd, ".2f", "%"),
+            f"{rebalances / len(runs):g}", _paper(paper.rebalances, "d"),
+            f"{keys:,.0f}{keys_pct}" if rebalances else "-",
             _paper(paper.keys_moved, ""),
-            f"{r.load_moved / rebalances:,.0f}" if r.rebalances else "-",
+            f"{moved:,.0f}" if rebalances else "-",
             _paper(paper.tweets_moved, ""),
         ])
+    turns = max(len(g) for g in groups) if groups else 1
     title = (f"Table 1 ({mode} order): tweets/s over each run's measured window (from its "
              f"first batch's commit), tweets processed in the first {fixed:,.0f} s of it "
              "(the shortest window), first stories (events) over the whole input"
-             + (", skewed: the Zipf 1.5 batches" if skewed else ""))
+             + (", skewed: the Zipf 1.5 batches" if skewed else "")
+             + (f"; {turns} rounds, the strategies in turn: rates over all of a "
+                "strategy's windows, rebalances per round, the rest means or per "
+                "rebalance" if turns > 1 else ""))
     return f"{title}\n{_columns(rows)}"
 
 
@@ -128,7 +157,7 @@ def format_diagnostics(results: list[StrategyResult]) -> str:
               "headroom ev/CPU", "run s", "load at start")
     rows = [list(header)]
     for r in results:
-        rows.append([r.label, str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
+        rows.append([run_name(r, results), str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
                      f"{r.keys_moved:,}", f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
                      f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x", f"{r.seconds:,.1f}",
                      " ".join(f"{x:.2f}" for x in r.load_average) or "-"])
@@ -169,6 +198,6 @@ def _seconds_table(title: str, results: list[StrategyResult],
     names = list(dict.fromkeys(name for r in results for name in values(r)))
     lines = [f"{title}: " + "  ".join(names)]
     for r in results:
-        lines.append(f"{r.label:>8}: " + "  ".join(
+        lines.append(f"{run_name(r, results):>8}: " + "  ".join(
             f"{values(r).get(name, 0.0):.1f}".rjust(len(name)) for name in names))
     return "\n".join(lines)

@@ -90,9 +90,12 @@ def _figure(modes: dict[str, list[dict]], path: Path, title: str, chosen, thresh
         for r in shown:
             label, style = run_label(r, base)
             t, rate = batch_rates(r)
-            colour = COLOURS.get(r["strategy"])
-            top.plot(t, rate, style, marker="o", ms=3, color=colour, label=label)
-            bottom.plot(t, r["batch_rstd"][1:], style, color=colour, label=label)
+            # a strategy's later rounds (cep bench --rounds): fainter, named once
+            later = r.get("round", 1) > 1
+            look = {"color": COLOURS.get(r["strategy"]), "alpha": 0.35 if later else 1.0,
+                    "label": "_" + label if later else label}
+            top.plot(t, rate, style, marker="o", ms=3, **look)
+            bottom.plot(t, r["batch_rstd"][1:], style, **look)
         theta = threshold if threshold is not None else DEFAULT_THRESHOLD
         bottom.axhline(theta, color="red", ls=":", lw=1, label=f"θ = {theta:g}%")
         letter = "ab"[column] if column < 2 else str(column)

@@ -8,9 +8,11 @@ and may differ: the table shows by how much (missing and extra events).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -21,6 +23,9 @@ from cep.lang import ir
 from cep.provenance import load_average, machine
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
+
+# placed by hashes alone, never by the Balancer: the measure of a key's load is not theirs
+PLACED_WITHOUT_LOAD = frozenset({"kg", "pkg"})
 
 
 @dataclass
@@ -65,6 +70,7 @@ class StrategyResult:
     # the machine's 1, 5 and 15 minute load averages as the run started: on a shared
     # machine a run's figures move with what else runs there
     load_average: list[float] = field(default_factory=list)
+    round: int = 1  # of ``cep bench --rounds``: every strategy runs once a round, in turn
 
     @property
     def key_preserving(self) -> bool:
@@ -80,18 +86,21 @@ def _multiset(records: list[dict]) -> Counter:
     return Counter(json.dumps(r, sort_keys=True) for r in records)
 
 
-def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
-           ) -> list[StrategyResult]:
+def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
+           loads: Sequence[str] = (), rounds: int = 1) -> list[StrategyResult]:
     """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
-    compare. The events are compared as multisets, so they are read back into this
-    process: verification is for bounded inputs."""
-    order = ["kg", *[s for s in strategies if s != "kg"]]
+    compare. A strategy that moves keys runs once per measure of a key's load in
+    ``loads`` (default ``config.load``); KG and PKG, which balance no load, run once.
+    With ``rounds`` the whole sequence runs that many times, the strategies in turn, so
+    that what else the machine runs weighs on all of them alike; every run is compared
+    with the first KG's events. The events are compared as multisets, so they are read
+    back into this process: verification is for bounded inputs."""
     results: list[StrategyResult] = []
     reference: Counter | None = None
-    for name in order:
+    for turn, name, load in run_order(strategies, tuple(loads) or (config.load,), rounds):
         machine_load = load_average()
         started = time.perf_counter()
-        run = run_rules(module, dataclasses.replace(config, strategy=name,
+        run = run_rules(module, dataclasses.replace(config, strategy=name, load=load,
                                                     output=Output(collect=True)))
         records = run.records
         assert records is not None  # collected
@@ -133,14 +142,26 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
             engines=config.engines,
-            load=config.load,
+            load=load,
             batch_elapsed_s=elapsed_times(run),
             batch_events=[m["events_in"] for m in run.metrics],
             batch_rstd=[m["rstd"] for m in run.metrics],
             keys_known=max((m.get("keys", 0) for m in run.metrics), default=0),
             load_average=machine_load,
+            round=turn,
         ))
     return [r for r in results if r.strategy in strategies]
+
+
+def run_order(strategies: Sequence[str], loads: Sequence[str], rounds: int
+              ) -> list[tuple[int, str, str]]:
+    """(round, strategy, load measure) of each run, in the order :func:`verify` runs
+    them: KG first, each key-moving strategy once per measure, round after round."""
+    once = [("kg", "events"), *[(s, load) for s in strategies if s != "kg"
+                                for load in (("events",) if s in PLACED_WITHOUT_LOAD
+                                             else loads)]]
+    return [(turn, name, load) for turn, (name, load)
+            in itertools.product(range(1, rounds + 1), once)]
 
 
 def balance_headroom(batches: list[list[float]], slots: int) -> float:
@@ -188,12 +209,18 @@ def wall_times(run: RunResult) -> dict[str, float]:
     return {k: round(v, 2) for k, v in phases.items()}
 
 
+def run_name(r: StrategyResult, results: Sequence[StrategyResult]) -> str:
+    """A run's name in the per-run tables: its label, and its round where there are
+    several."""
+    return f"{r.label}#{r.round}" if any(x.round > 1 for x in results) else r.label
+
+
 def format_table(results: list[StrategyResult]) -> str:
     header = ("strategy", "events", "= KG", "missing", "extra", "avg RSTD", "max RSTD",
               "rebalances", "keys moved", "state bytes", "time s")
     rows = [header]
     for r in results:
-        rows.append((r.strategy, str(r.events), "yes" if r.equal_to_kg else "NO",
+        rows.append((run_name(r, results), str(r.events), "yes" if r.equal_to_kg else "NO",
                      str(r.missing), str(r.extra), f"{r.avg_rstd:.1f}%", f"{r.max_rstd:.1f}%",
                      str(r.rebalances), str(r.keys_moved), f"{r.state_bytes_moved:,}",
                      f"{r.seconds:.1f}"))

@@ -3,6 +3,7 @@ results built by hand (the runs themselves are tested where Spark runs)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import pytest
@@ -15,7 +16,7 @@ from cep.bench import (
     window_rate,
     window_s,
 )
-from cep.verify import StrategyResult
+from cep.verify import StrategyResult, run_order
 
 
 def result(strategy: str, engines: int, elapsed: list[float], events: list[int],
@@ -88,3 +89,41 @@ def test_the_tweets_order_comes_from_the_generator_spec() -> None:
         "zipf-periodic", [0.2, 0.2])
     assert tweets_order(["tweets:n=20"], 10) == ("default", [])
     assert tweets_order(["events.jsonl"], None) == ("default", [])
+
+
+def test_rounds_run_the_strategies_in_turn_and_table1_takes_them_together() -> None:
+    assert run_order(["kg", "dlb-h", "pkg"], ["events", "cost"], 2) == [
+        (1, "kg", "events"), (1, "dlb-h", "events"), (1, "dlb-h", "cost"),
+        (1, "pkg", "events"),
+        (2, "kg", "events"), (2, "dlb-h", "events"), (2, "dlb-h", "cost"),
+        (2, "pkg", "events")]
+    # KG leads even when not asked for: it is the reference
+    assert run_order(["dlb-l"], ["cost"], 1) == [(1, "kg", "events"), (1, "dlb-l", "cost")]
+    kg = [dataclasses.replace(result("kg", 5, [0.0, 10.0, 20.0], [100, 100, 100]), round=1),
+          dataclasses.replace(result("kg", 5, [0.0, 10.0, 30.0], [100, 100, 100]), round=2)]
+    dlb = [dataclasses.replace(result("dlb-h", 5, [0.0, 5.0, 10.0], [100, 100, 100],
+                                      keys_moved=30), round=1, rebalances=3),
+           dataclasses.replace(result("dlb-h", 5, [0.0, 5.0, 20.0], [100, 100, 100],
+                                      keys_moved=10), round=2, rebalances=1)]
+    table = format_bench([kg[0], dlb[0], kg[1], dlb[1]], "default").splitlines()
+    assert "2 rounds" in table[0]
+    kg_row, dlb_row = table[2].split(), table[3].split()
+    assert len(table[1:4]) == 3 and table[4] == ""  # a row per strategy, not per run
+    # KG: 400 tweets over windows of 20 and 30 s, 8/s; DLB-H: 400 over 10 and 20 s
+    assert kg_row[:4] == ["kg", "5", "8", "1.00"]
+    assert dlb_row[:4] == ["dlb-h", "5", "13", "1.67"]
+    # 2 rebalances a round; (30 + 10) keys over 4 rebalances, 10 of 100 known
+    assert dlb_row[-10:-5] == ["2", "|", "7", "10", "(10%)"]
+    # the per-run tables name each run with its round
+    assert [line.split()[0] for line in table[6:10]] == ["kg#1", "dlb-h#1", "kg#2",
+                                                         "dlb-h#2"]
+
+
+def test_load_lists_name_each_measure_once() -> None:
+    from cep.cli.balancing_options import load_list
+
+    assert load_list("events, cost") == ["events", "cost"]
+    for bad in ("events,events", "seconds", ","):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match="comma-separated list of events and cost, each once"):
+            load_list(bad)

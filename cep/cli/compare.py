@@ -57,21 +57,26 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH",
                         help="also write the figures as JSON, with the setup, date, machine "
                         "and load averages (cep report draws the paper's figures from it)")
-    add_balancing_options(parser)
+    parser.add_argument("--rounds", type=int, default=1, metavar="R",
+                        help="run the strategies R times, in turn, so that other work on "
+                             "the machine weighs on all alike (default 1)")
+    add_balancing_options(parser, several_loads=True)
     add_state_options(parser)
 
 
 def compare(args: argparse.Namespace) -> int:
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     strategies = strategy_list(args.strategies)
+    if args.rounds < 1:
+        raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
     engines = args.engines or args.nodes or DEFAULT_ENGINES
     config = RunConfig(tuple(args.input), engines=engines, batch_size=args.batch_size,
                        master=args.master, threshold=args.threshold,
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
-                       progress=False, capacity=args.capacity, load=args.load,
+                       progress=False, capacity=args.capacity, load=args.load[0],
                        slowdown=slowdown(args.slow_engine))
     with _placed(config, args) as (placed, cpus_per_node):
-        results = verify(module, placed, strategies)
+        results = verify(module, placed, strategies, args.load, args.rounds)
     print(args.table(results, placed))
     if args.json:
         setup = run_setup(args, placed, cpus_per_node)
@@ -95,7 +100,7 @@ def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float 
     return {"rules": args.file, "inputs": list(config.inputs), "order": order,
             "exponents": exponents, "engines": config.engines, "nodes": args.nodes,
             "cpus_per_node": cpus_per_node, "batch_size": config.batch_size,
-            "threshold": config.threshold, "load": config.load,
+            "threshold": config.threshold, "load": args.load, "rounds": args.rounds,
             "master": args.master if args.nodes is None else "emulated"}
 
 

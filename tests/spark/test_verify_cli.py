@@ -18,7 +18,8 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
         [sys.executable, "-m", "cep.cli", "verify", str(ROOT / "rules" / "fsd.epl"),
          "--input", str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"),
          "--strategies", "kg,dlb-h,pkg", "--engines", "3", "--batch-size", "30",
-         "--threshold", "5", "--master", "local[2]", "--json", str(out)],
+         "--threshold", "5", "--master", "local[2]", "--load", "events,cost",
+         "--json", str(out)],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -26,7 +27,10 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     document = json.loads(out.read_text())
     assert (document["order"], document["engines"], document["nodes"]) == ("default", 3, None)
     assert document["date"] and len(document["load_average_at_end"]) == 3
-    rows = {r["strategy"]: r for r in document["results"]}
+    rows = {r["strategy"] + ("/cost" if r["load"] == "cost" else ""): r
+            for r in document["results"]}
+    assert list(rows) == ["kg", "dlb-h", "dlb-h/cost", "pkg"]  # one run per measure
+    assert rows["dlb-h/cost"]["equal_to_kg"] and rows["dlb-h/cost"]["rebalances"] > 0
     assert all(len(r["load_average"]) == 3 for r in rows.values())
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
     assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie

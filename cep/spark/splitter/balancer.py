@@ -27,7 +27,7 @@ import numpy as np
 from cep.balancing.base import LoadSnapshot
 from cep.balancing.capacity import CapacityModel
 from cep.balancing.hashing import kg_engine
-from cep.balancing.stats import LoadStatistics
+from cep.balancing.stats import LOAD_MEASURES, LoadStatistics
 from cep.balancing.strategies import SERIES_WINDOWS, get_strategy
 from cep.handoff.protocol import KeyMap
 from cep.handoff.store import StateStore
@@ -35,7 +35,6 @@ from cep.spark.splitter.key_cost import key_costs
 from cep.spark.splitter.keymaps import key_map
 
 CAPACITY_MODES = ("equal", "measured")
-LOAD_MEASURES = ("events", "cost")  # a key's load: its events, or its engine's seconds
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
 
 
