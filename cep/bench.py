@@ -98,50 +98,79 @@ def format_bench(results: list[StrategyResult], mode: str = "default",
                         format_stages(results)))
 
 
-def format_table1(results: list[StrategyResult], mode: str,
-                  exponents: Sequence[float] = ()) -> str:
-    """A row per strategy (its rounds together: rates over all their windows, the
-    other figures their means or per rebalance over all rounds)."""
+def table1(results: list[StrategyResult], mode: str, exponents: Sequence[float] = ()
+           ) -> list[dict]:
+    """Table 1's figures, a row per strategy (its rounds together: rates over all their
+    windows, the other figures their means, per round or per rebalance over all rounds),
+    each beside the paper's (``paper``: None where it gives none). ``cep bench --json``
+    writes them beside the runs."""
     fixed = min((window_s(r) for r in results), default=0.0)
     groups = rounds_of(results)
     kg = next((g for g in groups if g[0].strategy == "kg"), None)
-    kg_rate = rate(kg) if kg else 0.0
-    paper_kg = paper_run(mode, "kg", PAPER_ENGINES).processed
     skewed = phase_batches(exponents, 1.5)
-    kg_skewed = rate(kg, skewed) if kg and skewed else 0.0
+    paper_kg = paper_run(mode, "kg", PAPER_ENGINES).processed
+    rows = []
+    for runs in groups:
+        r = runs[0]
+        paper = paper_run(mode, r.strategy, r.engines)
+        rebalances = sum(x.rebalances for x in runs)
+        keys_known = max(x.keys_known for x in runs)
+        rows.append({
+            "strategy": r.label, "engines": r.engines, "rounds": len(runs),
+            "tweets_per_s": rate(runs), "x_kg": _over(rate(runs), rate(kg) if kg else None),
+            "skewed_x_kg": (_over(rate(runs, skewed), rate(kg, skewed) if kg else None)
+                            if skewed else None),
+            "window_s": fixed,
+            "processed_in_window": float(np.mean([processed_within(x, fixed) for x in runs])),
+            "first_stories": r.events, "equal_to_kg": all(x.equal_to_kg for x in runs),
+            "extra": max(x.extra for x in runs), "missing": max(x.missing for x in runs),
+            "avg_rstd": float(np.mean([x.avg_rstd for x in runs])),
+            "rebalances_per_round": rebalances / len(runs),
+            "keys_per_rebalance": (sum(x.keys_moved for x in runs) / rebalances
+                                   if rebalances else None),
+            "keys_known": keys_known,
+            "tweets_per_rebalance": (sum(x.load_moved for x in runs) / rebalances
+                                     if rebalances else None),
+            "paper": {"tweets_per_s": paper.rate, "x_kg": _over(paper.processed, paper_kg),
+                      "processed": paper.processed, "first_stories": paper.first_stories,
+                      "avg_rstd": paper.avg_rstd, "rebalances": paper.rebalances,
+                      "keys_per_rebalance": paper.keys_moved,
+                      "tweets_per_rebalance": paper.tweets_moved},
+        })
+    return rows
+
+
+def format_table1(results: list[StrategyResult], mode: str,
+                  exponents: Sequence[float] = ()) -> str:
+    rows = table1(results, mode, exponents)
+    skewed = bool(phase_batches(exponents, 1.5))
+    fixed = rows[0]["window_s"] if rows else 0.0
     header = ["strategy", "engines", "tweets/s", "x KG", "| paper", "x KG",
               *(["skewed x KG"] if skewed else []),
               f"in {fixed:,.0f} s", f"| paper {PAPER_SECONDS // 60} min",
               "first stories", "| paper", "= KG", "avg RSTD", "| paper",
               "rebalances", "| paper", "keys/rebal", "| paper", "tweets/rebal", "| paper"]
-    rows = [header]
-    for runs in groups:
-        r = runs[0]
-        paper = paper_run(mode, r.strategy, r.engines)
-        runs_rate = rate(runs)
-        rebalances = sum(x.rebalances for x in runs)
-        keys_known = max(x.keys_known for x in runs)
-        keys = sum(x.keys_moved for x in runs) / max(rebalances, 1)
-        moved = sum(x.load_moved for x in runs) / max(rebalances, 1)
-        keys_pct = f" ({100 * keys / keys_known:.0f}%)" if keys_known and rebalances else ""
-        rows.append([
-            r.label, str(r.engines), f"{runs_rate:,.0f}",
-            _ratio(runs_rate, kg_rate), _paper(paper.rate, ",.0f"),
-            _ratio(paper.processed, paper_kg),
-            *([_ratio(rate(runs, skewed), kg_skewed)] if skewed else []),
-            f"{np.mean([processed_within(x, fixed) for x in runs]):,.0f}",
-            _paper(paper.processed, ",d"),
-            f"{r.events:,}", _paper(paper.first_stories, ",d"),
-            "yes" if all(x.equal_to_kg for x in runs) else
-            f"NO (+{max(x.extra for x in runs)}/-{max(x.missing for x in runs)})",
-            f"{np.mean([x.avg_rstd for x in runs]):.1f}%", _paper(paper.avg_rstd, ".2f", "%"),
-            f"{rebalances / len(runs):g}", _paper(paper.rebalances, "d"),
-            f"{keys:,.0f}{keys_pct}" if rebalances else "-",
-            _paper(paper.keys_moved, ""),
-            f"{moved:,.0f}" if rebalances else "-",
-            _paper(paper.tweets_moved, ""),
+    lines = [header]
+    for row in rows:
+        paper = row["paper"]
+        keys = row["keys_per_rebalance"]
+        keys_pct = f" ({100 * keys / row['keys_known']:.0f}%)" if keys and row[
+            "keys_known"] else ""
+        lines.append([
+            row["strategy"], str(row["engines"]), f"{row['tweets_per_s']:,.0f}",
+            _num(row["x_kg"], ".2f"), _paper(paper["tweets_per_s"], ",.0f"),
+            _num(paper["x_kg"], ".2f"),
+            *([_num(row["skewed_x_kg"], ".2f")] if skewed else []),
+            f"{row['processed_in_window']:,.0f}", _paper(paper["processed"], ",d"),
+            f"{row['first_stories']:,}", _paper(paper["first_stories"], ",d"),
+            "yes" if row["equal_to_kg"] else f"NO (+{row['extra']}/-{row['missing']})",
+            f"{row['avg_rstd']:.1f}%", _paper(paper["avg_rstd"], ".2f", "%"),
+            f"{row['rebalances_per_round']:g}", _paper(paper["rebalances"], "d"),
+            f"{keys:,.0f}{keys_pct}" if keys is not None else "-",
+            _paper(paper["keys_per_rebalance"], ""),
+            _num(row["tweets_per_rebalance"], ",.0f"), _paper(paper["tweets_per_rebalance"], ""),
         ])
-    turns = max(len(g) for g in groups) if groups else 1
+    turns = max((row["rounds"] for row in rows), default=1)
     title = (f"Table 1 ({mode} order): tweets/s over each run's measured window (from its "
              f"first batch's commit), tweets processed in the first {fixed:,.0f} s of it "
              "(the shortest window), first stories (events) over the whole input"
@@ -149,7 +178,7 @@ def format_table1(results: list[StrategyResult], mode: str,
              + (f"; {turns} rounds, the strategies in turn: rates over all of a "
                 "strategy's windows, rebalances per round, the rest means or per "
                 "rebalance" if turns > 1 else ""))
-    return f"{title}\n{_columns(rows)}"
+    return f"{title}\n{_columns(lines)}"
 
 
 def format_diagnostics(results: list[StrategyResult]) -> str:
@@ -168,8 +197,12 @@ def format_diagnostics(results: list[StrategyResult]) -> str:
     return f"{_columns(rows)}\n{legend}"
 
 
-def _ratio(value: float | None, base: float | None) -> str:
-    return f"{value / base:.2f}" if value is not None and base else "-"
+def _over(value: float | None, base: float | None) -> float | None:
+    return value / base if value is not None and base else None
+
+
+def _num(value: float | None, spec: str) -> str:
+    return f"{value:{spec}}" if value is not None else "-"
 
 
 def _paper(value: object, spec: str, unit: str = "") -> str:

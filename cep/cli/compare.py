@@ -24,6 +24,7 @@ from cep.cli.balancing_options import (
 from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.lang.compile import compile_file
+from cep.provenance import load_average
 from cep.run_config import DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
 from cep.verify import StrategyResult, failures, format_table, to_json, verify
 
@@ -75,11 +76,13 @@ def compare(args: argparse.Namespace) -> int:
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
                        progress=False, capacity=args.capacity, load=args.load[0],
                        slowdown=slowdown(args.slow_engine))
+    load_at_start = load_average()
     with _placed(config, args) as (placed, cpus_per_node):
         results = verify(module, placed, strategies, args.load, args.rounds)
     print(args.table(results, placed))
     if args.json:
-        setup = run_setup(args, placed, cpus_per_node)
+        setup = {**run_setup(args, placed, cpus_per_node, results),
+                 "load_average_at_start": load_at_start}
         Path(args.json).write_text(to_json(results, setup) + "\n")
     broken = failures(results)
     if broken:
@@ -89,19 +92,21 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float | None
-              ) -> dict[str, object]:
+def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float | None,
+              results: list[StrategyResult]) -> dict[str, object]:
     """What the results were measured on, for the JSON file: the rules and inputs, the
     order of the tweets (whose Table 1 and column of the figures they belong to) with
-    each batch's Zipf exponent, the engines and, on an emulated cluster, its nodes."""
-    from cep.bench import tweets_order
+    each batch's Zipf exponent, the engines and, on an emulated cluster, its nodes; and
+    Table 1's figures, beside the paper's."""
+    from cep.bench import table1, tweets_order
 
     order, exponents = tweets_order(config.inputs, config.batch_size)
     return {"rules": args.file, "inputs": list(config.inputs), "order": order,
             "exponents": exponents, "engines": config.engines, "nodes": args.nodes,
             "cpus_per_node": cpus_per_node, "batch_size": config.batch_size,
             "threshold": config.threshold, "load": args.load, "rounds": args.rounds,
-            "master": args.master if args.nodes is None else "emulated"}
+            "master": args.master if args.nodes is None else "emulated",
+            "table1": table1(results, order, exponents)}
 
 
 @contextlib.contextmanager

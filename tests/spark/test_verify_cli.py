@@ -32,6 +32,7 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     assert list(rows) == ["kg", "dlb-h", "dlb-h/cost", "pkg"]  # one run per measure
     assert rows["dlb-h/cost"]["equal_to_kg"] and rows["dlb-h/cost"]["rebalances"] > 0
     assert all(len(r["load_average"]) == 3 for r in rows.values())
+    assert [row["strategy"] for row in document["table1"]] == list(rows)
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
     assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie
     assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
