@@ -87,14 +87,19 @@ def _multiset(records: list[dict]) -> Counter:
 
 
 def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
-           loads: Sequence[str] = (), rounds: int = 1) -> list[StrategyResult]:
+           loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = ()
+           ) -> list[StrategyResult]:
     """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
     compare. A strategy that moves keys runs once per measure of a key's load in
     ``loads`` (default ``config.load``); KG and PKG, which balance no load, run once.
     With ``rounds`` the whole sequence runs that many times, the strategies in turn, so
     that what else the machine runs weighs on all of them alike; every run is compared
-    with the first KG's events. The events are compared as multisets, so they are read
-    back into this process: verification is for bounded inputs."""
+    with the first KG's events. ``warm_up``: the inputs of an unmeasured KG run first
+    (none: no such run). The events are compared as multisets, so they are read back
+    into this process: verification is for bounded inputs."""
+    if warm_up:
+        run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up), strategy="kg",
+                                              output=Output(collect=True)))
     results: list[StrategyResult] = []
     reference: Counter | None = None
     for turn, name, load in run_order(strategies, tuple(loads) or (config.load,), rounds):

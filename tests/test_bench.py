@@ -13,6 +13,7 @@ from cep.bench import (
     phase_batches,
     processed_within,
     tweets_order,
+    warm_up_inputs,
     window_rate,
     window_s,
 )
@@ -127,3 +128,11 @@ def test_load_lists_name_each_measure_once() -> None:
         with pytest.raises(argparse.ArgumentTypeError,
                            match="comma-separated list of events and cost, each once"):
             load_list(bad)
+
+
+def test_the_warm_up_cuts_a_tweets_generator_short_and_keeps_other_inputs_whole() -> None:
+    assert warm_up_inputs(["Tweet=tweets:n=240000,mode=zipf-periodic,rate=200",
+                           "Other=events.jsonl"], 60_000) == (
+        "Tweet=tweets:n=60000,mode=zipf-periodic,rate=200.0", "Other=events.jsonl")
+    assert warm_up_inputs(["tweets:n=100"], 60_000) == ("tweets:n=100",)
+    assert warm_up_inputs(["tweets"], 500) == ("tweets:n=500",)

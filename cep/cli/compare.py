@@ -25,7 +25,7 @@ from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.lang.compile import compile_file
 from cep.provenance import load_average
-from cep.run_config import DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
+from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
 from cep.verify import StrategyResult, failures, format_table, to_json, verify
 
 
@@ -58,6 +58,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH",
                         help="also write the figures as JSON, with the setup, date, machine "
                         "and load averages (cep report draws the paper's figures from it)")
+    parser.add_argument("--warm-up", type=int, default=None, metavar="BATCHES",
+                        help="first run KG unmeasured over this many batches of the input "
+                             "(a tweets generator cut short; other inputs whole), so that "
+                             "no strategy pays the session's warm-up (default 3 with "
+                             "--nodes, else 0)")
     parser.add_argument("--rounds", type=int, default=1, metavar="R",
                         help="run the strategies R times, in turn, so that other work on "
                              "the machine weighs on all alike (default 1)")
@@ -78,7 +83,8 @@ def compare(args: argparse.Namespace) -> int:
                        slowdown=slowdown(args.slow_engine))
     load_at_start = load_average()
     with _placed(config, args) as (placed, cpus_per_node):
-        results = verify(module, placed, strategies, args.load, args.rounds)
+        results = verify(module, placed, strategies, args.load, args.rounds,
+                         _warm_up(args, placed))
     print(args.table(results, placed))
     if args.json:
         setup = {**run_setup(args, placed, cpus_per_node, results),
@@ -105,8 +111,19 @@ def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float 
             "exponents": exponents, "engines": config.engines, "nodes": args.nodes,
             "cpus_per_node": cpus_per_node, "batch_size": config.batch_size,
             "threshold": config.threshold, "load": args.load, "rounds": args.rounds,
+            "warm_up": list(_warm_up(args, config)),
             "master": args.master if args.nodes is None else "emulated",
             "table1": table1(results, order, exponents)}
+
+
+def _warm_up(args: argparse.Namespace, config: RunConfig) -> tuple[str, ...]:
+    """The inputs of the unmeasured KG run before the strategies (none: no such run)."""
+    from cep.bench import warm_up_inputs
+
+    batches = args.warm_up if args.warm_up is not None else 3 if args.nodes else 0
+    if batches <= 0:
+        return ()
+    return warm_up_inputs(config.inputs, batches * (config.batch_size or DEFAULT_BATCH_SIZE))
 
 
 @contextlib.contextmanager

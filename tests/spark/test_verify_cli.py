@@ -19,7 +19,7 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
          "--input", str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"),
          "--strategies", "kg,dlb-h,pkg", "--engines", "3", "--batch-size", "30",
          "--threshold", "5", "--master", "local[2]", "--load", "events,cost",
-         "--json", str(out)],
+         "--warm-up", "1", "--json", str(out)],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -27,6 +27,8 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     document = json.loads(out.read_text())
     assert (document["order"], document["engines"], document["nodes"]) == ("default", 3, None)
     assert document["date"] and len(document["load_average_at_end"]) == 3
+    # a file is warmed up on whole: the warm-up run's figures are not among the results
+    assert document["warm_up"] == [str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl")]
     rows = {r["strategy"] + ("/cost" if r["load"] == "cost" else ""): r
             for r in document["results"]}
     assert list(rows) == ["kg", "dlb-h", "dlb-h/cost", "pkg"]  # one run per measure
