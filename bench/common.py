@@ -42,6 +42,12 @@ bench_stream.py       Does the driver's memory stay flat as the input grows, and
 bench_transports.py   How fast are the Kafka and MongoDB transports alone, and Kafka → cep
                       → Kafka? (transports_io.json, transports.json)
 bench_ui.py           What does the live view cost a run? (ui.json)
+bench_event_time.py   Do idle keys' state go as time passes (keys held over a churn of
+                      users), and what does a timer per key cost? Reference evaluator.
+                      (event_time.json)
+bench_state_path.py   The engines' state path on Spark before and after a change, side by
+                      side with Flink: the flights job at the defaults, or FSD at paper
+                      scale (``--fsd``). (state-path-flights.json, state-path-fsd.json)
 ====================  ===================================================================
 
 ``flights.py``, ``flink_compare.py`` and ``flink_job.py`` are the Flink comparison's data

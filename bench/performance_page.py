@@ -581,6 +581,20 @@ def ui_figures(data: dict, _name: str) -> str:
     return "\n".join(lines)
 
 
+def event_time_figures(data: dict, _name: str) -> str:
+    churn = at(data, "churn") or {}
+    lines = [f"Churn: {num(churn.get('events'))} events, {num(churn.get('users_seen'))} users "
+             f"seen over {num(churn.get('stream_minutes'), 0)} minutes of event time, each "
+             f"active for about three minutes, under `#time(5 min)` per user, in batches of "
+             f"{num(churn.get('batch_size'))}: keys held after a batch, median "
+             f"{num(churn.get('keys_held_median'))}, at most {num(churn.get('keys_held_max'))}, "
+             f"{num(churn.get('keys_held_at_end'))} once the input has ended "
+             f"({num(churn.get('events_per_s'))} events/s).", ""]
+    rows = [(name, num(at(entry, "events_per_s")), num(at(entry, "rows_out")))
+            for name, entry in (at(data, "timers") or {}).items() if isinstance(entry, dict)]
+    return "\n".join(lines) + "\n" + table(("rule", "events/s", "output rows"), rows)
+
+
 def generic_figures(data: dict, _name: str) -> str:
     rows = [(f"`{k}`", num(v, 3) if isinstance(v, float) else num(v))
             for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)]
@@ -596,6 +610,11 @@ SECTIONS = (
             "Events per second of the in-process reference evaluator, per rule shape, whole "
             "and in batches; the events are built in memory, so the figures are the "
             "evaluator's own.", "python bench/bench_reference.py", reference_figures),
+    Section("event_time.json", "Event time: idle keys and timers",
+            "The reference evaluator over a churn of users, each active for a few minutes of "
+            "a long stream: how many keys hold state as time passes; and a per-key absence "
+            "pattern (a timer per key) beside the same rule without the timer.",
+            "python bench/bench_event_time.py", event_time_figures),
     Section("spark.json", "cep on Spark beside hand-written PySpark",
             "One per-key `#length(10)` aggregate with HAVING: cep on Spark, the same rule "
             "written by hand with `applyInPandasWithState`, and floors that do less than the "
