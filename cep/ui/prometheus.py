@@ -11,6 +11,8 @@ from its metrics), so a restarted ``cep ui`` does not reset them.
 
 from __future__ import annotations
 
+from cep.engine.clock import NO_TIME
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -140,6 +142,14 @@ def _timing(out: Exposition, snapshot: dict) -> None:
 
 def _state(out: Exposition, snapshot: dict) -> None:
     last = snapshot["points"][-1] if snapshot["points"] else {}
+    watermark = snapshot["balance"].get("watermark")
+    out.family("cep_watermark_seconds", "gauge",
+               "The event-time watermark after the last micro-batch, as Unix time.",
+               [({}, watermark / 1e6 if isinstance(watermark, int) and watermark > NO_TIME
+                 else None)])
+    out.family("cep_late_events_total", "counter",
+               "Input events below the watermark when they came (dropped or processed, as "
+               "the run's --late says).", [({}, snapshot["totals"].get("late_events", 0))])
     out.family("cep_engine_keys_held", "gauge",
                "Keys with state in the engines after the last micro-batch.",
                [({}, last.get("keys_held"))])

@@ -18,7 +18,7 @@ HISTORY_KEPT = 600  # batches of figures in memory (and sent to a page that open
 MOVES_KEPT = 20  # the latest batches that handed keys over
 REASONS_KEPT = 5  # the latest dead letters
 TOTALS = ("events_in", "events_out", "dead_lettered", "blank_lines", "exported_keys",
-          "exported_bytes", "imported_keys", "keys_moved", "state_bytes")
+          "exported_bytes", "imported_keys", "keys_moved", "state_bytes", "late_events")
 
 
 class LiveState:

@@ -238,6 +238,9 @@ def test_the_state_paths_figures_are_in_the_json_and_in_prometheus(run):
         assert value("cep_engine_part_seconds", part=part) == pytest.approx(seconds)
     for origin, n in restored.items():
         assert value("cep_engine_restores", origin=origin) == n
+    assert value("cep_late_events") == sum(r["late_events"] for r in records)
+    assert last["watermark"] > 0, "the readings carry timestamps"
+    assert value("cep_watermark_seconds") == pytest.approx(last["watermark"] / 1e6)
 
 
 def test_cep_ui_over_a_finished_runs_metrics_file_shows_the_same_numbers(run):

@@ -435,7 +435,12 @@
     ];
     const balance = snap.balance || {};
     if (balance.keys !== undefined) rows.push(["keys seen by the Balancer", num(balance.keys)]);
-    if (balance.watermark !== undefined) rows.push(["watermark", balance.watermark]);
+    if (balance.watermark !== undefined) {
+      // microseconds of event time; far below any real time until an event has a timestamp
+      rows.push(["watermark (event time)", balance.watermark > -4e18
+        ? new Date(balance.watermark / 1000).toISOString() : "no timestamped event yet"]);
+    }
+    if (snap.totals.late_events) rows.push(["late events (below the watermark)", num(snap.totals.late_events)]);
     const p = points[points.length - 1] || {};
     if (p.keys_held !== undefined && p.keys_held !== null) rows.push(["keys held by the engines", num(p.keys_held)]);
     if (p.state_bytes !== undefined && p.state_bytes !== null) {
