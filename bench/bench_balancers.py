@@ -16,13 +16,12 @@ Prints tables and writes ``bench/results/balancers.json``:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
+from common import write_results
 
 from cep.balancing.base import LoadSnapshot
 from cep.balancing.hashing import kg_engine
@@ -40,7 +39,6 @@ STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg", "elb", "clb", "milp")
 MOVING = ("dlb-h", "dlb-l", "lptf", "elb", "clb", "milp")
 N_KEYS, N_ENGINES, THETA, H = 4096, 5, 15.0, 500
 SLOW_ENGINE, SLOWDOWN = 2, 3.0
-RESULTS = Path(__file__).resolve().parent / "results" / "balancers.json"
 
 
 class MilpLog(logging.Handler):
@@ -223,9 +221,7 @@ def main() -> None:
               f"{_fmt(r['measured_busy_makespan'], 0):>12} {_fmt(r['makespan_gain_pct']):>7} "
               f"{r['equal_slow_load_vs_others']:>15.3f} {r['measured_slow_load_vs_others']:>15.3f}")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {RESULTS}")
+    write_results(results, "balancers.json")
 
 
 if __name__ == "__main__":

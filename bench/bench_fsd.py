@@ -25,38 +25,19 @@ named when not 5), so runs with other batch sizes keep their own files.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import tempfile
 import time
 from dataclasses import asdict
-from pathlib import Path
 
-import numpy as np
+from common import RESULTS, RULES, write_results
 
 from cep.bench import format_bench
-from cep.io.tweets import tweets_plan, tweets_range, zipf_exponent
+from cep.io.tweets import batch_exponents
 from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.verify import StrategyResult, verify
-
-ROOT = Path(__file__).parent.parent
-
-
-def batch_exponents(spec: str, n: int, batch_size: int) -> list[float]:
-    """The Zipf exponent in force for most tweets of each batch (rows ``[b·B, (b+1)·B)``
-    of the generator), one batch of tweets in memory at a time."""
-    plan = tweets_plan(spec)
-    out = []
-    for lo in range(0, n, batch_size):
-        frame, _ = tweets_range(plan, lo, min(n, lo + batch_size))
-        ts = frame["ts"].to_numpy().astype("datetime64[us]").astype(np.int64)
-        values, counts = np.unique(zipf_exponent(ts), return_counts=True)
-        out.append(float(values[np.argmax(counts)]))
-    return out
 
 
 def summarise(results: list[StrategyResult], exponents: list[float]) -> dict[str, dict]:
@@ -116,7 +97,7 @@ def main() -> None:
                              "(0: none, and the first strategy pays the start)")
     args = parser.parse_args()
 
-    module = compile_file(ROOT / "rules" / "fsd.epl")
+    module = compile_file(RULES / "fsd.epl")
     spec = f"tweets:n={args.n},mode={args.mode},seed={args.seed}"
     strategies = [s for s in args.strategies.split(",") if s]
     warm_up_s = (warm_up(module, args.warm_up, args.master, args.engines) if args.warm_up
@@ -124,29 +105,23 @@ def main() -> None:
     results = verify(module, RunConfig({"Tweet": spec}, engines=args.engines,
                                        batch_size=args.batch_size, master=args.master,
                                        threshold=args.threshold), strategies)
-    print(format_bench(results))
-
     # the Zipf phases exist only in zipf-periodic mode
-    exponents = batch_exponents(spec, args.n, args.batch_size) \
-        if args.mode == "zipf-periodic" else []
+    exponents = (batch_exponents(spec, args.batch_size) if args.mode == "zipf-periodic"
+                 else [])
+    print(format_bench(results, args.mode, exponents))
     summary = summarise(results, exponents)
     for name, row in summary.items():
         print(f"{name:>6}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
 
     engines = "" if args.engines == 5 else f"-engines{args.engines}"
     name = f"fsd-{args.mode}-{args.n}-batch{args.batch_size}{engines}.json"
-    out = Path(args.out or ROOT / "bench" / "results" / name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
+    write_results({
         "tweets": args.n, "mode": args.mode, "seed": args.seed,
         "batch_size": args.batch_size, "threshold": args.threshold, "master": args.master,
         "engines": args.engines, "warm_up_tweets": args.warm_up,
         "warm_up_s": round(warm_up_s, 2), "batch_exponents": exponents,
         "summary": summary, "strategies": [asdict(r) for r in results],
-        "machine": f"{platform.machine()} {platform.python_version()}",
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-    }, indent=2) + "\n")
-    print(f"wrote {out}")
+    }, args.out or RESULTS / name)
 
 
 if __name__ == "__main__":

@@ -17,21 +17,18 @@ Run: ``python bench/bench_readers.py [--n 100000] [--rounds 2]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import timed, write_results
 
 from cep.io.deadletter import DeadLetter
 from cep.io.readers.ranges import read_range
 from cep.lang import ir
 
-ROOT = Path(__file__).parent.parent
 STREAM = ir.StreamDef("Tweet", (("id", "long"), ("ts", "timestamp"), ("user", "string"),
                                 ("text", "string"), ("retweets", "int"),
                                 ("score", "double")), "ts")
@@ -53,13 +50,11 @@ def write_jsonl(path: Path, n: int) -> None:
 
 def best_seconds(path: Path, kind: str, end: int, rounds: int, n: int) -> float:
     """The best wall time of ``rounds`` whole-file reads; every event must come back."""
-    best = float("inf")
-    for _ in range(rounds):
-        started = time.perf_counter()
+    def read() -> None:
         frame = read_range(str(path), kind, 0, end, STREAM, DeadLetter(None))
-        best = min(best, time.perf_counter() - started)
         assert len(frame) == n, (kind, len(frame))
-    return best
+
+    return min(timed(read) for _ in range(rounds))
 
 
 def main() -> None:
@@ -68,8 +63,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     results: dict[str, object] = {"n": args.n, "rounds": args.rounds,
-                                  "date": time.strftime("%Y-%m-%d"),
-                                  "cpus": os.cpu_count(), "python": platform.python_version(),
                                   "load_average_at_start": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="cep-bench-readers-") as tmp:
         jsonl = Path(tmp) / "events.jsonl"
@@ -86,8 +79,7 @@ def main() -> None:
                              "bytes": path.stat().st_size}
             print(f"{kind:>8}: {args.n:,} events in {seconds:.2f} s: "
                   f"{args.n / seconds:,.0f} lines/s")
-    out = ROOT / "bench" / "results" / "readers.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_results(results, "readers.json")
 
 
 if __name__ == "__main__":

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import pstats
 import time
 from pathlib import Path
 
-import numpy as np
+from common import make_events, write_results
 
-from cep.engine.table import SEQ, SUB
+from cep.engine.table import SEQ
 from cep.lang.compile import compile_text
 from cep.reference import run_reference
 
@@ -66,18 +65,6 @@ ESPER_RULES = {
 }
 
 
-def make_events(n: int, keys: int, seed: int = 7) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {
-        SEQ: np.arange(n, dtype=np.int64),
-        SUB: np.zeros(n, dtype=np.int64),
-        "k": rng.integers(0, keys, n).astype(np.int64),
-        "ts": (np.arange(n, dtype=np.int64) * 1000),  # 1 ms apart
-        "v": rng.random(n),
-        "kind": rng.integers(0, 8, n).astype(np.int64),
-    }
-
-
 def measure(name: str, text: str, events: dict, batch_size: int | None) -> dict:
     module = compile_text(text, name)
     profile = cProfile.Profile()
@@ -116,11 +103,8 @@ def main() -> None:
             results.append(measure(name, text, events, batch))
     for name, text in ESPER_RULES.items():
         results.append(measure(name, text, events, 100_000))
-    out = Path(__file__).parent / "results" / "reference.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"events": args.events, "keys": args.keys,
-                               "results": results}, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_results({"events": args.events, "keys": args.keys, "results": results},
+                  "reference.json")
 
 
 if __name__ == "__main__":

@@ -20,14 +20,13 @@ same session, alternately, best of ``--rounds``. Prints events/s and writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from common import RULES, readings, write_jsonl, write_results
 
 from cep.lang.compile import compile_file
 from cep.spark.session import spark_session
@@ -36,23 +35,8 @@ from cep.spark.source_config import SourceConfig
 from cep.spark.splitter.engine_labels import engine_labels
 from cep.spark.splitter.routing import key_grouping
 
-ROOT = Path(__file__).parent.parent
-RULE = ROOT / "rules" / "sensor_average.epl"
+RULE = RULES / "sensor_average.epl"
 SCHEMA = "sensor string, ts string, temp double, ok boolean"
-
-
-def write_readings(path: Path, n: int, seed: int = 3) -> None:
-    """``n`` sensor readings as JSON lines, built with numpy (no per-line Python)."""
-    rng = np.random.default_rng(seed)
-    sensors = np.char.add("s", rng.integers(0, 4096, n).astype(str))
-    ms = 1_772_366_400_000 + np.arange(n, dtype=np.int64) * 10
-    stamps = np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms")
-    temps = np.round(rng.normal(25, 5, n), 2).astype(str)
-    oks = np.where(rng.random(n) < 0.9, "true", "false")
-    lines = ('{"sensor": "' + sensors.astype(object) + '", "ts": "' + stamps.astype(object)
-             + 'Z", "temp": ' + temps.astype(object) + ', "ok": ' + oks.astype(object)
-             + "}\n")
-    path.write_text("".join(lines.tolist()))
 
 
 def spark_json(spark, path: Path, workdir: Path) -> int:
@@ -111,7 +95,8 @@ def main() -> None:
     data = Path(tempfile.gettempdir()) / f"cep-bench-source-{args.n}" / "readings.jsonl"
     if not data.exists():
         data.parent.mkdir(parents=True, exist_ok=True)
-        write_readings(data, args.n)
+        sensors = np.random.default_rng(3).integers(0, 4096, args.n)
+        write_jsonl(readings(sensors, seed=3, step_ms=10), data)
     spark = spark_session(args.master, 5)
     times: dict[str, list[float]] = {"spark-json": [], "cep-source": []}
     for _ in range(args.rounds):
@@ -127,13 +112,12 @@ def main() -> None:
     result["ratio_cep_over_spark_json"] = round(
         result["cep-source"]["events_per_s"] / result["spark-json"]["events_per_s"], 3)
     result["setup"] = {"n": args.n, "bytes": data.stat().st_size, "master": args.master,
-                       "loadavg": os.getloadavg(), "python": platform.python_version()}
+                       "loadavg": os.getloadavg()}
     for name in times:
         print(f"{name:>11}: {result[name]['events_per_s']:>10,} events/s "
               f"(best of {args.rounds}: {result[name]['best_s']} s)")
     print(f"cep source / spark json: {result['ratio_cep_over_spark_json']}x")
-    out = ROOT / "bench" / "results" / "source.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(result, "source.json")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,6 @@ import dataclasses
 import json
 import os
 import pickle
-import platform
 import shutil
 import statistics
 import tempfile
@@ -67,11 +66,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_stream import write_jsonl
+from common import RESULTS, make_events, write_jsonl, write_results
 
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
-from cep.engine.table import SEQ, SUB, Table
+from cep.engine.table import Table
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, input_watermark, run_reference
@@ -102,17 +101,6 @@ FLOORS = ("floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
 
 
 # --------------------------------------------------------------------------- inputs
-
-def make_events(n: int, keys: int, seed: int = 7) -> Table:
-    rng = np.random.default_rng(seed)
-    return {
-        SEQ: np.arange(n, dtype=np.int64),
-        SUB: np.zeros(n, dtype=np.int64),
-        "k": rng.integers(0, keys, n).astype(np.int64),
-        "ts": np.arange(n, dtype=np.int64) * 1000,  # µs, 1 ms apart
-        "v": np.round(rng.random(n), 6),
-    }
-
 
 def write_input(table: Table, path: Path) -> float:
     """cep's input: the events as one JSON-lines file; the seconds it took."""
@@ -532,7 +520,7 @@ def main() -> None:
                         help="event log on: per-batch Spark stage times of every query")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the session (what-if runs)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "spark.json"))
+    parser.add_argument("--out", default=str(RESULTS / "spark.json"))
     args = parser.parse_args()
     sizes = [int(s) for s in args.batch_sizes.split(",")]
     queries = [q for q in args.queries.split(",") if q]
@@ -540,7 +528,7 @@ def main() -> None:
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"({os.cpu_count()} CPUs)")
 
-    table = make_events(args.events, args.keys)
+    table = make_events(args.events, args.keys, kinds=0)
     module = compile_text(RULE, "agg")
     root = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     source = root / "events.jsonl"
@@ -567,8 +555,7 @@ def main() -> None:
         "events": args.events, "keys": args.keys, "master": MASTER, "engines": ENGINES,
         "shuffle_partitions": ENGINES, "rule": RULE.split("\n", 1)[1],
         "load_average_at_start": [round(x, 2) for x in load],
-        "cpus": os.cpu_count(), "machine": f"{platform.machine()} Python "
-        f"{platform.python_version()}", "reference_events_out": len(expected_records),
+        "reference_events_out": len(expected_records),
         "reference_s": round(reference_s, 3), "write_input_s": round(write_s, 3),
         "spark_conf": args.spark_conf,
         "by_batch_size": {},
@@ -668,17 +655,14 @@ def main() -> None:
             entry["engine_state_bytes"] = state_bytes
             results["by_batch_size"][str(size)] = entry
             print_table(entry, args.events)
-        results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if args.spark_conf and out.exists():  # a what-if run joins the baseline's file
         baseline = json.loads(out.read_text(encoding="utf-8"))
         baseline.setdefault("what_if_spark_conf", {})[" ".join(args.spark_conf)] = results
         results = baseline
-    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_results(results, out)
 
 
 def ratio(base: dict, cep: dict) -> float | None:

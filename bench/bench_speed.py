@@ -41,15 +41,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from common import RESULTS, ROOT, RULES, json_lines, readings, write_results
+from common import load_average as load
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_stream import json_lines, load  # noqa: E402
-
-RESULTS = ROOT / "bench" / "results" / "speed.json"
-SENSOR = ROOT / "rules" / "sensor_average.epl"
+SENSOR = RULES / "sensor_average.epl"
 MB = 1 << 20
 
 
@@ -59,18 +54,10 @@ def state_file(path: Path, retained: int, touched: int, batch_size: int,
                fixed_batches: int) -> int:
     """One event for each of ``retained`` keys, then ``fixed_batches`` × ``batch_size``
     events over the first ``touched`` keys; 1 ms apart. Returns the number of events."""
-    rng = np.random.default_rng(11)
-    fill = np.arange(retained)
-    fixed = rng.integers(0, touched, fixed_batches * batch_size)
-    keys = np.concatenate((fill, fixed))
+    fixed = np.random.default_rng(11).integers(0, touched, fixed_batches * batch_size)
+    keys = np.concatenate((np.arange(retained), fixed))
     n = len(keys)
-    frame = pd.DataFrame({
-        "sensor": np.char.add("s", keys.astype("U7")),
-        "ts": pd.to_datetime(np.arange(n, dtype=np.int64) + 1_767_225_600_000, unit="ms",
-                             utc=True),
-        "temp": np.round(rng.normal(25.0, 4.0, n), 2),
-        "ok": np.ones(n, dtype=bool),
-    })
+    frame = readings(keys, seed=11)
     with open(path, "wb") as fh:
         for lo in range(0, n, 1_000_000):
             fh.write(json_lines(frame.iloc[lo:lo + 1_000_000]))
@@ -222,11 +209,10 @@ def main() -> None:
     parser.add_argument("--fsd-n", type=int, default=2_950_000)
     parser.add_argument("--fsd-strategies", default="kg,dlb-l,dlb-h")
     parser.add_argument("--fsd-batch-size", type=int, default=500_000)
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(RESULTS / "speed.json"))
     args = parser.parse_args()
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
-    results.update({"cpus": os.cpu_count(), "python": sys.version.split()[0]})
     print(f"load average at start: {load()} ({os.cpu_count()} CPUs)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-speed-") as tmp:
         for part in [p for p in args.parts.split(",") if p]:
@@ -243,8 +229,7 @@ def main() -> None:
                 raise SystemExit(f"unknown part {part!r}: fixed, state, flink or fsd")
             results[part] = {**result, "load_average_at_start": started_load,
                              "load_average_at_end": load()}
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(results, indent=2) + "\n")
+            write_results(results, out)
 
 
 def flink_part(args: argparse.Namespace, workdir: Path) -> dict:

@@ -14,12 +14,11 @@ measured RSTD, and the RSTD over the windows where the bound allows θ ("feasibl
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
+from common import write_results
 
 from cep.balancing.base import LoadSnapshot
 from cep.balancing.hashing import kg_engine
@@ -35,7 +34,6 @@ from cep.balancing.strategies import STRATEGIES
 
 STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg")
 N_KEYS, N_ENGINES, THETA, H = 4096, 5, 15.0, 500
-RESULTS = Path(__file__).resolve().parent / "results" / "splitter.json"
 
 
 def kg_calibration(trace: np.ndarray, seed: int, n_perms: int = 2000) -> dict[str, float]:
@@ -203,9 +201,7 @@ def main() -> None:
     for name, verdict in results["targets"].items():
         print(f"{name}: {verdict}")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {RESULTS}")
+    write_results(results, "splitter.json")
 
 
 if __name__ == "__main__":

@@ -20,23 +20,18 @@ Run: ``python bench/bench_state.py [--n 200000]``.
 from __future__ import annotations
 
 import argparse
-import json
 import pickle
-import platform
-import time
 from collections.abc import Callable
-from pathlib import Path
 
-import numpy as np
+from common import RULES, make_events, timed, write_results
 
 from cep.engine.engine import Engine
-from cep.engine.table import SEQ, SUB, take
+from cep.engine.table import SEQ, take
 from cep.io.inputs import load_inputs
 from cep.lang import ir
 from cep.lang.compile import compile_file, compile_text
 from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_batch
 
-ROOT = Path(__file__).resolve().parent.parent
 PATTERN = ("CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
            "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1) -> "
            "b=S(kind = 2 AND v > a.v) WITHIN 1 hour] PARTITION BY k;")
@@ -53,16 +48,12 @@ def run(module: ir.CompiledModule, inputs: dict, batch: int) -> Engine:
 
 
 def fsd_engine(n: int) -> Engine:
-    module = compile_file(ROOT / "rules" / "fsd.epl")
+    module = compile_file(RULES / "fsd.epl")
     return run(module, load_inputs(module, [f"tweets:n={n}"], None).tables, 50_000)
 
 
 def pattern_engine(n: int) -> Engine:
-    rng = np.random.default_rng(0)
-    inputs = {"S": {SEQ: np.arange(n, dtype=np.int64), SUB: np.zeros(n, dtype=np.int64),
-                    "k": rng.integers(0, 2_000, n).astype(np.int64),
-                    "ts": np.arange(n, dtype=np.int64) * 10_000,
-                    "v": rng.random(n), "kind": rng.integers(0, 3, n).astype(np.int64)}}
+    inputs = {"S": make_events(n, 2_000, seed=0, kinds=3, step_us=10_000)}
     return run(compile_text(PATTERN, "pattern"), inputs, 50_000)
 
 
@@ -83,9 +74,7 @@ def measure(engine: Engine, rounds: int = 9) -> dict[str, float]:
     out = dict.fromkeys(steps, float("inf"))
     for _ in range(rounds):
         for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            out[name] = min(out[name], time.perf_counter() - start)
+            out[name] = min(out[name], timed(step))
     out["codec_total_s"] = out["codec_snapshot_s"] + out["codec_restore_s"]
     out["pickle_total_s"] = out["pickle_dumps_s"] + out["pickle_loads_s"]
     return {**out, "codec_bytes": len(blob), "pickle_bytes": len(pickled)}
@@ -95,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200_000)
     args = parser.parse_args()
-    results = {"n": args.n, "python": platform.python_version(),
+    results = {"n": args.n,
                "fsd": measure(fsd_engine(args.n)), "pattern": measure(pattern_engine(args.n))}
     for name in ("fsd", "pattern"):
         r = results[name]
@@ -104,9 +93,7 @@ def main() -> None:
               f"{r['codec_bytes'] / 1e6:6.1f} MB | pickle {r['pickle_dumps_s'] * 1e3:7.1f} + "
               f"{r['pickle_loads_s'] * 1e3:7.1f} ms = {r['pickle_total_s'] * 1e3:7.1f} ms "
               f"{r['pickle_bytes'] / 1e6:6.1f} MB")
-    out = ROOT / "bench" / "results" / "state.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_results(results, "state.json")
 
 
 if __name__ == "__main__":

@@ -25,10 +25,7 @@
     by sample; in local mode the JVM's share includes the executors' heap and shuffle
     buffers, and a JVM grows its heap lazily up to ``CEP_DRIVER_MEMORY``). Events/s is
     end to end: events in / the subprocess's wall time.
-(b) ``paper``: FSD at the paper's scale, ``cep run rules/fsd.epl --input
-    tweets:n=2950000 --batch-size 500000``, end to end; before the rewrite: 21.4k
-    tweets/s.
-(c) ``follow``: latency under ``--follow``. A writer lands 500-reading files (a hidden
+(b) ``follow``: latency under ``--follow``. A writer lands 500-reading files (a hidden
     temporary file, then ``os.replace``) every 0.1 s (5k events/s) for 60 s into the
     directory that ``cep run bench/rules/echo.epl --follow --trigger-interval 1``
     watches; echo emits one event per reading. The output file's new lines are read
@@ -41,8 +38,11 @@
 The machine's load average is recorded with every part: on a shared machine the rates
 and latencies move with it, the memory figures much less.
 
-    python bench/bench_stream.py [--parts memory,paper,follow] [--fsd-sizes 1000000,...]
-        [--sensor-sizes ...] [--paper-n 2950000] [--follow-seconds 60] [--out PATH]
+FSD's rate at the paper's scale is bench_fsd.py's question (and, an engine per node,
+``cep bench --nodes``'s), not this bench's.
+
+    python bench/bench_stream.py [--parts memory,follow] [--fsd-sizes 1000000,...]
+        [--sensor-sizes ...] [--follow-seconds 60] [--out PATH]
 
 Writes (merging into an existing file part by part) bench/results/stream.json.
 """
@@ -66,16 +66,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import ROOT, RULES, json_lines, load_average, readings, write_jsonl, write_results
 
 from cep.io.inputlog import SEQ_SHIFT
 
-ROOT = Path(__file__).parent.parent
-RESULTS = ROOT / "bench" / "results" / "stream.json"
 DATA = Path(tempfile.gettempdir()) / "cep-bench-stream"
-FSD = ROOT / "rules" / "fsd.epl"
-SENSOR = ROOT / "rules" / "sensor_average.epl"
+FSD = RULES / "fsd.epl"
+SENSOR = RULES / "sensor_average.epl"
 ECHO = ROOT / "bench" / "rules" / "echo.epl"
-PAPER_BEFORE = 21_400  # tweets/s end to end before the rewrite (issue 12)
 SENSORS = 10_000
 SAMPLE_S = 0.5
 POLL_S = 0.05
@@ -171,36 +169,12 @@ class RssSampler(threading.Thread):
                 "other_processes": sorted(self.others), "samples": self.samples}
 
 
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 # --------------------------------------------------------------------------- inputs
 
-def write_jsonl(frame: pd.DataFrame, path: Path) -> None:
-    """A frame as JSON lines (timestamps ISO-8601 in ms), written whole under a hidden
-    name and renamed into place, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(json_lines(frame))
-    os.replace(tmp, path)
-
-
-def json_lines(frame: pd.DataFrame) -> bytes:
-    """A frame's rows as JSON lines (pandas' C writer: no per-row Python)."""
-    return frame.to_json(orient="records", lines=True, date_format="iso", date_unit="ms").encode()
-
-
-def readings(rng: np.random.Generator, start: int, n: int) -> pd.DataFrame:
-    """``n`` sensor readings numbered from ``start``, 1 ms apart, over SENSORS sensors,
-    temperatures around 25 (a few sensors' averages cross sensor_average's 30)."""
-    ids = rng.integers(0, SENSORS, n)
-    return pd.DataFrame({
-        "sensor": np.char.add("s", ids.astype("U5")),
-        "ts": pd.to_datetime(np.arange(start, start + n, dtype=np.int64)
-                             + 1_767_225_600_000, unit="ms", utc=True),
-        "temp": np.round(rng.normal(25.0, 4.0, n) + (ids % 97 == 0) * 6.0, 2),
-        "ok": rng.random(n) < 0.98,
-    })
+def sensor_readings(start: int, n: int) -> pd.DataFrame:
+    """``n`` readings numbered from ``start``, 1 ms apart, over SENSORS sensors."""
+    return readings(np.random.default_rng(start).integers(0, SENSORS, n), seed=start,
+                    start=start)
 
 
 def sensor_file(n: int, chunk: int = 1_000_000) -> Path:
@@ -211,11 +185,10 @@ def sensor_file(n: int, chunk: int = 1_000_000) -> Path:
         return path
     DATA.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    rng = np.random.default_rng(7)
     tmp = DATA / f".readings-{n}.jsonl.part"
     with open(tmp, "wb") as fh:
         for lo in range(0, n, chunk):
-            fh.write(json_lines(readings(rng, lo, min(chunk, n - lo))))
+            fh.write(json_lines(sensor_readings(lo, min(chunk, n - lo))))
     os.replace(tmp, path)
     print(f"wrote {path} ({path.stat().st_size / MB:,.0f} MB) in "
           f"{time.perf_counter() - started:.1f}s", flush=True)
@@ -260,7 +233,7 @@ def measured_run(name: str, command: list[str], workdir: Path) -> dict:
     result = {"command": " ".join(command[3:]), "returncode": proc.returncode,
               "seconds": round(seconds, 2), "events": events,
               "events_out": sum(m["events_out"] for m in batches), "batches": len(batches),
-              "events_per_s": round(events / seconds), **memory, "load_average": load()}
+              "events_per_s": round(events / seconds), **memory, "load_average": load_average()}
     if proc.returncode != 0:
         result["stderr_tail"] = log.read_text(errors="replace")[-2000:]
         print(result["stderr_tail"], file=sys.stderr)
@@ -269,7 +242,7 @@ def measured_run(name: str, command: list[str], workdir: Path) -> dict:
     return result
 
 
-# --------------------------------------------------------------------------- (a), (b)
+# --------------------------------------------------------------------------- (a)
 
 def memory_part(fsd_sizes: list[int], sensor_sizes: list[int], batch_size: int,
                 extra: list[str], workdir: Path) -> dict:
@@ -297,17 +270,7 @@ def memory_part(fsd_sizes: list[int], sensor_sizes: list[int], batch_size: int,
     return {"batch_size": batch_size, "cases": cases, "growth": growth}
 
 
-def paper_part(n: int, batch_size: int, extra: list[str], workdir: Path) -> dict:
-    run = measured_run(f"paper-{n}", cep_command(
-        FSD, f"tweets:n={n}", "--batch-size", str(batch_size),
-        "--output", str(workdir / "paper.jsonl"), *extra), workdir)
-    (workdir / "paper.jsonl").unlink(missing_ok=True)
-    return {**run, "before_rewrite_events_per_s": PAPER_BEFORE,
-            "vs_before": round(run["events_per_s"] / PAPER_BEFORE, 3),
-            "target_not_below_before": run["events_per_s"] >= PAPER_BEFORE}
-
-
-# --------------------------------------------------------------------------- (c)
+# --------------------------------------------------------------------------- (b)
 
 class OutputWatcher(threading.Thread):
     """Reads the output file's new lines every 50 ms and notes, per input file, when its
@@ -377,11 +340,10 @@ def follow_part(seconds: float, rate: int, file_events: int, trigger_s: float,
     folder, checkpoint = workdir / "follow-in", workdir / "follow-run"
     output, metrics = workdir / "follow.jsonl", workdir / "follow.metrics.jsonl"
     folder.mkdir()
-    rng = np.random.default_rng(11)
     period = file_events / rate
     files = round(seconds / period)
     landed = {"warm-000000.jsonl": land(folder, "warm-000000.jsonl",
-                                        readings(rng, 0, file_events))}
+                                        sensor_readings(0, file_events))}
     command = [*cep_command(ECHO, str(folder), "--follow", "--trigger-interval",
                             str(trigger_s), "--checkpoint", str(checkpoint),
                             "--output", str(output), "--metrics", str(metrics), "--quiet"),
@@ -402,8 +364,8 @@ def follow_part(seconds: float, rate: int, file_events: int, trigger_s: float,
         for i in range(files):
             time.sleep(max(0.0, steady_start + i * period - time.time()))
             name = f"f-{i:06d}.jsonl"
-            landed[name] = land(folder, name, readings(rng, (i + 1) * file_events,
-                                                       file_events))
+            landed[name] = land(folder, name, sensor_readings((i + 1) * file_events,
+                                                              file_events))
             if i % round(10 / period) == 0:
                 print(f"[follow] {i}/{files} files landed, {len(watcher.complete) - 1} "
                       f"complete in the output", flush=True)
@@ -434,7 +396,7 @@ def follow_part(seconds: float, rate: int, file_events: int, trigger_s: float,
         "batches_in_window": len(walls),
         "p99_in_batch_intervals": round(p99 / interval, 2) if interval else None,
         "target_p99_under_3_intervals": bool(interval and p99 < 3 * interval),
-        "sigterm_returncode": returncode, **memory, "load_average": load(),
+        "sigterm_returncode": returncode, **memory, "load_average": load_average(),
     }
     if returncode != 0:
         result["stderr_tail"] = (workdir / "follow.log").read_text(errors="replace")[-2000:]
@@ -450,7 +412,7 @@ def print_table(results: dict) -> None:
         if key in results:
             print(f"\n{key}:")
             print_memory(results[key])
-    print_paper_and_follow(results)
+    print_follow(results)
 
 
 def print_memory(memory: dict) -> None:
@@ -466,11 +428,7 @@ def print_memory(memory: dict) -> None:
             print(f"  {name}: {ratios}")
 
 
-def print_paper_and_follow(results: dict) -> None:
-    paper = results.get("paper")
-    if paper:
-        print(f"\npaper FSD: {paper['events']:,} tweets in {paper['seconds']:.1f}s = "
-              f"{paper['events_per_s']:,}/s ({paper['vs_before']}x the 21.4k before)")
+def print_follow(results: dict) -> None:
     follow = results.get("follow")
     if follow:
         print(f"\nfollow at {follow['rate_events_per_s']:,} ev/s: latency p50 "
@@ -482,13 +440,11 @@ def print_paper_and_follow(results: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="memory,paper,follow")
+    parser.add_argument("--parts", default="memory,follow")
     parser.add_argument("--fsd-sizes", default="1000000,10000000")
     parser.add_argument("--sensor-sizes", default="1000000,10000000")
     parser.add_argument("--batch-size", type=int, default=200_000,
                         help="events per micro-batch of the memory cases")
-    parser.add_argument("--paper-n", type=int, default=2_950_000)
-    parser.add_argument("--paper-batch-size", type=int, default=500_000)
     parser.add_argument("--follow-seconds", type=float, default=60.0)
     parser.add_argument("--follow-rate", type=int, default=5_000, help="events/s landed")
     parser.add_argument("--file-events", type=int, default=500)
@@ -498,7 +454,7 @@ def main() -> None:
                         help="run on a standalone master with two 1-core workers started on "
                         "127.0.0.1, so the executors are processes of their own and the "
                         "driver's JVM is measured alone (results keyed 'memory-cluster', …)")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default="stream.json")
     args = parser.parse_args()
     parts = [p for p in args.parts.split(",") if p]
     with contextlib.ExitStack() as stack:
@@ -513,33 +469,26 @@ def main() -> None:
 
 def run_parts(args: argparse.Namespace, parts: list[str]) -> None:
     extra = ["--master", args.master] if args.master else []
-    out = Path(args.out)
-    results = json.loads(out.read_text()) if out.exists() else {}
-    results.update({"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                    "cep_driver_memory": os.environ.get("CEP_DRIVER_MEMORY", "4g (default)"),
-                    "master": args.master or "cep default (local[*])"})
-    print(f"load average at start: {load()} ({os.cpu_count()} CPUs)", flush=True)
+    results = {"cep_driver_memory": os.environ.get("CEP_DRIVER_MEMORY", "4g (default)"),
+               "master": args.master or "cep default (local[*])"}
+    print(f"load average at start: {load_average()} ({os.cpu_count()} CPUs)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
         workdir = Path(tmp)
         for part in parts:
-            started_load = load()
+            started_load = load_average()
             if part == "memory":
                 result = memory_part(_sizes(args.fsd_sizes), _sizes(args.sensor_sizes),
                                      args.batch_size, extra, workdir)
-            elif part == "paper":
-                result = paper_part(args.paper_n, args.paper_batch_size, extra, workdir)
             elif part == "follow":
                 result = follow_part(args.follow_seconds, args.follow_rate,
                                      args.file_events, args.trigger_interval, extra, workdir)
             else:
-                raise SystemExit(f"unknown part {part!r}: memory, paper or follow")
+                raise SystemExit(f"unknown part {part!r}: memory or follow")
             key = f"{part}-cluster" if args.cluster else part
             results[key] = {**result, "load_average_at_start": started_load,
-                             "load_average_at_end": load()}
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(results, indent=2) + "\n")  # each part as it ends
-    print_table(results)
-    print(f"wrote {out}")
+                             "load_average_at_end": load_average()}
+            out = write_results(results, args.out, merge=True)  # each part as it ends
+    print_table(json.loads(out.read_text()))
 
 
 def _sizes(text: str) -> list[int]:

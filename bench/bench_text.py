@@ -17,14 +17,10 @@ Run: ``python bench/bench_text.py [--n 200000]``.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import string
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
+from common import RESULTS, best_of, timed, write_results
 
 from cep.engine import text
 
@@ -48,31 +44,19 @@ def synthetic_tweets(n: int, seed: int = 0, vocab: int = 50_000) -> np.ndarray:
     return out
 
 
-def timed(fn: Callable[[], object], repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` runs (the machine may be shared)."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000, help="tweets for the rate tests")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "text.json"))
+    parser.add_argument("--out", default=str(RESULTS / "text.json"))
     args = parser.parse_args()
     n = args.n
     tweets = synthetic_tweets(n)
     results: dict[str, object] = {"tweets": n, "words_per_tweet": 15}
 
     text._HASH_CACHE.clear()
-    start = time.perf_counter()
-    text.lsh_bucket(tweets, 4096)
-    results["lsh_bucket_texts_per_s_cold"] = n / (time.perf_counter() - start)
-    results["lsh_bucket_texts_per_s"] = n / timed(lambda: text.lsh_bucket(tweets, 4096))
-    results["tokenize_batch_texts_per_s"] = n / timed(lambda: text.tokenize_batch(tweets))
+    results["lsh_bucket_texts_per_s_cold"] = n / timed(lambda: text.lsh_bucket(tweets, 4096))
+    results["lsh_bucket_texts_per_s"] = n / best_of(lambda: text.lsh_bucket(tweets, 4096))
+    results["tokenize_batch_texts_per_s"] = n / best_of(lambda: text.tokenize_batch(tweets))
 
     window = tweets[:500]
     probes = tweets[500:700]
@@ -81,9 +65,10 @@ def main() -> None:
         for t in probes:
             text.similarity(t, window)
 
-    results["similarity_pairs_per_s_join"] = len(probes) * len(window) / timed(join_shape)
+    results["similarity_pairs_per_s_join"] = len(probes) * len(window) / best_of(join_shape)
     a, b = tweets[: n // 2], tweets[n // 2 : 2 * (n // 2)]
-    results["similarity_pairs_per_s_elementwise"] = len(a) / timed(lambda: text.similarity(a, b))
+    results["similarity_pairs_per_s_elementwise"] = len(a) / best_of(
+        lambda: text.similarity(a, b))
 
     keys, horizon, per_key = 200, 500, 20
     window = text.term_rows(tweets[: keys * horizon])
@@ -95,19 +80,13 @@ def main() -> None:
     def fsd_batch() -> None:
         text.max_similarity_in_segments(text.term_rows(fresh), query_key, window, lo, hi)
 
-    seconds = timed(fsd_batch)
+    seconds = best_of(fsd_batch)
     results["window_events_per_s"] = keys * per_key / seconds
     results["window_pairs_per_s"] = keys * per_key * horizon / seconds
-    results["machine"] = f"{platform.machine()} {platform.python_implementation()} " + (
-        platform.python_version()
-    )
-
     for key, value in results.items():
         shown = f"{value:,.0f}" if isinstance(value, float) else value
         print(f"{key:40s} {shown}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_results(results, args.out)
 
 
 if __name__ == "__main__":

@@ -41,14 +41,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from common import ROOT, readings, write_jsonl, write_results
 
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.io.kafka_produce import produce, produce_frame
@@ -64,7 +63,6 @@ from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
 
-ROOT = Path(__file__).resolve().parent.parent
 KAFKA_BATCH = 50_000
 MONGO_BATCH = 10_000
 
@@ -120,14 +118,8 @@ def bench_mongo(n: int) -> dict[str, object]:
 def _readings(path: Path, n: int, first: int = 0) -> None:
     """``n`` sensor readings (100 sensors, 10 ms apart) as JSON lines; temperatures
     around the rule's limit, so that some windows alert."""
-    rng = np.random.default_rng(first)
-    index = np.arange(first, first + n)
-    temp = np.round(rng.normal(28.0, 4.0, n), 2)
-    start_us = 1_767_225_600_000_000  # 2026-01-01
-    frame = pd.DataFrame({"sensor": np.char.add("s", (index % 100).astype(str)).astype(object),
-                          "ts": start_us + index * 10_000, "temp": temp,
-                          "ok": temp < 38.0})
-    write_events_jsonl(frame, str(path), ("ts",))
+    sensors = np.arange(first, first + n) % 100
+    write_jsonl(readings(sensors, seed=first, start=first, step_ms=10, mean=28.0), path)
 
 
 def _committed_events(workdir: Path) -> int:
@@ -248,17 +240,13 @@ def main() -> None:
         print(json.dumps({k: v for k, v in results.items() if k != "lag"}, indent=2))
         print(json.dumps({k: v for k, v in results["lag"].items()  # type: ignore[union-attr]
                           if k != "lag_samples"}))
-        out = ROOT / "bench" / "results" / "transports.json"
-        out.write_text(json.dumps(results, indent=2) + "\n")
+        write_results(results, "transports.json")
         return
-    results = {"n": args.n, "python": platform.python_version(),
-                                  "partitions": 3,
-                                  "load_average_at_start": os.getloadavg()[0]}
+    results = {"n": args.n, "partitions": 3, "load_average_at_start": os.getloadavg()[0]}
     results.update(bench_kafka(args.n))
     results.update(bench_mongo(args.n // 4))
     print(json.dumps(results, indent=2))
-    out = ROOT / "bench" / "results" / "transports_io.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_results(results, "transports_io.json")
 
 
 if __name__ == "__main__":

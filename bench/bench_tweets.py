@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -33,6 +31,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from common import RESULTS, write_results
 
 from cep.io import tweets
 
@@ -123,7 +122,7 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4096, help="LSH keys")
     parser.add_argument("--engines", type=int, default=5)
     parser.add_argument("--window", type=int, default=10_000, help="tweets per RSTD window")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "tweets.json"))
+    parser.add_argument("--out", default=str(RESULTS / "tweets.json"))
     args = parser.parse_args()
     results: dict[str, object] = {
         "tweets": args.n,
@@ -163,14 +162,7 @@ def main() -> None:
                 f"(p10 {s['p10']:.1f}%, p90 {s['p90']:.1f}%, range {s['min']:.1f}-"
                 f"{s['max']:.1f}%, {s['windows']} windows)"
             )
-    results["machine"] = f"{platform.machine()} {platform.python_implementation()} " + (
-        platform.python_version()
-    )
-    results["load_average"] = [round(x, 1) for x in os.getloadavg()]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    write_results(results, args.out)
 
 
 if __name__ == "__main__":

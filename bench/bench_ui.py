@@ -21,8 +21,6 @@ and writes ``bench/results/ui.json``.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -30,12 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import RESULTS, RULES, write_results
+
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
 from cep.ui import serve_run
 
-ROOT = Path(__file__).parent.parent
 TARGET = 0.02
 # the client: the page's poll (1 s) and a fast Prometheus scrape (5 s), until killed
 CLIENT = """
@@ -58,7 +57,7 @@ while True:
 
 
 def one_run(args: argparse.Namespace, with_ui: bool) -> dict:
-    module = compile_file(ROOT / "rules" / "fsd.epl")
+    module = compile_file(RULES / "fsd.epl")
     with tempfile.TemporaryDirectory(prefix="cep-bench-ui-") as tmp:
         config = RunConfig(
             {"Tweet": f"tweets:n={args.n}"}, output=Output(str(Path(tmp) / "events.jsonl")),
@@ -93,7 +92,7 @@ def main() -> None:
     parser.add_argument("--strategy", default="kg")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "ui.json"))
+    parser.add_argument("--out", default=str(RESULTS / "ui.json"))
     args = parser.parse_args()
     started = time.perf_counter()
     warm = one_run(argparse.Namespace(**{**vars(args), "n": args.batch_size}), False)
@@ -113,8 +112,7 @@ def main() -> None:
     cpu_share = max(p["with"]["server_cpu_share"] for p in pairs)
     print(f"median overhead {100 * median:+.2f}% (target at most {100 * TARGET:.0f}%); "
           f"the server's own CPU at most {100 * cpu_share:.3f}% of a core")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({
+    write_results({
         "what": "FSD on tweets, the same run with and without the live view's server and "
                 "a client polling /api/state each second and /metrics each 5 s",
         "options": {k: v for k, v in vars(args).items() if k != "out"},
@@ -122,9 +120,7 @@ def main() -> None:
         "server_cpu_share_max": cpu_share,
         "within_target": median <= TARGET, "pairs": pairs, "warm_up": warm,
         "seconds": round(time.perf_counter() - started, 1),
-        "machine": f"{platform.machine()} {platform.python_version()}",
-    }, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    }, args.out)
 
 
 if __name__ == "__main__":

@@ -335,6 +335,46 @@ def state_path_figures(data: dict, _name: str) -> str:
          "outside job s", "load at start"), rows)
 
 
+def _keys_moved(row: dict) -> str:
+    """Keys moved per rebalance, and their share of the keys seen (the paper's unit)."""
+    keys, known = row.get("keys_per_rebalance"), row.get("keys_known")
+    if not isinstance(keys, int | float):
+        return ""
+    share = f" ({100 * keys / known:.0f}%)" if isinstance(known, int) and known else ""
+    return num(keys, 0) + share
+
+
+def table1_figures(data: dict, _name: str) -> str:
+    """``cep bench --json``'s Table 1, each figure beside the DLB paper's."""
+    nodes = data.get("nodes")
+    where = (f"{num(nodes)} emulated nodes of {num(data.get('cpus_per_node'), 2)} cores"
+             if nodes else f"master `{data.get('master', '')}`")
+    head = (f"Input `{', '.join(data.get('inputs') or [])}` ({data.get('order', '')} "
+            f"order), batches of {num(data.get('batch_size'))}, {num(data.get('engines'))} "
+            f"engines on {where}, θ {num(data.get('threshold'), 0)}%, load measures "
+            f"{', '.join(data.get('load') or ['events'])}, {num(data.get('rounds') or 1)} "
+            "round(s) of the strategies in turn. Rates are over each run's measured window "
+            "(from its first batch's commit); the paper's are over 40 minutes.")
+    rows = []
+    for row in data.get("table1") or []:
+        if not isinstance(row, dict):
+            continue
+        rows.append((row.get("strategy", ""), num(row.get("engines")),
+                     num(row.get("tweets_per_s"), 0), ratio(row.get("x_kg")),
+                     ratio(row.get("skewed_x_kg")), num(at(row, "paper", "tweets_per_s"), 0),
+                     ratio(at(row, "paper", "x_kg")), num(row.get("first_stories")),
+                     num(at(row, "paper", "first_stories")), yes_no(row.get("equal_to_kg")),
+                     pct(row.get("avg_rstd")), pct(at(row, "paper", "avg_rstd"), 2),
+                     num(row.get("rebalances_per_round"), 1),
+                     _keys_moved(row), num(at(row, "paper", "keys_per_rebalance")),
+                     num(row.get("tweets_per_rebalance"), 0),
+                     num(at(row, "paper", "tweets_per_rebalance"))))
+    return head + "\n\n" + table(
+        ("strategy", "engines", "tweets/s", "× KG", "skewed × KG", "paper tweets/s",
+         "paper × KG", "first stories", "paper", "= KG", "load RSTD", "paper",
+         "rebalances", "keys/rebalance", "paper", "tweets/rebalance", "paper"), rows)
+
+
 def speed_figures(data: dict, _name: str) -> str:
     parts = []
     for key, title, render in (("flink", "Beside Apache Flink", _flink_table),
@@ -541,6 +581,20 @@ def ui_figures(data: dict, _name: str) -> str:
     return "\n".join(lines)
 
 
+def event_time_figures(data: dict, _name: str) -> str:
+    churn = at(data, "churn") or {}
+    lines = [f"Churn: {num(churn.get('events'))} events, {num(churn.get('users_seen'))} users "
+             f"seen over {num(churn.get('stream_minutes'), 0)} minutes of event time, each "
+             f"active for about three minutes, under `#time(5 min)` per user, in batches of "
+             f"{num(churn.get('batch_size'))}: keys held after a batch, median "
+             f"{num(churn.get('keys_held_median'))}, at most {num(churn.get('keys_held_max'))}, "
+             f"{num(churn.get('keys_held_at_end'))} once the input has ended "
+             f"({num(churn.get('events_per_s'))} events/s).", ""]
+    rows = [(name, num(at(entry, "events_per_s")), num(at(entry, "rows_out")))
+            for name, entry in (at(data, "timers") or {}).items() if isinstance(entry, dict)]
+    return "\n".join(lines) + "\n" + table(("rule", "events/s", "output rows"), rows)
+
+
 def generic_figures(data: dict, _name: str) -> str:
     rows = [(f"`{k}`", num(v, 3) if isinstance(v, float) else num(v))
             for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)]
@@ -556,6 +610,11 @@ SECTIONS = (
             "Events per second of the in-process reference evaluator, per rule shape, whole "
             "and in batches; the events are built in memory, so the figures are the "
             "evaluator's own.", "python bench/bench_reference.py", reference_figures),
+    Section("event_time.json", "Event time: idle keys and timers",
+            "The reference evaluator over a churn of users, each active for a few minutes of "
+            "a long stream: how many keys hold state as time passes; and a per-key absence "
+            "pattern (a timer per key) beside the same rule without the timer.",
+            "python bench/bench_event_time.py", event_time_figures),
     Section("spark.json", "cep on Spark beside hand-written PySpark",
             "One per-key `#length(10)` aggregate with HAVING: cep on Spark, the same rule "
             "written by hand with `applyInPandasWithState`, and floors that do less than the "
@@ -594,6 +653,15 @@ SECTIONS = (
             "[docs/balancing.md](balancing.md#headroom)).",
             "python bench/bench_fsd.py --n N --mode MODE --batch-size B --strategies "
             "kg,dlb-l [--engines E]", fsd_figures),
+    Section("paper-*.json", "The DLB paper's experiment, a node per engine",
+            "`cep bench --nodes N` of FSD over the built-in `tweets` generator: each engine "
+            "on an emulated node of its own (a one-slot Spark worker in a cgroup capped at "
+            "the machine's cores / N, [docs/balancing.md](balancing.md#a-node-per-engine)), "
+            "the paper's Table 1 beside cep's; one file per order of the tweets and "
+            "cluster. `cep report` draws the paper's Figures 3 and 4 from the files.",
+            "cep bench rules/fsd.epl --input Tweet=tweets:n=N,mode=MODE --nodes 5 "
+            "--batch-size B --load events,cost --rounds R --json "
+            "bench/results/paper-MODE-5nodes.json", table1_figures),
     Section("stream*.json", "The streaming runtime",
             "`cep run` in a subprocess as a user meets it: the driver's peak memory against "
             "the input's size, FSD end to end, and the latency of `--follow`.",

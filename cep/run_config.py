@@ -66,7 +66,9 @@ class RunConfig:
     ``follow``: run until stopped, picking up new files, appended lines and Kafka
     records every ``trigger_s`` seconds. ``starting_offsets`` (``earliest`` or
     ``latest``) is where a Kafka partition's first read begins. ``slowdown`` makes
-    engine E's processing that many times slower (to try ``capacity="measured"``)."""
+    engine E's processing that many times slower (to try ``capacity="measured"``).
+    ``spark_conf``: Spark settings over cep's own for the session the run creates (a
+    standalone cluster's driver address and executor sizes; ``cep.spark.cluster``)."""
 
     inputs: tuple[str, ...]
     runner: str = "spark"
@@ -86,11 +88,13 @@ class RunConfig:
     threshold: float = DEFAULT_THRESHOLD
     stat_window: int = 1  # batches of per-key load the Balancer looks at
     capacity: str = "equal"  # equal shares, or shares from measured busy seconds
+    load: str = "events"  # a key's load for the Balancer: its events, or its measured cost
     slowdown: Mapping[int, float] = field(default_factory=dict)
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
     starting_offsets: str = "earliest"
     late: str = "process"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", input_specs(self.inputs))

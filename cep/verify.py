@@ -8,9 +8,11 @@ and may differ: the table shows by how much (missing and extra events).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -18,8 +20,12 @@ import numpy as np
 from cep.balancing.stats import rstd
 from cep.balancing.strategies import KEY_PRESERVING
 from cep.lang import ir
+from cep.provenance import load_average, machine
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
+
+# placed by hashes alone, never by the Balancer: the measure of a key's load is not theirs
+PLACED_WITHOUT_LOAD = frozenset({"kg", "pkg"})
 
 
 @dataclass
@@ -53,27 +59,53 @@ class StrategyResult:
     headroom_cpu: float = 1.0
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
+    engines: int = 0
+    load: str = "events"  # the Balancer's per-key load: events, or measured cost
+    # per batch, for throughput over time (the DLB paper's Figures 3 and 4): seconds from
+    # the query's start to the batch's commit, its events and its engines' load RSTD
+    batch_elapsed_s: list[float] = field(default_factory=list)
+    batch_events: list[int] = field(default_factory=list)
+    batch_rstd: list[float] = field(default_factory=list)
+    keys_known: int = 0  # keys the Balancer had seen by the end (key-moving strategies)
+    # the machine's 1, 5 and 15 minute load averages as the run started: on a shared
+    # machine a run's figures move with what else runs there
+    load_average: list[float] = field(default_factory=list)
+    round: int = 1  # of ``cep bench --rounds``: every strategy runs once a round, in turn
 
     @property
     def key_preserving(self) -> bool:
         return self.strategy in KEY_PRESERVING
+
+    @property
+    def label(self) -> str:
+        """The strategy, and the load it balanced where that is not the paper's events."""
+        return self.strategy if self.load == "events" else f"{self.strategy}/{self.load}"
 
 
 def _multiset(records: list[dict]) -> Counter:
     return Counter(json.dumps(r, sort_keys=True) for r in records)
 
 
-def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
+def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
+           loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = ()
            ) -> list[StrategyResult]:
     """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
-    compare. The events are compared as multisets, so they are read back into this
-    process: verification is for bounded inputs."""
-    order = ["kg", *[s for s in strategies if s != "kg"]]
+    compare. A strategy that moves keys runs once per measure of a key's load in
+    ``loads`` (default ``config.load``); KG and PKG, which balance no load, run once.
+    With ``rounds`` the whole sequence runs that many times, the strategies in turn, so
+    that what else the machine runs weighs on all of them alike; every run is compared
+    with the first KG's events. ``warm_up``: the inputs of an unmeasured KG run first
+    (none: no such run). The events are compared as multisets, so they are read back
+    into this process: verification is for bounded inputs."""
+    if warm_up:
+        run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up), strategy="kg",
+                                              output=Output(collect=True)))
     results: list[StrategyResult] = []
     reference: Counter | None = None
-    for name in order:
+    for turn, name, load in run_order(strategies, tuple(loads) or (config.load,), rounds):
+        machine_load = load_average()
         started = time.perf_counter()
-        run = run_rules(module, dataclasses.replace(config, strategy=name,
+        run = run_rules(module, dataclasses.replace(config, strategy=name, load=load,
                                                     output=Output(collect=True)))
         records = run.records
         assert records is not None  # collected
@@ -114,8 +146,27 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str]
                 [m.get("cpu_s_per_engine", []) for m in run.metrics], run.slots),
             stage_s={k: round(v, 3) for k, v in stages.items()},
             wall_s=wall_times(run),
+            engines=config.engines,
+            load=load,
+            batch_elapsed_s=elapsed_times(run),
+            batch_events=[m["events_in"] for m in run.metrics],
+            batch_rstd=[m["rstd"] for m in run.metrics],
+            keys_known=max((m.get("keys", 0) for m in run.metrics), default=0),
+            load_average=machine_load,
+            round=turn,
         ))
     return [r for r in results if r.strategy in strategies]
+
+
+def run_order(strategies: Sequence[str], loads: Sequence[str], rounds: int
+              ) -> list[tuple[int, str, str]]:
+    """(round, strategy, load measure) of each run, in the order :func:`verify` runs
+    them: KG first, each key-moving strategy once per measure, round after round."""
+    once = [("kg", "events"), *[(s, load) for s in strategies if s != "kg"
+                                for load in (("events",) if s in PLACED_WITHOUT_LOAD
+                                             else loads)]]
+    return [(turn, name, load) for turn, (name, load)
+            in itertools.product(range(1, rounds + 1), once)]
 
 
 def balance_headroom(batches: list[list[float]], slots: int) -> float:
@@ -139,6 +190,15 @@ def balance_headroom(batches: list[list[float]], slots: int) -> float:
     return round(bound / ideal, 3) if ideal else 1.0
 
 
+def elapsed_times(run: RunResult) -> list[float]:
+    """Seconds from the query's start to each batch's commit (the first batch's end is
+    ``first_batch_s`` after the start, the others follow by their sinks' clocks)."""
+    if not run.metrics:
+        return []
+    start = run.metrics[0]["wall_time"] - run.first_batch_s
+    return [round(m["wall_time"] - start, 3) for m in run.metrics]
+
+
 def wall_times(run: RunResult) -> dict[str, float]:
     """Where a run's wall clock went: Spark's start, the micro-batches (of which: query
     planning and cep's sink), the rest."""
@@ -154,12 +214,18 @@ def wall_times(run: RunResult) -> dict[str, float]:
     return {k: round(v, 2) for k, v in phases.items()}
 
 
+def run_name(r: StrategyResult, results: Sequence[StrategyResult]) -> str:
+    """A run's name in the per-run tables: its label, and its round where there are
+    several."""
+    return f"{r.label}#{r.round}" if any(x.round > 1 for x in results) else r.label
+
+
 def format_table(results: list[StrategyResult]) -> str:
     header = ("strategy", "events", "= KG", "missing", "extra", "avg RSTD", "max RSTD",
               "rebalances", "keys moved", "state bytes", "time s")
     rows = [header]
     for r in results:
-        rows.append((r.strategy, str(r.events), "yes" if r.equal_to_kg else "NO",
+        rows.append((run_name(r, results), str(r.events), "yes" if r.equal_to_kg else "NO",
                      str(r.missing), str(r.extra), f"{r.avg_rstd:.1f}%", f"{r.max_rstd:.1f}%",
                      str(r.rebalances), str(r.keys_moved), f"{r.state_bytes_moved:,}",
                      f"{r.seconds:.1f}"))
@@ -173,5 +239,10 @@ def failures(results: list[StrategyResult]) -> list[str]:
     return [r.strategy for r in results if r.key_preserving and not r.equal_to_kg]
 
 
-def to_json(results: list[StrategyResult]) -> str:
-    return json.dumps([asdict(r) for r in results], indent=2)
+def to_json(results: list[StrategyResult], setup: dict[str, object]) -> str:
+    """The results as one document: ``setup`` (what was run, and where: the inputs, the
+    order of the tweets, the nodes), the date, the machine and its load averages, and each
+    run's figures under ``results`` (what ``cep report`` draws the paper's figures from)."""
+    document = {**setup, **machine(), "load_average_at_end": load_average(),
+                "results": [asdict(r) for r in results]}
+    return json.dumps(document, indent=2)

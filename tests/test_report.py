@@ -6,6 +6,7 @@ import json
 
 import matplotlib.image as mpimg
 import numpy as np
+import pytest
 
 from cep.cli import main
 
@@ -74,3 +75,61 @@ def test_report_draws_the_threshold_the_run_used(tmp_path):
 
     assert np.array_equal(rstd_plot("plots"), rstd_plot("one"))
     assert not np.array_equal(rstd_plot("plots"), rstd_plot("fifteen"))
+
+
+def _bench_run(strategy: str, engines: int, rate: float) -> dict:
+    """One run's figures as cep bench writes them: 8 batches of 1,000 tweets."""
+    elapsed = (5.0 + np.arange(8) * 1000 / rate).tolist()
+    return {"strategy": strategy, "engines": engines, "batch_elapsed_s": elapsed,
+            "batch_events": [1000] * 8, "batch_rstd": [40.0 - 3 * i for i in range(8)]}
+
+
+def _bench_documents(folder) -> list[str]:
+    """What cep bench --json writes for the paper's experiment: per order of the tweets,
+    the strategies on 5 nodes and KG on 6, each file naming its order."""
+    paths = []
+    for order in ("zipf-periodic", "default"):  # the default order is drawn first anyway
+        for name, runs in (("5", [_bench_run(s, 5, rate) for s, rate in
+                                  (("kg", 100), ("dlb-l", 140), ("dlb-h", 130),
+                                   ("lptf", 70), ("pkg", 135))]),
+                           ("6", [_bench_run("kg", 6, 120)])):
+            path = folder / f"{order}-{name}.json"
+            path.write_text(json.dumps({"order": order, "results": runs}))
+            paths.append(str(path))
+    return paths
+
+
+def test_report_draws_the_papers_figures_3_and_4_from_bench_results(tmp_path, capsys):
+    from cep.paper_figures import batch_rates, load_modes
+
+    docs = _bench_documents(tmp_path)
+    modes = load_modes(docs)
+    assert list(modes) == ["default", "zipf-periodic"]
+    assert [(r["strategy"], r["engines"]) for r in modes["default"]][-2:] == [("pkg", 5),
+                                                                              ("kg", 6)]
+    assert main(["report", *docs, "-o", str(tmp_path / "figures")]) == 0
+    names = sorted(p.rsplit("/", 1)[-1] for p in capsys.readouterr().out.split())
+    assert names == ["figure3.png", "figure4.png"]
+    for name in names:
+        pixels = mpimg.imread(tmp_path / "figures" / name)
+        assert pixels.shape == (715, 1430, 4)  # two columns (a), (b) of 6.5 x 6.5 inches
+        colours = set(map(tuple, (pixels[..., :3] * 255).round().astype(int).reshape(-1, 3)))
+        # Figure 3: kg, dlb-l, dlb-h, lptf, pkg; Figure 4: dlb-l, dlb-h, kg on 5 and 6
+        wanted = {"figure3.png": ((31, 119, 180), (255, 127, 14), (44, 160, 44),
+                                  (214, 39, 40), (148, 103, 189)),
+                  "figure4.png": ((31, 119, 180), (255, 127, 14), (44, 160, 44))}[name]
+        assert set(wanted) <= colours, name
+        assert (name == "figure3.png") == ((214, 39, 40) in colours)  # LPTF: Figure 3
+    # a rate per batch after the first, at its commit's time from the first's
+    t, rate = batch_rates(_bench_run("kg", 5, 100))
+    assert t.tolist() == pytest.approx([10.0 * i for i in range(1, 8)])
+    assert rate.tolist() == pytest.approx([100.0] * 7)
+
+
+def test_report_draws_one_column_from_a_file_without_an_order(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"results": [_bench_run("kg", 5, 100),
+                                            _bench_run("dlb-h", 5, 120)]}))
+    assert main(["report", str(path), "-o", str(tmp_path / "f")]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "f" / "figure3.png")]
+    assert mpimg.imread(tmp_path / "f" / "figure3.png").shape == (715, 715, 4)

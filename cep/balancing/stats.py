@@ -16,6 +16,9 @@ from itertools import islice
 
 import numpy as np
 
+# a key's load: its events (the DLB paper's), or the seconds its engine spent on it
+LOAD_MEASURES = ("events", "cost")
+
 
 def capacity_weights(capacity: np.ndarray | None, n_engines: int) -> np.ndarray:
     """Per-engine multiplier turning a raw load into a relative load: ``1 / (N · share_e)``."""
@@ -94,7 +97,7 @@ def rstd_lower_bound(key_load: np.ndarray, n_engines: int) -> float:
 
 
 class LoadStatistics:
-    """Per-key event counts over a sliding window of the last ``window`` batches.
+    """Per-key event counts (or weights) over a sliding window of the last ``window`` batches.
 
     ``load`` is ``sum_a decay**a · count[t - a]`` over the last ``window`` batches (age ``a = 0``
     is the newest), i.e. a plain sliding-window count when ``decay`` is None.  Batches are kept
@@ -131,15 +134,19 @@ class LoadStatistics:
         if n_keys > len(self._seen):
             self._seen = np.concatenate([self._seen, np.zeros(n_keys - len(self._seen), np.int64)])
 
-    def update(self, key_ids: np.ndarray) -> None:
-        """Record one batch: ``key_ids`` holds the dense key id of every event in it."""
+    def update(self, key_ids: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Record one batch: ``key_ids`` holds the dense key id of every event in it.
+        ``weights``: each event's load instead of 1 (a key's measured cost spread over
+        its events, say); ``seen`` counts events either way."""
         ids = np.asarray(key_ids)
         if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
             raise ValueError("key ids must be non-negative integers")
-        counts = np.bincount(ids.astype(np.intp, copy=False), minlength=self.n_keys)
+        ids = ids.astype(np.intp, copy=False)
+        counts = np.bincount(ids, minlength=self.n_keys)
         self.ensure_keys(len(counts))
         present = np.flatnonzero(counts)
-        self._batches.append((present, counts[present]))
+        loads = counts if weights is None else np.bincount(ids, weights, len(counts))
+        self._batches.append((present, loads[present]))
         self._seen[present] += counts[present]
 
     @property

@@ -7,6 +7,7 @@ import argparse
 import os
 
 from cep.balancing.simulate import CAPACITY_MODES
+from cep.balancing.stats import LOAD_MEASURES
 from cep.balancing.strategies import STRATEGIES
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_THRESHOLD
@@ -26,12 +27,27 @@ def add_capacity_option(parser: argparse.ArgumentParser) -> None:
                              "measured busy seconds per event (default equal)")
 
 
-def add_balancing_options(parser: argparse.ArgumentParser) -> None:
+def add_balancing_options(parser: argparse.ArgumentParser, several_loads: bool = False
+                          ) -> None:
+    """The Balancer's options; ``several_loads``: ``--load`` takes a comma-separated
+    list (``verify`` and ``bench`` run each key-moving strategy once per measure)."""
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="PCT",
                         help="rebalance when the engines' load RSTD exceeds this (default 15)")
     parser.add_argument("--stat-window", type=int, default=1, metavar="BATCHES",
                         help="batches of per-key load the Balancer looks at (default 1)")
     add_capacity_option(parser)
+    if several_loads:
+        parser.add_argument("--load", type=load_list, default=["events"],
+                            metavar="events,cost",
+                            help="a key's load for the Balancer: its events (the DLB "
+                                 "paper's) or the seconds its engine spent on it; with "
+                                 "both, each key-moving strategy runs once per measure "
+                                 "(default events)")
+    else:
+        parser.add_argument("--load", choices=LOAD_MEASURES, default="events",
+                            help="a key's load for the Balancer: its events (the DLB "
+                                 "paper's), or the seconds its engine spent on it, "
+                                 "measured per batch (default events)")
     parser.add_argument("--slow-engine", action="append", default=[], metavar="E:FACTOR",
                         help="make engine E's processing FACTOR times slower (to try "
                              "--capacity measured on equal hardware)")
@@ -48,6 +64,17 @@ def strategy_list(text: str) -> list[str]:
         raise CommandError(f"unknown strategy {unknown[0]}; choose from "
                            f"{', '.join(STRATEGY_NAMES)}")
     return strategies
+
+
+def load_list(text: str) -> list[str]:
+    """The measures in a --load list, each known, none twice."""
+    loads = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = sorted(set(loads) - set(LOAD_MEASURES))
+    if unknown or not loads or len(set(loads)) < len(loads):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of {' and '.join(LOAD_MEASURES)}, each once; "
+            f"got {text!r}")
+    return loads
 
 
 def slowdown(specs: list[str]) -> dict[int, float]:

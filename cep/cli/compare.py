@@ -1,65 +1,154 @@
 """``cep verify`` and ``cep bench``: the same strategies run the same way on Spark (KG
-first, as the reference), and only the table of the results differs."""
+first, as the reference), and only the table of the results differs.
+
+``--nodes N`` runs them on an emulated cluster of N one-slot nodes on this machine, each
+capped at the machine's cores / N (``cep.spark.emulated_cluster``): the DLB paper's
+setting of an engine per node, with the engines as many as the nodes unless
+``--engines`` says otherwise.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-from cep.bench import format_bench
 from cep.cli.balancing_options import (
     add_balancing_options,
     add_strategies_option,
     slowdown,
     strategy_list,
 )
-from cep.cli.errors import EXIT_RUN_ERROR
+from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.lang.compile import compile_file
-from cep.run_config import DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
+from cep.provenance import load_average
+from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
 from cep.verify import StrategyResult, failures, format_table, to_json, verify
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_arguments(parser, format_table)
+    _add_arguments(parser)
+    parser.set_defaults(table=lambda results, _config: format_table(results))
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_arguments(parser, format_bench)
+    _add_arguments(parser)
+    parser.set_defaults(table=bench_table)
 
 
-def _add_arguments(parser: argparse.ArgumentParser,
-                   table: Callable[[list[StrategyResult]], str]) -> None:
-    parser.set_defaults(handler=compare, table=table)
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(handler=compare)
     parser.add_argument("file", help="the .epl rule file")
     parser.add_argument("--input", action="append", required=True, metavar="SRC")
     add_strategies_option(parser, "kg,dlb-h,dlb-l,lptf,pkg")
-    parser.add_argument("--engines", type=int, default=DEFAULT_ENGINES, metavar="N")
+    parser.add_argument("--engines", type=int, default=None, metavar="N",
+                        help=f"CEP engines (default {DEFAULT_ENGINES}, or --nodes)")
     parser.add_argument("--master", default=DEFAULT_MASTER)
+    parser.add_argument("--nodes", type=int, default=None, metavar="N",
+                        help="run on an emulated cluster of N one-slot nodes on this machine, "
+                             "each in a cgroup capped at the machine's cores / N (needs root "
+                             "and the cgroup v1 cpu controller)")
+    parser.add_argument("--node-cpus", type=float, default=None, metavar="CORES",
+                        help="each emulated node's CPU quota (default: cores / --nodes)")
     parser.add_argument("--batch-size", type=int, default=None, metavar="N")
     add_set_option(parser)
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    add_balancing_options(parser)
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the figures as JSON, with the setup, date, machine "
+                        "and load averages (cep report draws the paper's figures from it)")
+    parser.add_argument("--warm-up", type=int, default=None, metavar="BATCHES",
+                        help="first run KG unmeasured over this many batches of the input "
+                             "(a tweets generator cut short; other inputs whole), so that "
+                             "no strategy pays the session's warm-up (default 3 with "
+                             "--nodes, else 0)")
+    parser.add_argument("--rounds", type=int, default=1, metavar="R",
+                        help="run the strategies R times, in turn, so that other work on "
+                             "the machine weighs on all alike (default 1)")
+    add_balancing_options(parser, several_loads=True)
     add_state_options(parser)
 
 
 def compare(args: argparse.Namespace) -> int:
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     strategies = strategy_list(args.strategies)
-    config = RunConfig(tuple(args.input), engines=args.engines, batch_size=args.batch_size,
+    if args.rounds < 1:
+        raise CommandError(f"--rounds must be at least 1, got {args.rounds}")
+    engines = args.engines or args.nodes or DEFAULT_ENGINES
+    config = RunConfig(tuple(args.input), engines=engines, batch_size=args.batch_size,
                        master=args.master, threshold=args.threshold,
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
-                       progress=False, capacity=args.capacity,
+                       progress=False, capacity=args.capacity, load=args.load[0],
                        slowdown=slowdown(args.slow_engine))
-    results = verify(module, config, strategies)
-    print(args.table(results))
+    load_at_start = load_average()
+    with _placed(config, args) as (placed, cpus_per_node):
+        results = verify(module, placed, strategies, args.load, args.rounds,
+                         _warm_up(args, placed))
+    print(args.table(results, placed))
     if args.json:
-        Path(args.json).write_text(to_json(results) + "\n")
+        setup = {**run_setup(args, placed, cpus_per_node, results),
+                 "load_average_at_start": load_at_start}
+        Path(args.json).write_text(to_json(results, setup) + "\n")
     broken = failures(results)
     if broken:
         print(f"cep: {', '.join(broken)} changed the events: key-preserving strategies "
               "must match key grouping exactly", file=sys.stderr)
         return EXIT_RUN_ERROR
     return 0
+
+
+def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float | None,
+              results: list[StrategyResult]) -> dict[str, object]:
+    """What the results were measured on, for the JSON file: the rules and inputs, the
+    order of the tweets (whose Table 1 and column of the figures they belong to) with
+    each batch's Zipf exponent, the engines and, on an emulated cluster, its nodes; and
+    Table 1's figures, beside the paper's."""
+    from cep.bench import table1, tweets_order
+
+    order, exponents = tweets_order(config.inputs, config.batch_size)
+    return {"rules": args.file, "inputs": list(config.inputs), "order": order,
+            "exponents": exponents, "engines": config.engines, "nodes": args.nodes,
+            "cpus_per_node": cpus_per_node, "batch_size": config.batch_size,
+            "threshold": config.threshold, "load": args.load, "rounds": args.rounds,
+            "warm_up": list(_warm_up(args, config)),
+            "master": args.master if args.nodes is None else "emulated",
+            "table1": table1(results, order, exponents)}
+
+
+def _warm_up(args: argparse.Namespace, config: RunConfig) -> tuple[str, ...]:
+    """The inputs of the unmeasured KG run before the strategies (none: no such run)."""
+    from cep.bench import warm_up_inputs
+
+    batches = args.warm_up if args.warm_up is not None else 3 if args.nodes else 0
+    if batches <= 0:
+        return ()
+    return warm_up_inputs(config.inputs, batches * (config.batch_size or DEFAULT_BATCH_SIZE))
+
+
+@contextlib.contextmanager
+def _placed(config: RunConfig, args: argparse.Namespace
+            ) -> Iterator[tuple[RunConfig, float | None]]:
+    """``config`` as it is, or on an emulated cluster of ``--nodes`` for the block, with
+    each node's cores (None: no emulated cluster)."""
+    if args.nodes is None:
+        if args.node_cpus is not None:
+            raise CommandError("--node-cpus sizes the nodes of --nodes N: give both")
+        yield config, None
+        return
+    if args.nodes < 1:
+        raise CommandError(f"--nodes must be at least 1, got {args.nodes}")
+    from cep.spark.emulated_cluster import on_nodes  # Spark's side: only for this
+    from cep.spark.prepare import run_training_query
+
+    with on_nodes(config, args.nodes, args.node_cpus) as (placed, cluster):
+        run_training_query(placed)  # the executors start their JVMs and Python workers
+        yield placed, cluster.cpus_per_node
+
+
+def bench_table(results: list[StrategyResult], config: RunConfig) -> str:
+    """``cep bench``'s tables, the paper's figures taken for the input's order."""
+    from cep.bench import format_bench, tweets_order
+
+    mode, exponents = tweets_order(config.inputs, config.batch_size)
+    return format_bench(results, mode, exponents)

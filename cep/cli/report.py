@@ -1,16 +1,21 @@
-"""``cep report METRICS… -o DIR``: PNG plots from runs' ``--metrics`` files (see
-:mod:`cep.report`)."""
+"""``cep report FILE… -o DIR``: PNG plots from runs' ``--metrics`` files (see
+:mod:`cep.report`), or the DLB paper's Figures 3 and 4 from ``cep bench`` results (see
+:mod:`cep.paper_figures`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from cep.cli.errors import CommandError
+from cep.paper_figures import draw_figures, is_bench_results
 from cep.report import draw
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("metrics", nargs="+", help="metrics JSON-lines files (one per run)")
+    parser.add_argument("metrics", nargs="+", metavar="FILE",
+                        help="metrics JSON-lines files (one per run), or cep bench --json's "
+                        "results (one per order of the tweets and cluster): then the DLB "
+                        "paper's Figures 3 and 4")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
     parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
                         help="the θ line on the RSTD plot (default: the θ each run used, "
@@ -19,8 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
+    bench = [path for path in args.metrics if is_bench_results(path)]
+    runs = [path for path in args.metrics if path not in bench]
     try:
-        paths = draw(args.metrics, args.output, args.threshold)
+        paths = draw_figures(bench, args.output, args.threshold) if bench else []
+        if runs:
+            paths += draw(runs, args.output, args.threshold)
     except (OSError, ValueError, KeyError) as err:
         raise CommandError(f"cannot draw the report: {err}") from err
     for path in paths:

@@ -589,6 +589,26 @@ def zipf_exponent(ts: np.ndarray) -> np.ndarray:
     return exponents[_phase_index(ts) % len(PHASES)]
 
 
+def batch_exponents(spec: str, batch_size: int) -> list[float]:
+    """The zipf-periodic exponent in force for most tweets of each batch of
+    ``batch_size`` rows (rows ``[b·B, (b+1)·B)``: the generator's micro-batches), read
+    from the plan's block clock alone, a block's rows spread evenly over its span (they
+    are uniform order statistics in it): no tweet is generated, and only a batch that
+    straddles a phase's edge by about half can be classed on the other side."""
+    plan = tweets_plan(spec)
+    starts = np.asarray(plan["block_start_s"])
+    rows = np.arange(plan["n"]) + 0.5
+    block, within = np.divmod(rows, plan["block"])
+    seconds = starts[block.astype(np.int64)] + within / plan["block"] * np.diff(starts)[
+        block.astype(np.int64)]
+    exponents = zipf_exponent(START_US + (seconds * 1e6).astype(np.int64))
+    out = []
+    for lo in range(0, plan["n"], batch_size):
+        values, counts = np.unique(exponents[lo:lo + batch_size], return_counts=True)
+        out.append(float(values[np.argmax(counts)]))
+    return out
+
+
 # ---------------------------------------------------------------- calibration
 
 

@@ -17,5 +17,7 @@ Where to start reading, by the way one record goes (``runtime.py`` draws the que
 - a quicker start: ``jvm_archive.py``, ``local_fs.py`` and ``prepare.py`` (what ``cep
   prepare`` makes, in the cache of ``jvm_cache.py``), ``worker_python.py``,
   ``worker_warmup.py``;
-- ``cluster.py``: a standalone Spark cluster on 127.0.0.1 (tests and benches).
+- a cluster on one machine: ``cluster.py`` (a standalone master and workers on
+  127.0.0.1), ``cpu_quota.py`` (a cgroup with a CPU quota per worker) and
+  ``emulated_cluster.py`` (a node per engine, what ``cep bench --nodes`` runs on).
 """

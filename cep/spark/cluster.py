@@ -1,10 +1,19 @@
-"""A throwaway Spark standalone cluster (one master, N workers) on 127.0.0.1.
+"""A Spark standalone cluster (one master, N workers) on 127.0.0.1: an emulated cluster.
 
 Why it exists: ``local[*]`` runs every task inside the driver's JVM, so it cannot show
 that cep's Python functions, state stores and checkpoints survive being shipped to
-separate executor processes. A standalone master and workers, launched from the
-``bin/spark-class`` script that ships inside the pyspark wheel, can: no separate Spark
-download, no network beyond loopback.
+separate executor processes, nor what balancing buys when every engine has a node of
+its own (the DLB paper's setting: 5 engines, each on its own processors). A standalone
+master and workers, launched from the ``bin/spark-class`` script that ships inside the
+pyspark wheel, can: no separate Spark download, no network beyond loopback.
+
+A node per engine: ``start(workers=N, cpus_per_worker=C)`` puts each worker in a cgroup
+of its own with a CPU quota of C cores (``cpu_quota.py``); the executor the worker
+forks and that executor's Python workers are born in it, so a node's whole work (its
+input tasks and its engine) shares C cores, whatever else the machine runs. With one
+task slot per worker and N engines, each engine's task runs on a node of its own
+(Spark keeps a stateful partition on the executor that holds its state store), so the
+busiest engine, not the machine's cores, sets a batch's length.
 
 Why the details: each daemon runs in its own process group so ``stop`` also reaches the
 executor JVMs a worker forked (their ``pyspark.daemon`` Python workers make their own
@@ -40,6 +49,8 @@ from types import TracebackType
 from typing import IO, Any
 
 import pyspark
+
+from cep.spark.cpu_quota import CpuGroup, CpuGroups
 
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -92,8 +103,9 @@ class LocalStandaloneCluster:
 
     ``with LocalStandaloneCluster() as cluster`` starts the default shape (2 workers with
     1 core and 1g each); ``with LocalStandaloneCluster().start(workers=3) as cluster``
-    picks another one. ``stop`` is idempotent and also runs at interpreter exit, so a
-    crashed test run does not leave Java daemons behind.
+    picks another one, ``start(workers=5, cpus_per_worker=0.4)`` five nodes of 0.4 of a
+    core each. ``stop`` is idempotent and also runs at interpreter exit, so a crashed
+    run does not leave Java daemons (or cgroups) behind.
     """
 
     def __init__(self, startup_timeout: float = 60.0) -> None:
@@ -109,6 +121,8 @@ class LocalStandaloneCluster:
         self._webui_port: int | None = None
         self._root: Path | None = None
         self._daemons: list[_Daemon] = []
+        self._quotas: CpuGroups | None = None
+        self.node_groups: list[CpuGroup] = []  # worker i's cgroup, with a CPU quota
         # Bypass any http_proxy/https_proxy in the environment: the master is on loopback.
         self._http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -213,13 +227,16 @@ class LocalStandaloneCluster:
             "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{self.startup_timeout:.0f}s",
         }
 
-    def start(self, workers: int = 2, cores_per_worker: int = 1,
-              memory: str = "1g") -> LocalStandaloneCluster:
+    def start(self, workers: int = 2, cores_per_worker: int = 1, memory: str = "1g",
+              cpus_per_worker: float | None = None) -> LocalStandaloneCluster:
         """Launch the master and ``workers`` workers; return once all are ALIVE.
 
         ``memory`` is what each worker may hand to executors, so it must be at least the
-        driver's ``spark.executor.memory``. Raises ``ClusterStartError`` (with log tails)
-        if the cluster is not up within ``startup_timeout`` seconds.
+        driver's ``spark.executor.memory``. ``cpus_per_worker``: each worker (with its
+        executor and Python workers) in a cgroup capped at that many cores (None: no
+        cap; the master and the driver are never capped). Raises ``CgroupError`` (one
+        line) where quotas cannot be set, ``ClusterStartError`` (with log tails) if the
+        cluster is not up within ``startup_timeout`` seconds.
         """
         if self.started:
             raise RuntimeError("the cluster is already started")
@@ -231,6 +248,8 @@ class LocalStandaloneCluster:
         self.log_dir.mkdir()
         atexit.register(self.stop)
         try:
+            if cpus_per_worker is not None:  # before any process: a refusal starts none
+                self._quotas = CpuGroups()
             deadline = time.monotonic() + self.startup_timeout
             self._start_master(deadline)
             for index in range(workers):
@@ -238,6 +257,11 @@ class LocalStandaloneCluster:
                 work_dir.mkdir()
                 command = self.worker_command(self.master_url, cores_per_worker, memory,
                                               work_dir)
+                if self._quotas is not None:
+                    assert cpus_per_worker is not None
+                    group = self._quotas.add(f"node-{index}", cpus_per_worker)
+                    self.node_groups.append(group)
+                    command = group.join_command(command)
                 self._launch(f"worker-{index}", command)
             self._wait(deadline, lambda state: _alive_workers(state) >= workers,
                        f"{workers} ALIVE workers")
@@ -306,7 +330,9 @@ class LocalStandaloneCluster:
         """SIGTERM every daemon's process group, SIGKILL what is left, delete the temp dir.
 
         Executors' ``pyspark.daemon`` processes are not waited for; they notice their
-        executor is gone and exit within moments.
+        executor is gone and exit within moments. With CPU quotas, a node's cgroup lists
+        every process the node ran: what is still in it after ``grace`` is killed, and
+        the cgroups are removed.
         """
         for daemon in self._daemons:
             _signal_group(daemon.process.pid, signal.SIGTERM)
@@ -320,6 +346,11 @@ class LocalStandaloneCluster:
             daemon.process.wait()
             daemon.log_file.close()
         self._daemons.clear()
+        if self._quotas is not None:
+            _end_group_members(self.node_groups, grace)
+            self._quotas.close()
+            self._quotas = None
+            self.node_groups = []
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
@@ -338,6 +369,22 @@ class LocalStandaloneCluster:
 
 def _alive_workers(state: dict[str, Any]) -> int:
     return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
+
+
+def _end_group_members(groups: list[CpuGroup], grace: float) -> None:
+    """Wait up to ``grace`` seconds for the processes left in ``groups`` (Python workers
+    outlive their executor by moments) to exit, then SIGKILL the rest and wait for the
+    kernel to take them out (a dead process leaves its cgroup before it is reaped)."""
+    deadline, killed = time.monotonic() + grace, False
+    while (left := [pid for group in groups for pid in group.pids()]):
+        if time.monotonic() > deadline:
+            if killed:
+                return  # unkillable: removing the groups will say which
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            deadline, killed = time.monotonic() + grace, True
+        time.sleep(0.1)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

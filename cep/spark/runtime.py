@@ -172,7 +172,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 mongo_uri, run_id=run_id, connect_timeout_ms=timeout_ms,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
             balancer = Balancer(store, strategy, engines, config.threshold, config.stat_window,
-                                capacity=config.capacity)
+                                capacity=config.capacity, load=config.load)
             try:
                 balancer.prepare()
                 _check_resumable(store, workdir)
@@ -186,7 +186,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
         try:
-            spark = spark_session(master, engines, config.verbose)
+            spark = spark_session(master, engines, config.verbose, conf=config.spark_conf)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
             raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
                                 f"message is above or in {SPARK_LOG}") from None
@@ -209,6 +209,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
+                    "load": config.load,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
                                  config.metrics_file, master, run_id)}

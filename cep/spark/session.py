@@ -19,7 +19,7 @@ import tempfile
 import threading
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from cep.spark.jvm_archive import sharing_options
@@ -145,17 +145,19 @@ _SHIPPED: set[str] = set()  # applications whose executors have cep's code alrea
 
 
 def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
-                  app_name: str = "cep"):
+                  app_name: str = "cep", conf: Mapping[str, str] | None = None):
     """Get or create the session (the one ``start_in_background`` began, if it was begun
-    for the same master); ``engines`` sets the shuffle partitions for new queries."""
+    for the same master); ``engines`` sets the shuffle partitions for new queries.
+    ``conf``: Spark settings over cep's own, for a session this call creates (a
+    cluster's driver address and executor sizes: ``cluster.driver_conf``)."""
     spark = None
     if _starting:  # wait for it whatever it was for: one JVM per process
         key, future = _starting.pop()
         started = future.result()
-        if key == (master, verbose, app_name):
+        if key == (master, verbose, app_name) and not conf:
             spark = started
     if spark is None:
-        spark = _get_or_create(master, verbose, app_name)
+        spark = _get_or_create(master, verbose, app_name, conf or {})
     spark.conf.set("spark.sql.shuffle.partitions", str(engines))
     ship_code(spark)
     return spark
@@ -181,7 +183,7 @@ def start_in_background(master: str = "local[*]", verbose: bool = False,
 
     def create() -> None:
         try:
-            future.set_result(_get_or_create(master, verbose, app_name))
+            future.set_result(_get_or_create(master, verbose, app_name, {}))
         except BaseException as err:  # handed to whoever takes the session
             future.set_exception(err)
 
@@ -189,7 +191,7 @@ def start_in_background(master: str = "local[*]", verbose: bool = False,
     threading.Thread(target=create, name="cep-spark-start", daemon=True).start()
 
 
-def _get_or_create(master: str, verbose: bool, app_name: str):
+def _get_or_create(master: str, verbose: bool, app_name: str, conf: Mapping[str, str]):
     # pandas' FutureWarnings from Spark's Arrow path would flood worker stderr
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
     if not verbose:
@@ -203,14 +205,15 @@ def _get_or_create(master: str, verbose: bool, app_name: str):
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    settings = _settings(verbose, is_local_master(master))
-    conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    settings = {**_settings(verbose, is_local_master(master)), **conf}
+    spark_conf = (SparkConf().setMaster(master).setAppName(app_name)
+                  .setAll(list(settings.items())))
     # pyspark warns on every pandas 3 call; the pinned versions are the tested ones
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    gateway = _launch_gateway(conf, verbose)
+    gateway = _launch_gateway(spark_conf, verbose)
     if gateway is not None:  # a new JVM: its context, which the session below takes
-        SparkContext(conf=conf, gateway=gateway)
-    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+        SparkContext(conf=spark_conf, gateway=gateway)
+    spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     return spark
 

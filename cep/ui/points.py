@@ -10,6 +10,11 @@ from __future__ import annotations
 
 READ_STAGES = ("read", "derive", "route")  # the input tasks' part of a batch
 HANDOVER_STAGES = ("export", "import")  # the engines' part of moving keys
+# An engine task's seconds as the state path splits them: finding its engine (the
+# resident copy, caught up or rebuilt from the state store's log), running the rules,
+# writing the batch's change, moving keys ("snapshot": the save of an older cep).
+ENGINE_PARTS = {"restore": ("restore",), "process": ("process",),
+                "save": ("save", "snapshot"), "handoff": HANDOVER_STAGES}
 
 
 def is_batch_record(record: object) -> bool:
@@ -52,6 +57,10 @@ def batch_point(record: dict, previous_wall: float | None) -> dict:
         "dead": record.get("dead_lettered", 0),
         "read_s": _round(sum(stages.get(s, 0.0) for s in READ_STAGES)),
         "engines_s": _round(sum(busy)),
+        "engine_parts": {part: _round(sum(stages.get(s, 0.0) for s in names))
+                         for part, names in ENGINE_PARTS.items()},
+        "keys_held": record.get("keys_held"),
+        "state_bytes": record.get("state_bytes"),
         "deliver_s": record.get("write_s"),
         "behind_records": (sum(s.get("behind_records", 0) for s in sources)
                            if sources else None),

@@ -3,7 +3,8 @@
 Names follow Prometheus' conventions, as Flink's and Spark's reporters do: a ``cep_``
 prefix, base units in the name (``_seconds``, ``_bytes``, ``_ratio``), counters ending
 in ``_total``, and one label per dimension (``engine``, ``rule``, ``kind``, ``phase``,
-``stage``, ``input`` and ``source``), so an existing Prometheus and Grafana can watch a
+``stage``, ``part``, ``origin``, ``input`` and
+``source``), so an existing Prometheus and Grafana can watch a
 cep job without a converter. Counters count from the run's first batch (they are summed
 from its metrics), so a restarted ``cep ui`` does not reset them.
 """
@@ -59,6 +60,7 @@ def exposition(snapshot: dict) -> str:
     _engines(out, snapshot)
     _balance(out, snapshot)
     _timing(out, snapshot)
+    _state(out, snapshot)
     _inputs(out, snapshot)
     return out.text()
 
@@ -130,6 +132,27 @@ def _timing(out: Exposition, snapshot: dict) -> None:
     out.family("cep_stage_seconds_total", "counter",
                "Task seconds per stage of the input tasks and engines.",
                [({"stage": s}, v) for s, v in snapshot["stage_s"].items()])
+    out.family("cep_engine_part_seconds", "gauge",
+               "The engines' task seconds of the last micro-batch: restore, process, "
+               "save and handoff.",
+               [({"part": part}, v) for part, v in last.get("engine_parts", {}).items()])
+
+
+def _state(out: Exposition, snapshot: dict) -> None:
+    last = snapshot["points"][-1] if snapshot["points"] else {}
+    out.family("cep_engine_keys_held", "gauge",
+               "Keys with state in the engines after the last micro-batch.",
+               [({}, last.get("keys_held"))])
+    out.family("cep_batch_state_written_bytes", "gauge",
+               "Bytes of engine state the last micro-batch wrote to the state store.",
+               [({}, last.get("state_bytes"))])
+    out.family("cep_state_written_bytes_total", "counter",
+               "Bytes of engine state written to the state store.",
+               [({}, snapshot["totals"].get("state_bytes"))])
+    out.family("cep_engine_restores_total", "counter",
+               "Engine batches by where the engine's state came from (resident, "
+               "caught_up, rebuilt, new) and the state log entries read (log_entries).",
+               [({"origin": s}, n) for s, n in snapshot.get("restored", {}).items()])
 
 
 def _inputs(out: Exposition, snapshot: dict) -> None:

@@ -18,7 +18,7 @@ HISTORY_KEPT = 600  # batches of figures in memory (and sent to a page that open
 MOVES_KEPT = 20  # the latest batches that handed keys over
 REASONS_KEPT = 5  # the latest dead letters
 TOTALS = ("events_in", "events_out", "dead_lettered", "blank_lines", "exported_keys",
-          "exported_bytes", "imported_keys", "keys_moved")
+          "exported_bytes", "imported_keys", "keys_moved", "state_bytes")
 
 
 class LiveState:
@@ -38,6 +38,7 @@ class LiveState:
         self.engine_busy: list[float] = []
         self.engine_cpu: list[float] = []
         self.stage_s: dict[str, float] = {}
+        self.restored: dict[str, int] = {}  # engines by where they came from, and log reads
         self.latest_events: dict[str, list[dict]] = {}  # rule -> [{batch, line}]
         self.dead_latest: deque[dict] = deque(maxlen=REASONS_KEPT)
         self.moves: deque[dict] = deque(maxlen=MOVES_KEPT)
@@ -66,6 +67,7 @@ class LiveState:
         self.engine_busy = _add_lists(self.engine_busy, record.get("busy_s_per_engine", []))
         self.engine_cpu = _add_lists(self.engine_cpu, record.get("cpu_s_per_engine", []))
         _add_into(self.stage_s, record.get("stage_s", {}))
+        _add_into(self.restored, record.get("keys_restored", {}))
         for rule, lines in record.get("latest_events", {}).items():
             self.latest_events[rule] = [{"batch": record["batch"], "line": line}
                                         for line in lines]
@@ -100,6 +102,7 @@ class LiveState:
                         "last_busy_s": last.get("busy_s_per_engine", [])},
             "stage_s": {k: round(v, 4) for k, v in self.stage_s.items()},
             "last_stage_s": last.get("stage_s", {}),
+            "restored": self.restored,
             "input": last.get("input"),
             "moves": list(self.moves),
             "balance": {k: last[k] for k in ("keys", "batch_keys", "capacity_shares",

@@ -58,6 +58,17 @@ def test_sliding_window() -> None:
     assert stats.n_keys == 4
 
 
+def test_weighted_events_load_by_weight_and_are_seen_as_events() -> None:
+    stats = LoadStatistics(window=2)
+    stats.update(np.array([0, 0, 1]), np.array([0.25, 0.25, 3.0]))
+    stats.update(np.array([2]), np.array([1.5]))
+    assert stats.load.tolist() == [0.5, 3.0, 1.5]
+    assert stats.series.tolist() == [[0.5, 3.0, 0.0], [0.0, 0.0, 1.5]]
+    assert stats.seen.tolist() == [2, 1, 1]  # events, whatever their weight
+    stats.update(np.array([], dtype=np.int64), np.array([]))
+    assert stats.load.tolist() == [0.0, 0.0, 1.5]
+
+
 def test_decay_and_growth() -> None:
     stats = LoadStatistics(window=3, decay=0.5)
     stats.ensure_keys(3)

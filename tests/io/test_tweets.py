@@ -169,6 +169,19 @@ def test_zipf_exponent_schedule() -> None:
     np.testing.assert_array_equal(tweets.zipf_exponent(at), [0.2, 0.2, 1.5, 1.5, 0.2])
 
 
+def test_batch_exponents_read_the_plan_as_the_rows_are_generated() -> None:
+    spec = "tweets:n=40000,mode=zipf-periodic,seed=3,rate=40"  # a phase every 300 s: 12k
+    frame, _ = tweets.tweets_range(tweets.tweets_plan(spec), 0, 40_000)
+    ts = frame["ts"].to_numpy().astype("datetime64[us]").astype(np.int64)
+    exponents = tweets.zipf_exponent(ts)
+    expected = []
+    for lo in range(0, 40_000, 4_000):
+        values, counts = np.unique(exponents[lo:lo + 4_000], return_counts=True)
+        expected.append(float(values[np.argmax(counts)]))
+    assert tweets.batch_exponents(spec, 4_000) == expected
+    assert 0.2 in expected and 1.5 in expected
+
+
 def test_zipf_periodic_reposts_its_pool(zipf: GeneratedTweets) -> None:
     """Skewed keys run out of pool tweets and cycle: the same text comes back, keyed alike."""
     text = zipf.frame.text

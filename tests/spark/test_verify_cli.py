@@ -7,8 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cep.bench import PAPER_TABLE1, format_bench
-from cep.verify import StrategyResult, balance_headroom
+from cep.verify import balance_headroom
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -19,29 +18,28 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
         [sys.executable, "-m", "cep.cli", "verify", str(ROOT / "rules" / "fsd.epl"),
          "--input", str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"),
          "--strategies", "kg,dlb-h,pkg", "--engines", "3", "--batch-size", "30",
-         "--threshold", "5", "--master", "local[2]", "--json", str(out)],
+         "--threshold", "5", "--master", "local[2]", "--load", "events,cost",
+         "--warm-up", "1", "--json", str(out)],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["strategy", "events", "="]
-    rows = {r["strategy"]: r for r in json.loads(out.read_text())}
+    document = json.loads(out.read_text())
+    assert (document["order"], document["engines"], document["nodes"]) == ("default", 3, None)
+    assert document["date"] and len(document["load_average_at_end"]) == 3
+    # a file is warmed up on whole: the warm-up run's figures are not among the results
+    assert document["warm_up"] == [str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl")]
+    rows = {r["strategy"] + ("/cost" if r["load"] == "cost" else ""): r
+            for r in document["results"]}
+    assert list(rows) == ["kg", "dlb-h", "dlb-h/cost", "pkg"]  # one run per measure
+    assert rows["dlb-h/cost"]["equal_to_kg"] and rows["dlb-h/cost"]["rebalances"] > 0
+    assert all(len(r["load_average"]) == 3 for r in rows.values())
+    assert [row["strategy"] for row in document["table1"]] == list(rows)
     assert rows["dlb-h"]["equal_to_kg"] and rows["dlb-h"]["keys_moved"] > 0
     assert all(r["avg_cpu_rstd"] > 0 for r in rows.values())  # 3 engines never tie
     assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
                for r in rows.values())
     assert not rows["pkg"]["equal_to_kg"] and rows["pkg"]["extra"] > 0
-
-
-def test_bench_table_puts_the_paper_beside_each_strategy():
-    result = StrategyResult("dlb-h", 57, True, 0, 0, 21.8, 40.0, 3, 11, 13_134, 30.0,
-                            processed=240, events_per_s=8.0, load_moved=26,
-                            avg_cpu_rstd=36.7, headroom_events=1.0, headroom_cpu=1.21)
-    table = format_bench([result])
-    paper_rate = f"{PAPER_TABLE1['dlb-h'][0] / 2400:,.0f}"
-    assert "dlb-h" in table and paper_rate in table and "23.43%" in table
-    header, row = table.splitlines()[:2]
-    assert "CPU RSTD" in header and "21.8%" in row and "36.7%" in row
-    assert "headroom" in header and "1.00x/1.21x" in row
 
 
 def test_balance_headroom_is_one_when_the_cores_not_the_busiest_engine_bound_a_batch():

@@ -197,6 +197,49 @@ def test_prometheus_endpoint_parses_and_matches_the_metrics(run):
     assert info.labels["strategy"] == "dlb-l" and info.labels["run_id"]
 
 
+def test_the_state_paths_figures_are_in_the_json_and_in_prometheus(run):
+    """Keys held, state bytes written, the engines' task seconds split restore / process
+    / save / handoff, and where the engines' state came from, as the metrics hold them."""
+    records = metrics(Path(f"{run}.metrics"))
+    last = records[-1]
+    with serve_run(run, "127.0.0.1", 0) as server:
+        state = _json(server.url + "api/state")
+        body = _get(server.url + "metrics")[2].decode()
+    assert last["keys_held"] > 0 and all(r["state_bytes"] > 0 for r in records)
+    assert [(p["keys_held"], p["state_bytes"]) for p in state["points"]] == [
+        (r["keys_held"], r["state_bytes"]) for r in records]
+    stages = last["stage_s"]
+    parts = state["points"][-1]["engine_parts"]
+    assert parts == pytest.approx({
+        "restore": stages["restore"], "process": stages["process"], "save": stages["save"],
+        "handoff": stages.get("import", 0) + stages.get("export", 0)}, abs=1e-4)
+    moved = [r for r in records if r["exported_keys"]]
+    assert moved and all(
+        p["engine_parts"]["handoff"] > 0 for p in state["points"]
+        if p["batch"] in {r["batch"] for r in moved}), "keys moved: handoff has seconds"
+    restored = Counter()
+    for r in records:
+        restored.update(r["keys_restored"])
+    assert state["restored"] == dict(restored)
+    assert restored["new"] == 2, "two engines, each new at its first batch"
+    assert sum(restored[k] for k in ("resident", "caught_up", "rebuilt", "new")) == \
+        2 * len(records), "every engine batch says where its engine came from"
+    families = {f.name: f for f in text_string_to_metric_families(body)}
+
+    def value(name: str, **labels: str) -> float:
+        [sample] = [s for s in families[name].samples if s.labels == labels]
+        return sample.value
+
+    assert value("cep_engine_keys_held") == last["keys_held"]
+    assert value("cep_batch_state_written_bytes") == last["state_bytes"]
+    assert families["cep_state_written_bytes"].type == "counter"
+    assert value("cep_state_written_bytes") == sum(r["state_bytes"] for r in records)
+    for part, seconds in parts.items():
+        assert value("cep_engine_part_seconds", part=part) == pytest.approx(seconds)
+    for origin, n in restored.items():
+        assert value("cep_engine_restores", origin=origin) == n
+
+
 def test_cep_ui_over_a_finished_runs_metrics_file_shows_the_same_numbers(run):
     metrics_file = Path(f"{run}.metrics")
     records = metrics(metrics_file)

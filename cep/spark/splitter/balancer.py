@@ -27,10 +27,11 @@ import numpy as np
 from cep.balancing.base import LoadSnapshot
 from cep.balancing.capacity import CapacityModel
 from cep.balancing.hashing import kg_engine
-from cep.balancing.stats import LoadStatistics
+from cep.balancing.stats import LOAD_MEASURES, LoadStatistics
 from cep.balancing.strategies import SERIES_WINDOWS, get_strategy
 from cep.handoff.protocol import KeyMap
 from cep.handoff.store import StateStore
+from cep.spark.splitter.key_cost import key_costs
 from cep.spark.splitter.keymaps import key_map
 
 CAPACITY_MODES = ("equal", "measured")
@@ -42,9 +43,11 @@ class Balancer:
 
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
                  threshold: float = 15.0, window: int = 1, decay: float | None = None,
-                 capacity: str = "equal") -> None:
+                 capacity: str = "equal", load: str = "events") -> None:
         if capacity not in CAPACITY_MODES:
             raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
+        if load not in LOAD_MEASURES:
+            raise ValueError(f"load must be one of {LOAD_MEASURES}, got {load!r}")
         self.store = store
         self.name = strategy
         self.strategy = get_strategy(strategy)  # once per run: clb keeps its period
@@ -55,6 +58,9 @@ class Balancer:
         # measured: target shares from each engine's busy seconds per event (Schneider
         # et al.), so a slower engine is given less load; equal: every engine 1/N
         self.capacity = CapacityModel(n_engines) if capacity == "measured" else None
+        # events: the paper's per-key load; cost: the seconds the key cost its engine
+        # (``key_cost``), so that the engines' work, not their events, is balanced
+        self.load = load
         self.texts: list[str] = []  # dense key id → key JSON text
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
@@ -89,9 +95,11 @@ class Balancer:
         moved = proposal != current
         metrics.update({
             "strategy": self.name,
+            "load_measure": self.load,
             "rebalanced": bool(moved.any()),
             "keys_moved": int(moved.sum()),
-            "load_moved": int(load[moved].sum()) if moved.any() else 0,
+            "load_moved": self._events_moved(moved, load, counts),
+            "load_rstd": round(snapshot.imbalance(), 3),  # what the strategy balanced
             "keys": len(self.texts),
             **({"capacity_shares": [round(x, 4) for x in shares.tolist()]}
                if shares is not None else {}),
@@ -99,6 +107,14 @@ class Balancer:
         })
         if batch >= 1:  # batch t may be replayed: documents of t-1 must stay
             self.store.gc(batch - 1)
+
+    def _events_moved(self, moved: np.ndarray, load: np.ndarray, counts: dict[str, int]
+                      ) -> int:
+        """Events of the moved keys: in their load window (events measured), or in this
+        batch (cost measured: the window holds seconds)."""
+        if self.load == "events":
+            return int(load[moved].sum())
+        return sum(counts.get(self.texts[i], 0) for i in np.flatnonzero(moved).tolist())
 
     def _owners(self, key_map: KeyMap) -> np.ndarray:
         """Engine of every known key under ``key_map`` (whose keys must all be known):
@@ -123,12 +139,18 @@ class Balancer:
         self.statistics.ensure_keys(len(self.texts))
 
     def _batch_loads(self, stats: list[dict]) -> dict[str, int]:
-        """Merge the engines' per-key counts and record them in the statistics."""
+        """Merge the engines' per-key counts and record them in the statistics (as
+        events, or as each key's measured cost spread over its events)."""
         counts: dict[str, int] = {}
         for info in stats:
             for text, n in info["key_load"].items():
                 counts[text] = counts.get(text, 0) + n
         self._know(counts)
         ids = np.fromiter((self.ids[t] for t in counts), dtype=np.int64, count=len(counts))
-        self.statistics.update(np.repeat(ids, list(counts.values())))
+        events = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        weights = None
+        if self.load == "cost":
+            costs = key_costs(stats)
+            weights = np.repeat([costs[t] / n for t, n in counts.items()], events)
+        self.statistics.update(np.repeat(ids, events), weights)
         return counts

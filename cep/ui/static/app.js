@@ -12,6 +12,8 @@
   const COLORS = ["#2663c9", "#e8710a", "#1e8e3e", "#d01884", "#9334e6", "#12a4af",
                   "#b06000", "#5f6368", "#c5221f", "#3d5afe"];
 
+  const ENGINE_PARTS = ["restore", "process", "save", "handoff"]; // points.ENGINE_PARTS
+
   let points = []; // per-batch figures, oldest first
   let last = null; // the latest snapshot
   let lastBatch = null;
@@ -398,15 +400,23 @@
 
   function renderBatchTime() {
     const shown = points.slice(-200);
+    // the engines' task time split as the state path splits it, the rest as "engines, other"
+    const part = (p, name) => (p.engine_parts && p.engine_parts[name]) || 0;
+    const split = (p) => ENGINE_PARTS.reduce((sum, name) => sum + part(p, name), 0);
     stackedBars(byId("chart-batch-time"), shown.map((p) => p.batch), [
       { name: "read", color: COLORS[2], values: shown.map((p) => p.read_s || 0) },
-      { name: "engines", color: COLORS[0], values: shown.map((p) => p.engines_s || 0) },
+      ...ENGINE_PARTS.map((name, i) => ({ name, color: COLORS[[0, 5, 4, 3][i]],
+                                          values: shown.map((p) => part(p, name)) })),
+      { name: "engines, other", color: COLORS[7],
+        values: shown.map((p) => Math.max((p.engines_s || 0) - split(p), 0)) },
       { name: "deliver", color: COLORS[1], values: shown.map((p) => p.deliver_s || 0) },
     ], { xLabel: "batch", yFormat: (v) => `${short(v)}s`, valueText: seconds });
     const p = points[points.length - 1];
     byId("batch-time-last").textContent = p
       ? `batch ${p.batch}: ${seconds(p.duration)} from the previous commit; read ${seconds(p.read_s)}, ` +
-        `engines ${seconds(p.engines_s)} (task time), deliver ${seconds(p.deliver_s)}`
+        `engines ${seconds(p.engines_s)} (task time: ` +
+        ENGINE_PARTS.map((name) => `${name} ${seconds(part(p, name))}`).join(", ") +
+        `), deliver ${seconds(p.deliver_s)}`
       : "";
   }
 
@@ -426,7 +436,17 @@
     const balance = snap.balance || {};
     if (balance.keys !== undefined) rows.push(["keys seen by the Balancer", num(balance.keys)]);
     if (balance.watermark !== undefined) rows.push(["watermark", balance.watermark]);
-    if (balance.keys_held !== undefined) rows.push(["keys held", num(balance.keys_held)]);
+    const p = points[points.length - 1] || {};
+    if (p.keys_held !== undefined && p.keys_held !== null) rows.push(["keys held by the engines", num(p.keys_held)]);
+    if (p.state_bytes !== undefined && p.state_bytes !== null) {
+      rows.push(["state written, last batch", bytes(p.state_bytes)]);
+    }
+    const restored = snap.restored || {};
+    const origins = ["resident", "caught_up", "rebuilt", "new"].filter((k) => restored[k]);
+    if (origins.length) {
+      rows.push(["engines' state came from", origins.map((k) => `${k.replace("_", " ")} ${num(restored[k])}`)
+        .join(", ") + (restored.log_entries ? ` (${num(restored.log_entries)} log entries read)` : "")]);
+    }
     const node = byId("settings");
     node.replaceChildren();
     for (const [name, value] of rows) {

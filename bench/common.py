@@ -1,0 +1,169 @@
+"""What every bench shares: where results go and what they say about the machine, timing,
+and the data sets more than one bench builds. Import it as ``common`` (the benches run
+as scripts, so ``bench/`` is first on their path).
+
+One bench per question (``python bench/<name>.py --help`` for each one's options):
+
+====================  ===================================================================
+bench                 question (result file under bench/results/)
+====================  ===================================================================
+bench_cli.py          How long does the command line take when it runs nothing
+                      (``cep --help``, ``cep check``)? (cli.json)
+bench_text.py         How fast are FSD's text functions (LSH keys, tokens, similarity) on
+                      one core? (text.json)
+bench_tweets.py       How fast is the ``tweets`` generator, how much memory does it take,
+                      and how skewed are its keys in each order? (tweets.json)
+bench_readers.py      How fast do the file readers turn each format into typed events,
+                      without Spark? (readers.json)
+bench_reference.py    How fast is the reference evaluator, per kind of rule? (reference.json)
+bench_state.py        How fast is the engine state codec against pickle? (state.json)
+bench_splitter.py     How well do the paper's strategies balance the paper's Zipf trace,
+                      how close to the bound, and how long does a decision take, up to 1M
+                      keys? Simulated, no Spark. (splitter.json)
+bench_balancers.py    How do all the balancers (also ELB, CLB, the MILP) compare on that
+                      trace, how long does the MILP take, and what do measured capacities
+                      buy with a slow engine? Simulated. (balancers.json)
+bench_source.py       Why cep's own input source and not Spark's JSON source? (source.json)
+bench_spark.py        cep on Spark against the same rule written by hand in PySpark and
+                      against Spark's floor, one rule, 1M events. (spark.json)
+bench_speed.py        What does a micro-batch cost (Spark's fixed part, against the state
+                      the engines hold), and how does cep compare with Flink on real
+                      flights? Its ``fsd`` part runs bench_fsd.py and keeps its summary
+                      beside the other parts. (speed.json)
+bench_fsd.py          FSD at the paper's scale on one machine's Spark: where do the
+                      engines' task seconds go (restore, process, save, handoff), per
+                      strategy? (fsd-<order>-<n>-batch<size>[-engines<N>].json)
+cep bench --nodes 5   Does balancing buy throughput where each engine has a node of its own,
+                      as in the DLB paper? Table 1 beside the paper's; ``cep report`` draws
+                      Figures 3 and 4 from the files. (paper-<order>-<nodes>nodes.json,
+                      one per order of the tweets and cluster, written with ``--json``)
+bench_stream.py       Does the driver's memory stay flat as the input grows, and how long
+                      from a file landing to its events under ``--follow``? (stream.json)
+bench_transports.py   How fast are the Kafka and MongoDB transports alone, and Kafka → cep
+                      → Kafka? (transports_io.json, transports.json)
+bench_ui.py           What does the live view cost a run? (ui.json)
+bench_event_time.py   Do idle keys' state go as time passes (keys held over a churn of
+                      users), and what does a timer per key cost? Reference evaluator.
+                      (event_time.json)
+bench_state_path.py   The engines' state path on Spark before and after a change, side by
+                      side with Flink: the flights job at the defaults, or FSD at paper
+                      scale (``--fsd``). (state-path-flights.json, state-path-fsd.json)
+====================  ===================================================================
+
+``flights.py``, ``flink_compare.py`` and ``flink_job.py`` are the Flink comparison's data
+and its other side, used by bench_speed.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cep.provenance import load_average, machine
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+RULES = ROOT / "rules"
+
+
+# --------------------------------------------------------------------------- results
+
+def write_results(results: dict[str, Any], out: str | Path, merge: bool = False) -> Path:
+    """Write ``results`` with :func:`machine` and the load average at the end, as
+    indented JSON; ``out`` a file name under ``bench/results/`` or a path. ``merge``:
+    keep what the file holds that ``results`` does not replace (benches whose parts run
+    on their own)."""
+    path = Path(out) if Path(out).parent != Path() else RESULTS / out
+    before = json.loads(path.read_text()) if merge and path.exists() else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {**before, **results, **machine(), "load_average_at_end": load_average()}
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+    return path
+
+
+# --------------------------------------------------------------------------- timing
+
+def timed(fn: Callable[[], object]) -> float:
+    """Wall seconds of one call."""
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def best_of(fn: Callable[[], object], rounds: int = 3) -> float:
+    """The fastest of ``rounds`` calls, in wall seconds: on a shared machine the others
+    measure the neighbours too."""
+    return min(timed(fn) for _ in range(rounds))
+
+
+def median_of(fn: Callable[[], object], rounds: int = 3) -> float:
+    """The median of ``rounds`` calls, in wall seconds, where a typical call is the
+    question rather than the best one."""
+    return statistics.median(timed(fn) for _ in range(rounds))
+
+
+# --------------------------------------------------------------------------- data sets
+
+def make_events(n: int, keys: int, seed: int = 7, kinds: int = 8,
+                step_us: int = 1000) -> dict[str, np.ndarray]:
+    """``n`` typed events as the input readers produce them (the table columns of
+    ``cep.engine.table``): ``k`` uniform in ``[0, keys)``, ``ts`` ``step_us`` apart,
+    ``v`` uniform in [0, 1) to 6 decimals (so its JSON text reads back exactly) and,
+    with ``kinds``, ``kind`` uniform in ``[0, kinds)`` (for patterns)."""
+    from cep.engine.table import SEQ, SUB
+
+    rng = np.random.default_rng(seed)
+    events = {SEQ: np.arange(n, dtype=np.int64), SUB: np.zeros(n, dtype=np.int64),
+              "k": rng.integers(0, keys, n).astype(np.int64),
+              "ts": np.arange(n, dtype=np.int64) * step_us,
+              "v": np.round(rng.random(n), 6)}
+    if kinds:
+        events["kind"] = rng.integers(0, kinds, n).astype(np.int64)
+    return events
+
+
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00Z, where the readings' clock starts
+
+
+def readings(sensors: np.ndarray, seed: int = 7, start: int = 0, step_ms: int = 1,
+             mean: float = 25.0) -> pd.DataFrame:
+    """Sensor readings for ``rules/sensor_average.epl``, one per id in ``sensors``
+    (``s<id>``), numbered from ``start``, ``step_ms`` apart; temperatures around
+    ``mean`` with every 97th sensor 6 degrees warmer (a few sensors' averages cross the
+    rule's 30), ``ok`` 98% of the time."""
+    rng = np.random.default_rng(seed)
+    n = len(sensors)
+    ms = EPOCH_MS + (start + np.arange(n, dtype=np.int64)) * step_ms
+    return pd.DataFrame({
+        "sensor": np.char.add("s", np.asarray(sensors).astype(str)),
+        "ts": pd.to_datetime(ms, unit="ms", utc=True),
+        "temp": np.round(rng.normal(mean, 4.0, n) + (np.asarray(sensors) % 97 == 0) * 6.0, 2),
+        "ok": rng.random(n) < 0.98,
+    })
+
+
+def json_lines(frame: pd.DataFrame) -> bytes:
+    """A frame's rows as JSON lines, timestamps ISO-8601 in ms (pandas' C writer: no
+    per-row Python)."""
+    return frame.to_json(orient="records", lines=True, date_format="iso",
+                         date_unit="ms").encode()
+
+
+def write_jsonl(frames: pd.DataFrame | list[pd.DataFrame], path: Path) -> Path:
+    """Frames as one JSON-lines file, written under a hidden name and renamed into
+    place, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as out:
+        for frame in frames if isinstance(frames, list) else [frames]:
+            out.write(json_lines(frame))
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,104 @@
+"""The emulated cluster (``cep.spark.emulated_cluster``): N one-slot nodes on this
+machine, each in a cgroup with a CPU quota. cep's runs on it give the reference events
+(key grouping, and DLB-H moving keys through MongoDB); every executor, its
+``pyspark.daemon`` and its Python workers are in their node's cgroup; a task that spins
+gets no more than its node's share; and stopping it leaves no process, cgroup or
+temporary directory behind. Where quotas cannot be set, ``cep bench --nodes`` says so
+in one line and starts nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from support.cluster import LEAK_GRACE_SECONDS, cluster_processes
+from support.spark_runs import ROOT, reference
+
+from cep.cli import main
+from cep.lang.compile import compile_file
+from cep.run import run
+from cep.run_config import Output, RunConfig
+from cep.spark import cpu_quota
+from cep.spark.cpu_quota import CGROUPS
+from cep.spark.emulated_cluster import on_nodes
+
+NODES, CPUS, SPIN_S = 3, 0.5, 2.0
+
+
+def test_bench_on_nodes_says_in_one_line_where_quotas_cannot_be_set(tmp_path, monkeypatch,
+                                                                     capsys):
+    monkeypatch.setattr(cpu_quota, "CGROUPS", tmp_path)  # no controller mounted there
+    args = ["bench", str(ROOT / "rules" / "fsd.epl"), "--input", "tweets:n=10",
+            "--nodes", "2"]
+    clusters = set(Path(tempfile.gettempdir()).glob("cep-spark-cluster-*"))
+    assert main(args) == 1
+    assert capsys.readouterr().err == (f"cep: no cgroup v1 cpu controller at "
+                                       f"{tmp_path / 'cpu'}: CPU quotas for the nodes need "
+                                       "it mounted there\n")
+    assert set(Path(tempfile.gettempdir()).glob("cep-spark-cluster-*")) == clusters
+    assert main(["bench", *args[1:4], "--node-cpus", "0.5"]) == 1
+    assert capsys.readouterr().err == "cep: --node-cpus sizes the nodes of --nodes N: give both\n"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),
+                    reason="needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
+def test_runs_on_the_emulated_cluster_give_the_reference_events_within_their_quota():
+    module = compile_file(ROOT / "rules" / "fsd.epl")
+    path = ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"
+    expected = reference(module, path)
+    base = RunConfig({"Tweet": str(path)}, engines=NODES, batch_size=40, threshold=5.0,
+                     output=Output(collect=True), progress=False)
+
+    def where_and_how_busy(_task: int) -> tuple[list[str], float, float]:
+        """In a task: the cpu cgroup and command of this Python worker, its parent (the
+        executor's pyspark.daemon) and grandparent (the executor's JVM); then the CPU
+        seconds of spinning SPIN_S wall seconds."""
+        chain, pid = [], os.getpid()
+        for _ in range(3):
+            cgroup = next(line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                          if ":cpu:" in line)
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            chain.append(f"{cgroup.rsplit(':', 1)[1]} {command}")
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        started, cpu = time.monotonic(), time.process_time()
+        while time.monotonic() - started < SPIN_S:
+            pass
+        return chain, time.process_time() - cpu, time.monotonic() - started
+
+    with on_nodes(base, NODES, CPUS) as (config, cluster):
+        standalone = cluster.cluster
+        pids, root = standalone.pids, standalone.root
+        markers = [standalone.master_url, str(root)]
+        groups = [group.path for group in standalone.node_groups]
+        assert [g.cpus for g in standalone.node_groups] == [CPUS] * NODES
+        kg = run(module, config)
+        moved = run(module, dataclasses.replace(config, strategy="dlb-h"))
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        assert context is not None and context.master == standalone.master_url
+        tasks = context.parallelize(range(NODES), NODES).map(where_and_how_busy).collect()
+    assert kg.records == expected
+    assert moved.records == expected
+    assert sum(m["exported_keys"] for m in moved.metrics) > 0
+    nodes = {f"/{group.parent.name}/{group.name}" for group in groups}
+    seen = set()
+    for chain, cpu_s, wall_s in tasks:
+        worker, daemon, executor = (line.split(" ", 1) for line in chain)
+        assert "pyspark.daemon" in daemon[1] and "CoarseGrainedExecutorBackend" in executor[1]
+        assert worker[0] == daemon[0] == executor[0] and worker[0] in nodes
+        seen.add(worker[0])
+        assert 0 < cpu_s <= CPUS * wall_s + 0.1  # a period's slack at each end
+    assert seen == nodes  # a task on every node
+    # stopped: no cgroup, no temporary directory, no process of the cluster's
+    assert not any(group.exists() for group in groups) and not groups[0].parent.exists()
+    assert not root.exists()
+    deadline = time.monotonic() + LEAK_GRACE_SECONDS
+    while (left := cluster_processes(pids, markers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left

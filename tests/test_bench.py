@@ -1,0 +1,138 @@
+"""``cep bench``'s figures from a run's batches and its Table 1 beside the paper's, on
+results built by hand (the runs themselves are tested where Spark runs)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from cep.bench import (
+    format_bench,
+    phase_batches,
+    processed_within,
+    tweets_order,
+    warm_up_inputs,
+    window_rate,
+    window_s,
+)
+from cep.verify import StrategyResult, run_order
+
+
+def result(strategy: str, engines: int, elapsed: list[float], events: list[int],
+           keys_moved: int = 11) -> StrategyResult:
+    return StrategyResult(strategy, 57, True, 0, 0, 21.8, 40.0, 2, keys_moved, 13_134, 30.0,
+                          processed=sum(events), events_per_s=5.0, load_moved=260,
+                          engines=engines, batch_elapsed_s=elapsed, batch_events=events,
+                          batch_rstd=[30.0] * len(events), keys_known=100)
+
+
+def test_the_measured_window_starts_at_the_first_batch_s_commit() -> None:
+    r = result("kg", 5, [50.0, 60.0, 65.0, 75.0], [100, 100, 100, 200])
+    assert window_s(r) == 25.0
+    assert window_rate(r) == pytest.approx(400 / 25)  # the first batch's 50 s left out
+    assert window_rate(r, [2]) == pytest.approx(100 / 5)
+    assert processed_within(r, 0.0) == 0.0
+    assert processed_within(r, 10.0) == pytest.approx(100)
+    assert processed_within(r, 20.0) == pytest.approx(200 + 200 / 2)  # half of batch 3
+    assert processed_within(r, 99.0) == pytest.approx(400)  # all of it
+    one = result("kg", 5, [50.0], [100])
+    assert window_s(one) == 0.0 and window_rate(one) == one.events_per_s
+    assert phase_batches([1.5, 0.2, 1.5, 1.5], 1.5) == [2, 3]  # never the first
+
+
+def test_table1_sets_each_run_beside_the_papers() -> None:
+    kg = result("kg", 5, [50.0, 60.0, 70.0], [100, 100, 100])
+    dlb = result("dlb-h", 5, [40.0, 45.0, 50.0], [100, 100, 100], keys_moved=30)
+    kg6 = result("kg", 6, [45.0, 53.0, 61.0], [100, 100, 100])
+    table = format_bench([kg, dlb, kg6], "default").splitlines()
+    assert table[0].startswith("Table 1 (default order)")
+    header, kg_row, dlb_row, kg6_row = (line.split() for line in table[1:5])
+    assert header[:4] == ["strategy", "engines", "tweets/s", "x"]
+    assert "10" in header  # tweets processed in the shortest window, 10 s (DLB-H's)
+    # cep 10 tweets/s, 1.00x; the paper 2,726,628 / 2400 s = 1,136/s
+    assert kg_row[:6] == ["kg", "5", "10", "1.00", "|", "1,136"]
+    # DLB-H 20/s, 2.00x KG's; the paper 1,208/s, 1.06x KG's; all of its 200 in 10 s
+    assert dlb_row[:8] == ["dlb-h", "5", "20", "2.00", "|", "1,208", "1.06", "200"]
+    # beside 2,899,076 in 40 min; 57 events, = KG, RSTD 21.8% beside 23.43%, 2 rebalances
+    # beside 7, 30 keys over 2 (15 of the 100 known: 15%) beside ≤10%, 260 tweets moved
+    # over 2 beside ≤70,400
+    assert dlb_row[8:] == ["|", "2,899,076", "57", "|", "6,546", "yes", "21.8%", "|",
+                           "23.43%", "2", "|", "7", "15", "(15%)", "|", "≤10%", "130", "|",
+                           "≤70,400"]
+    assert kg6_row[:10] == ["kg", "6", "12", "1.25", "|", "1,163", "1.02", "125", "|",
+                            "2,790,362"]
+    # the paper gives none of these for KG on 6 engines
+    assert kg6_row[-10:] == ["2", "|", "-", "6", "(6%)", "|", "-", "130", "|", "-"]
+
+
+def test_under_the_periodic_law_the_skewed_batches_have_their_own_rate() -> None:
+    kg = result("kg", 5, [0.0, 10.0, 20.0, 40.0], [100, 100, 100, 100])
+    dlb = result("dlb-l", 5, [0.0, 10.0, 20.0, 25.0], [100, 100, 100, 100])
+    table = format_bench([kg, dlb], "zipf-periodic", [0.2, 0.2, 0.2, 1.5])
+    header, kg_row, dlb_row = (line.split() for line in table.splitlines()[1:4])
+    assert header[9:12] == ["skewed", "x", "KG"]
+    # KG 1,078/s in the paper (2,586,169 in 40 min); it gives no rate for DLB-L
+    assert kg_row[4:8] == ["|", "1,078", "1.00", "1.00"]
+    assert dlb_row[4:8] == ["|", "-", "-", "4.00"]  # the last batch: 100/5 s against 100/20 s
+
+
+def test_a_run_balancing_cost_is_named_so_and_set_beside_the_same_papers_figures() -> None:
+    kg = result("kg", 5, [0.0, 10.0], [100, 100])
+    cost = dataclasses.replace(result("dlb-h", 5, [0.0, 5.0], [100, 100]), load="cost")
+    rows = [line.split() for line in format_bench([kg, cost]).splitlines()[2:4]]
+    assert rows[1][:7] == ["dlb-h/cost", "5", "20", "2.00", "|", "1,208", "1.06"]
+
+
+def test_the_tweets_order_comes_from_the_generator_spec() -> None:
+    assert tweets_order(["Tweet=tweets:n=20,mode=zipf-periodic"], 10) == (
+        "zipf-periodic", [0.2, 0.2])
+    assert tweets_order(["tweets:n=20"], 10) == ("default", [])
+    assert tweets_order(["events.jsonl"], None) == ("default", [])
+
+
+def test_rounds_run_the_strategies_in_turn_and_table1_takes_them_together() -> None:
+    assert run_order(["kg", "dlb-h", "pkg"], ["events", "cost"], 2) == [
+        (1, "kg", "events"), (1, "dlb-h", "events"), (1, "dlb-h", "cost"),
+        (1, "pkg", "events"),
+        (2, "kg", "events"), (2, "dlb-h", "events"), (2, "dlb-h", "cost"),
+        (2, "pkg", "events")]
+    # KG leads even when not asked for: it is the reference
+    assert run_order(["dlb-l"], ["cost"], 1) == [(1, "kg", "events"), (1, "dlb-l", "cost")]
+    kg = [dataclasses.replace(result("kg", 5, [0.0, 10.0, 20.0], [100, 100, 100]), round=1),
+          dataclasses.replace(result("kg", 5, [0.0, 10.0, 30.0], [100, 100, 100]), round=2)]
+    dlb = [dataclasses.replace(result("dlb-h", 5, [0.0, 5.0, 10.0], [100, 100, 100],
+                                      keys_moved=30), round=1, rebalances=3),
+           dataclasses.replace(result("dlb-h", 5, [0.0, 5.0, 20.0], [100, 100, 100],
+                                      keys_moved=10), round=2, rebalances=1)]
+    table = format_bench([kg[0], dlb[0], kg[1], dlb[1]], "default").splitlines()
+    assert "2 rounds" in table[0]
+    kg_row, dlb_row = table[2].split(), table[3].split()
+    assert len(table[1:4]) == 3 and table[4] == ""  # a row per strategy, not per run
+    # KG: 400 tweets over windows of 20 and 30 s, 8/s; DLB-H: 400 over 10 and 20 s
+    assert kg_row[:4] == ["kg", "5", "8", "1.00"]
+    assert dlb_row[:4] == ["dlb-h", "5", "13", "1.67"]
+    # 2 rebalances a round; (30 + 10) keys over 4 rebalances, 10 of 100 known
+    assert dlb_row[-10:-5] == ["2", "|", "7", "10", "(10%)"]
+    # the per-run tables name each run with its round
+    assert [line.split()[0] for line in table[6:10]] == ["kg#1", "dlb-h#1", "kg#2",
+                                                         "dlb-h#2"]
+
+
+def test_load_lists_name_each_measure_once() -> None:
+    from cep.cli.balancing_options import load_list
+
+    assert load_list("events, cost") == ["events", "cost"]
+    for bad in ("events,events", "seconds", ","):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match="comma-separated list of events and cost, each once"):
+            load_list(bad)
+
+
+def test_the_warm_up_cuts_a_tweets_generator_short_and_keeps_other_inputs_whole() -> None:
+    assert warm_up_inputs(["Tweet=tweets:n=240000,mode=zipf-periodic,rate=200",
+                           "Other=events.jsonl"], 60_000) == (
+        "Tweet=tweets:n=60000,mode=zipf-periodic,rate=200.0", "Other=events.jsonl")
+    assert warm_up_inputs(["tweets:n=100"], 60_000) == ("tweets:n=100",)
+    assert warm_up_inputs(["tweets"], 500) == ("tweets:n=500",)
