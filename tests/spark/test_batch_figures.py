@@ -91,13 +91,12 @@ def _events(rule: str, seqs: list[int], text: str = "x") -> pd.DataFrame:
 
 
 def test_latest_events_per_rule_merged_over_engines_by_sequence_number():
-    order = {"a": 0, "b": 1}
-    engine0 = engine_latest(pd.concat([_events("a", [5, 1, 9, 7]), _events("b", [2])]), order)
-    engine1 = engine_latest(_events("a", [8, 3], "y" * 2000), order)
+    engine0 = engine_latest(pd.concat([_events("a", [5, 1, 9, 7]), _events("b", [2])]))
+    engine1 = engine_latest(_events("a", [8, 3], "y" * 2000))
     assert [seq for seq, _ in engine0["a"]] == [5, 7, 9]
     merged = merge_latest([{"latest": engine0}, {"latest": engine1}, {}])
     assert len(merged["a"]) == LATEST_KEPT
     assert [json.loads(line)["seq"] for line in merged["a"][::2]] == [7, 9]
     assert len(merged["a"][1]) == LINE_CHARS and merged["a"][1].endswith("…")
     assert json.loads(merged["b"][0])["key"] == "k2"
-    assert engine_latest(_events("a", []), order) == {}
+    assert engine_latest(_events("a", [])) == {}
