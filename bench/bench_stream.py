@@ -470,7 +470,7 @@ def main() -> None:
 def run_parts(args: argparse.Namespace, parts: list[str]) -> None:
     extra = ["--master", args.master] if args.master else []
     results = {"cep_driver_memory": os.environ.get("CEP_DRIVER_MEMORY", "4g (default)"),
-               "master": args.master or "cep default (local[*])"}
+               "master": args.master or "local[*] (cep's default)"}
     print(f"load average at start: {load_average()} ({os.cpu_count()} CPUs)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
         workdir = Path(tmp)
