@@ -35,11 +35,12 @@ from support.topics import consume_all
 
 from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
+from cep.io.event_time import EventClock
 from cep.io.inputlog import InputLog
 from cep.io.inputs import load_inputs, load_segments
 from cep.io.kafka_produce import produce
 from cep.lang.compile import compile_file
-from cep.reference import run_reference
+from cep.reference import reference_run
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
@@ -156,12 +157,16 @@ def test_kafka_to_kafka_and_mongodb_equal_the_reference(spark, kafka, tmp_path):
     assert docs == expected
 
 
-def _log_reference(module, run: Path) -> list[dict]:
-    """The reference runner over the segments a run logged (its exact input)."""
+def _log_reference(module, run: Path, ended: bool = True) -> list[dict]:
+    """The reference runner over the segments a run logged (its exact input), with the
+    log's watermark (a clock per partition); ``ended``: the input ended there (a run
+    stopped by SIGTERM has not reached the end of its input)."""
     log = InputLog(run / "input", {}, follow=True)
     with DeadLetter(None) as dead:
         loaded = load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead)
-    return output_records(run_reference(module, loaded.tables))
+    clock = EventClock(module.lateness_us).advance(loaded.clock, final=ended,
+                                                   end_seq=loaded.end_seq)
+    return output_records(reference_run(module, loaded.tables, watermark=clock).output)
 
 
 @pytest.mark.parametrize("sink", ["kafka", pytest.param("mongodb", marks=pytest.mark.slow)])
@@ -280,7 +285,7 @@ def test_follow_picks_up_new_records_and_latest_skips_the_old(kafka, tmp_path):
     assert proc.returncode == 0, (tmp_path / "follow.err").read_text()
     assert _consumed(run) == 120
     module = compile_file(ROOT / "rules" / "sensor_average.epl")
-    expected = _log_reference(module, run)
+    expected = _log_reference(module, run, ended=False)
     assert expected and _published(kafka, "out-follow") == expected
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
-from cep.reference import run_reference
+from cep.reference import log_watermark, reference_run
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
 
@@ -31,5 +31,8 @@ def run_and_read(module, source, **options) -> tuple[RunResult, list[dict]]:
 
 
 def reference(module, source) -> list[dict]:
-    return output_records(run_reference(module, load_inputs(module, _specs(source),
-                                                            None).tables))
+    """The reference evaluator's events over ``source``, with the watermark of its input
+    log, as ``cep run --runner local`` computes it (a clock per Kafka partition)."""
+    loaded = load_inputs(module, _specs(source), None)
+    clock = log_watermark(module, loaded.clock, loaded.end_seq)
+    return output_records(reference_run(module, loaded.tables, watermark=clock).output)
