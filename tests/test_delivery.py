@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 import random
 
+import pyarrow as pa
+from pyarrow import ipc
+
 from cep.spark.delivery import AppendLedger, merged_lines
+from cep.spark.event_parts import ORDER_SCHEMA, order_path
 
 ORDER = {"a": 0, "b": 1}
 
@@ -20,6 +24,12 @@ def test_parts_merge_into_seq_then_rule_order(tmp_path):
         mine = sorted(records[engine::3], key=lambda r: (r["seq"], ORDER[r["rule"]]))
         path = tmp_path / f"engine-{engine}.jsonl"
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in mine))
+        # the part's order file, as EngineParts.write leaves it: input events (no timer,
+        # so no time passed and no other origin) and their keys as JSON text
+        order = pa.table({"at": [0] * len(mine), "origin": [0] * len(mine),
+                          "key": [json.dumps(r["key"]) for r in mine]}, schema=ORDER_SCHEMA)
+        with ipc.new_file(str(order_path(path)), ORDER_SCHEMA) as writer:
+            writer.write_table(order)
         parts.append(path)
     got = [json.loads(line) for line in merged_lines(parts, ORDER).decode().splitlines()]
     assert [(r["seq"], ORDER[r["rule"]]) for r in got] == sorted(
