@@ -70,11 +70,12 @@ def batch_watermarks(clock: Watermark, bounds: list[tuple[int, int]]) -> list[Wa
     return [clock.between(lo, hi, i == len(bounds) - 1) for i, (lo, hi) in enumerate(bounds)]
 
 
-def log_watermark(module: ir.CompiledModule, pieces: list[ClockPiece], end_seq: int
-                  ) -> Watermark:
-    """The watermark through a bounded input log read piece by piece (Kafka partitions
-    as separate clocks, idle marks included: ``cep.io.event_time``)."""
-    return EventClock(module.lateness_us).advance(pieces, final=True, end_seq=end_seq)
+def log_watermark(module: ir.CompiledModule, pieces: list[ClockPiece], end_seq: int,
+                  final: bool = True) -> Watermark:
+    """The watermark through an input log read piece by piece (Kafka partitions as
+    separate clocks, idle marks included: ``cep.io.event_time``); ``final``: the input
+    ends there (a bounded input; not a followed one that was stopped)."""
+    return EventClock(module.lateness_us).advance(pieces, final=final, end_seq=end_seq)
 
 
 @dataclass

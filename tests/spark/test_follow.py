@@ -7,7 +7,6 @@ none twice, and the same rows as the reference over the finished files in name o
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -15,7 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from support.faults import events, finish, in_flight, kill_group, start, wait_until
+from support.faults import (
+    batch_total,
+    events,
+    finish,
+    in_flight,
+    kill_group,
+    land,
+    start,
+    wait_until,
+)
 from support.spark_runs import reference
 
 from cep.engine.output import output_records
@@ -38,19 +46,6 @@ def _command(folder: Path, run: Path, *extra: str) -> list[str]:
             "--metrics", f"{run}.metrics", *extra]
 
 
-def _land(folder: Path, name: str, lines: list[str]) -> None:
-    """A file appears whole: written under a hidden name, then renamed into place."""
-    tmp = folder / f".{name}.tmp"
-    tmp.write_text("".join(lines))
-    os.replace(tmp, folder / name)
-
-
-def _consumed(run: Path) -> int:
-    """Events in the committed batches, from the per-batch metrics files."""
-    return sum(json.loads(p.read_text())["events_in"]
-               for p in (run / "metrics").glob("batch-*.json"))
-
-
 def _log_reference(run: Path) -> list[dict]:
     """The reference evaluator over the run's own input log."""
     module = compile_file(RULE)
@@ -67,24 +62,26 @@ def _without_seq(records: list[dict]) -> list[dict]:
 def test_follow_picks_up_files_and_appends_stops_on_sigterm_and_resumes(tmp_path):
     folder, run = tmp_path / "in", tmp_path / "run"
     folder.mkdir()
-    _land(folder, "a.jsonl", LINES[:20])
+    land(folder, "a.jsonl", LINES[:20])
     proc = start(_command(folder, run, "--follow"), tmp_path / "follow")
-    wait_until(lambda: _consumed(run) >= 20, proc, "the first file's events")
+    wait_until(lambda: batch_total(run, "events_in") >= 20, proc, "the first file's events")
     assert Path(f"{run}.jsonl").read_text(), "events appear while the run goes on"
     with open(folder / "a.jsonl", "a") as fh:  # an append, its last line half written
         fh.write("".join(LINES[20:30]) + LINES[30][:15])
         fh.flush()
         time.sleep(1.5)  # several triggers see the half line
         fh.write(LINES[30][15:])
-    _land(folder, "b.jsonl", LINES[31:45])
-    wait_until(lambda: _consumed(run) >= 45, proc, "the appended lines and the new file")
+    land(folder, "b.jsonl", LINES[31:45])
+    wait_until(lambda: batch_total(run, "events_in") >= 45, proc,
+               "the appended lines and the new file")
     time.sleep(1.0)
-    assert _consumed(run) == 45, "every line once, the half-written one once whole"
+    assert batch_total(run, "events_in") == 45, \
+        "every line once, the half-written one once whole"
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=120)
     assert proc.returncode == 0, Path(f"{tmp_path}/follow.err").read_text()
     assert not in_flight(run, len(list((run / "metrics").glob("*.json"))))
-    _land(folder, "c.jsonl", LINES[45:])  # arrives while cep is stopped
+    land(folder, "c.jsonl", LINES[45:])  # arrives while cep is stopped
     resumed = finish(_command(folder, run), tmp_path / "resumed")  # bounded: ends
     assert resumed.returncode == 0, resumed.stderr
     got = events(Path(f"{run}.jsonl"))
@@ -98,13 +95,13 @@ def test_sigkill_during_follow_then_restart_loses_nothing_and_doubles_nothing(
         tmp_path, kill_at_batch):
     folder, run = tmp_path / "in", tmp_path / "run"
     folder.mkdir()
-    _land(folder, "a.jsonl", LINES[:45])  # three batches of 15
+    land(folder, "a.jsonl", LINES[:45])  # three batches of 15
     proc = start(_command(folder, run, "--follow"), tmp_path / "killed")
     wait_until(lambda: in_flight(run, kill_at_batch), proc, f"batch {kill_at_batch}")
     kill_group(proc)
-    _land(folder, "b.jsonl", LINES[45:])
+    land(folder, "b.jsonl", LINES[45:])
     proc = start(_command(folder, run, "--follow"), tmp_path / "resumed")
-    wait_until(lambda: _consumed(run) >= len(LINES), proc, "every line")
+    wait_until(lambda: batch_total(run, "events_in") >= len(LINES), proc, "every line")
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=120)
     assert proc.returncode == 0

@@ -20,6 +20,7 @@ from support.faults import (
     CEP_TIMEOUT,
     INPUT,
     RULE,
+    batch_total,
     cep_run,
     committed,
     finish,
@@ -35,12 +36,11 @@ from support.topics import consume_all
 
 from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
-from cep.io.event_time import EventClock
 from cep.io.inputlog import InputLog
 from cep.io.inputs import load_inputs, load_segments
 from cep.io.kafka_produce import produce
 from cep.lang.compile import compile_file
-from cep.reference import reference_run
+from cep.reference import log_watermark, reference_run
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
@@ -164,8 +164,7 @@ def _log_reference(module, run: Path, ended: bool = True) -> list[dict]:
     log = InputLog(run / "input", {}, follow=True)
     with DeadLetter(None) as dead:
         loaded = load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead)
-    clock = EventClock(module.lateness_us).advance(loaded.clock, final=ended,
-                                                   end_seq=loaded.end_seq)
+    clock = log_watermark(module, loaded.clock, loaded.end_seq, final=ended)
     return output_records(reference_run(module, loaded.tables, watermark=clock).output)
 
 
@@ -276,19 +275,15 @@ def test_follow_picks_up_new_records_and_latest_skips_the_old(kafka, tmp_path):
     proc = start(command, tmp_path / "follow")
     wait_until(lambda: (run / "input" / "segments.jsonl").exists(), proc, "the input log")
     produce(kafka.bootstrap, "in-follow", data)
-    wait_until(lambda: _consumed(run) >= 60, proc, "the new records")
+    wait_until(lambda: batch_total(run, "events_in") >= 60, proc, "the new records")
     produce(kafka.bootstrap, "in-follow", data)
-    wait_until(lambda: _consumed(run) >= 120, proc, "the next records")
+    wait_until(lambda: batch_total(run, "events_in") >= 120, proc, "the next records")
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=CEP_TIMEOUT)  # the batch in flight finishes first
     assert proc.returncode == 0, (tmp_path / "follow.err").read_text()
-    assert _consumed(run) == 120
+    assert batch_total(run, "events_in") == 120
     module = compile_file(ROOT / "rules" / "sensor_average.epl")
     expected = _log_reference(module, run, ended=False)
     assert expected and _published(kafka, "out-follow") == expected
 
-
-def _consumed(run: Path) -> int:
-    return sum(json.loads(p.read_text())["events_in"]
-               for p in (run / "metrics").glob("batch-*.json"))

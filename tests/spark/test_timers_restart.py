@@ -13,7 +13,17 @@ import sys
 from pathlib import Path
 
 from support.beats import RULES, beats
-from support.faults import cep_run, events, finish, kill_group, reading, start, wait_until
+from support.faults import (
+    batch_total,
+    cep_run,
+    events,
+    finish,
+    kill_group,
+    land,
+    reading,
+    start,
+    wait_until,
+)
 from support.spark_runs import reference
 
 from cep.lang.compile import compile_file
@@ -38,18 +48,6 @@ def _beats(devices: list[str], minutes: range) -> list[str]:
             for m in minutes for d in devices]
 
 
-def _land(folder: Path, name: str, lines: list[str]) -> None:
-    """A file appears whole: written under a hidden name, then renamed into place."""
-    tmp = folder / f".{name}.tmp"
-    tmp.write_text("".join(lines))
-    os.replace(tmp, folder / name)
-
-
-def _consumed(run: Path) -> int:
-    return sum(json.loads(p.read_text())["events_in"]
-               for p in (run / "metrics").glob("batch-*.json"))
-
-
 def test_sigkill_with_timers_pending_on_moving_keys_then_restart(tmp_path):
     rule = _write(tmp_path / "timers.epl", RULES)
     source = _write(tmp_path / "beats.jsonl",
@@ -64,8 +62,7 @@ def test_sigkill_with_timers_pending_on_moving_keys_then_restart(tmp_path):
     got = events(Path(f"{run}.jsonl"))
     assert got == reference(compile_file(rule), source)  # none lost, none twice
     assert any(r["rule"] == "silent" and r["seq"] < END_OF_INPUT for r in got)
-    assert sum(json.loads(p.read_text())["exported_keys"]
-               for p in (run / "metrics").glob("batch-*.json")) > 0, "keys must move"
+    assert batch_total(run, "exported_keys") > 0, "keys must move"
 
 
 def test_follow_reports_the_silent_key_live_and_its_end_waits_for_a_bounded_run(tmp_path):
@@ -76,11 +73,11 @@ def test_follow_reports_the_silent_key_live_and_its_end_waits_for_a_bounded_run(
                "--batch-size", "20", "--engines", "2", "--master", "local[2]", "--quiet",
                "--trigger-interval", "0.3", "--checkpoint", str(run),
                "--output", f"{run}.jsonl", "--metrics", f"{run}.metrics"]
-    _land(folder, "a.jsonl", _beats(["d1", "d2", "d3"], range(10)))
+    land(folder, "a.jsonl", _beats(["d1", "d2", "d3"], range(10)))
     proc = start([*command, "--follow"], tmp_path / "follow")
-    wait_until(lambda: _consumed(run) >= 30, proc, "the first file's beats")
-    _land(folder, "b.jsonl", _beats(["d1", "d3"], range(10, 30)))
-    wait_until(lambda: _consumed(run) >= 70, proc, "the second file's beats")
+    wait_until(lambda: batch_total(run, "events_in") >= 30, proc, "the first file's beats")
+    land(folder, "b.jsonl", _beats(["d1", "d3"], range(10, 30)))
+    wait_until(lambda: batch_total(run, "events_in") >= 70, proc, "the second file's beats")
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=120)
     assert proc.returncode == 0, (tmp_path / "follow.err").read_text()

@@ -120,6 +120,21 @@ def appended(checkpoint: Path, batch: int) -> bool:
         return False
 
 
+def land(folder: Path, name: str, lines: list[str]) -> None:
+    """A file appears whole in a followed folder: written under a hidden name (which a
+    run does not list), then renamed into place."""
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text("".join(lines))
+    os.replace(tmp, folder / name)
+
+
+def batch_total(checkpoint: Path, name: str) -> int:
+    """``name`` summed over the committed batches' metrics files (``events_in``: the
+    events the run has consumed so far)."""
+    return sum(json.loads(p.read_text())[name]
+               for p in (checkpoint / "metrics").glob("batch-*.json"))
+
+
 def group_members(pgid: int) -> list[str]:
     """Live (not zombie) processes of process group ``pgid``, as "pid command"."""
     members = []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from support.browser import chromium, missing_browser
-from support.faults import ROOT, kill_group, start
+from support.faults import ROOT, kill_group, land, start
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None,
                                 reason=missing_browser() or "")
@@ -31,13 +31,6 @@ PLANTED = json.dumps({"sensor": PLANTED_KEY, "ts": "2026-03-01T12:30:00.000Z",
                       "temp": 45.0, "ok": True}) + "\n"
 MALFORMED = '{"sensor": "<script>window.__cepXss=2</script>", "ts": "x", "ok": true}\n'
 WAIT_S = 400  # a followed run's batches on a loaded 2-core machine
-
-
-def _land(folder: Path, name: str, lines: list[str]) -> None:
-    """A file appears whole: written under a hidden name, then renamed into place."""
-    tmp = folder / f".{name}.tmp"
-    tmp.write_text("".join(lines))
-    os.replace(tmp, folder / name)
 
 
 def _page(driver) -> dict:
@@ -87,7 +80,7 @@ def test_the_page_follows_a_live_run_and_shows_markup_as_text(tmp_path):
     folder, run = tmp_path / "in", tmp_path / "run"
     folder.mkdir()
     run.mkdir()
-    _land(folder, "a.jsonl", READINGS[:20])
+    land(folder, "a.jsonl", READINGS[:20])
     proc = start([sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", str(folder),
                   "--batch-size", "15", "--engines", "2", "--master", "local[2]", "--quiet",
                   "--follow", "--trigger-interval", "0.3", "--checkpoint", str(run),
@@ -101,8 +94,8 @@ def test_the_page_follows_a_live_run_and_shows_markup_as_text(tmp_path):
                            lambda p: p["throughput"] >= 2 and p["engineBars"] == 2,
                            "the first batch")
         assert first["engineTotal"] > 0
-        _land(folder, "b.jsonl", [*READINGS[20:45], MALFORMED])
-        _land(folder, "c.jsonl", [*READINGS[45:], PLANTED])
+        land(folder, "b.jsonl", [*READINGS[20:45], MALFORMED])
+        land(folder, "c.jsonl", [*READINGS[45:], PLANTED])
         shown = _wait_page(
             driver, proc,
             lambda p: p["engineTotal"] == len(READINGS) + 1 and PLANTED_KEY in p["text"],
