@@ -97,9 +97,9 @@ def keep(start: str, label: int, batch: int, token: str, engine: Engine) -> None
 
 
 def _replay(engine: Engine, log: EngineLog, batches: list[int]) -> None:
-    for batch in batches:
-        engine.apply_change(codec.decode(_entry(log, batch), "change",
-                                         f"state change of batch {batch}"))
+    engine.apply_changes([codec.decode(_entry(log, batch), "change",
+                                       f"state change of batch {batch}")
+                          for batch in batches])
 
 
 def _entry(log: EngineLog, batch: int) -> bytes:

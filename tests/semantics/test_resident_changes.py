@@ -34,7 +34,7 @@ def _run_resident(module: ir.CompiledModule, tables: dict, bounds: list[tuple[in
                   rng: random.Random) -> list[dict]:
     """Every batch on one of two workers' copies of the engine, each brought to the
     latest version as ``cep.spark.resident`` does: as it is, caught up through the log's
-    changes, or rebuilt from its base (folds at random); the output, in reference order.
+    changes (``Engine.apply_changes``), or rebuilt from its base (folds at random); the output, in reference order.
     A batch's work engine holds the keys its events reach and those whose timers its
     watermark makes due (``Engine.due_keys``), as on Spark."""
     clocks = batch_watermarks(input_watermark(module, tables), bounds)
@@ -76,8 +76,7 @@ def _current(module: ir.CompiledModule, held: tuple[int, Engine] | None,
     else:
         engine, start = Engine(module), base + 1
         engine.restore(log[base][2])
-    for _, _, blob in log[start:]:
-        engine.apply_change(codec.decode(blob, "change", "test"))
+    engine.apply_changes([codec.decode(blob, "change", "test") for _, _, blob in log[start:]])
     return engine
 
 
