@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cep.io.tweets import batch_exponents, parse_spec
+from cep.io.tweets import batch_exponents, parse_spec, tweets_plan
 from cep.paper import PAPER_ENGINES, PAPER_SECONDS, paper_run
 from cep.run_config import DEFAULT_BATCH_SIZE
 from cep.verify import StrategyResult, run_name
@@ -85,13 +85,15 @@ def _is_tweets(source: str) -> bool:
 def warm_up_inputs(inputs: Sequence[str], rows: int) -> tuple[str, ...]:
     """The inputs of an unmeasured warm-up run: a ``tweets`` generator cut to its first
     ``rows`` tweets, any other input whole. A session's first batches are slow (the
-    executors' JVMs compile, their Python workers load the rules' kernels), and the
-    strategy that ran first would pay for it in its measured window."""
+    executors' JVMs compile, their Python workers load the rules' kernels and build the
+    generator's world), and the strategy that ran first would pay for it in its measured
+    window. The cut stream keeps the whole one's ``users``, so it draws from the same
+    world, which the Python workers then hold."""
     out = []
     for spec in inputs:
         stream, source = _stream_and_source(spec)
         if _is_tweets(source):
-            params = parse_spec(source)
+            params = {**parse_spec(source), "users": tweets_plan(source)["users"]}
             params["n"] = min(params.get("n", rows), rows)
             source = "tweets:" + ",".join(f"{k}={v}" for k, v in params.items())
         out.append(stream + source)

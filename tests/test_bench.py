@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+import pandas as pd
 import pytest
 
 from cep.bench import (
@@ -17,6 +18,7 @@ from cep.bench import (
     window_rate,
     window_s,
 )
+from cep.io.tweets import generate_tweets
 from cep.verify import StrategyResult, run_order
 
 
@@ -133,6 +135,16 @@ def test_load_lists_name_each_measure_once() -> None:
 def test_the_warm_up_cuts_a_tweets_generator_short_and_keeps_other_inputs_whole() -> None:
     assert warm_up_inputs(["Tweet=tweets:n=240000,mode=zipf-periodic,rate=200",
                            "Other=events.jsonl"], 60_000) == (
-        "Tweet=tweets:n=60000,mode=zipf-periodic,rate=200.0", "Other=events.jsonl")
-    assert warm_up_inputs(["tweets:n=100"], 60_000) == ("tweets:n=100",)
-    assert warm_up_inputs(["tweets"], 500) == ("tweets:n=500",)
+        "Tweet=tweets:n=60000,mode=zipf-periodic,rate=200.0,users=24000",
+        "Other=events.jsonl")
+    assert warm_up_inputs(["tweets:n=100"], 60_000) == ("tweets:n=100,users=1000",)
+    assert warm_up_inputs(["tweets"], 500) == ("tweets:users=20000,n=500",)
+
+
+@pytest.mark.parametrize("mode", ["default", "zipf-periodic"])
+def test_the_warm_up_stream_is_the_start_of_the_measured_one(mode: str) -> None:
+    """Same users, so the same world: a warm-up builds what the measured run uses."""
+    whole = generate_tweets(n=40_000, mode=mode, rate=50.0)
+    start = generate_tweets(n=15_000, mode=mode, rate=50.0, users=4_000)
+    pd.testing.assert_frame_equal(start.frame, whole.frame.iloc[:15_000])
+    assert (start.keys == whole.keys[:15_000]).all()

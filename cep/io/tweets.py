@@ -213,9 +213,12 @@ class GeneratedTweets:
 # ---------------------------------------------------------------- plan
 
 
-def _check(n: int, mode: str, seed: int, buckets: int, rate: float) -> None:
+def _check(n: int, mode: str, seed: int, buckets: int, rate: float, users: int | None
+           ) -> None:
     if n < 1:
         raise ValueError(f"tweets: n must be >= 1, got {n}")
+    if users is not None and users < 1:
+        raise ValueError(f"tweets: users must be >= 1, got {users}")
     if mode not in MODES:
         raise ValueError(f"tweets: unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     if not 0 <= seed < 2**63:
@@ -232,19 +235,23 @@ def _plan(
     seed: int = 7,
     buckets: int = 4096,
     rate: float = DEFAULT_RATE,
+    users: int | None = None,
 ) -> dict[str, Any]:
     """The plan of a stream: its arguments and the event time at every block boundary.
+    ``users`` (default: one per ten tweets, ``n_users``) fixes the world the tweets are
+    drawn from, so that a stream cut short (a bench's warm-up) is the same stream's start.
 
     A block of ``BLOCK`` Poisson arrivals lasts ``Gamma(BLOCK, 1/rate)`` seconds; drawing
     those durations here (one number per block) is what lets a range know its clock
     without generating the rows before it.
     """
-    _check(n, mode, seed, buckets, rate)
+    _check(n, mode, seed, buckets, rate, users)
     n_blocks = -(-n // lay.BLOCK)
     rng = np.random.Generator(np.random.PCG64([seed, _PLAN_TIMES]))
     starts = np.concatenate([[0.0], np.cumsum(rng.standard_gamma(lay.BLOCK, n_blocks) / rate)])
     return {
         "n": n, "mode": mode, "seed": seed, "buckets": buckets, "rate": rate,
+        "users": n_users(n) if users is None else users,
         "block": lay.BLOCK, "block_start_s": starts.tolist(),
     }  # fmt: skip
 
@@ -506,7 +513,7 @@ def _rows(plan: dict[str, Any], lo: int, hi: int) -> _Rows:
         raise ValueError(f"tweets: plan made for blocks of {plan['block']} rows, not {lay.BLOCK}")
     if not 0 <= lo <= hi <= n:
         raise ValueError(f"tweets: range [{lo}, {hi}) is not within [0, {n})")
-    w = world(plan["seed"], n_users(n))
+    w = world(plan["seed"], plan["users"])
     blocks = _zipf_blocks if plan["mode"] == "zipf-periodic" else _default_blocks
     parts: dict[str, list[np.ndarray]] = {name: [] for name in (*_COLUMNS, "first", "gid", "keys")}
     b0, b1 = lo // lay.BLOCK, max(lo, hi - 1) // lay.BLOCK  # an empty range: one block, cut empty
@@ -555,6 +562,7 @@ def generate_tweets(
     seed: int = 7,
     buckets: int = 4096,
     rate: float = DEFAULT_RATE,
+    users: int | None = None,
 ) -> GeneratedTweets:
     """The ``tweets`` workload: ``n`` tweets and their first-story ground truth.
 
@@ -562,7 +570,7 @@ def generate_tweets(
     the zipf-periodic order and ``keys``. ``rate`` is tweets per second of event time.
     The same rows as ``tweets_range(plan, 0, n)``.
     """
-    rows = _rows(_plan(n, mode, seed, buckets, rate), 0, n)
+    rows = _rows(_plan(n, mode, seed, buckets, rate, users), 0, n)
     story = pd.factorize(rows.gid)[0].astype(np.int64)  # numbered by first appearance
     return GeneratedTweets(
         frame=rows.frame,
@@ -636,7 +644,8 @@ def kg_window_rstd(
 
 # ---------------------------------------------------------------- specs and side files
 
-_SPEC_TYPES: dict[str, type] = {"n": int, "mode": str, "seed": int, "buckets": int, "rate": float}
+_SPEC_TYPES: dict[str, type] = {"n": int, "mode": str, "seed": int, "buckets": int, "rate": float,
+                                 "users": int}
 
 
 def parse_spec(spec: str) -> dict[str, Any]:
@@ -645,8 +654,8 @@ def parse_spec(spec: str) -> dict[str, Any]:
     ``tweets`` → ``{}`` (all defaults); ``tweets:n=2950000,mode=zipf-periodic,seed=7`` →
     ``{"n": 2950000, "mode": "zipf-periodic", "seed": 7}``. Only keys that are given are
     returned, so a caller can tell an explicit ``buckets`` from the default. Keys: ``n``,
-    ``mode``, ``seed``, ``buckets`` (ints except ``mode``) and ``rate`` (tweets per
-    second of event time, a number). Anything else is a ``ValueError`` naming the problem.
+    ``mode``, ``seed``, ``buckets``, ``users`` (ints except ``mode``) and ``rate`` (tweets
+    per second of event time, a number). Anything else is a ``ValueError`` naming the problem.
     """
     name, sep, params = spec.strip().partition(":")
     if name.strip() != "tweets":

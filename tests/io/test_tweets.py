@@ -454,7 +454,7 @@ def test_spec_feeds_generate() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"n": 0}, {"mode": "random"}, {"buckets": 0}, {"rate": 0.0}, {"rate": 2e6}],
+    [{"n": 0}, {"mode": "random"}, {"buckets": 0}, {"rate": 0.0}, {"rate": 2e6}, {"users": 0}],
 )
 def test_generate_rejects_bad_arguments(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="tweets:"):
