@@ -18,7 +18,13 @@ from pathlib import Path
 RUNNERS = ("spark", "local")
 DEFAULT_MASTER = "local[*]"  # Spark in this process, a task slot per core
 DEFAULT_ENGINES = 5
-DEFAULT_BATCH_SIZE = 100_000  # events per micro-batch on Spark
+#: Events per micro-batch on Spark: the most a batch takes (a live input's batch holds
+#: what has arrived, up to this). Why this many: a micro-batch costs Spark about 0.7 s
+#: whatever its events (one with none, on 2 cores), so batches of 100,000 spent about
+#: half their time on that. Measured on 2 quiet cores (docs/performance.md): flights
+#: ``#length(5)``, 3.34M events, 56 s at 100,000, 41 s at 250,000, 31 s at 500,000
+#: (Apache Flink 2.3: 41 s); FSD over 1M tweets 63, 48 and 40 s.
+DEFAULT_BATCH_SIZE = 500_000
 #: Seconds MongoDB may take to be found, to connect and to answer one operation. Long
 #: enough to ride out a replica-set election (~12 s), short enough that an outage stops
 #: the run in well under a minute.

@@ -34,7 +34,8 @@ def _run_resident(module: ir.CompiledModule, tables: dict, bounds: list[tuple[in
                   rng: random.Random) -> list[dict]:
     """Every batch on one of two workers' copies of the engine, each brought to the
     latest version as ``cep.spark.resident`` does: as it is, caught up through the log's
-    changes (``Engine.apply_changes``), or rebuilt from its base (folds at random); the output, in reference order.
+    changes (``Engine.apply_changes``), or rebuilt from its base (folds at random); the
+    output, in reference order.
     A batch's work engine holds the keys its events reach and those whose timers its
     watermark makes due (``Engine.due_keys``), as on Spark."""
     clocks = batch_watermarks(input_watermark(module, tables), bounds)
