@@ -189,6 +189,7 @@ def main() -> None:
                         help="FSD at paper scale under KG instead of the flights job")
     parser.add_argument("--tweets", type=int, default=2_950_000, help="with --fsd")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--note", default="", help="what the sides are, for the page")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
     parser.add_argument("--output", help=argparse.SUPPRESS)
@@ -234,7 +235,7 @@ def main() -> None:
         "job": "flights #length(5) avg with HAVING", "input": str(path),
         "events": count_lines(path), "engines": args.engines or "default",
         "batch_size": args.batch_size or "default", "cpus": os.cpu_count(),
-        "checkouts": {k: str(v) for k, v in checkouts.items()},
+        "checkouts": {k: str(v) for k, v in checkouts.items()}, "note": args.note,
         "summary": summary, "runs": runs,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }, indent=2) + "\n")

@@ -329,7 +329,8 @@ def state_path_figures(data: dict, _name: str) -> str:
     per = "FSD's whole run" if "tweets" in data else "a default batch (median)"
     head = (f"{data.get('job', '')}; engine task seconds of {per}; `busy` is the "
             "engines' whole tasks; `trigger` and `outside job` are Spark's (the latter: "
-            "offsets log, planning and commit log around the batch's job).")
+            "offsets log, planning and commit log around the batch's job)."
+            + (f" Sides: {data['note']}" if data.get("note") else ""))
     return head + "\n\n" + table(
         ("side", "seconds", *(f"{p} s" for p in STATE_PATH_PARTS), "busy s", "trigger s",
          "outside job s", "load at start"), rows)
