@@ -95,7 +95,7 @@ def _figure(modes: dict[str, list[dict]], path: Path, title: str, chosen, thresh
             look = {"color": COLOURS.get(r["strategy"]), "alpha": 0.35 if later else 1.0,
                     "label": "_" + label if later else label}
             top.plot(t, rate, style, marker="o", ms=3, **look)
-            bottom.plot(t, r["batch_rstd"][1:], style, **look)
+            bottom.plot(t, r["batch_rstd"][1:len(t) + 1], style, **look)
         theta = threshold if threshold is not None else DEFAULT_THRESHOLD
         bottom.axhline(theta, color="red", ls=":", lw=1, label=f"θ = {theta:g}%")
         letter = "ab"[column] if column < 2 else str(column)
@@ -125,8 +125,11 @@ def run_label(result: dict, base_engines: int) -> tuple[str, str]:
 
 def batch_rates(result: dict) -> tuple[np.ndarray, np.ndarray]:
     """Each batch after the first: its commit's time from the first batch's commit, and
-    its tweets per second since the previous commit."""
-    elapsed = np.asarray(result["batch_elapsed_s"], dtype=float)
+    its tweets per second since the previous commit. The batches after the input's last
+    (the end of the input, where all time passes) read no tweets and are left out: a
+    rate of 0 there would say the run slowed down when it had finished."""
     events = np.asarray(result["batch_events"], dtype=float)
+    last = int(np.flatnonzero(events)[-1]) + 1 if events.any() else len(events)
+    elapsed = np.asarray(result["batch_elapsed_s"], dtype=float)[:last]
     gaps = np.maximum(np.diff(elapsed), 1e-3)
-    return elapsed[1:] - elapsed[0], events[1:] / gaps
+    return elapsed[1:] - elapsed[0], events[1:last] / gaps

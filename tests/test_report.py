@@ -124,6 +124,11 @@ def test_report_draws_the_papers_figures_3_and_4_from_bench_results(tmp_path, ca
     t, rate = batch_rates(_bench_run("kg", 5, 100))
     assert t.tolist() == pytest.approx([10.0 * i for i in range(1, 8)])
     assert rate.tolist() == pytest.approx([100.0] * 7)
+    # the end of the input's batch reads no tweets: no rate of 0 at the end of a line
+    ended = _bench_run("kg", 5, 100)
+    ended["batch_elapsed_s"].append(ended["batch_elapsed_s"][-1] + 0.5)
+    ended["batch_events"].append(0)
+    assert batch_rates(ended)[1].tolist() == pytest.approx([100.0] * 7)
 
 
 def test_report_draws_one_column_from_a_file_without_an_order(tmp_path, capsys):
