@@ -12,7 +12,7 @@ import itertools
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -87,8 +87,8 @@ def _multiset(records: list[dict]) -> Counter:
 
 
 def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
-           loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = ()
-           ) -> list[StrategyResult]:
+           loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = (),
+           progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
     """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
     compare. A strategy that moves keys runs once per measure of a key's load in
     ``loads`` (default ``config.load``); KG and PKG, which balance no load, run once.
@@ -96,13 +96,15 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
     that what else the machine runs weighs on all of them alike; every run is compared
     with the first KG's events. ``warm_up``: the inputs of an unmeasured KG run first
     (none: no such run). The events are compared as multisets, so they are read back
-    into this process: verification is for bounded inputs."""
+    into this process: verification is for bounded inputs. ``progress`` is told of each
+    run as it ends (a comparison of many runs takes many minutes)."""
+    order = run_order(strategies, tuple(loads) or (config.load,), rounds)
     if warm_up:
         run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up), strategy="kg",
                                               output=Output(collect=True)))
     results: list[StrategyResult] = []
     reference: Counter | None = None
-    for turn, name, load in run_order(strategies, tuple(loads) or (config.load,), rounds):
+    for done, (turn, name, load) in enumerate(order, 1):
         machine_load = load_average()
         started = time.perf_counter()
         run = run_rules(module, dataclasses.replace(config, strategy=name, load=load,
@@ -155,6 +157,11 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
             load_average=machine_load,
             round=turn,
         ))
+        if progress is not None:
+            last = results[-1]
+            progress(f"[{done}/{len(order)}] round {turn}, {name} ({load}): "
+                     f"{last.seconds:.1f} s, {last.events_per_s:,.0f} events/s, "
+                     f"{'events = KG' if last.equal_to_kg else 'events DIFFER from KG'}")
     return [r for r in results if r.strategy in strategies]
 
 

@@ -84,7 +84,7 @@ def compare(args: argparse.Namespace) -> int:
     load_at_start = load_average()
     with _placed(config, args) as (placed, cpus_per_node):
         results = verify(module, placed, strategies, args.load, args.rounds,
-                         _warm_up(args, placed))
+                         _warm_up(args, placed), progress=_progress)
     print(args.table(results, placed))
     if args.json:
         setup = {**run_setup(args, placed, cpus_per_node, results),
@@ -96,6 +96,10 @@ def compare(args: argparse.Namespace) -> int:
               "must match key grouping exactly", file=sys.stderr)
         return EXIT_RUN_ERROR
     return 0
+
+
+def _progress(line: str) -> None:
+    print(f"cep: {line}", file=sys.stderr, flush=True)
 
 
 def run_setup(args: argparse.Namespace, config: RunConfig, cpus_per_node: float | None,

@@ -7,28 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.beats import BEAT, MIN, SILENT, heartbeats
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.lang.compile import compile_text
 from cep.reference import reference_run
-
-MIN = 60_000  # ms
-BEAT = "CREATE SCHEMA Beat (device string, ts timestamp) TIMESTAMP ts{};\n"
-SILENT = ("@Name('silent')\nSELECT a.device AS device FROM PATTERN "
-          "[every a=Beat -> (timer:interval(5 min) and not b=Beat)] PARTITION BY device;")
-
-
-def heartbeats() -> list[dict]:
-    """d1 and d3 beat on every minute up to 00:30, d2 at half past each minute up to
-    00:10:30, then stops."""
-    out = []
-    for m in range(31):
-        out.append({"device": "d1", "ts": m * MIN})
-        out.append({"device": "d3", "ts": m * MIN})
-        if m <= 10:
-            out.append({"device": "d2", "ts": m * MIN + 30_000})
-    return out
 
 
 def _clock(record: dict) -> str:

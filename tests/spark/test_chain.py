@@ -116,7 +116,7 @@ def test_the_source_plans_drain_batches_until_the_last_stage_is_done(tmp_path, t
 @pytest.mark.parametrize(("rule", "engines", "batch_size"), [
     ("window", 1, 150), ("window", 3, 37),
     ("three_stages", 2, 150), ("three_stages", 3, 37),
-    ("pattern", 3, 60), ("join", 2, 60),
+    ("pattern", 3, 60), ("join", 2, 60), ("timers", 3, 37),
 ])
 def test_chains_on_spark_equal_the_reference(spark, ticks, rule, engines, batch_size):
     module = compile_text(RULES[rule])

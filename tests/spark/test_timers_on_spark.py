@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.beats import RULES, beats
+from support.beats import BEAT, MIN, RULES, SILENT, beats, heartbeats
 from support.chaos import chaos
 from support.spark_runs import reference, run_and_read
 
@@ -44,7 +44,24 @@ def test_spark_fires_timers_as_the_reference(spark, timers_case, engines, batch_
     assert run.metrics[-1]["keys_held"] == held == 12
 
 
-@pytest.mark.parametrize("strategy", ["dlb-l", "chaos"])
+@pytest.mark.parametrize(("engines", "batch_size"), [(1, 10), (3, 7)])
+def test_the_issues_silent_device_is_reported_on_spark(spark, tmp_path, engines, batch_size):
+    """d2 stops at 00:10:30: reported at 00:15:30 at the seq of the first beat (of d1) that
+    moves the watermark there; d1 and d3 at the end of the input (00:35:00)."""
+    events = heartbeats()
+    path = tmp_path / "beats.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    module = compile_text(BEAT.format("") + SILENT, "silent")
+    _, records = run_and_read(module, path, engines=engines, batch_size=batch_size)
+    assert records == reference(module, path)
+    first_after = next(i for i, e in enumerate(events) if e["ts"] >= 15 * MIN + 30_000)
+    at_line = sum(len(json.dumps(e)) + 1 for e in events[:first_after])
+    assert [(r["device"], r["ts"][11:19]) for r in records] == [
+        ("d2", "00:15:30"), ("d1", "00:35:00"), ("d3", "00:35:00")]
+    assert records[0]["seq"] == at_line and events[first_after]["device"] == "d1"
+
+
+@pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf", "elb", "clb", "chaos"])
 def test_keys_moving_with_timers_pending_give_exactly_the_kg_events(
         spark, timers_case, strategy, monkeypatch):
     """Keys move between engines, through MongoDB, while their timers, open windows and
@@ -73,3 +90,16 @@ def test_keys_held_fall_back_to_the_recently_active_keys(spark, tmp_path):
     held = [m["keys_held"] for m in run.metrics]
     assert len(held) > 10 and max(held) <= 11  # about 5 minutes of users, of 60
     assert held[-1] == 0
+
+
+def test_milp_moving_keys_with_timers_pending_gives_exactly_the_kg_events(spark, tmp_path):
+    """MILP's migration budget (5% of the keys with load) moves none of 12 devices: here
+    60 devices, so that it moves some while their timers are pending."""
+    path = tmp_path / "beats.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in beats(n=900, devices=60)),
+                    encoding="utf-8")
+    module = compile_text(RULES, "timers")
+    run, records = run_and_read(module, path, engines=3, batch_size=60, strategy="milp",
+                                threshold=5.0)
+    assert sum(m["exported_keys"] for m in run.metrics) > 0
+    assert records == reference(module, path)

@@ -40,6 +40,12 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
                for r in rows.values())
     assert not rows["pkg"]["equal_to_kg"] and rows["pkg"]["extra"] > 0
+    # a line per run on standard error as it ends: a comparison runs for minutes
+    progress = [line for line in result.stderr.splitlines() if line.startswith("cep: [")]
+    assert [line.split(":")[1].strip() for line in progress] == [
+        "[1/4] round 1, kg (events)", "[2/4] round 1, dlb-h (events)",
+        "[3/4] round 1, dlb-h (cost)", "[4/4] round 1, pkg (events)"]
+    assert progress[-1].endswith("events DIFFER from KG")
 
 
 def test_balance_headroom_is_one_when_the_cores_not_the_busiest_engine_bound_a_batch():

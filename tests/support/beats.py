@@ -28,6 +28,26 @@ SELECT device, count(*) AS n FROM Beat#groupwin(device)#time(2 min);
 """
 
 
+MIN = 60_000  # ms
+# the issue's heartbeat case: the schema (with a LATENESS clause to format in or not)
+# and the rule for a device gone silent
+BEAT = "CREATE SCHEMA Beat (device string, ts timestamp) TIMESTAMP ts{};\n"
+SILENT = ("@Name('silent')\nSELECT a.device AS device FROM PATTERN "
+          "[every a=Beat -> (timer:interval(5 min) and not b=Beat)] PARTITION BY device;")
+
+
+def heartbeats() -> list[dict]:
+    """d1 and d3 beat on every minute up to 00:30, d2 at half past each minute up to
+    00:10:30, then stops."""
+    out = []
+    for m in range(31):
+        out.append({"device": "d1", "ts": m * MIN})
+        out.append({"device": "d3", "ts": m * MIN})
+        if m <= 10:
+            out.append({"device": "d2", "ts": m * MIN + 30_000})
+    return out
+
+
 def beats(n: int = 400, devices: int = 12, seed: int = 5) -> list[dict]:
     """Devices beating about every 10 s in all, each going silent for good at its own
     time (some halfway), and now and then a beat a few seconds out of order."""

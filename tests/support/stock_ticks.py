@@ -31,6 +31,13 @@ RULES = {
         "PARTITION BY symbol;\n"
         "@Name('jumps') SELECT sector, count(*) AS n, sum(rise) AS total "
         "FROM Jump#groupwin(sector)#length(4);\n"),
+    # stage 1's timers: a sector whose spikes stop (its own last spike's time passes on
+    # the watermark, its key seeing no event), and buckets that close on time alone
+    "timers": SCHEMA + SPIKE + (
+        "@Name('quiet') SELECT a.sector AS sector, a.symbol AS symbol FROM PATTERN "
+        "[every a=Spike -> (timer:interval(8 sec) and not b=Spike)] PARTITION BY sector;\n"
+        "@Name('spikes') SELECT sector, count(*) AS n FROM Spike#groupwin(sector)"
+        "#time_batch(15 sec);\n"),
     # stage 1 has stateless rules only
     "join": SCHEMA + (
         "INSERT INTO Cheaper SELECT LE.symbol AS symbol, LE.ts AS ts, count(*) AS n "
