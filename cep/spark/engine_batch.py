@@ -48,10 +48,11 @@ from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
 from cep.spark.event_parts import EventParts, event_lines, order_table
-from cep.spark.late_rows import Candidates, find_late, late_path
+from cep.spark.late_rows import find_late, late_path
 from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
 from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.late_candidates import Candidates
 from cep.spark.splitter.payload import unpack_payload
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)

@@ -3,15 +3,16 @@ any rule sees them and dead-lettered, as the reference runner does (``cep.refere
 
 Whether an event is late depends on the batch's watermark, which only the engine tasks
 know (``engine_batch.batch_watermark``: every engine of stage 0 reaches the same one), so
-the input tasks send the engines what they need to decide it themselves: the seq and
-timestamp of input events of streams with a TIMESTAMP (the reference's late events are
-those, whatever rules they feed). Each such event is *owned* by one engine, the one its
-seq names (``seq % engines``), which counts it and writes its dead letter, so no event
-counts twice however many engines, rules or streams it reaches. Under ``drop`` an engine
-also gets the seq and timestamp of every event whose rows it receives (its stateful rows;
-engine 0's stateless output), and leaves the late ones out. The dead letters go where the
-input tasks put a malformed record's (``dead/batch-N/``, a file per engine replaced when a
-task is retried), which the driver appends to the dead-letter file once per batch
+the input tasks send the engines what they need to decide it themselves
+(``splitter.late_candidates``): the seq and timestamp of input events of streams with a
+TIMESTAMP (the reference's late events are those, whatever rules they feed). Each such
+event is *owned* by one engine, the one its seq names (``seq % engines``), which counts
+it and writes its dead letter, so no event counts twice however many engines, rules or
+streams it reaches. Under ``drop`` an engine also gets the seq and timestamp of every
+event whose rows it receives (its stateful rows; engine 0's stateless output), and
+leaves the late ones out. The dead letters go where the input tasks put a malformed
+record's (``dead/batch-N/``, a file per engine replaced when a task is retried), which
+the driver appends to the dead-letter file once per batch
 (``sink.Delivery.dead_letters``).
 """
 
@@ -28,40 +29,7 @@ from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import Segment
 from cep.io.late_letters import add_late_letters
 from cep.lang import ir
-
-# what an input task sends an engine: seq, timestamp, owned (counted there), segments
-Candidates = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
-
-
-def timed_events(module: ir.CompiledModule, inputs: dict[str, Table]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The seq and timestamp of the task's input events of streams with a TIMESTAMP."""
-    seqs, times = [], []
-    for name in module.input_streams:
-        table, ts = inputs.get(name), module.streams[name].timestamp
-        if table and ts is not None and len(table[SEQ]):
-            seqs.append(table[SEQ])
-            times.append(table[ts])
-    if not seqs:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate(seqs).astype(np.int64), np.concatenate(times).astype(np.int64)
-
-
-def candidates(module: ir.CompiledModule, inputs: dict[str, Table],
-               rows_of: list[np.ndarray], segments: list[str]) -> list[Candidates | None]:
-    """Per engine of stage 0, what it needs of the task's timed events: those it owns,
-    and those whose rows it receives (seqs ``rows_of[e]``: none but under ``drop``)."""
-    seq, ts = timed_events(module, inputs)
-    if not len(seq):
-        return [None] * len(rows_of)
-    owner = seq % len(rows_of)
-    out: list[Candidates | None] = []
-    for e, rows in enumerate(rows_of):
-        owned = owner == e
-        needed = owned | np.isin(seq, rows) if len(rows) else owned
-        out.append((seq[needed], ts[needed], owned[needed], segments) if needed.any()
-                   else None)
-    return out
+from cep.spark.splitter.late_candidates import Candidates
 
 
 @dataclass

@@ -22,8 +22,8 @@ from cep.balancing.pkg import PartialKeyGrouping
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.table import KEY, SEQ, Table, concat
 from cep.lang import ir
-from cep.spark.late_rows import Candidates, candidates
 from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.late_candidates import Candidates, candidates
 from cep.spark.splitter.payload import (
     Factorized,
     code_table,
