@@ -6,10 +6,22 @@ sees them and written to the dead letters exactly as the local runner writes the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from support.beats import RULES, beats
+from support.faults import (
+    batch_total,
+    cep_run,
+    events,
+    finish,
+    in_flight,
+    kill_group,
+    metrics,
+    start,
+    wait_until,
+)
 from support.spark_runs import run_and_read
 
 from cep.lang.compile import compile_text
@@ -97,3 +109,28 @@ def test_spark_counts_late_events_of_every_stream_under_process(spark, late_case
     assert result.totals["late_events"] == processed.totals["late_events"] > 0
     assert result.totals["late_dropped"] == 0
     assert not dead.exists() or not dead.read_text(encoding="utf-8")
+
+
+def test_sigkill_then_restart_neither_loses_nor_repeats_a_late_dead_letter(late_case,
+                                                                          tmp_path):
+    """SIGKILLed inside batch 5, once its engines have written the dead letters of its
+    late beats (after a batch that dropped one), and restarted from its checkpoint (keys
+    moving through MongoDB): the local runner's events and dead letters, each once."""
+    _, sources, local, letters, _ = late_case
+    rule = tmp_path / "late.epl"
+    rule.write_text(RULES + ALARMS, encoding="utf-8")
+    run, dead = tmp_path / "run", tmp_path / "dead.jsonl"
+    command = cep_run(run, "--input", f"Alarm={sources['Alarm']}", "--late", "drop",
+                      "--dead-letter", str(dead), rule=rule,
+                      source=f"Beat={sources['Beat']}")
+    proc = start(command, tmp_path / "killed")
+    folder = run / "dead" / f"batch-{5:07d}"
+    wait_until(lambda: in_flight(run, 5) and any(folder.glob("late-*.jsonl")), proc,
+               "batch 5's late dead letters written")
+    kill_group(proc)
+    assert batch_total(run, "late_events") > 0, "the kill must come after late events"
+    resumed = finish(command, tmp_path / "resumed")
+    assert resumed.returncode == 0, resumed.stderr
+    assert events(Path(f"{run}.jsonl")) == local.records
+    assert _lines(dead) == letters
+    assert sum(m["late_events"] for m in metrics(Path(f"{run}.metrics"))) == len(letters)
