@@ -6,7 +6,7 @@ know (``engine_batch.batch_watermark``: every engine of stage 0 reaches the same
 the input tasks send the engines what they need to decide it themselves
 (``splitter.late_candidates``): the seq and timestamp of input events of streams with a
 TIMESTAMP (the reference's late events are those, whatever rules they feed). Each such
-event is *owned* by one engine, the one its seq names (``seq % engines``), which counts
+event is *owned* by one engine, the one a hash of its seq names (``owners``), which counts
 it and writes its dead letter, so no event counts twice however many engines, rules or
 streams it reaches. Under ``drop`` an engine also gets the seq and timestamp of every
 event whose rows it receives (its stateful rows; engine 0's stateless output), and

@@ -30,6 +30,14 @@ def timed_events(module: ir.CompiledModule, inputs: dict[str, Table]
     return np.concatenate(seqs).astype(np.int64), np.concatenate(times).astype(np.int64)
 
 
+def owners(seq: np.ndarray, n: int) -> np.ndarray:
+    """The engine that counts each event: a multiplicative hash of its seq, whose low
+    bits are a byte offset in a text file (``seq % n`` would hand every event of a file
+    of even-length lines to the even engines)."""
+    mixed = seq.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((mixed >> np.uint64(32)) % np.uint64(n)).astype(np.int64)
+
+
 def candidates(module: ir.CompiledModule, inputs: dict[str, Table],
                rows_of: list[np.ndarray], segments: list[str]) -> list[Candidates | None]:
     """Per engine of stage 0, what it needs of the task's timed events: those it owns,
@@ -37,7 +45,7 @@ def candidates(module: ir.CompiledModule, inputs: dict[str, Table],
     seq, ts = timed_events(module, inputs)
     if not len(seq):
         return [None] * len(rows_of)
-    owner = seq % len(rows_of)
+    owner = owners(seq, len(rows_of))
     out: list[Candidates | None] = []
     for e, rows in enumerate(rows_of):
         owned = owner == e
