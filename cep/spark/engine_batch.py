@@ -37,10 +37,10 @@ import numpy as np
 import pandas as pd
 
 from cep.engine import codec
-from cep.engine.clock import Watermark, late_mask
+from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
-from cep.engine.table import KEY, SEQ, Table, concat, factorize, nrows
+from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.handoff.protocol import exports, imports
 from cep.io.event_time import ClockPiece, EventClock
 from cep.lang import ir
@@ -48,9 +48,11 @@ from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
 from cep.spark.event_parts import EventParts, event_lines, order_table
+from cep.spark.late_rows import find_late, late_path
 from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
 from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.late_candidates import Candidates
 from cep.spark.splitter.payload import unpack_payload
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
@@ -72,12 +74,15 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     batch, tasks = -1, Counter()
     truth: list[np.ndarray] = []
     times: list[tuple] = []
+    checks: list[Candidates] = []  # input events to check for lateness (late_rows)
     for frame in rows:
         for payload in frame["payload"].tolist():
-            batch, mine, extra, info, first_stories, time_info = unpack_payload(payload)
+            batch, mine, extra, info, first_stories, time_info, check = unpack_payload(payload)
             tasks.update(info)
             if time_info is not None:
                 times.append(time_info)
+            if check is not None:
+                checks.append(check)
             for name, table in mine.items():
                 streams[name].append(table)
             if extra:
@@ -90,7 +95,13 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     log = EngineLog(version, changes)
     engine, origin = take_engine(module, log, p.start, label, batch)
     watermark = batch_watermark(p.module, engine, times)
-    late = late_rows(module, batch_streams, watermark) if stage == 0 else 0
+    late = find_late(checks, watermark)
+    received = sum(nrows(t) for t in batch_streams.values())
+    if p.late == "drop" and len(late.seq):  # as the reference: before any rule sees them
+        batch_streams = {n: late.drop_from(t) for n, t in batch_streams.items()}
+        passthrough = [late.drop_from(t) for t in passthrough]
+    if late.count and p.late == "drop" and p.dead_at is not None:
+        late.write(p.module, late_path(p.dead_at, batch, label))
     leaving = leaving_keys(store, engine_index, batch) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
     due = [json.dumps(k) for k in engine.due_keys(watermark.end)]
@@ -135,11 +146,11 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     counts = {name: int(tasks.pop(name, 0)) for name in ("dead", "blank", "truth")}
     stages = {**clock.laps, **tasks}  # read, derive, route: in the input tasks
     stats = {"engine": engine_index, "batch": batch, "stage": stage,
-             "rows": sum(nrows(t) for t in batch_streams.values()),
+             "rows": received,
              "busy_s": round(clock.total, 6), "cpu_s": round(clock.cpu, 6), **moves,
              "restored": {origin.kind: 1, "log_entries": origin.entries},
              "keys_held": held, "state_bytes": saved["bytes"],
-             "watermark": watermark.last, "late_events": late, "timer_keys": len(due),
+             "watermark": watermark.last, "late_events": late.count, "timer_keys": len(due),
              "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
@@ -203,14 +214,6 @@ def batch_watermark(module: ir.CompiledModule, engine: Engine, times: list[tuple
     watermark = clock.advance(pieces, final, end_seq)
     engine.clock = clock.state()
     return watermark
-
-
-def late_rows(module: ir.CompiledModule, streams: dict[str, Table], watermark: Watermark
-              ) -> int:
-    """How many of the engine's input events of the batch came below the watermark."""
-    seqs = [t[SEQ][late_mask(t[SEQ], t[ts], watermark)] for name, t in streams.items()
-            if t and (ts := module.streams[name].timestamp) is not None and len(t[SEQ])]
-    return len(np.unique(np.concatenate(seqs))) if seqs else 0
 
 
 def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:

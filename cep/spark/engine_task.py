@@ -38,13 +38,17 @@ class EngineTask:
     # show capacity-aware balancing on a machine whose engines are all equally fast
     slowdown: dict[int, float]
     start: str  # names this start of the query: a worker's resident engines never outlive it
+    late: str = "process"  # the late-event policy: "drop" leaves late events out
+    dead_at: str | None = None  # where late events' dead letters go (late_rows.late_path)
 
 
 def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                 store: StateStore | None = None, slowdown: dict[int, float] | None = None,
-                chain: ChainParts | None = None) -> EngineTask:
+                chain: ChainParts | None = None, late: str = "process",
+                dead_at: str | None = None) -> EngineTask:
     """The task of engines ``labels[s][e]`` (engine e of stage s) running ``module``, each
-    writing its events as ``parts``, a stage's chain rows for the next as ``chain``."""
+    writing its events as ``parts``, a stage's chain rows for the next as ``chain``, late
+    events processed or dropped as ``late`` says, their dead letters under ``dead_at``."""
     return EngineTask(
         module=module,
         stages=module.stage_modules(),
@@ -57,4 +61,6 @@ def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: Event
         store=store,
         slowdown=slowdown or {},
         start=uuid.uuid4().hex,
+        late=late,
+        dead_at=dead_at,
     )

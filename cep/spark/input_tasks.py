@@ -49,12 +49,14 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}
     truth: list[np.ndarray] = []
     clock: list[tuple] = []  # what each piece tells the watermark (every engine gets it)
+    segments: list[str] = []  # where late events' dead letters read them back
     for text, lo, hi in task["pieces"]:
         segment = Segment.from_json(text)
         stream = module.streams[segment.stream]
         if segment.idle:  # a mark, no records
             clock.append(ClockPiece.of(segment, lo, None, stream).plain())
             continue
+        segments.append(text)
         table, flags = _read_piece(config, module, batch, segment, lo, hi, info)
         parts[segment.stream].append(table)
         clock.append(ClockPiece.of(segment, lo, table, stream).rises().plain())
@@ -65,7 +67,8 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     info["truth"] = sum(len(t) for t in truth)
     time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)))
     return route_part(module, tables, labels, engine_of, batch, info,
-                      np.concatenate(truth) if truth else None, time_info)
+                      np.concatenate(truth) if truth else None, time_info,
+                      late=(config.late == "drop", segments))
 
 
 def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,

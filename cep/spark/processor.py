@@ -42,8 +42,9 @@ class EngineProcessor(StatefulProcessor):
     def __init__(self, module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                  store: StateStore | None = None,
                  slowdown: dict[int, float] | None = None,
-                 chain: ChainParts | None = None) -> None:
-        self.task = engine_task(module, labels, parts, store, slowdown, chain)
+                 chain: ChainParts | None = None, late: str = "process",
+                 dead_at: str | None = None) -> None:
+        self.task = engine_task(module, labels, parts, store, slowdown, chain, late, dead_at)
 
     def init(self, handle) -> None:
         from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA, VERSION_SCHEMA

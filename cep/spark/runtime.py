@@ -127,9 +127,6 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         raise SparkRunError(
             f"strategy {strategy} moves key state through MongoDB, and the embedded server "
             f"on 127.0.0.1 is unreachable from executors of {master}: pass --mongo-uri")
-    if config.late == "drop":
-        raise SparkRunError("--late drop is not implemented on Spark yet (late events are "
-                            "counted and processed there): use --runner local")
     if not mongo_timeout > 0:
         raise SparkRunError(f"the MongoDB time-out must be positive, got {mongo_timeout}")
     if output.fmt == "parquet" and (output.path is None or is_uri_output(output.path)):
@@ -222,11 +219,11 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                             else config.max_record_bytes)
         source = SourceConfig(sources, str(workdir), follow, batch_size,
                               max(1, spark.sparkContext.defaultParallelism), max_record_bytes,
-                              config.starting_offsets)
+                              config.starting_offsets, config.late)
         spark.dataSource.register(input_source(source, module, labels, engine_of))
         source.stop_file.unlink(missing_ok=True)
         processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),
-                                    source.chain)
+                                    source.chain, config.late, source.dead_dir)
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
                   .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)
@@ -244,7 +241,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         metrics = list(kept)
         _add_spark_times(metrics, query.recentProgress)
         first = metrics[0]["wall_time"] - query_wall if metrics else 0.0
-        return RunResult(metrics=metrics, totals=dict(sink.totals), session_s=session_s,
+        totals = {**sink.totals, "late_dropped": (sink.totals.get("late_events", 0)
+                                                  if config.late == "drop" else 0)}
+        return RunResult(metrics=metrics, totals=totals, session_s=session_s,
                          first_batch_s=max(first, 0.0),
                          seconds=time.perf_counter() - started,
                          workdir=workdir if checkpoint else None, slots=source.tasks)

@@ -29,6 +29,12 @@ class SourceConfig:
     tasks: int  # tasks a batch is spread over
     max_record_bytes: int
     starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
+    late: str = "process"  # the late-event policy: "drop" sends the engines more to check
+
+    @property
+    def dead_dir(self) -> str:
+        """Where the tasks leave a batch's dead letters for the driver (``sink.py``)."""
+        return os.path.join(self.workdir, "dead")
 
     @property
     def log_dir(self) -> Path:
@@ -45,5 +51,5 @@ class SourceConfig:
         return ChainParts(os.path.join(self.workdir, "chain"))
 
     def dead_path(self, batch: int, segment: Segment, lo: int) -> str:
-        return os.path.join(self.workdir, "dead", f"batch-{batch:07d}",
+        return os.path.join(self.dead_dir, f"batch-{batch:07d}",
                             f"{segment.ordinal:012d}-{lo:015d}.jsonl")

@@ -68,7 +68,7 @@ def test_a_split_by_engine_and_a_round_trip_through_bytes_keep_every_row():
     for engine in range(3):
         payload = pack_payload(9, {"Flight": take_coded(coded, owner == engine)},
                                passthrough, {"read": 0.5}, None)
-        batch, tables, extra, info, truth, _ = unpack_payload(payload)
+        batch, tables, extra, info, truth, *_ = unpack_payload(payload)
         assert (batch, info, truth) == (9, {"read": 0.5}, None)
         _same(extra, passthrough)
         _same(tables["Flight"], {n: c[owner == engine] for n, c in table.items()})

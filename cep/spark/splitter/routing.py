@@ -20,9 +20,10 @@ import numpy as np
 from cep.balancing.hashing import kg_engine, stable_hash
 from cep.balancing.pkg import PartialKeyGrouping
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.table import KEY, Table, concat
+from cep.engine.table import KEY, SEQ, Table, concat
 from cep.lang import ir
 from cep.spark.splitter.keymaps import key_map
+from cep.spark.splitter.late_candidates import Candidates, candidates
 from cep.spark.splitter.payload import (
     Factorized,
     code_table,
@@ -40,15 +41,16 @@ KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
                engine_of: KeyRouter, batch: int, info: dict[str, float],
-               truth: np.ndarray | None = None, time_info: tuple | None = None
-               ) -> list[tuple[int, bytes]]:
+               truth: np.ndarray | None = None, time_info: tuple | None = None,
+               late: tuple[bool, list[str]] | None = None) -> list[tuple[int, bytes]]:
     """(label, payload) for every engine, from one task's input tables. Engine 0's
     payload also carries the stateless output and ``info``, the task's counts and the
     seconds its stages took, to which this adds ``derive`` (the stateless rules, FSD's
     LSH key) and ``route``. ``truth``: sequence numbers of the rows a generator knows
     to be first stories (each engine scores its own events against them). ``time_info``:
     how the task's pieces move the watermark, which every engine gets (``engine_batch``
-    reads it)."""
+    reads it). ``late``: for stage 0's input, whether late events are dropped and the
+    task's segments (JSON), for the engines to find the late events (``late_rows``)."""
     started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
     derived = time.perf_counter()
@@ -60,10 +62,29 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     passthrough = concat(stateless) if stateless else None
     mine = [{n: take_coded(t, owners[n] == e) for n, t in coded.items()}
             for e in range(len(labels))]
+    checks: list[Candidates | None] = [None] * len(labels)
+    if late is not None:
+        drop, segments = late
+        rows_of = (engine_seqs(keyed, owners, passthrough, len(labels)) if drop
+                   else [np.empty(0, np.int64)] * len(labels))
+        checks = candidates(module, inputs, rows_of, segments)
     info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
     return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
-                                 info if e == 0 else {}, truth, time_info))
+                                 info if e == 0 else {}, truth, time_info, checks[e]))
             for e, label in enumerate(labels)]
+
+
+def engine_seqs(keyed: dict[str, Table], owners: dict[str, np.ndarray],
+                passthrough: Table | None, n: int) -> list[np.ndarray]:
+    """The seqs of the rows each engine receives (engine 0: the stateless output too),
+    whose late events it leaves out under ``--late drop``."""
+    out = []
+    for e in range(n):
+        parts = [t[SEQ][owners[name] == e] for name, t in keyed.items()]
+        if e == 0 and passthrough:
+            parts.append(passthrough["seq"])
+        out.append(np.concatenate(parts) if parts else np.empty(0, np.int64))
+    return out
 
 
 def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
