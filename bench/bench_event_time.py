@@ -61,12 +61,12 @@ def churn(n: int, users: int, hours: float, batch_size: int) -> dict:
     started = time.perf_counter()
     run = reference_run(module, {"Visit": events}, batch_size=batch_size, figures=True)
     seconds = time.perf_counter() - started
-    batches = [{k: b[k] for k in ("batch", "events_in", "keys_held", "state_bytes")}
-               for b in run.batches]
+    batches = [{k: b[k] for k in ("batch", "events_in", "keys_held", "state_bytes",
+                                  "seconds")} for b in run.batches]
     seen = len(np.unique(events["user"]))
     for b in [*batches[:-1:max(1, len(batches) // 10)], batches[-1]]:
         print(f"  batch {b['batch']:3}: keys held {b['keys_held']:7,} of {seen:,} seen, "
-              f"state {b['state_bytes'] / 1e6:6.2f} MB")
+              f"state {b['state_bytes'] / 1e6:6.2f} MB, {b['seconds']:.3f} s")
     return {"events": n, "users_seen": seen, "batch_size": batch_size,
             "stream_minutes": round(n * step_us / 60e6, 1), "seconds": round(seconds, 2),
             "events_per_s": round(n / seconds), "batches": batches,

@@ -590,10 +590,24 @@ def event_time_figures(data: dict, _name: str) -> str:
              f"{num(churn.get('batch_size'))}: keys held after a batch, median "
              f"{num(churn.get('keys_held_median'))}, at most {num(churn.get('keys_held_max'))}, "
              f"{num(churn.get('keys_held_at_end'))} once the input has ended "
-             f"({num(churn.get('events_per_s'))} events/s).", ""]
+             f"({num(churn.get('events_per_s'))} events/s)." + _churn_spread(churn), ""]
     rows = [(name, num(at(entry, "events_per_s")), num(at(entry, "rows_out")))
             for name, entry in (at(data, "timers") or {}).items() if isinstance(entry, dict)]
     return "\n".join(lines) + "\n" + table(("rule", "events/s", "output rows"), rows)
+
+
+def _churn_spread(churn: dict) -> str:
+    """State bytes and seconds per batch over the full batches before the last (where
+    the input ends and all time passes): flat, or not."""
+    full = [b for b in (churn.get("batches") or [])[:-1]
+            if isinstance(b, dict) and b.get("events_in") == churn.get("batch_size")]
+    if not full or "seconds" not in full[0]:
+        return ""
+    state = [b["state_bytes"] / 1e6 for b in full]
+    seconds = [b["seconds"] for b in full]
+    return (f" Over the {len(full)} full batches before the last: state "
+            f"{min(state):.2f}–{max(state):.2f} MB, "
+            f"{min(seconds):.3f}–{max(seconds):.3f} s per batch.")
 
 
 def generic_figures(data: dict, _name: str) -> str:

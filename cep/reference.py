@@ -15,6 +15,7 @@ before any rule sees it (the caller dead-letters it).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,7 +95,7 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
     """Every output row of the module over the inputs, in the reference order, with the
     late events (taken out first under ``late="drop"``) and, with ``figures``, what each
     batch did and left in the engines (a snapshot of them per batch: for runs, not for
-    tests that cut an input into many batches)."""
+    tests that cut an input into many batches), with the seconds it took."""
     clock = watermark if watermark is not None else input_watermark(module, inputs)
     found = late_events(module, inputs, clock)
     if late == "drop" and len(found["seq"]):
@@ -108,10 +109,13 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
         chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
             name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
         part = clocks[i]
+        started = time.perf_counter()
         out = run_stages(module, engines, chunk, part)
+        seconds = time.perf_counter() - started
         outputs.append(out)
         if figures:
-            batches.append(batch_figures(i, chunk, out, engines, part, found["seq"], lo, hi))
+            batches.append({**batch_figures(i, chunk, out, engines, part, found["seq"], lo,
+                                            hi), "seconds": round(seconds, 4)})
     order = {name: i for i, name in enumerate(module.outputs)}
     return ReferenceRun(sort_output(concat(outputs) or empty_output(), order), found,
                         batches)
