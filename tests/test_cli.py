@@ -196,6 +196,10 @@ def test_balance_line_says_why_a_key_moving_strategy_changed_nothing_in_two_batc
     three = [*two, {"batch": 2, "rstd": 12.0, "exported_keys": 7}]
     assert balance_text("dlb-l", three) == (
         "  engines' load RSTD 30.0% on average over 3 batches, 12 keys handed over (dlb-l)")
+    # the end of the input's batch reads no events: its 0% is no balance
+    ended = [*two, {"batch": 2, "rstd": 0.0, "events_in": 0}]
+    assert balance_text("kg", ended).startswith(
+        "  engines' load RSTD 39.0% on average over 2 batches,")
     assert "ended before" not in balance_text("kg", two)  # KG never moves a key
     assert "ended before" not in balance_text("pkg", two)  # PKG splits keys, moves none
     assert balance_text("dlb-l", []) is None

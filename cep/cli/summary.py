@@ -44,10 +44,11 @@ def balance_text(strategy: str, metrics: list[dict]) -> str | None:
     handed over at the end of the last batch never arrive): a user who asked for DLB and
     sees nothing change should learn why from the run, not from the docs."""
     from cep.spark.splitter.balancer import FIRST_DECIDED_BATCH  # a Spark run has a balance
+    from cep.verify import batch_rstds
 
     if not metrics:
         return None
-    rstds = [m["rstd"] for m in metrics]
+    rstds = batch_rstds(metrics).tolist()
     moved = sum(m.get("exported_keys", 0) for m in metrics)
     text = (f"  engines' load RSTD {statistics.fmean(rstds):.1f}% on average over "
             f"{len(rstds)} batch{'es' if len(rstds) != 1 else ''}, {moved:,} keys handed "
