@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cep.engine.clock import Watermark, late_mask
+from cep.engine.clock import Watermark, late_mask, timed_events
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events, output_only
@@ -132,15 +132,9 @@ def late_events(module: ir.CompiledModule, inputs: dict[str, Table], clock: Wate
                 ) -> dict[str, np.ndarray]:
     """The input events below the watermark when they arrive: their seq, timestamp and
     that watermark, in seq order."""
-    seqs, times = [], []
-    for name in module.input_streams:
-        table, ts = inputs.get(name), module.streams[name].timestamp
-        if table and ts is not None and len(table[SEQ]):
-            late = late_mask(table[SEQ], table[ts], clock)
-            seqs.append(table[SEQ][late])
-            times.append(table[ts][late])
-    seq = np.concatenate(seqs) if seqs else np.empty(0, np.int64)
-    ts = np.concatenate(times) if times else np.empty(0, np.int64)
+    seq, ts = timed_events(module, inputs)
+    late = late_mask(seq, ts, clock)
+    seq, ts = seq[late], ts[late]
     order = np.argsort(seq, kind="stable")
     seq, ts = seq[order], ts[order]
     return {"seq": seq, "ts": ts, "watermark": clock.just_before(seq)}

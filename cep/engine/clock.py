@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cep.engine.table import SEQ, Table
+from cep.lang import ir
+
 #: The watermark before any timestamped event, and the time of events without a
 #: timestamp: far below any real time, far enough from int64's end that adding a
 #: duration to it never overflows.
@@ -136,3 +139,18 @@ def release_seqs(seqs: np.ndarray, eff: np.ndarray, clock: Watermark
 def late_mask(seqs: np.ndarray, times: np.ndarray, clock: Watermark) -> np.ndarray:
     """Which events are late: a timestamp below the watermark just before it arrives."""
     return times < clock.just_before(seqs)
+
+
+def timed_events(module: ir.CompiledModule, inputs: dict[str, Table]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The seq and timestamp of the input events of streams with a TIMESTAMP, the events
+    that may be late (the reference's and the Spark engines' late events alike)."""
+    seqs, times = [], []
+    for name in module.input_streams:
+        table, ts = inputs.get(name), module.streams[name].timestamp
+        if table and ts is not None and len(table[SEQ]):
+            seqs.append(table[SEQ])
+            times.append(table[ts])
+    if not seqs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(seqs).astype(np.int64), np.concatenate(times).astype(np.int64)

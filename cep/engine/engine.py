@@ -301,9 +301,7 @@ class Engine:
         if any(type(c) is not dict or type(c.get("keys")) is not list for c in changes):
             raise codec.StateFormatError("not a change of this rule file's engine")
         named = _key_array([key for change in changes for key in change["keys"]])
-        codes = factorize(named)
-        first = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
-        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+        first = np.unique(factorize(named), return_index=True)[1]  # each key once
         keys = named[np.sort(first)].tolist()
         work = self.split_off(keys)
         for change in changes:

@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cep.engine.table import SEQ, Table
+from cep.engine.clock import timed_events
+from cep.engine.table import Table
 from cep.lang import ir
 
 # what an input task sends an engine: seq, timestamp, owned (counted there), segments
 Candidates = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
-
-
-def timed_events(module: ir.CompiledModule, inputs: dict[str, Table]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The seq and timestamp of the task's input events of streams with a TIMESTAMP."""
-    seqs, times = [], []
-    for name in module.input_streams:
-        table, ts = inputs.get(name), module.streams[name].timestamp
-        if table and ts is not None and len(table[SEQ]):
-            seqs.append(table[SEQ])
-            times.append(table[ts])
-    if not seqs:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate(seqs).astype(np.int64), np.concatenate(times).astype(np.int64)
 
 
 def owners(seq: np.ndarray, n: int) -> np.ndarray:
