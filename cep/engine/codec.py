@@ -10,7 +10,7 @@ Layout of a blob (all integers little-endian)::
     b"CEPSTATE"  u16 version  u8 len(kind)  kind (ascii)  u32 n  u64 len(header)
     n × u64 buffer length  header (JSON)  padding to 8 bytes  n buffers, each padded to 8
 
-``kind`` says what the blob holds (``engine``, ``key``, ...), so one kind of state is
+``kind`` says what the blob holds (``engine``, ``keys``, ...), so one kind of state is
 never taken for another. Every length is checked against the blob before anything is
 parsed. The header is the value as a tree that uses plain
 JSON for ``None``, ``bool``, ``int`` (any size), ``float`` (exactly: ``NaN``, ``-0.0``)
@@ -274,7 +274,7 @@ def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
 
 def decode(blob: bytes | memoryview, kind: str, what: str) -> Any:
     """The value of a blob of ``kind``. ``what`` names the blob in errors ("engine
-    snapshot", "state document for key 'x'"). Raises :class:`StateFormatError` for
+    snapshot", "key state parcel"). Raises :class:`StateFormatError` for
     anything that is not such a blob, without interpreting it further."""
     view = memoryview(blob).cast("B")
     if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:

@@ -14,12 +14,12 @@ timers in event-time order, also for keys that get no row: a deadline the waterm
 passes changes a key's state (and may complete a match) at the first input event that
 moves the watermark past it, whichever key that event belongs to.
 
-A key's state can leave the engine as bytes (``export_keys``) and enter another
-(``import_keys``): the bytes hold that key's part of every rule's state (window rows,
-pattern partial matches), so the receiving engine continues exactly where the sender
-stopped.
+Keys' state can leave the engine as one blob (``export_keys``, a *parcel*) and enter
+another (``import_keys``): the blob holds each key's part of every rule's state (window
+rows, pattern partial matches), so the receiving engine continues exactly where the
+sender stopped.
 
-Both travel in :mod:`cep.engine.codec`'s data-only format (kinds ``engine`` and ``key``):
+Both travel in :mod:`cep.engine.codec`'s data-only format (kinds ``engine`` and ``keys``):
 they rest in Spark's state store and in MongoDB, so bytes in any other form, a pickle
 above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never run.
 """
@@ -51,6 +51,7 @@ from cep.lang import ir
 
 WAITING = ""  # a key's rows waiting for the watermark, beside its rules' parts (no rule
 # can be named so)
+PARCEL = "keys"  # the codec kind of :meth:`Engine.export_keys`'s blob
 
 Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
             | RateLimited)
@@ -154,11 +155,17 @@ class Engine:
             out |= set(rows[KEY].tolist())
         return out
 
-    def export_keys(self, keys: Iterable) -> dict[object, bytes]:
-        """Remove the keys' state from this engine and return it, one blob per key."""
+    def export_keys(self, keys: Iterable) -> bytes:
+        """Remove the keys' state from this engine and return it as one parcel: every
+        key named, with an empty state for one that has none, so that the importer can
+        check it received exactly the keys it expects.
+
+        Why one blob for all the keys and not one per key: the hand-over's cost was the
+        MongoDB write of a document per key (1,000 FSD keys of 4.9 MB: 0.7 s as
+        documents, 0.035 s as one; encoding is the same 0.17 s either way)."""
         keys = list(keys)
         states = self.take_states(keys)
-        return {key: codec.encode(states.get(key, {}), "key") for key in keys}
+        return codec.encode({key: states.get(key, {}) for key in keys}, PARCEL)
 
     def take_states(self, keys: list) -> dict[object, dict[str, object]]:
         """Remove the keys' state from this engine and return it as values (rule name →
@@ -185,16 +192,21 @@ class Engine:
                 del self.waiting[name]
         return out
 
-    def import_keys(self, blobs: dict[object, bytes]) -> None:
-        """Adopt keys exported by another engine (or by a previous run). Empty bytes are
-        a key without state (the store allows them)."""
-        self.put_states({key: self.decode_state(blob, key) for key, blob in blobs.items()
-                         if blob})
+    def import_keys(self, parcel: bytes) -> list:
+        """Adopt the keys of a parcel that :meth:`export_keys` wrote (in another engine,
+        or a previous run); returns them. Nothing is adopted unless every key's state
+        belongs to this engine's rules."""
+        states = self.open_parcel(parcel)
+        self.put_states(states)
+        return list(states)
 
-    def decode_state(self, blob: bytes, key: object) -> dict[str, object]:
-        """A key blob's state as values, checked to belong to this engine's rules."""
-        return self.check_state(codec.decode(blob, "key", f"state document for key {key!r}"),
-                                key)
+    def open_parcel(self, parcel: bytes) -> dict[object, dict[str, object]]:
+        """A parcel's keys and their states as values, checked to belong to this
+        engine's rules."""
+        keys = codec.decode(parcel, PARCEL, "key state parcel")
+        if type(keys) is not dict:
+            raise ValueError("the key state parcel does not belong to this rule file")
+        return {key: self.check_state(state, key) for key, state in keys.items()}
 
     def check_state(self, state: object, key: object) -> dict[str, object]:
         """``state`` (decoded from data someone may have written), if it is a key's state

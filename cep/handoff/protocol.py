@@ -7,11 +7,15 @@ stored, keyed by the key's JSON text, so a map is small, covers keys nobody has 
 key ids. The Balancer writes ``M[t+2]`` in batch ``t``'s
 ``foreachBatch``, write-once. In batch ``t`` engine ``e``
 
-1. imports every key with ``owner(M[t], k) == e != owner(M[t-1], k)`` from document
-   ``(k, t-1)``;
+1. imports every key with ``owner(M[t], k) == e != owner(M[t-1], k)`` from the parcel
+   its previous owner ``s`` wrote for it, document ``(parcel_name(s, e), t-1)``;
 2. runs its rows;
-3. exports every key with ``owner(M[t], k) == e != owner(M[t+1], k)`` as document
-   ``(k, t)`` and drops it locally.
+3. exports every key with ``owner(M[t], k) == e != owner(M[t+1], k)`` in the parcel of
+   its next owner ``r``, document ``(parcel_name(e, r), t)``, and drops it locally.
+
+A parcel holds all the keys one engine hands another in a batch (``Engine.export_keys``
+says why one blob and not one per key), and names every one of them, so the importer
+checks it received exactly the keys the maps send it.
 
 Why it is consistent: the import condition of batch ``t`` and the export condition of
 batch ``t-1`` read the same pair of maps (``M[t-1]``, ``M[t]``), so a key is imported
@@ -30,12 +34,12 @@ What the short statement leaves open, and the rules this module and its callers 
   and nothing is imported. ``M[0]`` and ``M[1]`` must be written before batch 0 (the
   Balancer first writes ``M[2]``). A missing map is an error, never "assume KG".
 * **Export without local state.** The export set comes from the maps alone: an
-  engine must write a document (possibly empty bytes) for every key in it, including
-  keys it never saw an event for or whose state expired, or the importer fails on a
-  missing document.
+  engine must name every key of it in its parcel (with an empty state where it has
+  none), including keys it never saw an event for or whose state expired, or the
+  importer fails on a missing key.
 * **Replays.** Batch ``t`` is replayed only if it did not commit; Spark then rolls the
-  engine state back to ``t-1`` (exported keys come back), ``(k, t-1)`` is read again
-  and ``(k, t)`` rewritten. Hence gc in batch ``t`` may only delete documents of
+  engine state back to ``t-1`` (exported keys come back), the parcels of ``t-1`` are
+  read again and those of ``t`` rewritten. Hence gc in batch ``t`` may only delete documents of
   batches ``< t-1``. Task retries and speculative attempts may export twice; that is
   harmless only if the rules are deterministic per key (the bytes may still differ,
   e.g. set order in a state blob; the store switches chunked states atomically).
@@ -130,3 +134,18 @@ def imports(e: int, prev: KeyMap | None, cur: KeyMap) -> list[str]:
 def exports(e: int, cur: KeyMap, nxt: KeyMap) -> list[str]:
     """Keys engine ``e`` exports at the end of batch t (as documents of t)."""
     return _moved(e, cur, nxt)
+
+
+def parcel_name(source: int, target: int) -> str:
+    """The name of the state document holding the keys engine ``source`` hands engine
+    ``target`` at the end of a batch."""
+    return f"engine {source} to {target}"
+
+
+def by_owner(keys: list[str], owners: KeyMap) -> dict[int, list[str]]:
+    """``keys`` (JSON text) grouped by their engine in ``owners``: ``M[t+1]`` gives an
+    exporter the receiver of each key, ``M[t-1]`` an importer the sender."""
+    out: dict[int, list[str]] = {}
+    for key in keys:
+        out.setdefault(owners.owner(key), []).append(key)
+    return out

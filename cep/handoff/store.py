@@ -3,16 +3,18 @@
 Collections (in ``database``, shared by several runs, every id prefixed by the run):
 
 ``key_maps``        one head per map version, ``_id = "<run>/<version:012d>"``
-``states``          one head per (key, batch), ``_id = "<run>/<batch:012d>/<i|s>:<key>"``
+``states``          one head per (name, batch), ``_id = "<run>/<batch:012d>/<i|s>:<name>"``:
+                    the engines name each parcel (the keys one engine hands another,
+                    ``cep.handoff.protocol.parcel_name``)
 ``key_map_chunks``, ``state_chunks``   parts of blobs larger than :data:`CHUNK_BYTES`,
                     ``_id = "<head _id>#<content hash>/<part>"``
 
 Why string ids of that shape: SecantusDB scans the whole collection for a query on a
 sub-document ``_id`` (measured: 1000 upserts 56 s vs 0.3 s), and putting run and batch
 first makes "everything of this run before batch b" an ``_id`` range, so gc and
-``drop_run`` need no secondary index. The type tag keeps the int key 5 and the str key
-``"5"`` apart; heads also carry ``key`` as is and ``kt`` (its type) for people reading
-the collection.
+``drop_run`` need no secondary index. The type tag keeps the int name 5 and the str name
+``"5"`` apart; heads also carry the name as ``key`` and ``kt`` (its type) for people
+reading the collection.
 
 A blob of up to :data:`CHUNK_BYTES` sits in its head's ``data``; a larger one is cut
 into chunk documents (MongoDB refuses documents over 16 MiB) written *before* the head,
@@ -21,7 +23,7 @@ reader never sees a head whose chunks are missing, and a replay that writes diff
 bytes (state blobs are not always byte-identical: set order) switches every part at once.
 
 State blobs are opaque here. They are written by ``Engine.export_keys`` in the data-only
-format of :mod:`cep.engine.codec`, and ``Engine.import_keys`` refuses anything else (a
+format of :mod:`cep.engine.codec`, and ``Engine.open_parcel`` refuses anything else (a
 pickle planted by whoever can write to this database is never loaded, let alone run).
 
 The client, its errors and its settings are :mod:`cep.transports.mongo_client`'s: every
@@ -226,11 +228,8 @@ class StateStore(ProcessLocalClient, Closing):
         return f"{self.run_id}/{number_part('batch', batch)}/"
 
     def put_states(self, batch: int, states: Mapping[Key, bytes]) -> None:
-        """Upsert the state of each key for ``batch`` (a replay rewrites the same ids).
-
-        An empty ``bytes`` is a valid state and must still be written: the importer
-        fails on a missing document, and an exporting engine may own a key it never
-        saw an event for.
+        """Upsert each named state blob for ``batch`` (a replay rewrites the same ids).
+        An empty ``bytes`` is a valid blob and is written too.
         """
         if not states:
             return
@@ -249,9 +248,9 @@ class StateStore(ProcessLocalClient, Closing):
             self._coll("states").bulk_write(head_ops, ordered=False)
 
     def get_states(self, batch: int, keys: Iterable[Key]) -> dict[Key, bytes]:
-        """The state of every key in ``keys`` for ``batch``.
+        """The state blob of every name in ``keys`` for ``batch``.
 
-        Raises :class:`MissingStateError` naming the keys without a document: an
+        Raises :class:`MissingStateError` naming the ones without a document: an
         engine must never run a key with half its state.
         """
         prefix = self._state_prefix(batch)

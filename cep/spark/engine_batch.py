@@ -41,7 +41,7 @@ from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, nrows
-from cep.handoff.protocol import exports, imports
+from cep.handoff.protocol import by_owner, exports, imports, key_text, parcel_name
 from cep.io.event_time import ClockPiece, EventClock
 from cep.lang import ir
 from cep.spark.chain_stages import ChainParts, split_rows
@@ -121,7 +121,7 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
         time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
     clock.lap("process")
     if store is not None:
-        moves.update(export_moved_keys(store, work, leaving, batch))
+        moves.update(export_moved_keys(store, work, engine_index, leaving, batch))
         clock.lap("export")
     saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
                                                  if k not in load)], batch)
@@ -247,13 +247,24 @@ def injected_fault(batch: int, label: int) -> None:
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
-    """Adopt the keys that move to engine ``e`` in this batch (step 1 of
-    docs/architecture.md#handoff-protocol)."""
+    """Adopt the keys that move to engine ``e`` in this batch, from the parcel of each
+    engine that sends some (step 1 of docs/architecture.md#handoff-protocol)."""
     prev = key_map(store, batch - 1) if batch > 0 else None
     keys = imports(e, prev, key_map(store, batch))
-    if keys:
-        blobs = store.get_states(batch - 1, keys)  # a missing document fails the task
-        engine.import_keys({json.loads(k): blob for k, blob in blobs.items()})
+    if not keys:
+        return keys
+    assert prev is not None  # batch 0 imports nothing
+    senders = by_owner(keys, prev)
+    names = {source: parcel_name(source, e) for source in senders}
+    parcels = store.get_states(batch - 1, list(names.values()))  # missing: the task fails
+    states: dict[object, dict[str, object]] = {}
+    for source, sent in senders.items():
+        opened = engine.open_parcel(parcels[names[source]])
+        if {key_text(k) for k in opened} != set(sent):
+            raise ValueError(f"the parcel {names[source]!r} of batch {batch - 1} holds other "
+                             f"keys than the key maps send engine {e}: state from another run?")
+        states.update(opened)
+    engine.put_states(states)  # only once every parcel checked out
     return keys
 
 
@@ -262,15 +273,17 @@ def leaving_keys(store: StateStore, e: int, batch: int) -> list[str]:
     return exports(e, key_map(store, batch), key_map(store, batch + 1))
 
 
-def export_moved_keys(store: StateStore, engine: Engine, keys: list[str], batch: int) -> dict:
-    """Hand over the keys that leave this engine after this batch (step 3)."""
+def export_moved_keys(store: StateStore, engine: Engine, e: int, keys: list[str],
+                      batch: int) -> dict:
+    """Hand over the keys that leave engine ``e`` after this batch, one parcel per
+    receiving engine (step 3)."""
     if not keys:
         return {"exported_keys": 0, "exported_bytes": 0}
-    values = [json.loads(k) for k in keys]
-    blobs = engine.export_keys(values)
-    store.put_states(batch, {text: blobs[value] for text, value in zip(keys, values,
-                                                                       strict=True)})
-    return {"exported_keys": len(keys), "exported_bytes": sum(len(b) for b in blobs.values())}
+    receivers = by_owner(keys, key_map(store, batch + 1))
+    parcels = {parcel_name(e, target): engine.export_keys([json.loads(k) for k in sent])
+               for target, sent in receivers.items()}
+    store.put_states(batch, parcels)
+    return {"exported_keys": len(keys), "exported_bytes": sum(map(len, parcels.values()))}
 
 
 class StageClock:

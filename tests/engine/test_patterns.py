@@ -62,8 +62,8 @@ def run(pattern: PatternNode | Pattern, evs: list[Event], within: int | None = N
 
 def handed_over(state: PatternState) -> PatternState:
     """The state as another engine receives it: written and read in the codec's format,
-    as the key documents ``Engine.export_keys`` writes hold it."""
-    back = codec.decode(codec.encode(state, "key"), "key", "pattern state")
+    as the parcels ``Engine.export_keys`` writes hold it."""
+    back = codec.decode(codec.encode(state, "keys"), "keys", "pattern state")
     assert type(back) is PatternState
     return back
 

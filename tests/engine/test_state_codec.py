@@ -234,8 +234,8 @@ def test_planted_pickle_as_engine_snapshot_is_refused_and_nothing_runs(tmp_path)
 
 def test_planted_pickle_as_key_state_is_refused_and_nothing_runs(tmp_path) -> None:
     target = tmp_path / "pwned"
-    with pytest.raises(StateFormatError, match="state document for key 2 is not in cep's"):
-        _engine().import_keys({2: planted_pickle(target)})
+    with pytest.raises(StateFormatError, match="key state parcel is not in cep's"):
+        _engine().import_keys(planted_pickle(target))
     assert not target.exists()
 
 
@@ -244,24 +244,36 @@ def test_snapshot_and_key_states_round_trip_through_fresh_engines() -> None:
     fresh = Engine(engine.module)
     fresh.restore(engine.snapshot())
     assert fresh.snapshot() == engine.snapshot()
-    blobs = engine.export_keys([0, 1])
+    parcel = engine.export_keys([0, 1])
     assert engine.keys() == {2}
     other = Engine(engine.module)
-    other.import_keys(blobs)
+    assert other.import_keys(parcel) == [0, 1]
     assert other.keys() == {0, 1}
 
 
-def test_an_empty_document_is_a_key_without_state() -> None:
-    """The store writes empty bytes for a key an engine exports without holding it."""
-    engine = Engine(_engine().module)
-    engine.import_keys({5: b""})
-    assert engine.keys() == set()
+def test_a_parcel_names_the_keys_it_has_no_state_for() -> None:
+    """An engine may hand over a key it never held: the parcel still names it, so the
+    importer can check that it got every key the maps send it."""
+    engine = _engine()
+    parcel = engine.export_keys([5, 0])
+    other = Engine(engine.module)
+    assert list(other.open_parcel(parcel)) == [5, 0]
+    assert other.import_keys(parcel) == [5, 0]
+    assert other.keys() == {0}
+
+
+def test_a_parcel_with_a_foreign_rule_is_refused_whole() -> None:
+    engine = _engine()
+    forged = codec.encode({0: {}, 1: {"no such rule": []}}, "keys")
+    with pytest.raises(ValueError, match="state of key 1 does not belong"):
+        engine.import_keys(forged)
+    assert engine.keys() == {0, 1, 2}  # key 0's state was not replaced by the empty one
 
 
 def test_one_kind_of_state_is_not_taken_for_another() -> None:
     engine = _engine()
-    key_blob = engine.export_keys([0])[0]
-    with pytest.raises(StateFormatError, match="holds 'key' state, not 'engine'"):
+    key_blob = engine.export_keys([0])
+    with pytest.raises(StateFormatError, match="holds 'keys' state, not 'engine'"):
         Engine(engine.module).restore(key_blob)
     other = Engine(compile_text(SCHEMA + "SELECT count(*) AS n FROM S#groupwin(k)#length(2);"))
     with pytest.raises(ValueError, match="does not belong to this rule file"):
