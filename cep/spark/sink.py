@@ -191,8 +191,11 @@ class BatchSink:
         stages: dict[str, float] = {}  # seconds per stage, summed over engines
         outputs: dict[str, list[int]] = {}
         chained: dict[str, int] = {}  # events of later stages, per stage
+        heaviest = 0  # the most rows one key had: no placement splits a key
         for info in stats:
             engine = info["engine"]
+            if not info.get("stage", 0):
+                heaviest = max(heaviest, max(info.get("key_load", {}).values(), default=0))
             if info.get("stage", 0):
                 stage = str(info["stage"])
                 chained[stage] = chained.get(stage, 0) + info["rows"]
@@ -231,6 +234,7 @@ class BatchSink:
             "dead_lettered": counts["dead"],
             "blank_lines": counts["blank"],
             "rows_per_engine": rows.tolist(),
+            "heaviest_key_rows": int(heaviest),
             "busy_s_per_engine": [round(b, 4) for b in busy.tolist()],
             "cpu_s_per_engine": [round(c, 4) for c in cpu.tolist()],
             "stage_s": {k: round(v, 4) for k, v in stages.items()},

@@ -57,3 +57,11 @@ def test_balance_headroom_is_one_when_the_cores_not_the_busiest_engine_bound_a_b
     assert balance_headroom([[70, 10, 10, 10], [25, 25, 25, 25]], slots=2) == round(
         (70 + 50) / (50 + 50), 3)
     assert balance_headroom([[], [0.0, 0.0]], slots=2) == 1.0  # no work: nothing to gain
+
+
+def test_balance_headroom_keeps_the_heaviest_key_on_one_engine():
+    # five engines, a core each: one key holds 39 of 100 rows, so no placement that keeps
+    # it whole beats 39 against KG's busiest 51
+    assert balance_headroom([[51, 20, 12, 9, 8]], slots=5, heaviest=[39]) == round(51 / 39, 3)
+    # a key under the mean share changes nothing
+    assert balance_headroom([[30, 20, 20, 20, 10]], slots=5, heaviest=[9]) == 1.5
