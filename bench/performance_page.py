@@ -660,6 +660,14 @@ SECTIONS = (
             "`#length(5)` job at cep's defaults, and FSD at the paper's scale under KG.",
             "python bench/bench_state_path.py [--fsd] --before DIR --after .",
             state_path_figures),
+    Section("handoff.json", "Handing moved keys over, before and after",
+            "What moving keys costs: FSD under the periodic Zipf law on 5 emulated nodes "
+            "(`cep bench --nodes 5`), KG then DLB-L, for a checkout before a change of "
+            "the hand-over and one after it, in turn: keys and state moved, the engines' "
+            "task seconds of export and import (per 1,000 keys) and DLB-L's rate against "
+            "the KG run beside it ([docs/handoff.md](handoff.md#protocol)).",
+            "python bench/bench_handoff.py --before DIR --after . --rounds 2",
+            generic_figures),
     Section("fsd-*.json", "First Story Detection at the paper's scale",
             "`cep verify` of FSD over the built-in `tweets` generator per strategy: "
             "throughput end to end, equality with KG, the engines' load RSTD, keys moved, "

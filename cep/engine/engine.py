@@ -44,14 +44,20 @@ from cep.engine.windows import (
     KeyedWindow,
     apply_window_changes,
     key_positions,
-    split_by_key,
     window_changes,
 )
 from cep.lang import ir
 
-WAITING = ""  # a key's rows waiting for the watermark, beside its rules' parts (no rule
-# can be named so)
 PARCEL = "keys"  # the codec kind of :meth:`Engine.export_keys`'s blob
+
+
+@dataclasses.dataclass(frozen=True)
+class Parcel:
+    """Keys handed over by another engine, opened: the keys the parcel names, and an
+    engine holding their state and nothing else."""
+
+    keys: list
+    engine: Engine
 
 Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
             | RateLimited)
@@ -122,19 +128,27 @@ class Engine:
     def snapshot(self) -> bytes:
         """The whole engine's state in one blob (every key at once: far cheaper per batch
         than exporting keys one by one)."""
-        return codec.encode({"rules": list(self.rule_order),
-                             "parts": [op.snapshot() for _, op in self.operators],
-                             "waiting": dict(self.waiting), "clock": self.clock}, "engine")
+        return codec.encode(self.state_value(), "engine")
+
+    def state_value(self) -> dict[str, object]:
+        """The engine's state as values: what :meth:`snapshot` encodes."""
+        return {"rules": list(self.rule_order),
+                "parts": [op.snapshot() for _, op in self.operators],
+                "waiting": dict(self.waiting), "clock": self.clock}
 
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
-        state = codec.decode(blob, "engine", "engine snapshot")
+        self.restore_value(codec.decode(blob, "engine", "engine snapshot"), "engine snapshot")
+
+    def restore_value(self, state: object, what: str) -> None:
+        """Continue from :meth:`state_value` decoded from ``what`` (data someone may
+        have written: checked to be of this module before any of it is used)."""
         parts = state.get("parts") if type(state) is dict else None
         if (type(parts) is not list or len(parts) != len(self.operators)
                 or state.get("rules") != list(self.rule_order)
                 or type(state.get("waiting")) is not dict
                 or type(state.get("clock", {})) is not dict):
-            raise ValueError("the engine snapshot does not belong to this rule file")
+            raise ValueError(f"the {what} does not belong to this rule file")
         for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
         self.waiting = self._checked_waiting(state["waiting"])
@@ -156,83 +170,44 @@ class Engine:
         return out
 
     def export_keys(self, keys: Iterable) -> bytes:
-        """Remove the keys' state from this engine and return it as one parcel: every
-        key named, with an empty state for one that has none, so that the importer can
-        check it received exactly the keys it expects.
+        """Remove the keys' state from this engine and return it as one parcel: the keys
+        named (the importer checks it received exactly the ones it expects) and their
+        state as a snapshot of the work engine :meth:`split_off` makes of them.
 
-        Why one blob for all the keys and not one per key: the hand-over's cost was the
-        MongoDB write of a document per key (1,000 FSD keys of 4.9 MB: 0.7 s as
-        documents, 0.035 s as one; encoding is the same 0.17 s either way)."""
+        Why one blob for all the keys, in the snapshot's shape: the hand-over cost what
+        it was made of per key. A MongoDB document per key: 1,000 FSD keys of 4.9 MB
+        took 0.7 s to write as documents, 0.035 s as one. Then a table per key and
+        window: those keys cost 0.25 s to export and 0.30 s to import that way, and
+        0.08–0.11 s and 0.04 s as one mask and whole columns (measured on one core;
+        on the emulated cluster: ``bench/bench_handoff.py``)."""
         keys = list(keys)
-        states = self.take_states(keys)
-        return codec.encode({key: states.get(key, {}) for key in keys}, PARCEL)
-
-    def take_states(self, keys: list) -> dict[object, dict[str, object]]:
-        """Remove the keys' state from this engine and return it as values (rule name →
-        that rule's part, and under :data:`WAITING` its rows waiting for the watermark),
-        for the keys that have any: what a key blob encodes."""
-        per_rule = {rule.name: op.export(keys) for rule, op in self.operators}
-        per_rule[WAITING] = self._take_waiting(keys)
-        out: dict[object, dict[str, object]] = {}
-        for name, parts in per_rule.items():
-            for key, part in parts.items():
-                out.setdefault(key, {})[name] = part
-        return out
-
-    def _take_waiting(self, keys: list) -> dict[object, dict[str, Table]]:
-        """The keys' waiting rows per stream, removed from :attr:`waiting`."""
-        out: dict[object, dict[str, Table]] = {}
-        for name, rows in list(self.waiting.items()):
-            parts, rest = split_by_key(rows, keys) if keys else ({}, rows)
-            for key, part in parts.items():
-                out.setdefault(key, {})[name] = part
-            if len(rest[SEQ]):
-                self.waiting[name] = rest
-            else:
-                del self.waiting[name]
-        return out
+        return codec.encode({"keys": keys, **self.split_off(keys).state_value()}, PARCEL)
 
     def import_keys(self, parcel: bytes) -> list:
         """Adopt the keys of a parcel that :meth:`export_keys` wrote (in another engine,
-        or a previous run); returns them. Nothing is adopted unless every key's state
-        belongs to this engine's rules."""
-        states = self.open_parcel(parcel)
-        self.put_states(states)
-        return list(states)
+        or a previous run); returns them."""
+        opened = self.open_parcel(parcel)
+        self.adopt(opened)
+        return opened.keys
 
-    def open_parcel(self, parcel: bytes) -> dict[object, dict[str, object]]:
-        """A parcel's keys and their states as values, checked to belong to this
-        engine's rules."""
-        keys = codec.decode(parcel, PARCEL, "key state parcel")
-        if type(keys) is not dict:
+    def open_parcel(self, parcel: bytes) -> Parcel:
+        """A parcel's keys and state, checked to belong to this engine's rules and to
+        hold no key it does not name (its bytes may come from anyone)."""
+        value = codec.decode(parcel, PARCEL, "key state parcel")
+        keys = value.get("keys") if type(value) is dict else None
+        if type(keys) is not list:
             raise ValueError("the key state parcel does not belong to this rule file")
-        return {key: self.check_state(state, key) for key, state in keys.items()}
+        held = Engine(self.module)
+        held.restore_value(value, "key state parcel")
+        if len(held.keys()) and (key_positions(_key_array(keys),
+                                               _key_array(list(held.keys()))) < 0).any():
+            raise ValueError("the key state parcel holds the state of keys it does not name")
+        return Parcel(keys, held)
 
-    def check_state(self, state: object, key: object) -> dict[str, object]:
-        """``state`` (decoded from data someone may have written), if it is a key's state
-        of this engine's rules."""
-        if (type(state) is not dict or not set(state) <= {*self.rule_order, WAITING}
-                or type(state.get(WAITING, {})) is not dict):
-            raise ValueError(f"the state of key {key!r} does not belong to this rule file")
-        return state
-
-    def put_states(self, states: dict[object, dict[str, object]]) -> None:
-        """Adopt keys' state as :meth:`take_states` returns it."""
-        per_rule: dict[str, dict[object, object]] = {}
-        for key, state in states.items():
-            for name, part in state.items():
-                per_rule.setdefault(name, {})[key] = part
-        for rule, op in self.operators:
-            if rule.name in per_rule:
-                op.import_states(per_rule[rule.name])
-        arriving: dict[str, list[Table]] = {}
-        for parts in per_rule.get(WAITING, {}).values():
-            for name, rows in parts.items():  # type: ignore[attr-defined]
-                if name in self.module.streams:
-                    arriving.setdefault(name, []).append(rows)
-        for name, tables in arriving.items():
-            self.waiting[name] = concat([self.waiting.get(name, {}), *tables])
-
+    def adopt(self, parcel: Parcel) -> None:
+        """Take in an opened parcel's keys (after the caller checked they are the ones
+        it expects)."""
+        self._take_back(parcel.engine, parcel.keys)
 
     # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
     # batch) and the work engine that runs a batch's keys (``cep.spark.resident``)

@@ -257,14 +257,13 @@ def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> 
     senders = by_owner(keys, prev)
     names = {source: parcel_name(source, e) for source in senders}
     parcels = store.get_states(batch - 1, list(names.values()))  # missing: the task fails
-    states: dict[object, dict[str, object]] = {}
-    for source, sent in senders.items():
-        opened = engine.open_parcel(parcels[names[source]])
-        if {key_text(k) for k in opened} != set(sent):
+    opened = [engine.open_parcel(parcels[names[source]]) for source in senders]
+    for source, sent, parcel in zip(senders, senders.values(), opened, strict=True):
+        if sorted(map(key_text, parcel.keys)) != sorted(sent):
             raise ValueError(f"the parcel {names[source]!r} of batch {batch - 1} holds other "
                              f"keys than the key maps send engine {e}: state from another run?")
-        states.update(opened)
-    engine.put_states(states)  # only once every parcel checked out
+    for parcel in opened:  # only once every parcel checked out
+        engine.adopt(parcel)
     return keys
 
 

@@ -257,17 +257,23 @@ def test_a_parcel_names_the_keys_it_has_no_state_for() -> None:
     engine = _engine()
     parcel = engine.export_keys([5, 0])
     other = Engine(engine.module)
-    assert list(other.open_parcel(parcel)) == [5, 0]
+    assert other.open_parcel(parcel).keys == [5, 0]
     assert other.import_keys(parcel) == [5, 0]
     assert other.keys() == {0}
 
 
-def test_a_parcel_with_a_foreign_rule_is_refused_whole() -> None:
+def test_a_parcel_holding_keys_it_does_not_name_is_refused_whole() -> None:
+    """Bytes from the store may be anyone's: a parcel whose state holds a key it does
+    not name is refused, and nothing of it is adopted."""
     engine = _engine()
-    forged = codec.encode({0: {}, 1: {"no such rule": []}}, "keys")
-    with pytest.raises(ValueError, match="state of key 1 does not belong"):
-        engine.import_keys(forged)
-    assert engine.keys() == {0, 1, 2}  # key 0's state was not replaced by the empty one
+    value = codec.decode(engine.export_keys([0, 1]), "keys", "parcel")
+    forged = codec.encode({**value, "keys": [0]}, "keys")
+    other = Engine(engine.module)
+    with pytest.raises(ValueError, match="holds the state of keys it does not name"):
+        other.import_keys(forged)
+    assert other.keys() == set()
+    with pytest.raises(ValueError, match="key state parcel does not belong"):
+        other.import_keys(codec.encode({**value, "rules": ["other"]}, "keys"))
 
 
 def test_one_kind_of_state_is_not_taken_for_another() -> None:
