@@ -336,6 +336,30 @@ def state_path_figures(data: dict, _name: str) -> str:
          "outside job s", "load at start"), rows)
 
 
+def handoff_figures(data: dict, _name: str) -> str:
+    """Each DLB-L run of ``bench_handoff.py``, before and after, with what it moved and
+    what moving cost."""
+    rows = []
+    for side, runs in (at(data, "runs") or {}).items():
+        for i, run in enumerate(runs if isinstance(runs, list) else [], 1):
+            rows.append((f"{side} #{i}", num(run.get("keys_moved"), 0),
+                         num(run.get("state_mb_moved"), 1), num(run.get("export_s"), 2),
+                         num(run.get("import_s"), 2),
+                         num(run.get("export_ms_per_1000_keys"), 0),
+                         num(run.get("import_ms_per_1000_keys"), 0),
+                         num(run.get("events_per_s"), 0),
+                         num(run.get("x_kg"), 2) if run.get("x_kg") is not None else "",
+                         "yes" if run.get("events_equal_to_kg") else "no"))
+    head = (f"Input `{', '.join(data.get('input') or [])}`, batches of "
+            f"{num(data.get('batch_size'), 0)}, {data.get('nodes')} emulated nodes of "
+            f"{num(data.get('cpus_per_node'), 2)} cores; the engines' task seconds summed "
+            "over the run." + (f" Sides: {data['note']}" if data.get("note") else ""))
+    return head + "\n\n" + table(
+        ("DLB-L run", "keys moved", "state MB", "export s", "import s",
+         "export ms / 1,000 keys", "import ms / 1,000 keys", "tweets/s", "× KG",
+         "= KG"), rows)
+
+
 def _keys_moved(row: dict) -> str:
     """Keys moved per rebalance, and their share of the keys seen (the paper's unit)."""
     keys, known = row.get("keys_per_rebalance"), row.get("keys_known")
@@ -667,7 +691,7 @@ SECTIONS = (
             "task seconds of export and import (per 1,000 keys) and DLB-L's rate against "
             "the KG run beside it ([docs/handoff.md](handoff.md#protocol)).",
             "python bench/bench_handoff.py --before DIR --after . --rounds 2",
-            generic_figures),
+            handoff_figures),
     Section("fsd-*.json", "First Story Detection at the paper's scale",
             "`cep verify` of FSD over the built-in `tweets` generator per strategy: "
             "throughput end to end, equality with KG, the engines' load RSTD, keys moved, "

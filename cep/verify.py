@@ -58,6 +58,9 @@ class StrategyResult:
     headroom_events: float = 1.0
     headroom_cpu: float = 1.0
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
+    # where the engines' batches found their state, Σ over batches (``resident.py``):
+    # resident, caught_up, rebuilt, new, and the log entries they read
+    keys_restored: dict[str, int] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)  # the run's wall clock, by phase
     engines: int = 0
     load: str = "events"  # the Balancer's per-key load: events, or measured cost
@@ -118,8 +121,10 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
         slowest = [max(m["busy_s_per_engine"], default=0.0) for m in run.metrics]
         slowest_cpu = [max(m.get("cpu_s_per_engine", []), default=0.0) for m in run.metrics]
         stages: Counter = Counter()
+        restored: Counter = Counter()
         for m in run.metrics:
             stages.update(m.get("stage_s", {}))
+            restored.update(m.get("keys_restored", {}))
             stages["state_commit"] += m.get("spark_ms", {}).get("state_commit", 0) / 1000
         results.append(StrategyResult(
             strategy=name,
@@ -148,6 +153,7 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
             headroom_cpu=balance_headroom(
                 [m.get("cpu_s_per_engine", []) for m in run.metrics], run.slots),
             stage_s={k: round(v, 3) for k, v in stages.items()},
+            keys_restored=dict(restored),
             wall_s=wall_times(run),
             engines=config.engines,
             load=load,
