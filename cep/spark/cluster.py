@@ -40,6 +40,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -98,6 +99,10 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 class LocalStandaloneCluster:
     """Start with ``start()`` (or ``with``), connect with ``master_url``, end with ``stop()``.
 
@@ -123,6 +128,7 @@ class LocalStandaloneCluster:
         self._daemons: list[_Daemon] = []
         self._quotas: CpuGroups | None = None
         self.node_groups: list[CpuGroup] = []  # worker i's cgroup, with a CPU quota
+        self._sigterm_before: Any = None  # the handler start() replaced, if it did
         # Bypass any http_proxy/https_proxy in the environment: the master is on loopback.
         self._http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -247,6 +253,7 @@ class LocalStandaloneCluster:
         (self._root / "conf").mkdir()
         self.log_dir.mkdir()
         atexit.register(self.stop)
+        self._exit_on_sigterm()
         try:
             if cpus_per_worker is not None:  # before any process: a refusal starts none
                 self._quotas = CpuGroups()
@@ -356,6 +363,17 @@ class LocalStandaloneCluster:
             self._root = None
         self._master_port = self._webui_port = None
         atexit.unregister(self.stop)
+        if self._sigterm_before is not None:
+            signal.signal(signal.SIGTERM, self._sigterm_before)
+            self._sigterm_before = None
+
+    def _exit_on_sigterm(self) -> None:
+        """Where nobody handles SIGTERM (``timeout``, ``kill``), make it exit through
+        ``SystemExit``: by default it ends the process without running ``atexit`` or
+        ``finally``, and the daemons and the nodes' cgroups would be left behind."""
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+            self._sigterm_before = signal.signal(signal.SIGTERM, _exit_on_signal)
 
     def __enter__(self) -> LocalStandaloneCluster:
         if not self.started:

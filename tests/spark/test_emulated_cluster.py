@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -102,3 +105,28 @@ def test_runs_on_the_emulated_cluster_give_the_reference_events_within_their_quo
     while (left := cluster_processes(pids, markers)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),
+                    reason="needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
+def test_a_sigterm_stops_the_cluster_and_removes_its_cgroups():
+    """``timeout`` and ``kill`` send SIGTERM, which by default ends a process without
+    its clean-up: the nodes' cgroups stayed behind. The cluster now exits through it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time\n"
+         "from cep.spark.cluster import LocalStandaloneCluster\n"
+         "LocalStandaloneCluster().start(workers=2, cpus_per_worker=0.5)\n"
+         "print('up', flush=True)\n"
+         "time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "up\n"
+        groups = list((CGROUPS / "cpu").glob(f"cep-nodes-{child.pid}-*"))
+        assert len(groups) == 1 and len(list(groups[0].glob("node-*"))) == 2
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == 128 + signal.SIGTERM
+        assert not groups[0].exists()
+    finally:
+        child.kill()
