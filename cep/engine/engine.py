@@ -199,8 +199,8 @@ class Engine:
             raise ValueError("the key state parcel does not belong to this rule file")
         held = Engine(self.module)
         held.restore_value(value, "key state parcel")
-        if len(held.keys()) and (key_positions(_key_array(keys),
-                                               _key_array(list(held.keys()))) < 0).any():
+        holds = list(held.keys())
+        if holds and (key_positions(_key_array(keys), _key_array(holds)) < 0).any():
             raise ValueError("the key state parcel holds the state of keys it does not name")
         return Parcel(keys, held)
 
