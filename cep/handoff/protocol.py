@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from cep.balancing.hashing import kg_engine
+from cep.engine.table import object_array
 
 
 def key_text(key: object) -> str:
@@ -83,11 +84,17 @@ class KeyMap:
             out = _apply_overrides(keys, out, self.overrides)
         return out
 
-    def owner(self, text: str) -> int:
-        """Engine of one key given as JSON text."""
-        if text in self.overrides:
-            return self.overrides[text]
-        return int(kg_engine(np.array([json.loads(text)], dtype=object), self.n_engines)[0])
+    def owners_of(self, texts: list[str]) -> np.ndarray:
+        """Engine of each key given as JSON text, vectorised: overrides by one dict
+        lookup each, the other keys hashed in one ``kg_engine`` call. (Per key, hashing
+        one-element arrays cost an engine about 0.25 s per batch under DLB-L, whose
+        maps override thousands of keys.)"""
+        out = np.array([self.overrides.get(text, -1) for text in texts], dtype=np.int32)
+        rest = np.flatnonzero(out < 0)
+        if len(rest):
+            values = object_array([json.loads(texts[i]) for i in rest.tolist()])
+            out[rest] = kg_engine(values, self.n_engines)
+        return out
 
     def encode(self) -> bytes:
         return json.dumps({"n": self.n_engines, "overrides": self.overrides},
@@ -122,7 +129,10 @@ def _plain(value: object) -> object:
 def _moved(e: int, now: KeyMap, other: KeyMap) -> list[str]:
     """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``."""
     candidates = sorted(set(now.overrides) | set(other.overrides))
-    return [k for k in candidates if now.owner(k) == e != other.owner(k)]
+    if not candidates:
+        return []
+    moved = (now.owners_of(candidates) == e) & (other.owners_of(candidates) != e)
+    return [candidates[i] for i in np.flatnonzero(moved).tolist()]
 
 
 def imports(e: int, prev: KeyMap | None, cur: KeyMap) -> list[str]:
@@ -146,6 +156,6 @@ def by_owner(keys: list[str], owners: KeyMap) -> dict[int, list[str]]:
     """``keys`` (JSON text) grouped by their engine in ``owners``: ``M[t+1]`` gives an
     exporter the receiver of each key, ``M[t-1]`` an importer the sender."""
     out: dict[int, list[str]] = {}
-    for key in keys:
-        out.setdefault(owners.owner(key), []).append(key)
+    for key, owner in zip(keys, owners.owners_of(keys).tolist(), strict=True):
+        out.setdefault(owner, []).append(key)
     return out
