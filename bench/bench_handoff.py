@@ -6,8 +6,10 @@ runs with that checkout first on ``PYTHONPATH`` (KG, then DLB-L; the emulated no
 the driver's cep). The sides alternate, ``--rounds`` times, because this machine is
 shared and its speed drifts. Per DLB-L run: keys and state bytes moved, the engines'
 task seconds of export (the sender: take the keys out, encode, write to MongoDB) and of
-import (the receiver: read, decode, adopt), per thousand keys, and DLB-L's rate against
-the KG run beside it. Writes ``bench/results/handoff.json``.
+import (the receiver: read, decode, adopt), per thousand keys, the restore stage of DLB-L
+and of KG (where each engine also works out from the key maps which keys leave it), and
+DLB-L's rate against the KG run beside it. Writes ``bench/results/handoff.json``, or
+``--out NAME``.
 
 ``--reuse DIR`` summarises the ``cep bench`` JSON files an earlier invocation left in
 DIR (``before-<round>.json``, ``after-<round>.json``) instead of running.
@@ -62,6 +64,8 @@ def summary(path: Path) -> dict:
         "import_s": stages.get("import", 0.0),
         "export_ms_per_1000_keys": round(1e6 * stages.get("export", 0.0) / keys, 1),
         "import_ms_per_1000_keys": round(1e6 * stages.get("import", 0.0) / keys, 1),
+        "restore_s": stages.get("restore", 0.0),
+        "kg_restore_s": kg["stage_s"].get("restore", 0.0) if kg else None,
         "events_per_s": moved["events_per_s"],
         "x_kg": round(moved["events_per_s"] / kg["events_per_s"], 3) if kg else None,
         "events_equal_to_kg": moved["equal_to_kg"],
@@ -80,6 +84,7 @@ def main() -> None:
                         default="Tweet=tweets:n=480000,mode=zipf-periodic,seed=7,rate=500")
     parser.add_argument("--reuse", type=Path, help="summarise these runs, do not run")
     parser.add_argument("--note", default="")
+    parser.add_argument("--out", default="handoff.json", help="file under bench/results/")
     args = parser.parse_args()
     started = load_average()
     if args.reuse is not None:
@@ -96,13 +101,14 @@ def main() -> None:
              for name in SIDES}
     medians = {name: {k: statistics.median(run[k] for run in rounds if run[k] is not None)
                       for k in ("export_ms_per_1000_keys", "import_ms_per_1000_keys",
-                                "events_per_s", "x_kg")
+                                "restore_s", "kg_restore_s", "events_per_s", "x_kg")
                       if any(run[k] is not None for run in rounds)}
                for name, rounds in sides.items() if rounds}
     for name, rounds in sides.items():
         for i, run in enumerate(rounds, 1):
             print(f"{name} #{i}: {run['keys_moved']:,} keys ({run['state_mb_moved']} MB), "
-                  f"export {run['export_s']} s, import {run['import_s']} s, "
+                  f"export {run['export_s']} s, import {run['import_s']} s, restore "
+                  f"{run['restore_s']} s (KG {run['kg_restore_s']} s), "
                   f"{run['events_per_s']:,.0f} tweets/s ({run['x_kg']}x KG), "
                   f"events = KG: {run['events_equal_to_kg']}")
     for name, m in medians.items():
@@ -115,7 +121,7 @@ def main() -> None:
         "cpus_per_node": config["cpus_per_node"], "batch_size": config["batch_size"],
         "note": args.note, "runs": sides, "medians": medians,
         "load_average_at_start": started,
-    }, "handoff.json")
+    }, args.out)
 
 
 if __name__ == "__main__":
