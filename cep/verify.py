@@ -7,12 +7,15 @@ and may differ: the table shows by how much (missing and extra events).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
+import signal
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -89,6 +92,28 @@ def _multiset(records: list[dict]) -> Counter:
     return Counter(json.dumps(r, sort_keys=True) for r in records)
 
 
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` between runs too (a run's own handlers take over
+    while it runs, and set the same event): where the default would kill the process,
+    Spark's session and an emulated cluster would be left to their atexit hooks."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def _stop_if_asked(stop: threading.Event) -> None:
+    if stop.is_set():
+        raise KeyboardInterrupt("stopped by a signal")
+
+
 def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
            loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = (),
            progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
@@ -100,18 +125,33 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
     with the first KG's events. ``warm_up``: the inputs of an unmeasured KG run first
     (none: no such run). The events are compared as multisets, so they are read back
     into this process: verification is for bounded inputs. ``progress`` is told of each
-    run as it ends (a comparison of many runs takes many minutes)."""
+    run as it ends (a comparison of many runs takes many minutes). SIGINT or SIGTERM
+    ends the run in flight as it ends ``cep run``, and then the whole comparison, with
+    ``KeyboardInterrupt``: a run cut short is never compared as if it were whole."""
     order = run_order(strategies, tuple(loads) or (config.load,), rounds)
-    if warm_up:
-        run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up), strategy="kg",
-                                              output=Output(collect=True)))
+    stop = threading.Event()  # set by SIGINT/SIGTERM, in a run or between runs
+    with _stop_on_signals(stop):
+        if warm_up:
+            run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up),
+                                                  strategy="kg", output=Output(collect=True)),
+                      stop)
+        results = _compare(module, config, order, stop, progress)
+    return [r for r in results if r.strategy in strategies]
+
+
+def _compare(module: ir.CompiledModule, config: RunConfig,
+             order: list[tuple[int, str, str]], stop: threading.Event,
+             progress: Callable[[str], None] | None) -> list[StrategyResult]:
+    """The runs of :func:`verify`, in ``order``, each compared with the first."""
     results: list[StrategyResult] = []
     reference: Counter | None = None
     for done, (turn, name, load) in enumerate(order, 1):
+        _stop_if_asked(stop)
         machine_load = load_average()
         started = time.perf_counter()
         run = run_rules(module, dataclasses.replace(config, strategy=name, load=load,
-                                                    output=Output(collect=True)))
+                                                    output=Output(collect=True)), stop)
+        _stop_if_asked(stop)
         records = run.records
         assert records is not None  # collected
         got = _multiset(records)
@@ -169,7 +209,7 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
             progress(f"[{done}/{len(order)}] round {turn}, {name} ({load}): "
                      f"{last.seconds:.1f} s, {last.events_per_s:,.0f} events/s, "
                      f"{'events = KG' if last.equal_to_kg else 'events DIFFER from KG'}")
-    return [r for r in results if r.strategy in strategies]
+    return results
 
 
 def run_order(strategies: Sequence[str], loads: Sequence[str], rounds: int

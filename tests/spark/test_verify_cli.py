@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from cep.cli.errors import EXIT_INTERRUPTED
 from cep.verify import balance_headroom
 
 ROOT = Path(__file__).parent.parent.parent
@@ -65,3 +69,34 @@ def test_balance_headroom_keeps_the_heaviest_key_on_one_engine():
     assert balance_headroom([[51, 20, 12, 9, 8]], slots=5, heaviest=[39]) == round(51 / 39, 3)
     # a key under the mean share changes nothing
     assert balance_headroom([[30, 20, 20, 20, 10]], slots=5, heaviest=[9]) == 1.5
+
+
+def test_sigterm_ends_the_whole_bench_not_only_the_run_in_flight(tmp_path):
+    """The run in flight stops as ``cep run`` stops on SIGTERM, and then the bench
+    stops too: before, it went on with the next strategy and compared the cut run
+    with KG ("events DIFFER"), writing a JSON of figures from a run cut short."""
+    out, runs = tmp_path / "bench.json", tmp_path / "runs"
+    runs.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cep.cli", "bench", str(ROOT / "rules" / "fsd.epl"),
+         "--input", str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"),
+         "--strategies", "kg,dlb-h,pkg", "--engines", "3", "--batch-size", "30",
+         "--master", "local[2]", "--warm-up", "0", "--json", str(out)],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(runs)})
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("cep: [1/3]"):
+            break
+    # the second run is in flight once its query has planned a batch (the first run's
+    # directory is gone by then)
+    deadline = time.monotonic() + 120
+    while not list(runs.glob("cep-run-*/checkpoint/offsets/0")):
+        assert time.monotonic() < deadline and proc.poll() is None, "".join(seen)
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    seen.extend(proc.stderr)
+    assert proc.wait(timeout=300) == EXIT_INTERRUPTED, "".join(seen)
+    assert not any(line.startswith(("cep: [2/3]", "cep: [3/3]")) for line in seen), seen
+    assert not out.exists()
