@@ -1,4 +1,5 @@
-"""The Python that a local master's workers run: this interpreter, minus Spark's zips.
+"""The Python that a local master's workers run: this interpreter, minus Spark's zips
+and its core jar.
 
 Spark puts ``pyspark.zip`` and the py4j zip first on every Python worker's
 ``PYTHONPATH``. Python never caches bytecode for modules imported from a zip, so each of
@@ -8,6 +9,12 @@ sources again: 3.1 CPU seconds of a 26 s flights run on 2 cores, most of them be
 first batch could start. A pip-installed pyspark has the same package, compiled, in
 site-packages, and a local master's workers run the driver's interpreter, so the wrapper
 drops the two zips from ``PYTHONPATH`` and the workers import the compiled copies.
+
+Spark also puts its core jar there (``PythonUtils.sparkPythonPath``: the jar of its own
+classes, 5,973 entries and no Python). Every new worker's ``setup_spark_files`` calls
+``importlib.invalidate_caches()``, which has the zip importer read the jar's directory
+again: 65 ms a time on a full core, for every task whose worker was forked for it.
+Nothing is imported from it, so the wrapper drops it too.
 
 Only for local masters and only when the user has not chosen ``PYSPARK_PYTHON``: the
 executors of a cluster may have pyspark only in Spark's zip.
@@ -27,7 +34,8 @@ from pathlib import Path
 SCRIPT = """\
 #!/usr/bin/env bash
 # Written by cep (cep/spark/worker_python.py): {python} without Spark's zips on
-# PYTHONPATH, so workers import the compiled pyspark and py4j of site-packages.
+# PYTHONPATH, so workers import the compiled pyspark and py4j of site-packages, and
+# without Spark's core jar, which holds no Python but costs a directory read per task.
 ZIPS=({zips})
 path=":$PYTHONPATH:"
 for zip in "${{ZIPS[@]}}"; do path="${{path//":$zip:"/:}}"; done
@@ -38,7 +46,8 @@ exec {python} "$@"
 
 
 def spark_zips() -> list[str]:
-    """Spark's zips whose package this interpreter imports from site-packages."""
+    """Spark's zips whose package this interpreter imports from site-packages, and its
+    core jar."""
     pyspark = importlib.util.find_spec("pyspark")
     if pyspark is None or pyspark.origin is None or not Path(pyspark.origin).is_file():
         return []  # pyspark itself from a zip (or not here): nothing to gain
@@ -47,7 +56,8 @@ def spark_zips() -> list[str]:
     py4j = importlib.util.find_spec("py4j")
     if py4j is not None and py4j.origin is not None and Path(py4j.origin).is_file():
         zips += [str(p) for p in sorted(lib.glob("py4j-*-src.zip"))]
-    return zips
+    jars = Path(pyspark.origin).parent / "jars"
+    return zips + [str(p) for p in sorted(jars.glob("spark-core_*.jar"))]
 
 
 @functools.cache

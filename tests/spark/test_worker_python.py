@@ -1,4 +1,5 @@
-"""The local workers' Python drops Spark's zips and keeps the rest of PYTHONPATH."""
+"""The local workers' Python drops Spark's zips and core jar and keeps the rest of
+PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -20,19 +21,21 @@ SHOW = ("import json, os, sys, pyspark, py4j; print(json.dumps("
 
 def _installed_zips() -> list[str]:
     """Spark's two zips beside this machine's pyspark, when that is a package directory
-    of its own (as pip installs it) and py4j is one too; read from the paths themselves,
-    not from ``spark_zips``, which the tests below check against it."""
+    of its own (as pip installs it) and py4j is one too, and Spark's core jar; read from
+    the paths themselves, not from ``spark_zips``, which the tests below check against
+    it."""
     pyspark, py4j = importlib.util.find_spec("pyspark"), importlib.util.find_spec("py4j")
     if not (pyspark and pyspark.origin and py4j and py4j.origin
             and Path(pyspark.origin).is_file() and Path(py4j.origin).is_file()):
         return []
     lib = Path(pyspark.origin).parent / "python" / "lib"
-    zips = [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip")]
+    zips = [lib / "pyspark.zip", *lib.glob("py4j-*-src.zip"),
+            *(lib.parent.parent / "jars").glob("spark-core_*.jar")]
     return [str(z) for z in zips if z.is_file()]
 
 
 INSTALLED = _installed_zips()
-needs_zips = pytest.mark.skipif(len(INSTALLED) != 2, reason="pyspark and py4j are not "
+needs_zips = pytest.mark.skipif(len(INSTALLED) != 3, reason="pyspark and py4j are not "
                                 "installed here as package directories beside Spark's zips")
 
 
@@ -52,7 +55,7 @@ def test_workers_import_pyspark_compiled_not_from_the_zip(tmp_path):
     pythonpath, pyspark_file, py4j_file, path = _run(spark_like)
     assert pythonpath == f"{mine}:/opt/spark-core.jar:{tmp_path}"
     assert ".zip" not in pyspark_file and ".zip" not in py4j_file
-    assert not any(p.endswith(".zip") and "pyspark" in p for p in path)
+    assert not any(p.endswith((".zip", ".jar")) and "pyspark" in p for p in path)
     assert [p for p in path if p in (str(mine), str(tmp_path))] == [str(mine), str(tmp_path)]
 
 
@@ -73,11 +76,14 @@ def _fake_specs(monkeypatch, specs: dict[str, str | None]) -> None:
 
 
 def _fake_pyspark(root: Path) -> tuple[Path, Path, Path]:
-    """A pyspark package directory with Spark's zips, and a py4j package directory."""
+    """A pyspark package directory with Spark's zips and jars, and a py4j package
+    directory."""
     lib = root / "pyspark" / "python" / "lib"
     lib.mkdir(parents=True)
     for path in (root / "pyspark" / "__init__.py", lib / "pyspark.zip",
-                 lib / "py4j-0.10.9.9-src.zip", root / "py4j" / "__init__.py"):
+                 lib / "py4j-0.10.9.9-src.zip", root / "py4j" / "__init__.py",
+                 root / "pyspark" / "jars" / "spark-core_2.13-4.3.0.jar",
+                 root / "pyspark" / "jars" / "spark-sql_2.13-4.3.0.jar"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"")
     return root / "pyspark" / "__init__.py", lib, root / "py4j" / "__init__.py"
@@ -86,14 +92,16 @@ def _fake_pyspark(root: Path) -> tuple[Path, Path, Path]:
 def test_both_zips_when_both_packages_are_compiled_copies(tmp_path, monkeypatch):
     pyspark, lib, py4j = _fake_pyspark(tmp_path)
     _fake_specs(monkeypatch, {"pyspark": str(pyspark), "py4j": str(py4j)})
-    assert spark_zips() == [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip")]
+    assert spark_zips() == [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip"),
+                            str(tmp_path / "pyspark" / "jars" / "spark-core_2.13-4.3.0.jar")]
 
 
 def test_py4j_s_zip_stays_when_py4j_itself_comes_from_it(tmp_path, monkeypatch):
     pyspark, lib, _ = _fake_pyspark(tmp_path)
     in_zip = str(lib / "py4j-0.10.9.9-src.zip" / "py4j" / "__init__.py")
     _fake_specs(monkeypatch, {"pyspark": str(pyspark), "py4j": in_zip})
-    assert spark_zips() == [str(lib / "pyspark.zip")]
+    assert spark_zips() == [str(lib / "pyspark.zip"),
+                            str(tmp_path / "pyspark" / "jars" / "spark-core_2.13-4.3.0.jar")]
 
 
 @pytest.mark.parametrize("where", ["absent", "in its zip"])
