@@ -7,7 +7,7 @@ batch (``resident.py``: trusted only at the state store's version), and the batc
 the keys it touches (``touched_keys``) in a work engine split off it, so its cost
 follows the batch, not what the engine holds; moved keys are imported into and exported
 from the work engine (``cep.handoff``). The batch's change, merged back, is appended to
-the engine's changelog in the state store (``engine_log.py``): two state calls per
+the engine's changelog in the state store (``engine_log.py``): three state calls per
 batch, where state kept per key cost one or more per key touched.
 
 The engine writes its complex events itself, as its part of the batch's output
@@ -59,10 +59,10 @@ if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
     from cep.handoff.store import StateStore
 
 
-def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.DataFrame]:
+def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame]:
     """Engine label ``key``'s micro-batch: its rows' payloads through its engine, the
     events written as its part of the batch's output, one ``stats`` row returned.
-    ``version`` and ``changes`` are the processor's state variables (``engine_log``)."""
+    ``changes`` is the processor's state variable (``engine_log``)."""
     clock = StageClock()
     event_parts = EventParts(*p.parts_at)
     chain_parts = ChainParts(p.chain_at) if p.chain_at is not None else None
@@ -92,7 +92,7 @@ def run_engine_batch(p: EngineTask, version, changes, key, rows) -> Iterator[pd.
     batch_streams = {n: concat(parts) for n, parts in streams.items()}
     clock.lap("unpack")
     label = int(key[0])
-    log = EngineLog(version, changes)
+    log = EngineLog(changes)
     engine, origin = take_engine(module, log, p.start, label, batch)
     watermark = batch_watermark(p.module, engine, times)
     late = find_late(checks, watermark)

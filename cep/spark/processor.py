@@ -3,7 +3,7 @@
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
 micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the engine's state,
 the events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
-Its state variables, with ``StructType`` schemas (no DDL string parsed per call), are
+Its state variable, with ``StructType`` schemas (no DDL string parsed per call), is
 ``engine_log.py``'s.
 
 Why the batch lives in another module: before a query's first batch, Spark unpickles
@@ -47,15 +47,14 @@ class EngineProcessor(StatefulProcessor):
         self.task = engine_task(module, labels, parts, store, slowdown, chain, late, dead_at)
 
     def init(self, handle) -> None:
-        from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA, VERSION_SCHEMA
+        from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA
 
-        self.version = handle.getValueState("version", VERSION_SCHEMA)
         self.log = handle.getMapState("log", LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         from cep.spark.engine_batch import run_engine_batch
 
-        return run_engine_batch(self.task, self.version, self.log, key, rows)
+        return run_engine_batch(self.task, self.log, key, rows)
 
     def close(self) -> None:
         """The task ends: no MongoDB client of it outlives it (see

@@ -78,7 +78,7 @@ from cep.transports.outputs import is_uri_output, publisher
 
 #: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
-STATE_LAYOUT = "changelog-1"  # a version and a log of a base and deltas per engine
+STATE_LAYOUT = "changelog-2"  # per engine one log: a base, deltas and the version
 # The parts of a trigger that Spark's progress reports time, besides its whole and its
 # planning (``_add_spark_times``)
 SPARK_PARTS = {"latest_offset": "latestOffset", "get_batch": "getBatch",

@@ -1,6 +1,6 @@
 """The trust rule of resident engines (``cep.spark.resident.take_engine``), case by case,
-against a changelog held in dicts in place of Spark's state variables (same calls:
-``get``/``update``, ``getValue``/``updateValue``/``clear``), so that each case can set up
+against a changelog held in a dict in place of Spark's state variable (same calls:
+``getValue``/``updateValue``/``clear``), so that each case can set up
 exactly the worker copy it needs. On Spark a failed task's worker exits with its copy,
 so ``test_resident_state.py`` cannot leave an advanced copy for a retry to find; a task
 that fails after its worker was released (its state store commit failing) can, and that
@@ -13,26 +13,16 @@ import dataclasses
 import numpy as np
 import pytest
 
+from cep.engine.codec import StateFormatError
 from cep.engine.table import KEY, SEQ, SUB
 from cep.lang.compile import compile_text
 from cep.reference import input_watermark
 from cep.spark import resident
 from cep.spark.engine_batch import save
-from cep.spark.engine_log import EngineLog
+from cep.spark.engine_log import VERSION_KEY, EngineLog, Version
 
 MODULE = compile_text("CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
                       "SELECT count(*) AS n FROM S#groupwin(k)#length(3);", "trust")
-
-
-class ValueVariable:
-    def __init__(self) -> None:
-        self.value: tuple | None = None
-
-    def get(self) -> tuple | None:
-        return self.value
-
-    def update(self, value: tuple) -> None:
-        self.value = value
 
 
 class MapVariable:
@@ -50,14 +40,14 @@ class MapVariable:
 
 
 class Store:
-    """An engine's two state variables, committed or not as Spark would."""
+    """An engine's state variable, committed or not as Spark would."""
 
     def __init__(self) -> None:
-        self.version, self.log = ValueVariable(), MapVariable()
+        self.log = MapVariable()
 
     def copy(self) -> Store:
         out = Store()
-        out.version.value, out.log.values = self.version.value, dict(self.log.values)
+        out.log.values = dict(self.log.values)
         return out
 
 
@@ -72,7 +62,7 @@ def _rows(batch: int) -> dict:
 def _batch(store: Store, batch: int, start: str = "q") -> tuple[str, list[str]]:
     """Run ``batch`` of engine 0 on this worker against ``store``: where its engine came
     from, and the values it emitted."""
-    log = EngineLog(store.version, store.log)
+    log = EngineLog(store.log)
     engine, origin = resident.take_engine(MODULE, log, start, 0, batch)
     keys = [0, 1, 2]
     work = engine.split_off(keys)
@@ -122,3 +112,25 @@ def test_a_copy_whose_token_the_log_does_not_have_is_rebuilt():
     assert kind == "resident"  # the retry's own copy, at the committed version
     resident._RESIDENT[("q", 0)].token = "not-in-the-log"
     assert _batch(committed, 3)[0] == "rebuilt"
+
+
+@pytest.mark.parametrize("planted", [b"\x80\x04K\x01.", b"{}", b'{"batch": "1"}',
+                                     b'{"batch": 1, "token": "t", "base": 1, "base_bytes": 9,'
+                                     b' "delta_bytes": 0, "entries": [1.5]}'])
+def test_a_version_that_is_not_one_is_refused(planted):
+    """The version rests in the checkpoint, where others can write: anything but the
+    JSON of a version (a pickle among them) is refused before it is used."""
+    store = Store()
+    store.log.updateValue((VERSION_KEY,), ("t", planted))
+    with pytest.raises(StateFormatError, match="no valid version"):
+        EngineLog(store.log).version()
+
+
+def test_the_version_round_trips_beside_the_entries():
+    store = Store()
+    log = EngineLog(store.log)
+    log.append(0, "a", b"base", base=True)
+    EngineLog(store.log).append(1, "b", b"delta!", base=False)
+    version = EngineLog(store.log).version()
+    assert version == Version(1, "b", 0, 4, 6, (0, 1))
+    assert EngineLog(store.log).entry(1) == ("b", b"delta!")
