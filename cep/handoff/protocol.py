@@ -129,8 +129,6 @@ def _plain(value: object) -> object:
 def _moved(e: int, now: KeyMap, other: KeyMap) -> list[str]:
     """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``."""
     candidates = sorted(set(now.overrides) | set(other.overrides))
-    if not candidates:
-        return []
     moved = (now.owners_of(candidates) == e) & (other.owners_of(candidates) != e)
     return [candidates[i] for i in np.flatnonzero(moved).tolist()]
 
