@@ -8,7 +8,7 @@ Prints tables and writes ``bench/results/balancers.json``:
   trace (4096 keys, Zipf 0.2 for 5 "minutes" then 1.5 for 10, 5 engines, θ = 15%, FSD state
   of H = 500 events per key), next to the key-preserving RSTD lower bound;
 * the MILP's solver time at 4096 keys (one window of 10,000 events) and at 1M keys (10M
-  events, key groups), with HiGHS's own time from the ``cep.balancing.milp`` debug log;
+  events, key groups), with HiGHS's own time from the ``splitter.policies.milp`` debug log;
 * heterogeneous engines: engine 2 needs 3x the busy time per event; busy makespan and the slow
   engine's load with equal shares and with measured capacity shares.
 """
@@ -23,17 +23,17 @@ import time
 import numpy as np
 from common import write_results
 
-from cep.balancing.base import LoadSnapshot
-from cep.balancing.hashing import kg_engine
-from cep.balancing.milp import milp
-from cep.balancing.simulate import (
+from migration.hashing import kg_engine
+from splitter.policies.base import LoadSnapshot
+from splitter.policies.milp import milp
+from splitter.policies.simulate import (
     PAPER_RATE,
     periodic_zipf_trace,
     run_trace,
     simulate,
     zipf_probabilities,
 )
-from cep.balancing.stats import imbalance, rstd_lower_bound
+from splitter.policies.stats import imbalance, rstd_lower_bound
 
 STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg", "elb", "clb", "milp")
 MOVING = ("dlb-h", "dlb-l", "lptf", "elb", "clb", "milp")
@@ -42,7 +42,8 @@ SLOW_ENGINE, SLOWDOWN = 2, 3.0
 
 
 class MilpLog(logging.Handler):
-    """Collects the ``cep.balancing.milp`` records: solve times (debug) and fallbacks (warnings)."""
+    """Collects the ``splitter.policies.milp`` records: solve times (debug) and fallbacks
+    (warnings)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -66,7 +67,7 @@ def milp_summary(log: MilpLog) -> dict[str, float]:
 
 
 def trace_rows(trace: np.ndarray, window: int, seed: int, log: MilpLog) -> dict[str, dict]:
-    """Simulate every strategy (:func:`~cep.balancing.simulate.run_trace`), adding the keys
+    """Simulate every strategy (:func:`~splitter.policies.simulate.run_trace`), adding the keys
     moved, the worst window's bound and, for milp, its solver log."""
     rows: dict[str, dict] = {}
     log.reset()  # only milp logs to it
@@ -172,7 +173,7 @@ def main() -> None:
     args = parser.parse_args()
 
     log = MilpLog()
-    milp_logger = logging.getLogger("cep.balancing.milp")
+    milp_logger = logging.getLogger("splitter.policies.milp")
     milp_logger.addHandler(log)
     milp_logger.setLevel(logging.DEBUG)
     milp_logger.propagate = False

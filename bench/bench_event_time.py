@@ -24,8 +24,8 @@ import numpy as np
 from common import make_events, write_results
 
 from cep.engine.table import SEQ, SUB
-from cep.lang.compile import compile_text
 from cep.reference import reference_run
+from grammar.compile import compile_text
 
 CHURN_RULE = """CREATE SCHEMA Visit (user long, ts timestamp, v double) TIMESTAMP ts;
 @Name('recent') SELECT user, count(*) AS n FROM Visit#groupwin(user)#time(5 min)

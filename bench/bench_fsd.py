@@ -33,11 +33,11 @@ from common import RESULTS, RULES, write_results
 
 from cep.bench import format_bench
 from cep.io.tweets import batch_exponents
-from cep.lang import ir
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.verify import StrategyResult, verify
+from grammar import ir
+from grammar.compile import compile_file
 
 
 def summarise(results: list[StrategyResult], exponents: list[float]) -> dict[str, dict]:

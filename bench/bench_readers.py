@@ -27,7 +27,7 @@ from common import timed, write_results
 
 from cep.io.deadletter import DeadLetter
 from cep.io.readers.ranges import read_range
-from cep.lang import ir
+from grammar import ir
 
 STREAM = ir.StreamDef("Tweet", (("id", "long"), ("ts", "timestamp"), ("user", "string"),
                                 ("text", "string"), ("retweets", "int"),

@@ -22,8 +22,8 @@ from pathlib import Path
 from common import make_events, write_results
 
 from cep.engine.table import SEQ
-from cep.lang.compile import compile_text
 from cep.reference import run_reference
+from grammar.compile import compile_text
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
 RULES = {

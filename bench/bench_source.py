@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 from common import RULES, readings, write_jsonl, write_results
 
-from cep.lang.compile import compile_file
 from cep.spark.session import spark_session
 from cep.spark.source import SOURCE_NAME, input_source
 from cep.spark.source_config import SourceConfig
-from cep.spark.splitter.engine_labels import engine_labels
-from cep.spark.splitter.routing import key_grouping
+from grammar.compile import compile_file
+from splitter.engine_labels import engine_labels
+from splitter.routing import key_grouping
 
 RULE = RULES / "sensor_average.epl"
 SCHEMA = "sensor string, ts string, temp double, ok boolean"

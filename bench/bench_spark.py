@@ -72,15 +72,15 @@ from cep.engine.engine import Engine
 from cep.engine.output import output_records
 from cep.engine.table import Table
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_text
 from cep.reference import batch_bounds, input_watermark, run_reference
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig
 from cep.spark.delivery import read_output
 from cep.spark.event_parts import EventParts
 from cep.spark.session import spark_session
-from cep.spark.splitter.engine_labels import engine_labels
-from cep.spark.splitter.routing import key_grouping, route_part
+from grammar.compile import compile_text
+from splitter.engine_labels import engine_labels
+from splitter.routing import key_grouping, route_part
 
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
 RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top

@@ -99,9 +99,9 @@ def median_costs(rows: list[dict]) -> dict:
 
 
 def state_part(args: argparse.Namespace, workdir: Path) -> dict:
-    from cep.lang.compile import compile_file
     from cep.run import run
     from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
 
     module = compile_file(str(SENSOR))
     sizes = [int(x) for x in args.retained.split(",")]
@@ -138,9 +138,9 @@ def fixed_part(args: argparse.Namespace, workdir: Path) -> dict:
     """Spark's fixed cost per micro-batch: batches of ``--fixed-events`` events (so small
     that the rules cost nothing) over 1 000 keys, for each engine count of
     ``--fixed-engines``; the median batch's wall time and what it holds."""
-    from cep.lang.compile import compile_file
     from cep.run import run
     from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
 
     module = compile_file(str(SENSOR))
     path = workdir / "fixed.jsonl"

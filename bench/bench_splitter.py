@@ -20,17 +20,17 @@ import time
 import numpy as np
 from common import write_results
 
-from cep.balancing.base import LoadSnapshot
-from cep.balancing.hashing import kg_engine
-from cep.balancing.simulate import (
+from migration.hashing import kg_engine
+from splitter.policies.base import LoadSnapshot
+from splitter.policies.simulate import (
     PAPER_RATE,
     periodic_zipf_trace,
     phase_schedule,
     run_trace,
     zipf_probabilities,
 )
-from cep.balancing.stats import engine_loads, imbalance, rstd, rstd_lower_bound
-from cep.balancing.strategies import STRATEGIES
+from splitter.policies.stats import engine_loads, imbalance, rstd, rstd_lower_bound
+from splitter.policies.strategies import STRATEGIES
 
 STRATEGY_NAMES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg")
 N_KEYS, N_ENGINES, THETA, H = 4096, 5, 15.0, 500

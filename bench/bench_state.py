@@ -28,9 +28,9 @@ from common import RULES, make_events, timed, write_results
 from cep.engine.engine import Engine
 from cep.engine.table import SEQ, take
 from cep.io.inputs import load_inputs
-from cep.lang import ir
-from cep.lang.compile import compile_file, compile_text
 from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_batch
+from grammar import ir
+from grammar.compile import compile_file, compile_text
 
 PATTERN = ("CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
            "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1) -> "

@@ -59,9 +59,9 @@ SPARK_MS = ("trigger", "planning", "state_commit", "latest_offset", "get_batch",
 
 def child(args: argparse.Namespace) -> None:
     """One run in this process (the checkout on ``PYTHONPATH`` is the one measured)."""
-    from cep.lang.compile import compile_file
     from cep.run import run
     from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
 
     module = compile_file(str(RULE))
     options = {k: v for k, v in (("engines", args.engines), ("batch_size", args.batch_size))

@@ -52,7 +52,6 @@ from common import ROOT, readings, write_jsonl, write_results
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.io.kafka_produce import produce, produce_frame
 from cep.io.tweets import generate_tweets
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
@@ -62,6 +61,7 @@ from cep.transports.kafka_read import partition_ends, read_partition_range
 from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter
 from cep.transports.mongo_write import MongoEventWriter
+from grammar.compile import compile_file
 
 KAFKA_BATCH = 50_000
 MONGO_BATCH = 10_000

@@ -30,10 +30,10 @@ from pathlib import Path
 
 from common import RESULTS, RULES, write_results
 
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
 from cep.ui import serve_run
+from grammar.compile import compile_file
 
 TARGET = 0.02
 # the client: the page's poll (1 s) and a fast Prometheus scrape (5 s), until killed

@@ -32,10 +32,10 @@ from pathlib import Path
 import pandas as pd
 
 from cep.io.jsonl_writer import write_events_jsonl
-from cep.lang import ir
-from cep.lang.compile import compile_file, compile_text
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
+from grammar import ir
+from grammar.compile import compile_file, compile_text
 
 Source = str | Path | pd.DataFrame | Mapping[str, "str | Path | pd.DataFrame"]
 

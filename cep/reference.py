@@ -28,7 +28,7 @@ from cep.engine.output import empty_output, sort_output, stamp_stateless
 from cep.engine.table import SEQ, Table, concat, take
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT
-from cep.lang import ir
+from grammar import ir
 
 
 def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple[int, int]]:

@@ -26,12 +26,12 @@ from cep.io.inputs import InputError, load_inputs
 from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import write_metrics, write_records
-from cep.lang import ir
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import log_watermark, reference_run
 from cep.run_config import Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.transports.outputs import is_uri_output
+from grammar import ir
 
 
 def run(module: ir.CompiledModule, config: RunConfig,

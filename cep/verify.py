@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from cep.balancing.stats import rstd
-from cep.balancing.strategies import KEY_PRESERVING
-from cep.lang import ir
 from cep.provenance import load_average, machine
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
+from grammar import ir
+from splitter.policies.stats import rstd
+from splitter.policies.strategies import KEY_PRESERVING
 
 # placed by hashes alone, never by the Balancer: the measure of a key's load is not theirs
 PLACED_WITHOUT_LOAD = frozenset({"kg", "pkg"})

@@ -14,9 +14,9 @@ from support.ports import refusing_port
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_text
 from cep.reference import run_reference
 from cep.servers.mongo import EmbeddedMongo
+from grammar.compile import compile_text
 
 
 def write_events(path: Path, events: list[dict]) -> Path:

@@ -28,8 +28,12 @@ DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 220
 # Pages another branch writes: a link to one is checked once the page exists.
 PENDING: set[str] = set()
-REPO_PATH = re.compile(r"(?<![\w./~$-])((?:cep|tests|bench|rules|docs|\.ci)/[\w./*\-]*[\w*/])")
-MODULE = re.compile(r"(?<![\w./-])cep(?:\.\w+)+")
+# cep's code: the ``cep`` package and the three beside it that the project card names
+CODE = ("cep", "grammar", "splitter", "migration")
+REPO_PATH = re.compile(r"(?<![\w./~$-])((?:cep|grammar|splitter|migration|tests|bench|rules|docs"
+                       r"|\.ci)/[\w./*\-]*[\w*/])")
+MODULE = re.compile(r"(?<![\w./-])(?:cep|grammar|splitter|migration)(?:\.(?!py\b)\w+)+")
+UNIT = re.compile(r"(?<![\w./-])((?:cep|grammar|splitter|migration)/[\w/.]*)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 SPAN = re.compile(r"(?<!`)`([^`]+)`(?!`)")
@@ -92,8 +96,9 @@ def test_paths_exist(doc: Path) -> None:
 
 
 def _module_file(parts: list[str]) -> Path | None:
-    """The source file of module ``cep.<parts>`` (``cep.rules`` is the rules/ folder)."""
-    base = ROOT / "rules" if parts[:2] == ["cep", "rules"] else ROOT / "cep"
+    """The source file of module ``<package>.<parts>`` of ``CODE`` (``cep.rules`` is the
+    rules/ folder)."""
+    base = ROOT / "rules" if parts[:2] == ["cep", "rules"] else ROOT / parts[0]
     rest = parts[2:] if parts[:2] == ["cep", "rules"] else parts[1:]
     path = base.joinpath(*rest)
     for candidate in (path.with_suffix(".py") if rest else None, path / "__init__.py"):
@@ -189,9 +194,9 @@ def test_command_lines_use_real_options(doc: Path) -> None:
 
 
 def our_code() -> list[Path]:
-    """The Python files of cep/, tests/ and bench/, without hidden folders: a virtualenv
-    such as bench/.flink-venv (``bash bench/flink_env.sh``) is someone else's code."""
-    return [path for folder in ("cep", "tests", "bench") for path in (ROOT / folder).rglob("*.py")
+    """The Python files of cep's code, tests/ and bench/, without hidden folders: a
+    virtualenv such as bench/.flink-venv (``bash bench/flink_env.sh``) is someone else's."""
+    return [path for folder in (*CODE, "tests", "bench") for path in (ROOT / folder).rglob("*.py")
             if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)]
 
 
@@ -219,10 +224,17 @@ def test_code_cites_docs_not_documents_outside_the_tree() -> None:
 # ------------------------------------------------------------------ the layers
 
 
+def _unit(name: str) -> str:
+    """A part as the layer picture and table spell it (``splitter/policies/``), without the
+    slash that marks a folder."""
+    return name.rstrip("/")
+
+
 def _units() -> list[str]:
-    """The parts of cep/ that docs/architecture.md's layer table names."""
+    """The parts of cep's code that docs/architecture.md's layer table names."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    return re.findall(r"^\| `(cep/[\w/.]+)` \|", text, re.M)
+    return [_unit(u) for u in re.findall(r"^\| `([\w/.]+)` \|", text, re.M)
+            if UNIT.fullmatch(u)]
 
 
 def _unit_of(path: str, units: list[str]) -> str | None:
@@ -236,7 +248,7 @@ def imports_by_unit() -> dict[str, set[str]]:
     """Which parts each part imports, lazy imports inside functions included."""
     units = _units()
     out: dict[str, set[str]] = {u: set() for u in units}
-    for file in (ROOT / "cep").rglob("*.py"):
+    for file in (path for package in CODE for path in (ROOT / package).rglob("*.py")):
         source = rel(file)
         unit = _unit_of(source, units)
         assert unit is not None, f"{source} belongs to no part of docs/architecture.md#layers"
@@ -244,12 +256,12 @@ def imports_by_unit() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = ([f"cep.{a.name}" for a in node.names] if node.module == "cep"
-                         else [node.module])
+                names = ([f"{node.module}.{a.name}" for a in node.names]
+                         if node.module in CODE else [node.module])
             else:
                 continue
             for name in names:
-                if name == "cep" or not name.startswith("cep."):
+                if name == "cep" or name.split(".")[0] not in CODE:
                     continue
                 target = name.replace(".", "/")
                 target_unit = (_unit_of(target + ".py", units) or _unit_of(target, units)
@@ -261,8 +273,10 @@ def imports_by_unit() -> dict[str, set[str]]:
 
 def test_layer_table_lists_what_each_part_imports() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    allowed = {m.group(1): set(re.findall(r"`(cep/[\w/.]+)`", m.group(2)))
-               for m in re.finditer(r"^\| `(cep/[\w/.]+)` \|[^|]*\|([^|]*)\|", text, re.M)}
+    allowed = {_unit(m.group(1)): {_unit(u) for u in re.findall(r"`([\w/.]+)`", m.group(2))
+                                   if UNIT.fullmatch(u)}
+               for m in re.finditer(r"^\| `([\w/.]+)` \|[^|]*\|([^|]*)\|", text, re.M)
+               if UNIT.fullmatch(m.group(1))}
     extra = {unit: sorted(got - allowed[unit])
              for unit, got in imports_by_unit().items() if got - allowed[unit]}
     assert not extra, f"imports the layer table of docs/architecture.md does not list: {extra}"
@@ -273,7 +287,7 @@ def test_layer_picture_points_down() -> None:
     section = text.split("## Layers", 1)[1]
     picture = FENCE.search(section)
     assert picture is not None
-    rows = [re.findall(r"cep/[\w/.]*\w", line) for line in picture.group(2).splitlines()]
+    rows = [[_unit(u) for u in UNIT.findall(line)] for line in picture.group(2).splitlines()]
     rows = [row for row in rows if row]
     level = {unit: i for i, row in enumerate(rows) for unit in row}
     assert set(level) == set(_units()), "the picture and the table name different parts"

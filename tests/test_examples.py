@@ -16,8 +16,8 @@ from cep.engine.engine import Engine
 from cep.engine.output import empty_output, output_records, sort_output, stamp_stateless
 from cep.engine.table import KEY, SEQ, concat, take
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_file
 from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_reference
+from grammar.compile import compile_file
 
 DATA = Path(__file__).parent / "data"
 RULES = Path(__file__).parent.parent / "rules"

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from cep.io.inputs import InputError, load_inputs
-from cep.lang.compile import compile_file, compile_text
 from cep.quality import precision_recall
+from grammar.compile import compile_file, compile_text
 
 RULES = Path(__file__).parent.parent / "rules"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from cep.balancing.simulate import CAPACITY_MODES
-from cep.balancing.stats import LOAD_MEASURES
-from cep.balancing.strategies import STRATEGIES
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_THRESHOLD
+from splitter.policies.simulate import CAPACITY_MODES
+from splitter.policies.stats import LOAD_MEASURES
+from splitter.policies.strategies import STRATEGIES
 
 STRATEGY_NAMES = [*STRATEGIES, "pkg"]
 

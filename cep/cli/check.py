@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from cep.cli.options import add_set_option, add_state_options, overrides
-from cep.lang import ir
-from cep.lang.compile import compile_file
+from grammar import ir
+from grammar.compile import compile_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

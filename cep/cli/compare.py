@@ -23,10 +23,10 @@ from cep.cli.balancing_options import (
 )
 from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
-from cep.lang.compile import compile_file
 from cep.provenance import load_average
 from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
 from cep.verify import StrategyResult, failures, format_table, to_json, verify
+from grammar.compile import compile_file
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:

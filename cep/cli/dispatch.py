@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cep.cli.errors import EXIT_INTERRUPTED, EXIT_RULE_ERROR, EXIT_RUN_ERROR, run_failures
-from cep.lang.errors import RuleError
+from grammar.errors import RuleError
 
 
 @dataclass(frozen=True)

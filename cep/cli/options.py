@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from cep.lang.errors import RuleError
-from cep.lang.parser import parse_duration
+from grammar.errors import RuleError
+from grammar.parser import parse_duration
 
 
 def add_set_option(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:

@@ -14,7 +14,6 @@ from cep.cli.summary import balance_text, quality_lines, summary_text
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import (
     DEFAULT_BATCH_SIZE,
@@ -26,6 +25,7 @@ from cep.run_config import (
     RunConfig,
 )
 from cep.transports.outputs import is_uri_output
+from grammar.compile import compile_file
 
 
 def add_arguments(run_parser: argparse.ArgumentParser) -> None:

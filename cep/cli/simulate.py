@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cep.balancing.simulate import periodic_zipf_trace, simulate
 from cep.cli.balancing_options import (
     STRATEGY_NAMES,
     add_capacity_option,
@@ -18,6 +17,7 @@ from cep.cli.balancing_options import (
 )
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_ENGINES, DEFAULT_THRESHOLD
+from splitter.policies.simulate import periodic_zipf_trace, simulate
 
 COLUMNS = ("avg_rstd", "max_rstd", "avg_rstd_lower_bound", "rebalances",
            "avg_pct_keys_moved_per_rebalance", "max_pct_keys_moved_per_rebalance",

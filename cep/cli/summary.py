@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import statistics
 
-from cep.balancing.strategies import KEY_PRESERVING
 from cep.run_config import RunResult
+from splitter.policies.strategies import KEY_PRESERVING
 
 
 def summary_text(result: RunResult, seconds: float, dead_path: str) -> str:
@@ -43,8 +43,8 @@ def balance_text(strategy: str, metrics: list[dict]) -> str | None:
     run ended before its first key map could apply, why the balance stayed KG's (keys
     handed over at the end of the last batch never arrive): a user who asked for DLB and
     sees nothing change should learn why from the run, not from the docs."""
-    from cep.spark.splitter.balancer import FIRST_DECIDED_BATCH  # a Spark run has a balance
     from cep.verify import batch_rstds
+    from splitter.balancer import FIRST_DECIDED_BATCH  # a Spark run has a balance
 
     if not metrics:
         return None

@@ -19,7 +19,7 @@ import numpy as np
 
 from cep.engine.expr import Col, Env, evaluate
 from cep.engine.table import DTYPES, PLACEHOLDERS
-from cep.lang import ir
+from grammar import ir
 
 
 def segment_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray,

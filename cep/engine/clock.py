@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cep.engine.table import SEQ, Table
-from cep.lang import ir
+from grammar import ir
 
 #: The watermark before any timestamped event, and the time of events without a
 #: timestamp: far below any real time, far enough from int64's end that adding a

@@ -26,7 +26,7 @@ from cep.engine.table import (
     object_array,
     take,
 )
-from cep.lang import ir
+from grammar import ir
 
 
 def derive_streams(module: ir.CompiledModule, inputs: dict[str, Table]) -> tuple[

@@ -7,7 +7,7 @@ import numpy as np
 from cep.engine.expr import AggValues, Col, Env, evaluate, truth
 from cep.engine.output import Stamps, build_output
 from cep.engine.table import Table
-from cep.lang import ir
+from grammar import ir
 
 
 def emit(rule_name: str, columns: tuple[ir.Column, ...], having: ir.TExpr | None,

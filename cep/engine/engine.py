@@ -46,7 +46,7 @@ from cep.engine.windows import (
     key_positions,
     window_changes,
 )
-from cep.lang import ir
+from grammar import ir
 
 PARCEL = "keys"  # the codec kind of :meth:`Engine.export_keys`'s blob
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from cep.engine import functions as function_registry
 from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, Table
-from cep.lang import ir
+from grammar import ir
 
 
 @dataclass

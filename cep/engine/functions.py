@@ -1,7 +1,7 @@
 """Scalar functions callable from rules: built-ins, the text UDFs and user UDFs.
 
 The language knows each function's name, arity and typing rule (its signature,
-:mod:`cep.lang.signatures`), which the checker uses; this module pairs each signature with
+:mod:`grammar.signatures`), which the checker uses; this module pairs each signature with
 the vectorised ``impl`` the expression compiler calls at run time (:func:`lookup`).
 
 Calling convention (what ``impl`` may assume)
@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from cep.engine.table import DTYPES
-from cep.lang import signatures
-from cep.lang.signatures import BUILTIN_NAMES, BUILTINS, TYPES, Signature
+from grammar import signatures
+from grammar.signatures import BUILTIN_NAMES, BUILTINS, TYPES, Signature
 
 __all__ = ["BUILTIN_NAMES", "FUNCTIONS", "TYPES", "ScalarFunction", "lookup", "register_udf",
            "text_module"]

@@ -20,7 +20,7 @@ import numpy as np
 from cep.engine.output import sort_output
 from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, SUB, Table, take
 from cep.engine.windows import SUB_RANGE
-from cep.lang import ir
+from grammar import ir
 
 
 def complex_events(module: ir.CompiledModule, rows: Table) -> dict[str, Table]:

@@ -34,7 +34,7 @@ from cep.engine.windows import (
     order_value,
     processing_order,
 )
-from cep.lang import ir
+from grammar import ir
 
 PAIRS_PER_CHUNK = 2_000_000
 

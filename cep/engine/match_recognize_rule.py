@@ -53,7 +53,7 @@ from cep.engine.table import (
 )
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
-from cep.lang import ir
+from grammar import ir
 
 # a match found: its key, the row that resolved it (None: a WITHIN deadline did), the
 # seq it is reported at and its time (-1 and the deadline for a deadline), its rows

@@ -26,7 +26,7 @@ from cep.engine.patterns import Match, PatternState, compile_pattern
 from cep.engine.table import KEY, RELEASE, SEQ, SUB, TIME, Table, factorize, nrows, take
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import SUB_RANGE, PerKeyState
-from cep.lang import ir
+from grammar import ir
 
 
 class PatternOperator(PerKeyState):

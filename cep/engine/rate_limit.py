@@ -34,7 +34,7 @@ from cep.engine.clock import Watermark
 from cep.engine.output import TIMER, empty_output
 from cep.engine.table import KEY, RELEASE, TIME, Table, factorize, object_array, take
 from cep.engine.timers import TimerIndex
-from cep.lang import ir
+from grammar import ir
 
 # a result row in state: [seq, ts, ts is null, values (JSON text), at, origin] (seq, at
 # and origin: where it sits in the reference order, see ``output.Stamps``)

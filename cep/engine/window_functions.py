@@ -17,7 +17,7 @@ import numpy as np
 from cep.engine.expr import Col, Env, evaluate
 from cep.engine.table import PLACEHOLDERS, Table
 from cep.engine.windows import KeyedWindow, Merged, order_value
-from cep.lang import ir
+from grammar import ir
 
 
 def window_values(functions: list[ir.Prev], env: Env, lo: np.ndarray,

@@ -27,7 +27,7 @@ import numpy as np
 from cep.engine.expr import Env, evaluate
 from cep.engine.table import factorize
 from cep.engine.windows import Merged
-from cep.lang import ir
+from grammar import ir
 
 
 def first_window(spec: ir.WindowSpec, merged: Merged) -> np.ndarray:

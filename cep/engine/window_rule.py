@@ -29,7 +29,7 @@ from cep.engine.window_kinds import (
     unique_next,
 )
 from cep.engine.windows import KeyedWindow, Merged, WindowState, batch_runs, bucket_ends
-from cep.lang import ir
+from grammar import ir
 
 
 class WindowOperator(WindowState):

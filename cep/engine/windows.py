@@ -35,7 +35,7 @@ from cep.engine.table import (
     group_starts,
     take,
 )
-from cep.lang import ir
+from grammar import ir
 
 SUB_RANGE = 1 << 10  # rows of one input event in one stream (INSERT INTO rules) stay < this
 

@@ -31,7 +31,7 @@ import numpy as np
 from cep.engine.clock import NO_TIME, Watermark
 from cep.engine.table import SEQ, Table
 from cep.io.inputlog import KAFKA_KIND, SEQ_SHIFT, Segment
-from cep.lang import ir
+from grammar import ir
 
 FILES = ""  # the clock of everything that is not a Kafka partition
 

@@ -6,7 +6,7 @@ wins, and a value of the wrong type on that path is the record's error even if a
 path would fit. A path absent from a record (a key missing, ``null``, or a step that is
 not an object) is skipped; a field none of whose paths has a value is NULL. Without
 FROM a field's path is its own name. The paths' syntax is the language's
-(:mod:`cep.lang.path_syntax`); this module reads what they name.
+(:mod:`grammar.path_syntax`); this module reads what they name.
 
 For pyarrow's JSON reader the paths become one explicit schema: a struct for each
 object a path descends into (holding only the keys some path needs), a plain type
@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cep.lang import ir
-from cep.lang.path_syntax import split_path
+from grammar import ir
+from grammar.path_syntax import split_path
 
 _ARROW = {
     "int": pa.int64(),

@@ -30,7 +30,7 @@ from cep.io.inputlog import (
 )
 from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.lang import ir
+from grammar import ir
 
 TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")
 

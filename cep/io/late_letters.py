@@ -21,7 +21,7 @@ import numpy as np
 from cep.engine.output import format_timestamps
 from cep.io.deadletter import RECORD_LIMIT, DeadLetter
 from cep.io.inputlog import KAFKA_KIND, SEQ_SHIFT, TEXT_KINDS, Segment
-from cep.lang import ir
+from grammar import ir
 
 _OFFSET_MASK = (1 << SEQ_SHIFT) - 1
 

@@ -2,7 +2,7 @@
 
 What a FORMAT may say (``epoch_s`` / ``epoch_ms`` / ``epoch_us``, ``iso``, a strptime or
 a Java ``DateTimeFormatter`` pattern) and its translation to strptime are the language's
-(:mod:`cep.lang.format_syntax`, checked when the rule is); this module parses the values.
+(:mod:`grammar.format_syntax`, checked when the rule is); this module parses the values.
 
 Parsing is vectorised (pandas' C strptime over the whole column): a pattern's values
 without an offset are UTC, an offset (``Z``/``%z``) converts to UTC; month and day

@@ -137,7 +137,7 @@ Keys
     equality with the UDF is tested).
 
 Calibration (``bench/bench_tweets.py``: n = 2.95M, seed 7, 4,096 buckets, key grouping
-``cep.balancing.hashing.kg_engine`` over 5 engines, RSTD = 100·std/mean of the engines' loads
+``migration.hashing.kg_engine`` over 5 engines, RSTD = 100·std/mean of the engines' loads
 per window of 10,000 tweets inside one phase; :func:`kg_window_rstd`)
     ``zipf-periodic``: median 3.9% in the 0.2 phases (p10-p90 2.2-5.6%, 113 windows) and
     71.3% in the 1.5 phases (p10-p90 64.6-79.2%, 179 windows); the paper measured ~3% and
@@ -170,11 +170,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cep.balancing.hashing import kg_engine
-from cep.balancing.stats import rstd
 from cep.io import tweet_layout as lay
 from cep.io.tweet_text import Renderer, slot_keys, stories, tweet_slots
 from cep.io.tweet_world import LANGS, TOPICS, World, n_users, world, zipf_p
+from migration.hashing import kg_engine
+from splitter.policies.stats import rstd
 
 __all__ = [
     "DEFAULT_RATE", "LANGS", "MODES", "START_US", "TOPICS", "TWITTER_EPOCH_MS",

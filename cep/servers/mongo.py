@@ -31,7 +31,7 @@ What SecantusDB 0.7.0b3 is (read from its wheel; ``pip show -f SecantusDB``)
   ``UnsatisfiableWriteConcern`` like a one-node set; ``w: 0`` is unacknowledged.
 * Not supported: replica sets/sharding, text/hashed/wildcard indexes, ``$where``/JS,
   ``OP_COMPRESSED``.
-* Performance traps measured on this machine (they shaped ``cep.handoff.store``):
+* Performance traps measured on this machine (they shaped ``migration.store``):
   - a query or upsert on a *sub-document* ``_id`` is a collection scan (1000 upserts
     took 56 s against 0.3 s with string ``_id`` s), so the store uses string ids;
   - ``{_id: {$in: [...]}}`` is quadratic in the list length (1000 ids: 1.9 s; 40

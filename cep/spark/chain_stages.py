@@ -41,7 +41,7 @@ import pyarrow.ipc as ipc
 from cep.engine.clock import Watermark
 from cep.engine.insert_into import complex_events
 from cep.engine.table import Table, concat, take
-from cep.lang import ir
+from grammar import ir
 
 # a chain row: what insert_into decodes, with its place in the reference order (``at``,
 # ``origin``, and the key as JSON text: ``cep.engine.output.sort_output``)

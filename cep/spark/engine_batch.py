@@ -6,7 +6,7 @@ micro-batch. The engine's keys stay resident in the Python worker that ran its l
 batch (``resident.py``: trusted only at the state store's version), and the batch runs
 the keys it touches (``touched_keys``) in a work engine split off it, so its cost
 follows the batch, not what the engine holds; moved keys are imported into and exported
-from the work engine (``cep.handoff``). The batch's change, merged back, is appended to
+from the work engine (``migration``). The batch's change, merged back, is appended to
 the engine's changelog in the state store (``engine_log.py``): three state calls per
 batch, where state kept per key cost one or more per key touched.
 
@@ -41,9 +41,7 @@ from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, nrows
-from cep.handoff.protocol import by_owner, exports, imports, key_text, parcel_name
 from cep.io.event_time import ClockPiece, EventClock
-from cep.lang import ir
 from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
@@ -51,12 +49,14 @@ from cep.spark.event_parts import EventParts, event_lines, order_table
 from cep.spark.late_rows import find_late, late_path
 from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
-from cep.spark.splitter.keymaps import key_map
-from cep.spark.splitter.late_candidates import Candidates
-from cep.spark.splitter.payload import unpack_payload
+from grammar import ir
+from migration.protocol import by_owner, exports, imports, key_text, parcel_name
+from splitter.keymaps import key_map
+from splitter.late_candidates import Candidates
+from splitter.payload import unpack_payload
 
 if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
-    from cep.handoff.store import StateStore
+    from migration.store import StateStore
 
 
 def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame]:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cep.handoff.store import StateStore
-    from cep.lang import ir
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
+    from grammar import ir
+    from migration.store import StateStore
 
 
 @dataclass(frozen=True)

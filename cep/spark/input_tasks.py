@@ -19,9 +19,9 @@ from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment
 from cep.io.inputs import frame_to_table, read_segment
-from cep.lang import ir
 from cep.spark.source_config import SourceConfig
-from cep.spark.splitter.routing import KeyRouter, key_grouping, route_part
+from grammar import ir
+from splitter.routing import KeyRouter, key_grouping, route_part
 
 Routed = list[tuple[int, bytes]]  # (engine label, payload) for every engine
 

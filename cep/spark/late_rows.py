@@ -28,8 +28,8 @@ from cep.engine.table import SEQ, Table, take
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import Segment
 from cep.io.late_letters import add_late_letters
-from cep.lang import ir
-from cep.spark.splitter.late_candidates import Candidates
+from grammar import ir
+from splitter.late_candidates import Candidates
 
 
 @dataclass

@@ -14,11 +14,11 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from cep.lang.compile import compile_text
 from cep.run_config import Output, RunConfig
 from cep.spark.jvm_archive import build_archive
 from cep.spark.runtime import run_on_spark
 from cep.spark.session import DRIVER_JAVA_OPTIONS, spark_session
+from grammar.compile import compile_text
 
 TRAINING_RULES = (
     "CREATE SCHEMA Reading (sensor string, ts timestamp, temp double);\n"

@@ -28,10 +28,10 @@ from cep.spark.engine_task import engine_task
 if TYPE_CHECKING:
     import pandas as pd
 
-    from cep.handoff.store import StateStore
-    from cep.lang import ir
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
+    from grammar import ir
+    from migration.store import StateStore
 
 OUTPUT_SCHEMA = "engine int, stats string"
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from cep.engine import codec
 from cep.engine.engine import Engine
-from cep.lang import ir
 from cep.spark.engine_log import EngineLog
+from grammar import ir
 
 # A copy this many batches behind its engine's batch is dropped (the log has most
 # likely folded past it, so it could only be rebuilt anyway): bounds what a worker

@@ -52,11 +52,9 @@ from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 
-from cep.handoff.store import StateStore
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.lang import ir
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
@@ -68,13 +66,15 @@ from cep.spark.session import SPARK_LOG, is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, Progress
 from cep.spark.source import SOURCE_NAME, input_source
 from cep.spark.source_config import SourceConfig
-from cep.spark.splitter.balancer import Balancer
-from cep.spark.splitter.engine_labels import stage_labels
-from cep.spark.splitter.routing import key_grouping, map_grouping, partial_key_grouping
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
+from grammar import ir
+from migration.store import StateStore
+from splitter.balancer import Balancer
+from splitter.engine_labels import stage_labels
+from splitter.routing import key_grouping, map_grouping, partial_key_grouping
 
 #: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import importlib.resources
+import importlib.util
 import os
 import sys
 import tempfile
@@ -107,21 +108,36 @@ def is_local_master(master: str) -> bool:
 
 
 # cep's package directory, found from this file (cep/spark/session.py) rather than by
-# importing the top package, which this module sits below
+# importing the top package, which this module sits below; the other packages of
+# ``CODE_PACKAGES`` are installed beside it
 CEP_PACKAGE = Path(__file__).resolve().parent.parent
+
+# The top-level packages of cep's own code (the project card's layout): ``cep`` and the
+# rule language, the Splitter and the key-state migration beside it.
+CODE_PACKAGES = ("cep", "grammar", "splitter", "migration")
+
+
+def package_directory(name: str) -> Path:
+    """Where a top-level package of cep's code lives, found by the import system's
+    finders rather than by importing it (this module sits below ``cep``'s top)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"cep's package {name!r} is not installed")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def code_archive(directory: Path) -> Path:
-    """A zip of cep's own code for executors (``addPyFile``): the ``cep`` package with
-    its grammar (``cep/lang/epl.lark``), and the example rules as the ``cep.rules``
-    package data they are in the wheel. Executors then need cep's third-party
-    dependencies only."""
-    package = CEP_PACKAGE
+    """A zip of cep's own code for executors (``addPyFile``): the packages of
+    ``CODE_PACKAGES`` with the grammar (``grammar/epl.lark``), and the example rules as
+    the ``cep.rules`` package data they are in the wheel. Executors then need cep's
+    third-party dependencies only."""
     target = directory / "cep-code.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(package.rglob("*")):
-            if path.suffix in (".py", ".lark"):
-                archive.write(path, path.relative_to(package.parent).as_posix())
+        for name in CODE_PACKAGES:
+            package = package_directory(name)
+            for path in sorted(package.rglob("*")):
+                if path.suffix in (".py", ".lark"):
+                    archive.write(path, (Path(name) / path.relative_to(package)).as_posix())
         archive.writestr("cep/rules/__init__.py", "")
         for entry in importlib.resources.files("cep.rules").iterdir():
             if entry.name.endswith(".epl"):

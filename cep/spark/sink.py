@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cep.balancing.stats import rstd
 from cep.io.deadletter_summary import DeadLetterSummary
 from cep.spark.delivery import AppendLedger, merged_lines
 from cep.spark.event_parts import EventParts, order_path
 from cep.spark.latest import merge_latest
 from cep.transports.outputs import Publisher
+from splitter.policies.stats import rstd
 
 BatchHook = Callable[[int, list[dict], dict], None]
 # a callback that gets each batch's events (JSON lines text in reference order)

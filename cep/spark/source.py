@@ -46,13 +46,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cep.io.inputlog import SEQ_SHIFT, InputLog
-from cep.lang import ir
 from cep.spark.source_config import SourceConfig
+from grammar import ir
 
 if TYPE_CHECKING:  # executors' modules (input_tasks.py): planning never imports them
     import pyarrow as pa
 
-    from cep.spark.splitter.routing import KeyRouter
+    from splitter.routing import KeyRouter
 
 ROUTED_SCHEMA = "engine int, payload binary"
 SOURCE_NAME = "cep_input"

@@ -1,4 +1,4 @@
-"""MongoDB client basics shared by the key-state store (:mod:`cep.handoff.store`) and the
+"""MongoDB client basics shared by the key-state store (:mod:`migration.store`) and the
 event writer (:mod:`cep.transports.mongo_write`): URIs with their passwords masked, client
 options where the URI wins, one-line errors, a client that Spark can ship to executors,
 and the parts of the string ``_id`` s both build.

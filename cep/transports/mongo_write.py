@@ -14,7 +14,7 @@ replacing existing ones 2 352/s), and real MongoDB also inserts faster than it u
 
 ``_id`` is the string ``"<rule>/<seq, 12 digits>/<i|s>:<key>"``: a string because
 SecantusDB scans the whole collection to find a sub-document ``_id`` (see
-``cep.handoff.store``); the type tag keeps the int key 5 and the str key "5" apart (an
+``migration.store``); the type tag keeps the int key 5 and the str key "5" apart (an
 event without a key gets ``n:``); the key comes last so a key holding ``/`` stays
 unambiguous. The document is the event's record (``rule``, ``key``, ``seq``, ``ts``,
 then the rule's columns) plus ``_id``.

@@ -9,9 +9,9 @@ import pytest
 from cep.engine.expr import collect_aggregates
 from cep.engine.join_rule import having_cap
 from cep.engine.table import SEQ, SUB
-from cep.lang import ir
-from cep.lang.compile import compile_text
 from cep.reference import run_reference
+from grammar import ir
+from grammar.compile import compile_text
 
 SCHEMA = """CREATE SCHEMA T (id long, k int, text string);
 """

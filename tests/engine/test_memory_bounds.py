@@ -21,8 +21,8 @@ from cep.engine.engine import Engine
 from cep.engine.table import SEQ
 from cep.io.inputs import frame_to_table
 from cep.io.tweets import generate_tweets
-from cep.lang.compile import compile_file
 from cep.reference import batch_watermarks, input_watermark, run_batch
+from grammar.compile import compile_file
 
 RULE = Path(__file__).parent.parent.parent / "rules" / "fsd.epl"
 TWEETS, BATCH = 1_000_000, 10_000

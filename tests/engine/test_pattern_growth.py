@@ -3,7 +3,7 @@
 ``every x`` over an x that can match more than once (``every every a``,
 ``every (a -> every b)``) gains an instance at each match and never drops one, even under
 WITHIN (an expired instance is restarted), so the rule language refuses it, naming the
-``every`` (tests/lang/test_check_errors.py has the located diagnostics). Every other form
+``every`` (tests/grammar/test_check_errors.py has the located diagnostics). Every other form
 that accumulates (``every a -> every b``, pending ``every a -> b``, the stored completions of
 ``every a and every b``) drops what WITHIN expires: over 100k events of one key its state
 stays the size one WITHIN of events leaves.
@@ -24,8 +24,8 @@ from cep.engine.pattern_nodes import (
     Repeat,
 )
 from cep.engine.patterns import compile_pattern
-from cep.lang.compile import compile_text
-from cep.lang.errors import RuleError
+from grammar.compile import compile_text
+from grammar.errors import RuleError
 
 SCHEMA = "CREATE SCHEMA T (k string, x long, ts timestamp) TIMESTAMP ts;\n"
 WITHIN = 30  # µs; one event per µs, so about 30 events are ever inside WITHIN

@@ -25,8 +25,8 @@ from cep.engine import codec
 from cep.engine.codec import StateFormatError
 from cep.engine.engine import Engine
 from cep.engine.pattern_nodes import Event
-from cep.lang.compile import compile_text
 from cep.reference import input_watermark, run_batch
+from grammar.compile import compile_text
 
 
 @dataclass(frozen=True)

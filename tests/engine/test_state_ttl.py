@@ -21,11 +21,11 @@ from cep.engine.pattern_rule import PatternOperator
 from cep.engine.table import SEQ, Table
 from cep.engine.window_rule import WindowOperator
 from cep.io.inputs import load_inputs
-from cep.lang.check import compile_module
-from cep.lang.compile import compile_file, compile_text
-from cep.lang.errors import RuleError
-from cep.lang.parser import parse, parse_duration
 from cep.reference import batch_watermarks, input_watermark, run_batch, run_reference
+from grammar.check import compile_module
+from grammar.compile import compile_file, compile_text
+from grammar.errors import RuleError
+from grammar.parser import parse, parse_duration
 
 ROOT = Path(__file__).parent.parent.parent
 SCHEMA = "CREATE SCHEMA T (k string, x long, ts timestamp) TIMESTAMP ts;\n"

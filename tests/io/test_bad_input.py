@@ -31,9 +31,9 @@ from cep.engine.table import SEQ
 from cep.io.deadletter import DeadLetter
 from cep.io.inputs import load_inputs
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.lang import ir
-from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from grammar import ir
+from grammar.compile import compile_file
 
 DATA = Path(__file__).parent.parent / "data"
 RULES = Path(__file__).parent.parent.parent / "rules"
@@ -302,7 +302,7 @@ def test_a_line_of_hundreds_of_megabytes_is_read_past_in_bounded_memory(
         "import os\n"
         "from cep.io.deadletter import DeadLetter\n"
         "from cep.io.readers.ranges import read_range\n"
-        "from cep.lang.ir import StreamDef\n"
+        "from grammar.ir import StreamDef\n"
         "dead = DeadLetter()\n"
         "fields = (('sensor', 'string'), ('ts', 'timestamp'), ('temp', 'double'),"
         " ('ok', 'boolean'))\n"

@@ -18,8 +18,8 @@ from support.input_files import read_input
 from cep.io import lines
 from cep.io.deadletter import DeadLetter
 from cep.io.readers.jsonl import JsonLinesReader
-from cep.lang import ir
-from cep.lang.compile import compile_text
+from grammar import ir
+from grammar.compile import compile_text
 
 
 def stream(schema: str) -> ir.StreamDef:

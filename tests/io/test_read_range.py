@@ -19,7 +19,7 @@ from cep.engine.table import NULL_SUFFIX
 from cep.io import lines
 from cep.io.deadletter import DeadLetter
 from cep.io.readers.ranges import read_range
-from cep.lang import ir
+from grammar import ir
 
 STREAM = ir.StreamDef("E", (("id", "long"), ("ts", "timestamp"), ("s", "string"),
                             ("x", "double")), "ts")

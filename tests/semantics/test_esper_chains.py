@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cep.lang.compile import compile_text
-from cep.lang.errors import RuleError
+from grammar.compile import compile_text
+from grammar.errors import RuleError
 
 SEC = 1000
 SCHEMA = ("CREATE SCHEMA StockTick (symbol string, sector string, ts timestamp, "

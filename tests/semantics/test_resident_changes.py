@@ -23,9 +23,9 @@ from cep.engine.output import empty_output, output_records, sort_output, stamp_s
 from cep.engine.table import KEY, SEQ, concat, take
 from cep.engine.windows import apply_window_changes, window_changes
 from cep.io.inputs import load_inputs
-from cep.lang import ir
-from cep.lang.compile import compile_file, compile_text
 from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_reference
+from grammar import ir
+from grammar.compile import compile_file, compile_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.output import empty_output, output_records, sort_output
 from cep.engine.table import SEQ, concat, take
-from cep.lang.compile import compile_text
 from cep.reference import batch_watermarks, input_watermark, run_reference
+from grammar.compile import compile_text
 
 
 @pytest.mark.parametrize("kind", sorted(RULES))

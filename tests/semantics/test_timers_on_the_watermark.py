@@ -11,8 +11,8 @@ from support.beats import BEAT, MIN, SILENT, heartbeats
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_text
 from cep.reference import reference_run
+from grammar.compile import compile_text
 
 
 def _clock(record: dict) -> str:

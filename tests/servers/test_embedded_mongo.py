@@ -13,8 +13,8 @@ import pytest
 from pymongo import MongoClient
 from support.children import alive, first_line, wait_exit, wait_gone
 
-from cep.handoff.store import StateStore
 from cep.servers.mongo import EmbeddedMongo, EmbeddedMongoError
+from migration.store import StateStore
 
 # Bounds on waits for a state the test expects: far beyond what a loaded machine takes
 # (a stop is about a second even at load average 20, see cep.servers.mongo), so only a

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from support.spark_runs import ROOT, reference, run_and_read
 
-from cep.lang.compile import compile_file
 from cep.spark.session import spark_session
+from grammar.compile import compile_file
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from support.chaos import chaos
 from support.spark_runs import run_and_read
 
-from cep.balancing import strategies
+from splitter.policies import strategies
 
 ROOT = Path(__file__).parent.parent.parent
 SKEWED = {

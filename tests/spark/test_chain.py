@@ -21,7 +21,6 @@ from support.stock_ticks import RULES, SCHEMA, SPIKE, TICKS, write_ticks
 from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_text
 from cep.reference import input_watermark, run_batch
 from cep.run import run
 from cep.run_config import Output, RunConfig
@@ -29,8 +28,9 @@ from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.runtime import SparkRunError
 from cep.spark.source import InputReader
 from cep.spark.source_config import SourceConfig
-from cep.spark.splitter.engine_labels import partition_of, stage_labels
-from cep.spark.splitter.routing import key_grouping
+from grammar.compile import compile_text
+from splitter.engine_labels import partition_of, stage_labels
+from splitter.routing import key_grouping
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 from support.cluster import cluster_spark, spark_cluster  # noqa: F401 - pytest fixtures
 from support.spark_runs import reference, run_and_read
 
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import SparkRunError
+from grammar.compile import compile_file
 
 ROOT = Path(__file__).parent.parent.parent
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 from support.samples import DISTINCT_EXAMPLES
 from support.spark_runs import reference, run_and_read
 
-from cep.spark.splitter.engine_labels import engine_labels, murmur3_int
+from splitter.engine_labels import engine_labels, murmur3_int
 
 ROOT = Path(__file__).parent.parent.parent
 

@@ -22,12 +22,12 @@ from support.cluster import LEAK_GRACE_SECONDS, cluster_processes
 from support.spark_runs import ROOT, reference
 
 from cep.cli import main
-from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.spark import cpu_quota
 from cep.spark.cpu_quota import CGROUPS
 from cep.spark.emulated_cluster import on_nodes
+from grammar.compile import compile_file
 
 NODES, CPUS, SPIN_S = 3, 0.5, 2.0
 

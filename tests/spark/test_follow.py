@@ -30,8 +30,8 @@ from cep.engine.output import output_records
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog
 from cep.io.inputs import load_segments
-from cep.lang.compile import compile_file
 from cep.reference import run_reference
+from grammar.compile import compile_file
 
 ROOT = Path(__file__).parent.parent.parent
 RULE = ROOT / "rules" / "sensor_average.epl"

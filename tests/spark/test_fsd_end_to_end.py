@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support.spark_runs import reference, run_and_read
 
-from cep.lang.compile import compile_file
+from grammar.compile import compile_file
 
 ROOT = Path(__file__).parent.parent.parent
 SPEC = "tweets:n=20000"

@@ -39,12 +39,12 @@ from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog
 from cep.io.inputs import load_inputs, load_segments
 from cep.io.kafka_produce import produce
-from cep.lang.compile import compile_file
 from cep.reference import log_watermark, reference_run
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
+from grammar.compile import compile_file
 
 ROOT = Path(__file__).parent.parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.lang.compile import compile_text
+from grammar.compile import compile_text
 
 TICKS = Path(__file__).parent.parent / "data" / "esper" / "ticks.jsonl"
 SCHEMA = ("CREATE SCHEMA StockTick (symbol string, sector string, ts timestamp, price double, "

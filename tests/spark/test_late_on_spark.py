@@ -24,9 +24,9 @@ from support.faults import (
 )
 from support.spark_runs import run_and_read
 
-from cep.lang.compile import compile_text
 from cep.run import run
 from cep.run_config import Output, RunConfig
+from grammar.compile import compile_text
 
 ALARMS = """
 CREATE SCHEMA Alarm (device string, ts timestamp, level int) TIMESTAMP ts;

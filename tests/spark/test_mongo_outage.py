@@ -36,12 +36,12 @@ from support.faults import (
 )
 
 from cep.engine.output import output_records
-from cep.handoff.store import StateStore
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_file
 from cep.reference import run_reference
 from cep.spark.session import SPARK_LOG
 from cep.transports.mongo_client import MongoUnavailableError, StoreError
+from grammar.compile import compile_file
+from migration.store import StateStore
 
 # ":", "/" and "@" must be percent-encoded in a URI: both spellings must stay hidden
 PASSWORD = "Sw0rd:fish/42@x"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from cep.engine.table import object_array
-from cep.spark.splitter.payload import (
+from splitter.payload import (
     SAMPLE,
     code_table,
     decode_table,

@@ -12,10 +12,10 @@ import sys
 from pyspark import cloudpickle
 from support.spark_runs import ROOT
 
-from cep.lang.compile import compile_file
 from cep.spark.chain_stages import ChainParts
 from cep.spark.event_parts import EventParts
 from cep.spark.processor import EngineProcessor
+from grammar.compile import compile_file
 
 LOAD = """
 import json, sys
@@ -36,7 +36,7 @@ def test_unpickling_the_processor_loads_no_data_library_and_no_engine(tmp_path):
     new = json.loads(loaded.stdout)
     assert not [m for m in new if m.split(".")[0] in ("pandas", "pyarrow", "numpy")]
     assert {m for m in new if m.split(".")[0] == "cep"} <= {
-        "cep", "cep.lang", "cep.lang.ir", "cep.spark", "cep.spark.processor",
+        "cep", "grammar", "grammar.ir", "cep.spark", "cep.spark.processor",
         "cep.spark.engine_task"}
     assert processor.task.engine_of_label == {0: (0, 0), 1: (0, 1), 2: (1, 0), 3: (1, 1)}
     assert processor.task.parts_at == (str(tmp_path / "p"), "jsonl")

@@ -17,7 +17,7 @@ import pytest
 from support.faults import INPUT, RULE, cep_run, events, finish, metrics
 from support.spark_runs import reference, run_and_read
 
-from cep.lang.compile import compile_file
+from grammar.compile import compile_file
 
 # a small fold floor and few deltas per base: the skewed tweets' few kilobytes of
 # state fold every few batches, so rebuilds read a base and deltas

@@ -37,12 +37,12 @@ from support.faults import (
 
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs, parse_input_specs
-from cep.lang.compile import compile_file
 from cep.reference import run_reference
 from cep.run import run
 from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.runtime import SparkRunError
+from grammar.compile import compile_file
 
 
 def _reference(source: str) -> list[dict]:

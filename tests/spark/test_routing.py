@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cep.balancing.hashing import kg_engine
 from cep.engine.table import object_array
-from cep.spark.splitter.routing import key_grouping, owners_of, partial_key_grouping
+from migration.hashing import kg_engine
+from splitter.routing import key_grouping, owners_of, partial_key_grouping
 
 
 def _keys(n: int, nulls: bool = False) -> np.ndarray:

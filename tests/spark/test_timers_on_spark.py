@@ -12,10 +12,10 @@ from support.beats import BEAT, MIN, RULES, SILENT, beats, heartbeats
 from support.chaos import chaos
 from support.spark_runs import reference, run_and_read
 
-from cep.balancing import strategies
 from cep.io.inputs import load_inputs
-from cep.lang.compile import compile_text
 from cep.reference import reference_run
+from grammar.compile import compile_text
+from splitter.policies import strategies
 
 
 @pytest.fixture(scope="module")

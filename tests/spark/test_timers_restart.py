@@ -26,7 +26,7 @@ from support.faults import (
 )
 from support.spark_runs import reference
 
-from cep.lang.compile import compile_file
+from grammar.compile import compile_file
 
 END_OF_INPUT = 1 << 36  # the seq of what fires when the input ends (one segment here)
 

@@ -15,11 +15,11 @@ import pytest
 
 from cep.engine.codec import StateFormatError
 from cep.engine.table import KEY, SEQ, SUB
-from cep.lang.compile import compile_text
 from cep.reference import input_watermark
 from cep.spark import resident
 from cep.spark.engine_batch import save
 from cep.spark.engine_log import VERSION_KEY, EngineLog, Version
+from grammar.compile import compile_text
 
 MODULE = compile_text("CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
                       "SELECT count(*) AS n FROM S#groupwin(k)#length(3);", "trust")

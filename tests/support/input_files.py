@@ -20,7 +20,7 @@ from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import InputLog
 from cep.io.inputs import read_segment
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.lang import ir
+from grammar import ir
 
 
 def read_input(source: str | Path, fields: Sequence[tuple[str, str]] | ir.StreamDef,

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from cep.engine.table import DTYPES
 from cep.io import timeformat
-from cep.lang.format_syntax import EPOCH_SCALE, to_strptime
+from grammar.format_syntax import EPOCH_SCALE, to_strptime
 
 FIELD_TYPES = ("int", "long", "double", "boolean", "string", "timestamp")
 SHOW_LIMIT = 80  # offending values are quoted in reasons up to this many characters

@@ -44,7 +44,7 @@ from cep.io.readers.csv_lines import CsvReader
 from cep.io.readers.jsonl import JsonLinesReader
 from cep.io.readers.parquet import ParquetReader
 from cep.io.readers.reader import MAX_RECORD_BYTES, Piece, Reader
-from cep.lang import ir
+from grammar import ir
 
 READERS: dict[str, type[Reader]] = {
     "json": JsonLinesReader,

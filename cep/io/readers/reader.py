@@ -37,8 +37,8 @@ from cep.io import fieldpaths
 from cep.io.deadletter import DeadLetter
 from cep.io.lines import HEAD_BYTES
 from cep.io.readers.convert import FIELD_TYPES, PLACEHOLDER, Column, convert
-from cep.lang import ir
-from cep.lang.format_syntax import to_strptime
+from grammar import ir
+from grammar.format_syntax import to_strptime
 
 MAX_RECORD_BYTES = 1 << 20  # default bound on one record (see "Record size" above)
 

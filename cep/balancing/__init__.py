@@ -1,1 +1,0 @@
-"""Routing, load statistics, balancing strategies and the trace simulator."""

@@ -1,1 +1,0 @@
-"""The rule language front end: grammar → parser → AST → checker → IR, with located errors."""

@@ -1,0 +1,156 @@
+"""The Balancer: after each micro-batch, per-key load → strategy → key map two batches on.
+
+Part of the Splitter (see ``splitter/__init__.py``): the part that decides
+where keys go; ``routing.py`` follows its maps.
+
+Runs on the driver as a ``foreachBatch`` hook. After batch t it folds the engines'
+per-key loads into the load statistics, takes map ``M[t+1]`` (already fixed) as the
+current assignment, asks the strategy (``splitter.policies.strategies``) for a better one and
+writes it as ``M[t+2]``, write-once: a replayed batch finds the map present and keeps it.
+Moved keys' state then travels at the end of batch t+1 (see ``migration.protocol``).
+
+Restarts: the load statistics live in this process only, so a restarted run decides
+from the batches it has seen since (its decisions may differ from an uninterrupted
+run's; the events cannot, since any sequence of maps the engines follow is correct).
+What must not be forgotten are the keys the maps already move: they are learnt from
+the maps themselves, or a key moved before the restart and quiet since would silently
+lose its override in the next map and move back for no reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import numpy as np
+
+from migration.hashing import kg_engine
+from migration.protocol import KeyMap
+from migration.store import StateStore
+from splitter.key_cost import key_costs
+from splitter.keymaps import key_map
+from splitter.policies.base import LoadSnapshot
+from splitter.policies.capacity import CapacityModel
+from splitter.policies.stats import LOAD_MEASURES, LoadStatistics
+from splitter.policies.strategies import SERIES_WINDOWS, get_strategy
+
+CAPACITY_MODES = ("equal", "measured")
+FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
+
+
+class Balancer:
+    """Decides key maps for a run; one instance per query, on the driver."""
+
+    def __init__(self, store: StateStore, strategy: str, n_engines: int,
+                 threshold: float = 15.0, window: int = 1, decay: float | None = None,
+                 capacity: str = "equal", load: str = "events") -> None:
+        if capacity not in CAPACITY_MODES:
+            raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
+        if load not in LOAD_MEASURES:
+            raise ValueError(f"load must be one of {LOAD_MEASURES}, got {load!r}")
+        self.store = store
+        self.name = strategy
+        self.strategy = get_strategy(strategy)  # once per run: clb keeps its period
+        self.n_engines = n_engines
+        self.threshold = threshold
+        self.statistics = LoadStatistics(window, decay,
+                                         series_windows=SERIES_WINDOWS.get(strategy, 0))
+        # measured: target shares from each engine's busy seconds per event (Schneider
+        # et al.), so a slower engine is given less load; equal: every engine 1/N
+        self.capacity = CapacityModel(n_engines) if capacity == "measured" else None
+        # events: the paper's per-key load; cost: the seconds the key cost its engine
+        # (``key_cost``), so that the engines' work, not their events, is balanced
+        self.load = load
+        self.texts: list[str] = []  # dense key id → key JSON text
+        self.ids: dict[str, int] = {}
+        self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
+
+    def prepare(self) -> None:
+        """Maps 0 and 1 are plain key grouping (the first decision lands in batch 2)."""
+        for version in range(FIRST_DECIDED_BATCH):
+            self.store.put_key_map(version, KeyMap(self.n_engines).encode())
+
+    def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
+        counts = self._batch_loads(stats)
+        nxt = key_map(self.store, batch + 1)
+        self._know(nxt.overrides)
+        current = self._owners(nxt)
+        load = self.statistics.load
+        shares = None
+        if self.capacity is not None:
+            self.capacity.observe(metrics["rows_per_engine"], metrics["busy_s_per_engine"])
+            shares = self.capacity.shares()
+        series = self.statistics.series if self.name in SERIES_WINDOWS else None
+        snapshot = LoadSnapshot(load, current, self.n_engines, threshold=self.threshold,
+                                state_size=self.statistics.seen,  # a proxy
+                                capacity=shares, load_series=series)
+        proposal = np.asarray(self.strategy(snapshot))
+        overrides = {self.texts[i]: int(proposal[i])
+                     for i in np.flatnonzero(proposal != self.kg).tolist()}
+        if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
+            decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
+            self._know(decided.overrides)
+            current, load = self._owners(nxt), self.statistics.load
+            proposal = self._owners(decided)
+        moved = proposal != current
+        metrics.update({
+            "strategy": self.name,
+            "load_measure": self.load,
+            "rebalanced": bool(moved.any()),
+            "keys_moved": int(moved.sum()),
+            "load_moved": self._events_moved(moved, load, counts),
+            "load_rstd": round(snapshot.imbalance(), 3),  # what the strategy balanced
+            "keys": len(self.texts),
+            **({"capacity_shares": [round(x, 4) for x in shares.tolist()]}
+               if shares is not None else {}),
+            "batch_keys": len(counts),
+        })
+        if batch >= 1:  # batch t may be replayed: documents of t-1 must stay
+            self.store.gc(batch - 1)
+
+    def _events_moved(self, moved: np.ndarray, load: np.ndarray, counts: dict[str, int]
+                      ) -> int:
+        """Events of the moved keys: in their load window (events measured), or in this
+        batch (cost measured: the window holds seconds)."""
+        if self.load == "events":
+            return int(load[moved].sum())
+        return sum(counts.get(self.texts[i], 0) for i in np.flatnonzero(moved).tolist())
+
+    def _owners(self, key_map: KeyMap) -> np.ndarray:
+        """Engine of every known key under ``key_map`` (whose keys must all be known):
+        the KG engines already computed per dense id, with the map's overrides applied
+        (no key is hashed again)."""
+        owners = self.kg.copy()
+        for text, engine in key_map.overrides.items():
+            owners[self.ids[text]] = engine
+        return owners
+
+    def _know(self, texts: Iterable[str]) -> None:
+        """Give dense ids (and KG engines, zero load) to the keys not seen before."""
+        new = [t for t in dict.fromkeys(texts) if t not in self.ids]
+        if new:
+            for text in new:
+                self.ids[text] = len(self.texts)
+                self.texts.append(text)
+            values = np.empty(len(new), dtype=object)
+            values[:] = [json.loads(t) for t in new]
+            self.kg = np.concatenate([self.kg, kg_engine(values, self.n_engines)
+                                      .astype(np.int32)])
+        self.statistics.ensure_keys(len(self.texts))
+
+    def _batch_loads(self, stats: list[dict]) -> dict[str, int]:
+        """Merge the engines' per-key counts and record them in the statistics (as
+        events, or as each key's measured cost spread over its events)."""
+        counts: dict[str, int] = {}
+        for info in stats:
+            for text, n in info["key_load"].items():
+                counts[text] = counts.get(text, 0) + n
+        self._know(counts)
+        ids = np.fromiter((self.ids[t] for t in counts), dtype=np.int64, count=len(counts))
+        events = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        weights = None
+        if self.load == "cost":
+            costs = key_costs(stats)
+            weights = np.repeat([costs[t] / n for t, n in counts.items()], events)
+        self.statistics.update(np.repeat(ids, events), weights)
+        return counts

@@ -1,0 +1,180 @@
+"""One engine's rows of one input task, as the bytes that travel to its engine task.
+
+Part of the Splitter (see ``splitter/__init__.py``): ``routing.py`` packs what
+it routed to each engine, ``engine_batch.py`` unpacks it.
+
+The payload crosses one shuffle inside one running job (an input task of batch B to the
+engine task of batch B) and never rests anywhere a restart would read it, so it is a
+pickle. Its size is what costs: on its way Spark's JVM copies every byte about ten times
+(into rows, through LZ4 and the shuffle file, into Arrow, to the engine's worker), which
+took about as long as reading the file. So each column travels in the narrowest form
+that gives it back exactly:
+
+- a string column with few distinct values, as codes into its distinct values (uint8,
+  uint16 or int32 by how many there are). Pickling an object array writes and reads
+  every ``str`` on its own, which cost more CPU than reading the file; codes are split
+  with an int take, and the engine task rebuilds the column with one gather (the rebuilt
+  column holds equal strings, shared objects; a ``str`` subclass equal to a plain
+  ``str`` may come back as that ``str``);
+- an integer column whose values span less than 2**32 (sequence numbers, the all-zero
+  sub-sequence), as unsigned offsets from its least value;
+- a column that is the same array as an earlier one (the key, when it is a field), as a
+  reference to that column;
+- anything else as it is.
+
+The pickle then goes LZ4-compressed, which halves it again.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from cep.engine.table import Table, take
+
+CODEC = "lz4"
+_SIZE = struct.Struct("<Q")  # the pickle's size, before its compressed bytes
+SAMPLE = 2048  # rows looked at to guess whether a string column repeats its values
+# More distinct values than this in the sample: sent as is. A column of D equally
+# frequent values shows about D * (1 - exp(-SAMPLE / D)) of them in the sample, so this
+# codes columns of up to about 10,000 distinct values (4,043 aircraft of the flights
+# data show about 1,600) and leaves text, whose sample is nearly all distinct.
+MOST_DISTINCT = SAMPLE * 9 // 10
+
+# How one column comes back: None (as it travels), ("values", distinct) (codes into
+# them), ("offset", least, dtype) or ("same", name of an earlier column).
+Decoder = tuple | None
+# A table ready to be split: the columns that travel, and how every column of the
+# original table (in its order) comes back from them.
+Coded = tuple[Table, dict[str, Decoder]]
+
+
+# An object column already factorized by whoever had to (routing, by its keys): its
+# array's id() -> (codes, distinct values), as pandas.factorize gives them
+Factorized = Mapping[int, tuple[np.ndarray, np.ndarray]]
+
+
+def code_table(table: Table, factorized: Factorized | None = None) -> Coded:
+    """``table`` with its columns in their narrowest exact form (see the module).
+    ``factorized``: columns whose codes are known, so they are not factorized again."""
+    columns: Table = {}
+    decoders: dict[str, Decoder] = {}
+    first_name: dict[int, str] = {}
+    for name, column in table.items():
+        if id(column) in first_name:
+            decoders[name] = ("same", first_name[id(column)])
+            continue
+        first_name[id(column)] = name
+        coded = _narrow(column, factorized.get(id(column)) if factorized else None)
+        columns[name], decoders[name] = coded if coded is not None else (column, None)
+    return columns, decoders
+
+
+def _narrow(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+            ) -> tuple[np.ndarray, Decoder] | None:
+    if len(column) < SAMPLE:
+        return None
+    if column.dtype == object:
+        if known is None and not _repeats(column[:SAMPLE]):
+            return None  # not worth a factorize
+        return _string_codes(column, known)
+    if column.dtype.kind in "iu":
+        least, most = int(column.min()), int(column.max())
+        if most - least < 1 << 32:
+            offsets = (column - column.dtype.type(least)).astype(_unsigned(most - least))
+            return offsets, ("offset", least, column.dtype.str)
+    return None
+
+
+def _repeats(sample: np.ndarray) -> bool:
+    """Whether a column's first rows repeat their values enough for codes to pay (no for
+    unhashable values)."""
+    try:
+        return len(set(sample.tolist())) <= MOST_DISTINCT
+    except TypeError:
+        return False
+
+
+def factorize_without_nulls(column: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and distinct values of a column, or None when it holds NULLs (pandas would
+    make a None among the distinct values NaN) or unhashable values."""
+    try:
+        codes, distinct = pd.factorize(column, use_na_sentinel=True)
+    except TypeError:
+        return None
+    if len(codes) and codes.min() < 0:
+        return None
+    return codes, distinct
+
+
+def _string_codes(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, Decoder] | None:
+    """Codes and distinct values of a column of ``str`` that repeats them, else None
+    (mostly distinct values, NULLs or anything but ``str``). ``known``: the column's
+    :func:`factorize_without_nulls`, when an earlier step already took it."""
+    found = known if known is not None else factorize_without_nulls(column)
+    if found is None:
+        return None
+    codes, distinct = found
+    if len(distinct) > len(column) // 2 or any(type(v) is not str for v in distinct):
+        return None
+    narrow = np.int32 if len(distinct) > 1 << 16 else _unsigned(len(distinct) - 1)
+    return codes.astype(narrow), ("values", np.asarray(distinct, dtype=object))
+
+
+def _unsigned(most: int) -> type:
+    """The narrowest unsigned integer type that holds 0..most."""
+    return np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.uint32
+
+
+def take_coded(coded: Coded, index: np.ndarray) -> Coded:
+    """Rows at ``index`` of a coded table (the distinct values are shared, not copied)."""
+    columns, decoders = coded
+    return take(columns, index), decoders
+
+
+def decode_table(coded: Coded) -> Table:
+    columns, decoders = coded
+    table: Table = {}
+    for name, decoder in decoders.items():
+        if decoder is None:
+            table[name] = columns[name]
+        elif decoder[0] == "values":
+            table[name] = decoder[1][columns[name]]
+        elif decoder[0] == "offset":
+            _, least, dtype = decoder
+            table[name] = columns[name].astype(dtype) + np.dtype(dtype).type(least)
+        else:
+            table[name] = table[decoder[1]]
+    return table
+
+
+def pack_payload(batch: int, tables: Mapping[str, Coded], passthrough: Table | None,
+                 info: dict[str, float], truth: np.ndarray | None,
+                 time_info: tuple | None = None, late: tuple | None = None) -> bytes:
+    """An engine's rows per stream (coded), the task's stateless output and counts (sent
+    to engine 0 only), the first-story sequence numbers of a generator with a truth and
+    how the task's pieces move the watermark (``input_tasks``: every engine gets it),
+    the events the engine checks for lateness (``late_rows.Candidates``), LZ4-compressed
+    (about half the bytes, for about 25 ms of CPU per million rows), after their
+    uncompressed size."""
+    raw = pickle.dumps((batch, dict(tables), passthrough, info, truth, time_info, late),
+                       protocol=5)
+    return _SIZE.pack(len(raw)) + pa.compress(raw, codec=CODEC, asbytes=True)
+
+
+def unpack_payload(payload: bytes) -> tuple[int, dict[str, Table], Table | None,
+                                             dict[str, Any], np.ndarray | None, tuple | None,
+                                             tuple | None]:
+    """What :func:`pack_payload` packed, with the streams' tables decoded."""
+    (size,) = _SIZE.unpack_from(payload)
+    raw = pa.decompress(memoryview(payload)[_SIZE.size:], size, codec=CODEC, asbytes=True)
+    batch, tables, passthrough, info, truth, time_info, late = pickle.loads(raw)
+    return (batch, {n: decode_table(t) for n, t in tables.items()}, passthrough, info, truth,
+            time_info, late)

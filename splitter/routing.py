@@ -1,0 +1,136 @@
+"""The Splitter's data path inside Spark: stateless rules, keys, engine of every row.
+
+Part of the Splitter (see ``splitter/__init__.py``): the part that routes.
+Runs on executors inside the input source's tasks (``cep/spark/source.py``), right after
+a task has read its pieces, in parallel and with no shuffle. For every engine it emits
+exactly one row (its slice of every stream, ``payload.py``, for the engine task of the
+same job), so every engine runs in every micro-batch even when it got no events (it may
+have state to import or export). Output rows of stateless rules, and the task's counts and timings,
+ride along with engine 0's row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cep.engine.derive import add_keys, derive_streams
+from cep.engine.table import KEY, SEQ, Table, concat
+from grammar import ir
+from migration.hashing import kg_engine, stable_hash
+from splitter.keymaps import key_map
+from splitter.late_candidates import Candidates, candidates
+from splitter.payload import (
+    Factorized,
+    code_table,
+    factorize_without_nulls,
+    pack_payload,
+    take_coded,
+)
+from splitter.policies.pkg import PartialKeyGrouping
+
+if TYPE_CHECKING:  # pymongo is imported only where keys move (a MongoDB store)
+    from migration.store import StateStore
+
+# key values of a batch → engine index of each (vectorised)
+KeyRouter = Callable[[np.ndarray, int], np.ndarray]
+
+
+def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
+               engine_of: KeyRouter, batch: int, info: dict[str, float],
+               truth: np.ndarray | None = None, time_info: tuple | None = None,
+               late: tuple[bool, list[str]] | None = None) -> list[tuple[int, bytes]]:
+    """(label, payload) for every engine, from one task's input tables. Engine 0's
+    payload also carries the stateless output and ``info``, the task's counts and the
+    seconds its stages took, to which this adds ``derive`` (the stateless rules, FSD's
+    LSH key) and ``route``. ``truth``: sequence numbers of the rows a generator knows
+    to be first stories (each engine scores its own events against them). ``time_info``:
+    how the task's pieces move the watermark, which every engine gets (``engine_batch``
+    reads it). ``late``: for stage 0's input, whether late events are dropped and the
+    task's segments (JSON), for the engines to find the late events (``late_rows``)."""
+    started = time.perf_counter()
+    streams, stateless = derive_streams(module, inputs)
+    derived = time.perf_counter()
+    keyed = {n: add_keys(streams[n], module.key) for n in module.stateful_streams()}
+    owners, coded = {}, {}
+    for name, table in keyed.items():
+        owners[name], factorized = owners_of(engine_of, table[KEY], batch)
+        coded[name] = code_table(table, factorized)
+    passthrough = concat(stateless) if stateless else None
+    mine = [{n: take_coded(t, owners[n] == e) for n, t in coded.items()}
+            for e in range(len(labels))]
+    checks: list[Candidates | None] = [None] * len(labels)
+    if late is not None:
+        drop, segments = late
+        rows_of = (engine_seqs(keyed, owners, passthrough, len(labels)) if drop
+                   else [np.empty(0, np.int64)] * len(labels))
+        checks = candidates(module, inputs, rows_of, segments)
+    info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
+    return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
+                                 info if e == 0 else {}, truth, time_info, checks[e]))
+            for e, label in enumerate(labels)]
+
+
+def engine_seqs(keyed: dict[str, Table], owners: dict[str, np.ndarray],
+                passthrough: Table | None, n: int) -> list[np.ndarray]:
+    """The seqs of the rows each engine receives (engine 0: the stateless output too),
+    whose late events it leaves out under ``--late drop``."""
+    out = []
+    for e in range(n):
+        parts = [t[SEQ][owners[name] == e] for name, t in keyed.items()]
+        if e == 0 and passthrough:
+            parts.append(passthrough["seq"])
+        out.append(np.concatenate(parts) if parts else np.empty(0, np.int64))
+    return out
+
+
+def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
+              ) -> tuple[np.ndarray, Factorized | None]:
+    """The engine of every row, and the keys' codes where that took factorizing them.
+
+    A router that sends every row of a key to one engine is asked about each distinct
+    key once: string keys are factorized anyway to hash them, and the payload reuses
+    those codes (``code_table``) instead of factorizing the same column again. A
+    router that places rows one by one (PKG) gets every row."""
+    found = None
+    if not getattr(engine_of, "per_row", False) and keys.dtype == object:
+        found = factorize_without_nulls(keys)
+    if found is None:  # PKG, numeric keys, or NULL or unhashable ones: row by row
+        return engine_of(keys, batch), None
+    codes, distinct = found
+    owners = np.asarray(engine_of(np.asarray(distinct, dtype=object), batch))[codes]
+    return owners, {id(keys): (codes, distinct)}
+
+
+def key_grouping(n_engines: int) -> KeyRouter:
+    """Plain key grouping: a stable hash of the key, modulo the number of engines."""
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return kg_engine(keys, n_engines)
+
+    return engine_of
+
+
+def map_grouping(store: StateStore) -> KeyRouter:
+    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides)."""
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return key_map(store, batch).owners(keys)
+
+    return engine_of
+
+
+def partial_key_grouping(n_engines: int, seed: int = 0) -> KeyRouter:
+    """PKG: each event to the less loaded of its key's two hash choices, by this router's
+    own load estimates. It splits keys across engines, so stateful rules see partial
+    state and their events differ from key grouping's (the point of comparing it)."""
+    pkg = PartialKeyGrouping(n_engines, seed)  # estimates persist in this worker process
+
+    def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
+        return pkg.route(stable_hash(keys))
+
+    engine_of.per_row = True  # type: ignore[attr-defined]  # see owners_of
+    return engine_of
