@@ -95,6 +95,7 @@ class RunConfig:
     stat_window: int = 1  # batches of per-key load the Balancer looks at
     capacity: str = "equal"  # equal shares, or shares from measured busy seconds
     load: str = "events"  # a key's load for the Balancer: its events, or its measured cost
+    moves: str = "pays"  # move keys only when it saves more than it costs, or "always"
     slowdown: Mapping[int, float] = field(default_factory=dict)
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT

@@ -29,6 +29,7 @@ from migration.protocol import KeyMap
 from migration.store import StateStore
 from splitter.key_cost import key_costs
 from splitter.keymaps import key_map
+from splitter.move_gain import MoveGate
 from splitter.policies.base import LoadSnapshot
 from splitter.policies.capacity import CapacityModel
 from splitter.policies.stats import LOAD_MEASURES, LoadStatistics
@@ -43,7 +44,7 @@ class Balancer:
 
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
                  threshold: float = 15.0, window: int = 1, decay: float | None = None,
-                 capacity: str = "equal", load: str = "events") -> None:
+                 capacity: str = "equal", load: str = "events", moves: str = "pays") -> None:
         if capacity not in CAPACITY_MODES:
             raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
         if load not in LOAD_MEASURES:
@@ -61,6 +62,9 @@ class Balancer:
         # events: the paper's per-key load; cost: the seconds the key cost its engine
         # (``key_cost``), so that the engines' work, not their events, is balanced
         self.load = load
+        # pays: a proposal's moves must save the busiest engine more than they cost
+        # (``move_gain``); always: the paper's Balancer, moving whenever proposed
+        self.gate = MoveGate(moves)
         self.texts: list[str] = []  # dense key id → key JSON text
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
@@ -72,6 +76,7 @@ class Balancer:
 
     def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
         counts = self._batch_loads(stats)
+        self.gate.costs.observe(metrics)
         nxt = key_map(self.store, batch + 1)
         self._know(nxt.overrides)
         current = self._owners(nxt)
@@ -85,6 +90,10 @@ class Balancer:
                                 state_size=self.statistics.seen,  # a proxy
                                 capacity=shares, load_series=series)
         proposal = np.asarray(self.strategy(snapshot))
+        verdict = self.gate.judge(load, current, proposal, self.n_engines,
+                                  _busiest_busy_s(stats), shares)
+        if not verdict.pays:
+            proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])
                      for i in np.flatnonzero(proposal != self.kg).tolist()}
         if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
@@ -100,6 +109,9 @@ class Balancer:
             "keys_moved": int(moved.sum()),
             "load_moved": self._events_moved(moved, load, counts),
             "load_rstd": round(snapshot.imbalance(), 3),  # what the strategy balanced
+            "moves": self.gate.policy,
+            "keys_proposed": verdict.keys_moved,
+            **verdict.as_metrics(),
             "keys": len(self.texts),
             **({"capacity_shares": [round(x, 4) for x in shares.tolist()]}
                if shares is not None else {}),
@@ -154,3 +166,13 @@ class Balancer:
             weights = np.repeat([costs[t] / n for t, n in counts.items()], events)
         self.statistics.update(np.repeat(ids, events), weights)
         return counts
+
+
+def _busiest_busy_s(stats: list[dict]) -> float:
+    """The busy seconds of the batch's busiest engine (its stats rows summed: a chain's
+    stages report one row each)."""
+    busy: dict[int, float] = {}
+    for info in stats:
+        engine = int(info.get("engine", 0))
+        busy[engine] = busy.get(engine, 0.0) + float(info.get("busy_s", 0.0))
+    return max(busy.values(), default=0.0)

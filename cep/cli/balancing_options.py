@@ -8,6 +8,7 @@ import os
 
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_THRESHOLD
+from splitter.move_gain import MOVE_POLICIES, PAYBACK_BATCHES
 from splitter.policies.simulate import CAPACITY_MODES
 from splitter.policies.stats import LOAD_MEASURES
 from splitter.policies.strategies import STRATEGIES
@@ -48,6 +49,11 @@ def add_balancing_options(parser: argparse.ArgumentParser, several_loads: bool =
                             help="a key's load for the Balancer: its events (the DLB "
                                  "paper's), or the seconds its engine spent on it, "
                                  "measured per batch (default events)")
+    parser.add_argument("--moves", choices=MOVE_POLICIES, default="pays",
+                        help="pays: move keys only when the busiest engine's predicted "
+                             f"saving over {PAYBACK_BATCHES} batches exceeds the measured "
+                             "cost of handing them over; always: whenever the strategy "
+                             "proposes, as the DLB paper's Balancer (default pays)")
     parser.add_argument("--slow-engine", action="append", default=[], metavar="E:FACTOR",
                         help="make engine E's processing FACTOR times slower (to try "
                              "--capacity measured on equal hardware)")

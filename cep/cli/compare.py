@@ -80,6 +80,7 @@ def compare(args: argparse.Namespace) -> int:
                        master=args.master, threshold=args.threshold,
                        stat_window=args.stat_window, mongo_uri=args.mongo_uri,
                        progress=False, capacity=args.capacity, load=args.load[0],
+                       moves=args.moves,
                        slowdown=slowdown(args.slow_engine))
     load_at_start = load_average()
     with _placed(config, args) as (placed, cpus_per_node):

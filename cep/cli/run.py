@@ -129,6 +129,7 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         max_record_bytes=args.max_record_bytes, verbose=args.verbose,
         progress=not args.quiet, strategy=args.strategy, threshold=args.threshold,
         stat_window=args.stat_window, capacity=args.capacity, load=args.load,
+        moves=args.moves,
         slowdown=slow, mongo_uri=args.mongo_uri,
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
         late=args.late)

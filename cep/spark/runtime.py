@@ -169,7 +169,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 mongo_uri, run_id=run_id, connect_timeout_ms=timeout_ms,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
             balancer = Balancer(store, strategy, engines, config.threshold, config.stat_window,
-                                capacity=config.capacity, load=config.load)
+                                capacity=config.capacity, load=config.load,
+                                moves=config.moves)
             try:
                 balancer.prepare()
                 _check_resumable(store, workdir)
@@ -206,7 +207,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
-                    "load": config.load,
+                    "load": config.load, "moves": config.moves,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
                                  config.metrics_file, master, run_id)}

@@ -140,7 +140,7 @@ def test_a_key_moving_strategy_on_a_chain_gives_the_kg_events(spark, ticks):
     with their key-grouping engine; the events are the reference's."""
     module = compile_text(RULES["three_stages"])
     run, records = run_and_read(module, ticks, engines=3, batch_size=40, strategy="dlb-l",
-                                threshold=5.0)
+                                threshold=5.0, moves="always")
     assert sum(m["exported_keys"] for m in run.metrics) > 0, "keys must move"
     assert sum(m["imported_keys"] for m in run.metrics) == sum(
         m["exported_keys"] for m in run.metrics[:-1])

@@ -33,7 +33,8 @@ def test_cep_run_on_a_standalone_cluster(spark_cluster, cluster_spark):  # noqa:
                               progress=False))
     with EmbeddedMongo() as mongo:
         moved, records = run_and_read(module, path, engines=3, batch_size=40, master=master,
-                                      strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri)
+                                      strategy="dlb-h", threshold=5.0, mongo_uri=mongo.uri,
+                                      moves="always")
     assert sum(m["exported_keys"] for m in moved.metrics) > 0
     assert records == expected
     # the executors' Python has cep's dependencies but not cep: they ran the code cep

@@ -80,7 +80,7 @@ def test_runs_on_the_emulated_cluster_give_the_reference_events_within_their_quo
         groups = [group.path for group in standalone.node_groups]
         assert [g.cpus for g in standalone.node_groups] == [CPUS] * NODES
         kg = run(module, config)
-        moved = run(module, dataclasses.replace(config, strategy="dlb-h"))
+        moved = run(module, dataclasses.replace(config, strategy="dlb-h", moves="always"))
         from pyspark import SparkContext
 
         context = SparkContext._active_spark_context

@@ -40,7 +40,7 @@ def test_cep_run_on_spark_writes_the_reference_first_stories(fsd, tmp_path):
     out, metrics = tmp_path / "fsd.jsonl", tmp_path / "metrics.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cep.cli", "run", str(ROOT / "rules" / "fsd.epl"),
-         "--input", SPEC, "--strategy", "dlb-h", "--threshold", "1",
+         "--input", SPEC, "--strategy", "dlb-h", "--threshold", "1", "--moves", "always",
          "--batch-size", str(BATCH), "--master", "local[2]", "--quiet",
          "--output", str(out), "--metrics", str(metrics)],
         capture_output=True, text=True, timeout=900)
@@ -52,11 +52,24 @@ def test_cep_run_on_spark_writes_the_reference_first_stories(fsd, tmp_path):
     assert "first_story vs ground truth: precision" in result.stderr
 
 
+def test_dlb_l_moving_only_what_pays_equals_the_reference(spark, fsd):
+    """The default Balancer prices each proposal (``--moves pays``): whatever it lets
+    through, the events are the reference's, and a refused proposal moves no key."""
+    module, source, expected = fsd
+    run, records = run_and_read(module, source, engines=5, batch_size=BATCH,
+                                strategy="dlb-l", threshold=1.0)
+    assert records == expected
+    decided = [m for m in run.metrics if "move_pays" in m]
+    assert decided and all(m["moves"] == "pays" for m in decided)
+    assert all(m["keys_moved"] == 0 for m in decided if not m["move_pays"])
+    assert all(m["keys_moved"] <= m["keys_proposed"] for m in decided)
+
+
 @pytest.mark.parametrize("strategy", ["kg", "dlb-l"])
 def test_kg_and_dlb_l_equal_the_reference(spark, fsd, strategy):
     module, source, expected = fsd
     run, records = run_and_read(module, source, engines=5, batch_size=BATCH,
-                                strategy=strategy, threshold=1.0)
+                                strategy=strategy, threshold=1.0, moves="always")
     if strategy != "kg":
         assert any(m["rebalanced"] for m in run.metrics)
         assert sum(m["exported_keys"] for m in run.metrics) > 0

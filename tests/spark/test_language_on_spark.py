@@ -60,6 +60,6 @@ def test_construct_on_spark_equals_reference(spark, spark_events, reference_even
     module = compile_text(SCHEMA + RULES[name], name)
     expected = reference_events(module, TICKS)
     assert expected, "the rule must produce output on the sample"
-    options = {"threshold": 5.0} if strategy != "kg" else {}
+    options = {"threshold": 5.0, "moves": "always"} if strategy != "kg" else {}
     assert spark_events(module, TICKS, engines=engines, batch_size=batch_size,
                         strategy=strategy, **options) == expected

@@ -48,7 +48,7 @@ def test_engines_alternating_between_workers_catch_up_from_the_log(spark, expect
 
 def test_moved_keys_give_the_reference(spark, expected):
     run, records = run_and_read(compile_file(RULE), str(INPUT), engines=3, batch_size=24,
-                                strategy="dlb-h", threshold=5.0)
+                                strategy="dlb-h", threshold=5.0, moves="always")
     assert records == expected
     assert sum(m["imported_keys"] for m in run.metrics) > 0
 

@@ -69,7 +69,7 @@ def test_keys_moving_with_timers_pending_give_exactly_the_kg_events(
     monkeypatch.setitem(strategies.STRATEGIES, "chaos", chaos)
     module, path, expected, _ = timers_case
     run, records = run_and_read(module, path, engines=3, batch_size=20, strategy=strategy,
-                                threshold=5.0)
+                                threshold=5.0, moves="always")
     assert sum(m["exported_keys"] for m in run.metrics) > 0
     assert records == expected
 
@@ -100,6 +100,6 @@ def test_milp_moving_keys_with_timers_pending_gives_exactly_the_kg_events(spark,
                     encoding="utf-8")
     module = compile_text(RULES, "timers")
     run, records = run_and_read(module, path, engines=3, batch_size=60, strategy="milp",
-                                threshold=5.0)
+                                threshold=5.0, moves="always")
     assert sum(m["exported_keys"] for m in run.metrics) > 0
     assert records == reference(module, path)

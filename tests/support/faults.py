@@ -32,7 +32,7 @@ ROOT = Path(__file__).parent.parent.parent
 RULE = ROOT / "rules" / "fsd.epl"
 INPUT = ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"
 BATCHES = 5
-RUN_OPTIONS = ("--batch-size", "48", "--strategy", "dlb-h", "--threshold", "5",
+RUN_OPTIONS = ("--batch-size", "48", "--strategy", "dlb-h", "--threshold", "5", "--moves", "always",
                "--engines", "3", "--master", "local[2]", "--quiet")
 CEP_TIMEOUT = 600  # seconds one `cep run` may take on a loaded 2-core machine
 

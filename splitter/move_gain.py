@@ -1,0 +1,105 @@
+"""Whether a key map's moves pay for themselves: the Balancer's gate (``--moves pays``).
+
+A strategy proposes a key map from the keys' loads alone, as the DLB paper's policies
+do. Moving a key costs work that key grouping never does (its state exported by one
+engine, carried through MongoDB, imported and rebuilt by another), and what the move
+buys is a shorter busiest engine in the batches that follow, since a micro-batch lasts
+as long as its busiest engine. The gate prices both in seconds:
+
+* **saving per batch**: the busiest engine's measured busy seconds in the batch just
+  run, times the share of the busiest engine's load that the proposal takes off (the
+  busiest engine load under the proposal against under the current map, both from the
+  load statistics the strategy read, capacity-relative when shares are measured);
+* **cost**: the keys the proposal moves, times the seconds a moved key has cost so far:
+  the engines' export and import seconds over the keys they handed over, an
+  exponentially weighted mean over the batches that moved keys (``PRIOR_KEY_S`` before
+  the first was measured).
+
+The proposal goes through when the saving over ``payback`` batches exceeds the cost,
+and otherwise the current map stays. Under a skew that no placement can spread (one key
+heavier than an engine's share), or on an already even load, the saving is small and
+nothing moves: the run then costs what key grouping costs. ``--moves always`` is the
+paper's Balancer, which moves whenever the strategy proposes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from splitter.policies.stats import engine_loads
+
+MOVE_POLICIES = ("pays", "always")
+PAYBACK_BATCHES = 3  # a move must pay for itself within this many batches
+# Seconds per moved key before any move was measured: export plus import of one FSD key
+# on a 0.4-core node (bench/bench_handoff.py: 1,000 keys took 0.12-0.15 s on a full core)
+PRIOR_KEY_S = 4e-4
+SMOOTHING = 0.5  # weight of the newest measured batch in the per-key cost
+
+
+@dataclass
+class MoveCosts:
+    """What moving keys has cost the engines so far, per key (seconds)."""
+
+    per_key_s: float = PRIOR_KEY_S
+    measured_batches: int = 0
+
+    def observe(self, metrics: dict) -> None:
+        """Fold in a batch's handoff: the engines' ``export`` and ``import`` stage
+        seconds over the keys exported and imported (each moved key is both, in
+        consecutive batches; the larger count stands for the keys handed over)."""
+        keys = max(int(metrics.get("exported_keys", 0)), int(metrics.get("imported_keys", 0)))
+        if keys <= 0:
+            return
+        stages = metrics.get("stage_s", {})
+        seconds = float(stages.get("export", 0.0)) + float(stages.get("import", 0.0))
+        measured = seconds / keys
+        if self.measured_batches == 0:
+            self.per_key_s = measured
+        else:
+            self.per_key_s = SMOOTHING * measured + (1 - SMOOTHING) * self.per_key_s
+        self.measured_batches += 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's reckoning of one proposal, as the metrics report it."""
+
+    keys_moved: int
+    saving_s: float  # over the pay-back horizon
+    cost_s: float
+    pays: bool
+
+    def as_metrics(self) -> dict:
+        return {"move_saving_s": round(self.saving_s, 4), "move_cost_s": round(self.cost_s, 4),
+                "move_pays": self.pays}
+
+
+@dataclass
+class MoveGate:
+    """Lets a proposed key map through only when its moves pay (see the module notes)."""
+
+    policy: str = "pays"
+    payback: int = PAYBACK_BATCHES
+    costs: MoveCosts = field(default_factory=MoveCosts)
+
+    def __post_init__(self) -> None:
+        if self.policy not in MOVE_POLICIES:
+            raise ValueError(f"moves must be one of {MOVE_POLICIES}, got {self.policy!r}")
+        if self.payback < 1:
+            raise ValueError("payback must be >= 1 batch")
+
+    def judge(self, load: np.ndarray, current: np.ndarray, proposal: np.ndarray,
+              n_engines: int, busiest_busy_s: float,
+              capacity: np.ndarray | None = None) -> Verdict:
+        """The verdict on moving from ``current`` to ``proposal`` (engine per key id),
+        given the keys' ``load`` and the busiest engine's busy seconds last batch."""
+        moved = int(np.count_nonzero(proposal != current))
+        before = float(engine_loads(load, current, n_engines, capacity).max(initial=0.0))
+        after = float(engine_loads(load, proposal, n_engines, capacity).max(initial=0.0))
+        share = (before - after) / before if before > 0 else 0.0
+        saving = max(busiest_busy_s, 0.0) * share * self.payback
+        cost = moved * self.costs.per_key_s
+        pays = moved == 0 or self.policy == "always" or saving > cost
+        return Verdict(moved, saving, cost, pays)

@@ -1,0 +1,130 @@
+"""The Balancer's gate (``splitter.move_gain``, ``--moves pays``): a proposed key map goes
+through only when the busiest engine's predicted saving over the pay-back horizon exceeds
+what handing the moved keys over is measured to cost; ``--moves always`` is the DLB
+paper's Balancer. The Balancer runs on the session's embedded MongoDB, without Spark."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from migration.hashing import kg_engine
+from migration.store import StateStore
+from splitter.balancer import Balancer
+from splitter.move_gain import PAYBACK_BATCHES, PRIOR_KEY_S, MoveCosts, MoveGate
+
+
+def test_a_move_that_saves_more_than_it_costs_goes_through() -> None:
+    load = np.array([6.0, 4.0, 2.0])
+    current = np.array([0, 0, 1])
+    proposal = np.array([0, 1, 1])  # busiest engine 10 -> 6: 40% of it off
+    verdict = MoveGate("pays").judge(load, current, proposal, 2, busiest_busy_s=1.0)
+    assert verdict.keys_moved == 1
+    assert verdict.saving_s == pytest.approx(0.4 * PAYBACK_BATCHES)
+    assert verdict.cost_s == pytest.approx(PRIOR_KEY_S)
+    assert verdict.pays
+
+
+def test_a_move_that_costs_more_than_it_saves_is_refused_unless_always() -> None:
+    load = np.array([6.0, 4.0, 2.0])
+    current = np.array([0, 0, 1])
+    proposal = np.array([0, 1, 1])
+    gate = MoveGate("pays", costs=MoveCosts(per_key_s=2.0))  # a key costs 2 s to move
+    refused = gate.judge(load, current, proposal, 2, busiest_busy_s=1.0)
+    assert not refused.pays and refused.cost_s == pytest.approx(2.0)
+    always = MoveGate("always", costs=MoveCosts(per_key_s=2.0))
+    assert always.judge(load, current, proposal, 2, busiest_busy_s=1.0).pays
+
+
+def test_nothing_is_saved_where_the_heaviest_key_holds_the_busiest_engine() -> None:
+    # one key carries more than an engine's share: moving the others off its engine
+    # leaves the busiest engine as long as before
+    load = np.array([10.0, 1.0, 1.0, 1.0])
+    current = np.array([0, 0, 1, 1])
+    proposal = np.array([0, 1, 1, 1])
+    verdict = MoveGate().judge(load, current, proposal, 2, busiest_busy_s=5.0)
+    assert verdict.saving_s == pytest.approx(5.0 * (1 / 11) * PAYBACK_BATCHES)
+    proposal_none = current.copy()
+    assert MoveGate().judge(load, current, proposal_none, 2, busiest_busy_s=5.0).pays
+
+
+def test_move_costs_start_from_the_prior_then_follow_the_engines_measurements() -> None:
+    costs = MoveCosts()
+    assert costs.per_key_s == PRIOR_KEY_S
+    costs.observe({"exported_keys": 0, "imported_keys": 0, "stage_s": {"process": 3.0}})
+    assert costs.per_key_s == PRIOR_KEY_S and costs.measured_batches == 0
+    costs.observe({"exported_keys": 100, "imported_keys": 50,
+                   "stage_s": {"export": 0.2, "import": 0.1}})
+    assert costs.per_key_s == pytest.approx(0.3 / 100)
+    costs.observe({"exported_keys": 0, "imported_keys": 100,
+                   "stage_s": {"import": 0.1}})
+    assert costs.per_key_s == pytest.approx(0.5 * 0.001 + 0.5 * 0.003)
+
+
+def test_the_policy_and_horizon_are_checked() -> None:
+    with pytest.raises(ValueError, match="moves must be one of"):
+        MoveGate("sometimes")
+    with pytest.raises(ValueError, match="payback"):
+        MoveGate(payback=0)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.floats(0, 100), st.integers(0, n - 1), st.integers(0, n - 1)),
+             min_size=1, max_size=30))),
+    st.floats(0, 10), st.floats(1e-6, 1.0))
+def test_the_verdict_is_a_saving_against_a_cost(problem, busy, per_key) -> None:
+    n, keys = problem
+    load = np.array([k[0] for k in keys])
+    current = np.array([k[1] for k in keys])
+    proposal = np.array([k[2] for k in keys])
+    verdict = MoveGate(costs=MoveCosts(per_key_s=per_key)).judge(load, current, proposal,
+                                                                 n, busy)
+    moved = int((proposal != current).sum())
+    assert verdict.keys_moved == moved
+    assert verdict.cost_s == pytest.approx(moved * per_key)
+    before = np.bincount(current, weights=load, minlength=n).max()
+    after = np.bincount(proposal, weights=load, minlength=n).max()
+    if after >= before:
+        assert verdict.saving_s <= 0 and verdict.pays == (moved == 0)
+    assert verdict.pays == (moved == 0 or verdict.saving_s > verdict.cost_s)
+
+
+def _keys_by_engine(n_keys: int, n_engines: int) -> list[list[str]]:
+    names = np.empty(n_keys, dtype=object)
+    names[:] = [f"k{i}" for i in range(n_keys)]
+    engines = kg_engine(names, n_engines)
+    return [[json.dumps(k) for k, e in zip(names, engines, strict=True) if e == engine]
+            for engine in range(n_engines)]
+
+
+def _decide(store: StateStore, moves: str, stats: list[dict]) -> dict:
+    balancer = Balancer(store, "dlb-l", 2, threshold=15.0, moves=moves)
+    balancer.prepare()
+    metrics: dict = {}
+    balancer(0, stats, metrics)
+    store.drop_run()
+    return metrics
+
+
+def test_the_balancer_moves_only_what_pays_and_always_as_the_paper(store: StateStore
+                                                                   ) -> None:
+    zero, one = _keys_by_engine(40, 2)
+    # engine 0 holds four keys of 30 events each, engine 1 one of 30: moving a key pays
+    # (the busiest engine's 4 s batch shortens by a quarter) ...
+    skewed = [{"engine": 0, "busy_s": 4.0, "key_load": {k: 30 for k in zero[:4]}},
+              {"engine": 1, "busy_s": 1.0, "key_load": {one[0]: 30}}]
+    paid = _decide(store, "pays", skewed)
+    assert paid["moves"] == "pays" and paid["move_pays"] and paid["keys_moved"] >= 1
+    # ... but not where the busy seconds it would save are a few microseconds
+    tiny = [{**row, "busy_s": row["busy_s"] * 1e-6} for row in skewed]
+    refused = _decide(store, "pays", tiny)
+    assert refused["keys_proposed"] >= 1 and not refused["move_pays"]
+    assert refused["keys_moved"] == 0 and not refused["rebalanced"]
+    always = _decide(store, "always", tiny)
+    assert always["move_pays"] and always["keys_moved"] == refused["keys_proposed"]
