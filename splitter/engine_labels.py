@@ -1,4 +1,4 @@
-"""Engine labels: group-by values that put engine e alone in shuffle partition e.
+"""Engine labels: group-by values that put engine e in shuffle partition e (mod P).
 
 Part of the Splitter (see ``splitter/__init__.py``): its last hop, Spark's
 shuffle, which delivers the rows ``routing.py`` labelled for engine e to engine e's task.
@@ -13,9 +13,19 @@ An INSERT INTO chain has one set of N engines per stage (``stage_labels``): engi
 every stage lands in partition e, so a chain keeps N partitions (and N state-store
 partitions, which Spark fixes in the checkpoint) and task e runs engine e of each stage
 one after the other, as separate groups with separate state.
+
+With fewer partitions than engines (P < N: a local master with fewer task slots than
+engines, ``engine_partitions``), engine e lands in partition e mod P, and the task of a
+partition runs its engines one after the other, each still a group with its own state.
+Every task of a micro-batch pays a fixed price in Spark (a Python worker, the state
+server's connection and encoders, a state-store commit), so N engines on S < N slots
+pay it S times rather than N, and in one wave of tasks rather than ceil(N/S).
 """
 
 from __future__ import annotations
+
+import os
+import re
 
 MASK = 0xFFFFFFFF
 SPARK_SEED = 42
@@ -50,15 +60,35 @@ def engine_labels(n_engines: int) -> list[int]:
     return stage_labels(n_engines, 1)[0]
 
 
-def stage_labels(n_engines: int, stages: int) -> list[list[int]]:
-    """Labels of engine e of stage s (``[s][e]``): the (s+1)-th smallest non-negative int
-    landing in partition e, so stage 0's labels are the same with or without a chain."""
-    found: list[list[int]] = [[] for _ in range(n_engines)]
-    value, missing = 0, n_engines
+def engine_partitions(n_engines: int, master: str) -> int:
+    """Shuffle partitions for ``n_engines`` on ``master``: one per engine on a cluster
+    (an engine per task, and so per node), at most one per task slot on a local master
+    (``local``: 1, ``local[N]`` or ``local[N,F]``: N, ``local[*]``: the machine's cores)."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if match is None:
+        return n_engines
+    slots = match.group(1)
+    cores = (os.cpu_count() or 1) if slots == "*" else int(slots or 1)
+    return max(1, min(n_engines, cores))
+
+
+def stage_labels(n_engines: int, stages: int, partitions: int | None = None
+                 ) -> list[list[int]]:
+    """Labels of engine e of stage s (``[s][e]``), landing in partition e mod P (P =
+    ``partitions``, default one per engine): the smallest non-negative ints of that
+    partition, in the order (engine, stage), so stage 0's labels are the same with or
+    without a chain, and with P = N engine e's labels are its partition's smallest."""
+    parts = partitions or n_engines
+    if not 1 <= parts <= n_engines:
+        raise ValueError(f"partitions must be 1..{n_engines}, got {parts}")
+    wanted = [stages * len(range(p, n_engines, parts)) for p in range(parts)]
+    found: list[list[int]] = [[] for _ in range(parts)]
+    value, missing = 0, parts
     while missing:
-        slot = found[partition_of(value, n_engines)]
-        if len(slot) < stages:
+        slot = found[partition_of(value, parts)]
+        if len(slot) < wanted[partition_of(value, parts)]:
             slot.append(value)
-            missing -= len(slot) == stages
+            missing -= len(slot) == wanted[partition_of(value, parts)]
         value += 1
-    return [[found[e][s] for e in range(n_engines)] for s in range(stages)]
+    return [[found[e % parts][(e // parts) * stages + s] for e in range(n_engines)]
+            for s in range(stages)]

@@ -73,7 +73,7 @@ from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
 from migration.store import StateStore
 from splitter.balancer import Balancer
-from splitter.engine_labels import stage_labels
+from splitter.engine_labels import engine_partitions, stage_labels
 from splitter.routing import key_grouping, map_grouping, partial_key_grouping
 
 #: How engine state is laid out in Spark's state store (``engine_log.py``); a run
@@ -143,7 +143,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run_id = _manifest(workdir, engines, strategy, sources)
+        run_id, partitions = _manifest(workdir, engines, strategy, sources,
+                                       engine_partitions(engines, master))
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
@@ -184,14 +185,14 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
         try:
-            spark = spark_session(master, engines, config.verbose, conf=config.spark_conf)
+            spark = spark_session(master, partitions, config.verbose, conf=config.spark_conf)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
             raise SparkRunError(f"Spark's JVM did not start ({err.getCondition()}); its own "
                                 f"message is above or in {SPARK_LOG}") from None
         session_s = time.perf_counter() - session_started
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
-        labels = stage_labels(engines, len(module.stages) + 1)
+        labels = stage_labels(engines, len(module.stages) + 1, partitions)
         order = {name: i for i, name in enumerate(module.outputs)}
         parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
@@ -348,15 +349,19 @@ def _add_spark_times(metrics: list[dict], progress: list) -> None:
         }
 
 
-def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str]) -> str:
-    """The run id of the run in ``workdir``: drawn when the directory is new, read back
-    on a restart (so it finds its maps and state documents again, and a checkpoint
-    deleted and recreated under the same path never meets the old run's documents).
+def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
+              partitions: int) -> tuple[str, int]:
+    """The run id of the run in ``workdir`` and its engines' shuffle partitions: drawn
+    when the directory is new, read back on a restart (so it finds its maps and state
+    documents again, and a checkpoint deleted and recreated under the same path never
+    meets the old run's documents).
 
-    A restart must keep the engines (Spark fixed the state partitions, and the moved
-    keys' owners are engine numbers), the strategy (key grouping after a key-moving
-    strategy would route moved keys to engines without their state) and the inputs (the
-    input log continues the inputs it has)."""
+    A restart must keep the engines (the moved keys' owners are engine numbers), the
+    strategy (key grouping after a key-moving strategy would route moved keys to engines
+    without their state) and the inputs (the input log continues the inputs it has). It
+    keeps the partitions the run started with, whatever its master now: Spark fixed the
+    state partitions in the checkpoint, and an engine's label must find its state there
+    (a run directory that names none had one per engine)."""
     path = workdir / "run.json"
     wanted = {"engines": engines, "strategy": strategy, "inputs": sources}
     if path.exists():
@@ -372,13 +377,14 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                 raise SparkRunError(
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
-        return manifest["run_id"]
-    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT, **wanted}
+        return manifest["run_id"], int(manifest.get("partitions", engines))
+    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT, **wanted,
+                "partitions": partitions}
     workdir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(".run.json.tmp")
     tmp.write_text(json.dumps(manifest) + "\n")
     os.replace(tmp, path)
-    return manifest["run_id"]
+    return manifest["run_id"], partitions
 
 
 def _next_batch(workdir: Path) -> int:

@@ -1,6 +1,6 @@
 """A SparkSession configured for cep's streaming engines, quiet unless asked.
 
-Why each setting: N shuffle partitions so each engine owns one
+Why each setting: a shuffle partition per engine, or per task slot on a local master
 (``splitter/engine_labels.py``); the RocksDB state store that
 ``transformWithStateInPandas`` needs, its native memory capped and only the last 10
 batches' state and logs kept (a run may be unbounded); no console progress bars or UI
@@ -160,10 +160,11 @@ def ship_code(spark) -> None:
 _SHIPPED: set[str] = set()  # applications whose executors have cep's code already
 
 
-def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = False,
+def spark_session(master: str = "local[*]", partitions: int = 5, verbose: bool = False,
                   app_name: str = "cep", conf: Mapping[str, str] | None = None):
     """Get or create the session (the one ``start_in_background`` began, if it was begun
-    for the same master); ``engines`` sets the shuffle partitions for new queries.
+    for the same master); ``partitions`` sets the shuffle partitions for new queries
+    (the engines', ``splitter.engine_labels.engine_partitions``).
     ``conf``: Spark settings over cep's own, for a session this call creates (a
     cluster's driver address and executor sizes: ``cluster.driver_conf``)."""
     spark = None
@@ -174,7 +175,7 @@ def spark_session(master: str = "local[*]", engines: int = 5, verbose: bool = Fa
             spark = started
     if spark is None:
         spark = _get_or_create(master, verbose, app_name, conf or {})
-    spark.conf.set("spark.sql.shuffle.partitions", str(engines))
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     ship_code(spark)
     return spark
 
