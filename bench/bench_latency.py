@@ -1,0 +1,321 @@
+"""Detection latency: the time from an event's append to the delivery of its complex event.
+
+A writer appends events at a fixed rate, in 10 ms ticks, to a JSON-lines file that
+``cep run bench/rules/latency.epl --follow`` follows (or produces them to a Kafka topic it
+reads); the rule (a per-key ``#length(2)``) reports every event, with its ``id``. A reader
+polls the output (the file's new lines every 5 ms, or the output topic with
+``isolation.level=read_committed``) and notes when each id appears. Per case:
+
+* latency p50, p95, p99 and max over the events appended after the warm-up (the first
+  output's arrival), in seconds;
+* ``first_output_s``: the first output's delay after ``cep run`` was started;
+* the micro-batches' count and their median wall time (the run's metrics).
+
+Cases: the sink and source (``file``: file in, file out; ``kafka``: topic in, topic out,
+on an embedded broker started here), the trigger interval (cep's default, and 0.1 s), and
+the rates (1k, 10k, 50k events/s). The summary names, per sink and trigger, the highest
+rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
+(``local[*]``, 5 engines, ``--batch-size`` 500,000). The machine's load average is
+recorded with each case: latencies move with it.
+
+    python bench/bench_latency.py [--rates 1000,10000,50000] [--seconds 20]
+        [--sinks file,kafka] [--triggers default,0.1] [--out PATH]
+
+Writes bench/results/latency.json (``--out`` for another file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from common import ROOT, load_average, write_results
+
+from cep.run_config import DEFAULT_TRIGGER_S
+
+RULE = ROOT / "bench" / "rules" / "latency.epl"
+KEYS = 1_000
+TICK_S = 0.01
+POLL_S = 0.005
+ID = re.compile(rb'"id":(\d+)')
+START_TIMEOUT_S = 120.0
+
+
+# --------------------------------------------------------------------------- writers
+
+def event_lines(first: int, count: int) -> bytes:
+    """``count`` events numbered from ``first``, as JSON lines."""
+    ids = np.arange(first, first + count)
+    return b"".join(b'{"id":%d,"k":%d,"v":%d.5}\n' % (i, i % KEYS, i % 97)
+                    for i in ids.tolist())
+
+
+class Writer(threading.Thread):
+    """Appends events at ``rate`` per second for ``seconds``, in ticks of 10 ms, and keeps
+    each event's append time (``appended[id]``, seconds since the epoch)."""
+
+    def __init__(self, rate: int, seconds: float, send) -> None:
+        super().__init__(daemon=True)
+        self.rate, self.seconds, self.send = rate, seconds, send
+        self.total = int(rate * seconds)
+        self.appended = np.full(self.total, np.nan)
+        self.written = 0
+        self.began = threading.Event()
+
+    def run(self) -> None:
+        start = time.time()
+        self.began.set()
+        while self.written < self.total:
+            due = min(self.total, int((time.time() - start) * self.rate) + 1)
+            if due > self.written:
+                self.send(event_lines(self.written, due - self.written))
+                self.appended[self.written:due] = time.time()
+                self.written = due
+            time.sleep(TICK_S)
+
+
+def file_sender(path: Path):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def send(lines: bytes) -> None:
+        view = memoryview(lines)
+        while view:
+            view = view[os.write(fd, view):]
+    return send
+
+
+def kafka_sender(bootstrap: str, topic: str):
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+
+    def send(lines: bytes) -> None:
+        for line in lines.splitlines():
+            producer.produce(topic, line)
+        producer.flush()  # the events are in the topic's log: their append time
+    return send
+
+
+# --------------------------------------------------------------------------- readers
+
+class Reader(threading.Thread):
+    """Notes when each id first appears in the output (``seen[id]``)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(daemon=True)
+        self.seen = np.full(size, np.nan)
+        self.count = 0
+        self.done = threading.Event()
+
+    def note(self, chunk: bytes, now: float) -> None:
+        ids = np.array(ID.findall(chunk), dtype=np.int64)
+        ids = ids[(ids >= 0) & (ids < len(self.seen))]
+        fresh = ids[np.isnan(self.seen[ids])]
+        self.seen[fresh] = now
+        self.count += len(fresh)
+
+
+class FileReader(Reader):
+    def __init__(self, size: int, path: Path) -> None:
+        super().__init__(size)
+        self.path = path
+
+    def run(self) -> None:
+        offset, rest = 0, b""
+        while not self.done.wait(POLL_S):
+            if not self.path.exists():
+                continue
+            with open(self.path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+            now = time.time()
+            offset += len(chunk)
+            text = rest + chunk
+            cut = text.rfind(b"\n") + 1
+            text, rest = text[:cut], text[cut:]
+            if text:
+                self.note(text, now)
+
+
+class KafkaReader(Reader):
+    def __init__(self, size: int, bootstrap: str, topic: str) -> None:
+        super().__init__(size)
+        from confluent_kafka import Consumer
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"bench-latency-{os.getpid()}",
+            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+            "enable.auto.commit": False, "fetch.wait.max.ms": 5})
+        self.consumer.subscribe([topic])
+
+    def run(self) -> None:
+        try:
+            while not self.done.is_set():
+                messages = self.consumer.consume(10_000, 0.05)
+                now = time.time()
+                chunk = b"\n".join(m.value() for m in messages
+                                   if m.error() is None and m.value())
+                if chunk:
+                    self.note(chunk, now)
+        finally:
+            self.consumer.close()
+
+
+# --------------------------------------------------------------------------- a case
+
+def percentiles(latency: np.ndarray) -> dict:
+    if not len(latency):
+        return {}
+    p50, p95, p99 = np.percentile(latency, [50, 95, 99])
+    return {"p50_s": round(float(p50), 3), "p95_s": round(float(p95), 3),
+            "p99_s": round(float(p99), 3), "max_s": round(float(latency.max()), 3)}
+
+
+def metrics_of(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
+             workdir: Path, bootstrap: str | None) -> dict:
+    """One ``cep run --follow`` fed at ``rate`` for ``seconds``; latencies of its events."""
+    name = f"{sink}-{rate}-{trigger or 'default'}"
+    case_dir = workdir / name
+    case_dir.mkdir()
+    metrics = case_dir / "metrics.jsonl"
+    if sink == "file":
+        source, output = case_dir / "events.jsonl", case_dir / "out.jsonl"
+        source.touch()
+        send = file_sender(source)
+        cep_input, cep_output = str(source), str(output)
+    else:
+        topic = f"latency-in-{os.getpid()}-{name}"
+        out_topic = f"latency-out-{os.getpid()}-{name}"
+        send = kafka_sender(bootstrap, topic)
+        send(b"")  # nothing, but the producer connects before the clock starts
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(topic, 1, 1),
+                                           NewTopic(out_topic, 1, 1)]).values():
+            future.result(30)
+        cep_input = f"kafka://{bootstrap}/{topic}"
+        cep_output = f"kafka://{bootstrap}/{out_topic}"
+    command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", cep_input,
+               "--follow", "--output", cep_output, "--checkpoint", str(case_dir / "run"),
+               "--metrics", str(metrics), "--quiet"]
+    if trigger is not None:
+        command += ["--trigger-interval", str(trigger)]
+    writer = Writer(rate, seconds, send)
+    reader = (FileReader(writer.total, Path(cep_output)) if sink == "file"
+              else KafkaReader(writer.total, bootstrap, cep_output.rsplit("/", 1)[1]))
+    log = case_dir / "cep.log"
+    print(f"[{name}] {' '.join(command[3:])}", flush=True)
+    started = time.time()
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=_default_signals)
+    reader.start()
+    try:
+        send(event_lines(0, 1))  # id 0 twice: this one tells when the run delivers
+        while np.isnan(reader.seen[0]):
+            if proc.poll() is not None or time.time() - started > START_TIMEOUT_S:
+                raise RuntimeError(f"{name}: no first output: "
+                                   + log.read_text(errors="replace")[-1500:])
+            time.sleep(POLL_S)
+        first_output = float(reader.seen[0] - started)
+        reader.seen[0] = np.nan
+        writer.start()
+        writer.join()
+        deadline = time.time() + 30
+        while reader.count < writer.total and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(60)
+        if proc.poll() is None:
+            proc.kill()
+        reader.done.set()
+        reader.join()
+    latency = reader.seen - writer.appended
+    delivered = latency[~np.isnan(latency)]
+    batches = metrics_of(metrics)
+    ends = [b["wall_time"] for b in batches if "wall_time" in b]
+    gaps = np.diff(ends) if len(ends) > 1 else np.array([])
+    spark = {part: round(float(np.median([b["spark_ms"][part] for b in batches
+                                           if part in b.get("spark_ms", {})])))
+             for part in {p for b in batches for p in b.get("spark_ms", {})}}
+    result = {"sink": sink, "rate": rate, "seconds": seconds,
+              "trigger_s": trigger if trigger is not None else DEFAULT_TRIGGER_S,
+              "events": writer.total, "delivered": len(delivered),
+              "first_output_s": round(first_output, 2), **percentiles(delivered),
+              "batches": len(batches),
+              "batch_gap_median_s": round(float(np.median(gaps)), 3) if len(gaps) else None,
+              "spark_median_ms": spark,
+              "returncode": proc.returncode, "load_average": load_average()}
+    print(f"[{name}] " + ", ".join(f"{k} {v}" for k, v in result.items()
+                                   if k not in ("sink", "rate", "load_average")), flush=True)
+    return result
+
+
+def _default_signals() -> None:
+    """The child handles SIGINT and SIGTERM as a user's terminal would have it, however
+    this bench was started (a background job inherits SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def best_rates(cases: list[dict]) -> dict:
+    """Per sink and trigger, the highest rate whose p99 stayed under 1 s (None: none)."""
+    out: dict[str, int | None] = {}
+    for case in cases:
+        name = f"{case['sink']}-trigger-{case['trigger_s']}"
+        out.setdefault(name, None)
+        ok = case.get("p99_s") is not None and case["p99_s"] < 1.0 and (
+            case["delivered"] == case["events"])
+        if ok and (out[name] is None or case["rate"] > out[name]):
+            out[name] = case["rate"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="1000,10000,50000")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--sinks", default="file,kafka")
+    parser.add_argument("--triggers", default="default,0.1")
+    parser.add_argument("--out", default="latency.json")
+    args = parser.parse_args()
+    rates = [int(r) for r in args.rates.split(",")]
+    triggers = [None if t == "default" else float(t) for t in args.triggers.split(",")]
+    sinks = args.sinks.split(",")
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="cep-bench-latency-") as tmp, \
+            contextlib.ExitStack() as stack:
+        bootstrap = None
+        if "kafka" in sinks:
+            from cep.servers.kafka import EmbeddedKafka
+            bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap
+        for sink in sinks:
+            for trigger in triggers:
+                for rate in rates:
+                    cases.append(run_case(sink, rate, args.seconds, trigger, Path(tmp),
+                                          bootstrap))
+    result = {"rule": str(RULE.relative_to(ROOT)), "keys": KEYS, "cases": cases,
+              "best_rate_p99_under_1s": best_rates(cases)}
+    print(json.dumps(result["best_rate_p99_under_1s"]))
+    write_results(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
