@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cep.cli import interruptible
 from cep.cli.summary import balance_text
 
 DATA = Path(__file__).parent / "data"
@@ -258,3 +260,37 @@ def test_every_run_failure_the_command_line_names_exists():
         assert issubclass(getattr(importlib.import_module(module), name), Exception), name
     assert len(run_failures()) == len(RUN_FAILURES) + 1  # all loaded now
     assert run_failures()[0] is CommandError
+
+
+# A shell without job control starts `cep ... &` like this: SIGINT ignored, then exec.
+_SIGINT_IGNORED = ("import os, signal, sys\n"
+                   "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n")
+
+
+def test_sigint_stops_a_command_started_with_sigint_ignored(tmp_path):
+    """`cep ui ... &` from a script, then `kill -INT`: the command takes the SIGINT it
+    documents as its stop, whatever disposition it inherited (before, it served on)."""
+    metrics = tmp_path / "run.metrics"
+    metrics.write_text("")
+    proc = subprocess.Popen([sys.executable, "-c", _SIGINT_IGNORED, "-m", "cep.cli", "ui",
+                             str(metrics), "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        assert "(Ctrl-C to stop)" in proc.stderr.readline()  # serving: past the set-up
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
+def test_main_gives_back_the_sigint_disposition_it_found():
+    """An in-process caller that ignores SIGINT still ignores it after :func:`main`."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interruptible():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

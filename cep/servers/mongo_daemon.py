@@ -5,9 +5,10 @@ SecantusDB server on 127.0.0.1 with an OS-chosen port (bind to port 0, so there 
 window in which another process can take the port) unless ``--port`` names one, writes
 ``<port>\\n`` on stdout and then serves until one of:
 
-* SIGTERM (what :meth:`EmbeddedMongo.stop` sends first): default action, the process
-  ends at once. Nothing is lost: the default data dir is disposable (``durable=False``),
-  a ``--data-dir`` one is journaled (recovered on reopen), and
+* SIGTERM (what :meth:`EmbeddedMongo.stop` sends first): default action (set here, not
+  inherited: a parent started with SIGTERM ignored would otherwise wait ``stop_timeout``
+  for SIGKILL), the process ends at once. Nothing is lost: the default data dir is
+  disposable (``durable=False``), a ``--data-dir`` one is journaled (recovered on reopen), and
   ``SecantusDBServer.stop()`` would only add a 2 s wait for an ``accept()`` that a
   closed socket does not wake on Linux;
 * EOF on stdin: the parent holds the only write end of that pipe, so the kernel closes
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # stop() relies on it, as inherited or not
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )

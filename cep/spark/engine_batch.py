@@ -151,6 +151,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
              "restored": {origin.kind: 1, "log_entries": origin.entries},
              "keys_held": held, "state_bytes": saved["bytes"],
              "watermark": watermark.last, "late_events": late.count, "timer_keys": len(due),
+             "input_ended": input_ended(times),
              "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
@@ -214,6 +215,12 @@ def batch_watermark(module: ir.CompiledModule, engine: Engine, times: list[tuple
     watermark = clock.advance(pieces, final, end_seq)
     engine.clock = clock.state()
     return watermark
+
+
+def input_ended(times: list[tuple]) -> bool:
+    """Whether this is the batch in which a bounded input ends (all event time passes),
+    from what its input tasks sent: the progress line names that batch for what it is."""
+    return any(info[0] == "pieces" and info[2] for info in times)
 
 
 def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:

@@ -59,14 +59,30 @@ class Progress:
             return
         elapsed = time.perf_counter() - self.started
         rate = (self.done - self._done_before) / elapsed if elapsed else 0.0
-        loads = " ".join(f"{x:,}" for x in metrics["rows_per_engine"])
-        share = (f" (~{min(99, 100 * self.done // max(1, self.expected_events))}%)"
-                 if self.expected_events else "")
-        line = (f"batch {metrics['batch']}: {self.done:,} events{share}, {rate:,.0f} ev/s, "
-                f"{metrics['events_out']:,} out, RSTD {metrics['rstd']:.1f}%, "
-                f"engines [{loads}]")
+        line = progress_line(metrics, self.done, self.expected_events, rate)
         end = "\r" if sys.stderr.isatty() else "\n"
         print(line.ljust(100), end=end, file=sys.stderr, flush=True)
+
+
+def progress_line(metrics: dict, done: int, expected: int | None, rate: float) -> str:
+    """A batch's progress line. ``done``: the events read so far, of about ``expected``
+    (an estimate: under 100% until the input is read); ``rate``: events per second.
+
+    The batch in which a bounded input ends reads no event: all event time passes in it,
+    and what it outputs is what that fired (``#time_batch`` buckets, ``OUTPUT ... EVERY``
+    intervals, timers, patterns' deadlines). Its line says so, and not the RSTD and
+    engine loads of a batch of no events."""
+    out = f"{metrics['events_out']:,} out"
+    if metrics.get("input_ended") and not metrics["events_in"]:
+        return (f"batch {metrics['batch']}: end of the input, all event time passed: "
+                f"{out}; {done:,} events (100%), {rate:,.0f} ev/s")
+    if metrics.get("input_ended"):
+        share = " (100%)"
+    else:
+        share = f" (~{min(99, 100 * done // max(1, expected))}%)" if expected else ""
+    loads = " ".join(f"{x:,}" for x in metrics["rows_per_engine"])
+    return (f"batch {metrics['batch']}: {done:,} events{share}, {rate:,.0f} ev/s, {out}, "
+            f"RSTD {metrics['rstd']:.1f}%, engines [{loads}]")
 
 
 @dataclass
@@ -224,6 +240,7 @@ class BatchSink:
         return {
             **moved,
             "batch": batch_id,
+            "input_ended": any(bool(info.get("input_ended")) for info in stats),
             "settings": self.settings,
             "events_in": int(rows.sum()),
             **({"chain_events_in": chained} if chained else {}),

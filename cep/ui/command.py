@@ -21,11 +21,12 @@ def ui_command(run: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
     """Serve ``run``'s live view until Ctrl-C (or ``stop``, for tests); returns the exit
     status. A port in use or no run at ``run`` raises ``UiError`` (one line, for the
     command line to print)."""
-    with serve_run(run, host, port) as server:
+    stop = stop or threading.Event()
+    # the Ctrl-C the message invites may come as soon as it is out: it ends the view
+    # (status 0) wherever it lands, not only in the wait
+    with serve_run(run, host, port) as server, contextlib.suppress(KeyboardInterrupt):
         print(f"cep: live view of {run} at {server.url} (Ctrl-C to stop)",
               file=sys.stderr, flush=True)
-        stop = stop or threading.Event()
-        with contextlib.suppress(KeyboardInterrupt):
-            while not stop.wait(0.5):
-                pass
+        while not stop.wait(0.5):
+            pass
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
-from support.children import alive, first_line, wait_exit, wait_gone
+from support.children import alive, default_signals, first_line, wait_exit, wait_gone
 
 from cep.servers.mongo import EmbeddedMongo, EmbeddedMongoError
 from migration.store import StateStore
@@ -93,7 +93,7 @@ _PARENT = textwrap.dedent(
 
 def _start_parent(mode: str, *args: str) -> tuple[subprocess.Popen[str], int, Path, str]:
     parent = subprocess.Popen(
-        [sys.executable, "-c", _PARENT, mode, *args],
+        default_signals([sys.executable, "-c", _PARENT, mode, *args]),  # Ctrl-C acts
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

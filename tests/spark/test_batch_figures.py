@@ -1,6 +1,7 @@
 """The figures each batch's metrics carry for a live view: input read and behind, the
-latest events per rule, dead letters by kind with the latest reasons. Built from the
-files a run writes (an input log, Spark's offset files, dead-letter files), no Spark."""
+latest events per rule, dead letters by kind with the latest reasons; and the progress
+line a batch prints. Built from the files a run writes (an input log, Spark's offset
+files, dead-letter files) and from metrics, no Spark."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pandas as pd
 from cep.io.deadletter import DeadLetter
 from cep.io.deadletter_summary import LATEST_REASONS, DeadLetterSummary
 from cep.io.inputlog import InputLog
+from cep.spark.engine_batch import input_ended
 from cep.spark.input_progress import InputProgress
 from cep.spark.latest import LATEST_KEPT, LINE_CHARS, engine_latest, merge_latest
+from cep.spark.sink import progress_line
 
 
 def _offsets(run: Path, batch: int, seg: int, pos: int) -> None:
@@ -100,3 +103,44 @@ def test_latest_events_per_rule_merged_over_engines_by_sequence_number():
     assert len(merged["a"][1]) == LINE_CHARS and merged["a"][1].endswith("…")
     assert json.loads(merged["b"][0])["key"] == "k2"
     assert engine_latest(_events("a", [])) == {}
+
+
+def _batch(batch: int, events_in: int, events_out: int, rows: list[int], rstd: float,
+           ended: bool) -> dict:
+    return {"batch": batch, "events_in": events_in, "events_out": events_out,
+            "rows_per_engine": rows, "rstd": rstd, "input_ended": ended}
+
+
+def test_a_batch_that_reads_events_shows_its_share_of_the_input_rate_and_loads():
+    line = progress_line(_batch(0, 200_000, 41, [40_000, 39_000, 41_000, 40_500, 39_500],
+                                1.8, False), 200_000, 201_000, 10_143.4)
+    assert line == ("batch 0: 200,000 events (~99%), 10,143 ev/s, 41 out, RSTD 1.8%, "
+                    "engines [40,000 39,000 41,000 40,500 39,500]")
+    # the input's size is an estimate: never 100% before the input is read
+    assert "(~99%)" in progress_line(_batch(0, 9, 0, [9], 0.0, False), 250, 200, 1.0)
+    assert progress_line(_batch(0, 9, 0, [9], 0.0, False), 9, None, 1.0).startswith(
+        "batch 0: 9 events, 1 ev/s")  # no size known: no share
+
+
+def test_the_end_of_input_batch_says_time_passed_what_it_fired_and_100_percent():
+    """It reads no event: before, its line read `200,000 events (~99%) ... 0 out, RSTD
+    0.0%, engines [0 0 0 0 0]`, as if nothing had happened."""
+    line = progress_line(_batch(1, 0, 12, [0, 0, 0, 0, 0], 0.0, True), 200_000, 201_000,
+                         10_143.0)
+    assert line == ("batch 1: end of the input, all event time passed: 12 out; "
+                    "200,000 events (100%), 10,143 ev/s")
+    # a generator's count is no estimate, but a file's is: 100% either way, or with none
+    assert "(100%)" in progress_line(_batch(1, 0, 0, [0], 0.0, True), 90, 100, 1.0)
+    assert "(100%)" in progress_line(_batch(1, 0, 0, [0], 0.0, True), 90, None, 1.0)
+    # a batch that read the last events and ended the input (not one cep plans today)
+    assert progress_line(_batch(1, 5, 3, [5], 0.0, True), 95, 100, 1.0) == (
+        "batch 1: 95 events (100%), 1 ev/s, 3 out, RSTD 0.0%, engines [5]")
+
+
+def test_input_ended_is_read_from_the_input_tasks_time_info():
+    """An engine learns that the input ended from its input tasks (``input_tasks``): a
+    later stage, which gets the stage before's watermark instead, never says so."""
+    assert input_ended([("pieces", [], False, 0), ("pieces", [], True, 1 << 36)])
+    assert not input_ended([("pieces", [], False, 0)])
+    assert not input_ended([("watermark", None)])
+    assert not input_ended([])

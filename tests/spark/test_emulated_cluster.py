@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.children import default_signals
 from support.cluster import LEAK_GRACE_SECONDS, cluster_processes
 from support.spark_runs import ROOT, reference
 
@@ -113,13 +114,13 @@ def test_runs_on_the_emulated_cluster_give_the_reference_events_within_their_quo
 def test_a_sigterm_stops_the_cluster_and_removes_its_cgroups():
     """``timeout`` and ``kill`` send SIGTERM, which by default ends a process without
     its clean-up: the nodes' cgroups stayed behind. The cluster now exits through it."""
-    child = subprocess.Popen(
+    child = subprocess.Popen(default_signals(
         [sys.executable, "-c",
          "import time\n"
          "from cep.spark.cluster import LocalStandaloneCluster\n"
          "LocalStandaloneCluster().start(workers=2, cpus_per_worker=0.5)\n"
          "print('up', flush=True)\n"
-         "time.sleep(600)\n"],
+         "time.sleep(600)\n"]),
         stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline() == "up\n"

@@ -42,6 +42,11 @@ def test_spark_fires_timers_as_the_reference(spark, timers_case, engines, batch_
     # time has passed freed on every engine; what is left (#length(1)'s last row) is
     # what the reference holds
     assert run.metrics[-1]["keys_held"] == held == 12
+    # ... the one batch that says so (its progress line names it): no event read, and
+    # what it output is what the end of the input fired
+    assert [m["input_ended"] for m in run.metrics] == [False] * (len(run.metrics) - 1) + [True]
+    assert run.metrics[-1]["events_in"] == 0
+    assert run.metrics[-1]["events_out"] == sum(r["seq"] >= 1 << 36 for r in expected) > 0
 
 
 @pytest.mark.parametrize(("engines", "batch_size"), [(1, 10), (3, 7)])

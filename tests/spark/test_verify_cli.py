@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.children import default_signals
+
 from cep.cli.errors import EXIT_INTERRUPTED
 from cep.verify import balance_headroom
 
@@ -77,11 +79,11 @@ def test_sigterm_ends_the_whole_bench_not_only_the_run_in_flight(tmp_path):
     with KG ("events DIFFER"), writing a JSON of figures from a run cut short."""
     out, runs = tmp_path / "bench.json", tmp_path / "runs"
     runs.mkdir()
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(default_signals(
         [sys.executable, "-m", "cep.cli", "bench", str(ROOT / "rules" / "fsd.epl"),
          "--input", str(ROOT / "tests" / "data" / "skewed" / "tweets.jsonl"),
          "--strategies", "kg,dlb-h,pkg", "--engines", "3", "--batch-size", "30",
-         "--master", "local[2]", "--warm-up", "0", "--json", str(out)],
+         "--master", "local[2]", "--warm-up", "0", "--json", str(out)]),
         stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(runs)})
     assert proc.stderr is not None
     seen = []

@@ -21,6 +21,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
+from support.children import default_signals
 from support.cluster import QUICK_JVM
 
 ROOT = Path(__file__).parent.parent.parent
@@ -54,7 +55,7 @@ def start(command: list[str], logs: Path, env: dict[str, str] | None = None
     cluster tests: each run here is a fresh process, and its start dominates."""
     quick = {"JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", QUICK_JVM)}
     with open(f"{logs}.out", "wb") as out, open(f"{logs}.err", "wb") as err:
-        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err,
+        return subprocess.Popen(default_signals(command), cwd=ROOT, stdout=out, stderr=err,
                                 env={**os.environ, **quick, **(env or {})},
                                 start_new_session=True)
 
@@ -225,7 +226,7 @@ class SecantusServer:
             command.append("--auth")
         if self.tls:
             command += ["--tls-cert-file", str(self.tls[0]), "--tls-key-file", str(self.tls[1])]
-        self.proc = subprocess.Popen(command, cwd=self.data_dir.parent,
+        self.proc = subprocess.Popen(default_signals(command), cwd=self.data_dir.parent,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         uri = self.uri if auth or not self.user else f"mongodb://127.0.0.1:{self.port}/"
         deadline = time.monotonic() + 60
