@@ -154,6 +154,18 @@ def test_each_construct_is_described_in_the_authors_terms(rule: str, lines: list
     assert text.split("rules:\n", 1)[1].splitlines() == lines
 
 
+def test_a_pattern_bounded_by_the_state_ttl_and_a_rule_without_key() -> None:
+    ttl = compile_text(SCHEMA + "SELECT a.k AS k FROM PATTERN [every a=S -> b=B] "
+                       "PARTITION BY k;", "t.epl", state_ttl_us=HOUR_US)
+    assert describe(ttl).split("rules:\n", 1)[1].splitlines() == [
+        "  rule1: pattern [every a=S -> b=B], key k -> output",
+        "    timer: a partial match is freed 1 hour after its first event (state TTL)"]
+    global_group = compile_text(SCHEMA + "SELECT count(*) AS n FROM S#length(3);", "t.epl")
+    assert describe(global_group).splitlines()[1] == "key: (none: one global group)"
+    assert describe(global_group).endswith(
+        "  rule1: window #length(3) on S, no key (one global group) -> output")
+
+
 def test_event_time_says_the_lateness_whose_it_is_and_the_late_policy() -> None:
     module = compile_text(
         "CREATE SCHEMA S (k string, ts timestamp) TIMESTAMP ts LATENESS 90 sec;\n"
@@ -227,3 +239,10 @@ def test_unique_keys_are_written_back_as_expressions(written: str, described: st
     module = compile_text(SCHEMA + f"SELECT k, count(*) AS n FROM S#groupwin(k)#unique({written});",
                           "t.epl")
     assert describe(module).endswith(f"  rule1: window #unique({described}) on S, key k -> output")
+
+
+def test_the_guide_quotes_what_cep_check_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    text = describe(compile_file("rules/delay_streak.epl"))
+    assert f"$ cep check rules/delay_streak.epl\n{text}\n```" in guide

@@ -115,7 +115,7 @@ def _headline(rule: dict[str, Any]) -> str:
         what = (f"MATCH_RECOGNIZE PATTERN ({rule['pattern']}){within} on {streams}, "
                 f"{rule['skip']}")
     if kind != "stateless":
-        what += f", key {rule['key'] or '-'}"
+        what += f", key {rule['key']}" if rule["key"] else ", no key (one global group)"
     if rule["stage"]:
         what += f", stage {rule['stage']} (reads complex events)"
     target = f"INSERT INTO {rule['into']}" if rule["into"] else "output"

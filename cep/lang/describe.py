@@ -273,7 +273,7 @@ def describe_rule(rule: ir.Rule, stage: int) -> dict[str, Any]:
     """One rule as data: kind, streams, window(s), pattern, output rate limiting, key,
     stage, where its rows go, and its timers."""
     data: dict[str, Any] = {"name": rule.name, "stage": stage}
-    timers: list[str] = []
+    timers: list[str | None] = []  # None: a construct that sets no timer
     if isinstance(rule, ir.DerivedRule):
         data.update(kind="stateless", streams=[rule.stream], key=None)
     elif isinstance(rule, ir.WindowRule):
