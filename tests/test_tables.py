@@ -115,3 +115,18 @@ def test_simulate_table_has_no_raw_floats(tmp_path: Path,
         assert cells[10].endswith("ms")
         assert not RAW_FLOAT.search(row), row
     assert "," in rows[0].split()[8]  # tens of thousands of events: separated
+
+
+def test_cep_run_writes_its_summary_as_json(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    root = Path(__file__).parent.parent
+    summary = tmp_path / "summary.json"
+    assert main(["run", str(root / "rules" / "busy_topic.epl"), "--input",
+                 str(root / "tests" / "data" / "tweets_small.jsonl"), "--runner", "local",
+                 "--output", str(tmp_path / "out.jsonl"), "--set", "threshold=4",
+                 "--json", str(summary)]) == 0
+    data = json.loads(summary.read_text())
+    assert data["events"] == 80 and data["dead_lettered"] == 0
+    assert data["per_rule"] == {"busy_topic": data["output_rows"]}
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(f"cep: 80 events, {count(data['output_rows'])} output rows in ")
