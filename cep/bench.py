@@ -22,6 +22,7 @@ import numpy as np
 from cep.io.tweets import batch_exponents, parse_spec, tweets_plan
 from cep.paper import PAPER_ENGINES, PAPER_SECONDS, paper_run
 from cep.run_config import DEFAULT_BATCH_SIZE
+from cep.tables import HEADERS, MISSING, columns, count, number, pct, ratio, seconds
 from cep.verify import StrategyResult, run_name
 
 
@@ -175,75 +176,67 @@ def format_table1(results: list[StrategyResult], mode: str,
     rows = table1(results, mode, exponents)
     skewed = bool(phase_batches(exponents, 1.5))
     fixed = rows[0]["window_s"] if rows else 0.0
-    header = ["strategy", "engines", "tweets/s", "x KG", "| paper", "x KG",
-              *(["skewed x KG"] if skewed else []),
-              f"in {fixed:,.0f} s", f"| paper {PAPER_SECONDS // 60} min",
-              "first stories", "| paper", "= KG", "avg RSTD", "| paper",
-              "rebalances", "| paper", "keys/rebal", "| paper", "tweets/rebal", "| paper"]
+    header = [HEADERS["strategy"], HEADERS["engines"], "tweets/s", "x KG", "| paper",
+              "x KG", *(["skewed x KG"] if skewed else []),
+              f"in {seconds(fixed, 0)}", f"| paper {PAPER_SECONDS // 60} min",
+              "first stories", "| paper", HEADERS["equal_to_kg"], HEADERS["avg_rstd"],
+              "| paper", HEADERS["rebalances"], "| paper", HEADERS["keys_per_rebalance"],
+              "| paper", "tweets/rebal", "| paper"]
     lines = [header]
     for row in rows:
         paper = row["paper"]
         keys = row["keys_per_rebalance"]
-        keys_pct = f" ({100 * keys / row['keys_known']:.0f}%)" if keys and row[
+        keys_pct = f" ({pct(100 * keys / row['keys_known'], 0)})" if keys and row[
             "keys_known"] else ""
         lines.append([
-            row["strategy"], str(row["engines"]), f"{row['tweets_per_s']:,.0f}",
-            _num(row["x_kg"], ".2f"), _paper(paper["tweets_per_s"], ",.0f"),
-            _num(paper["x_kg"], ".2f"),
-            *([_num(row["skewed_x_kg"], ".2f")] if skewed else []),
-            f"{row['processed_in_window']:,.0f}", _paper(paper["processed"], ",d"),
-            f"{row['first_stories']:,}", _paper(paper["first_stories"], ",d"),
-            "yes" if row["equal_to_kg"] else f"NO (+{row['extra']}/-{row['missing']})",
-            f"{row['avg_rstd']:.1f}%", _paper(paper["avg_rstd"], ".2f", "%"),
-            f"{row['rebalances_per_round']:g}", _paper(paper["rebalances"], "d"),
-            f"{keys:,.0f}{keys_pct}" if keys is not None else "-",
-            _paper(paper["keys_per_rebalance"], ""),
-            _num(row["tweets_per_rebalance"], ",.0f"), _paper(paper["tweets_per_rebalance"], ""),
+            row["strategy"], count(row["engines"]), count(row["tweets_per_s"]),
+            ratio(row["x_kg"]), _paper(count(paper["tweets_per_s"])), ratio(paper["x_kg"]),
+            *([ratio(row["skewed_x_kg"])] if skewed else []),
+            count(row["processed_in_window"]), _paper(count(paper["processed"])),
+            count(row["first_stories"]), _paper(count(paper["first_stories"])),
+            "yes" if row["equal_to_kg"] else
+            f"NO (+{count(row['extra'])}/-{count(row['missing'])})",
+            pct(row["avg_rstd"]), _paper(pct(paper["avg_rstd"], 2)),
+            number(row["rebalances_per_round"]), _paper(count(paper["rebalances"])),
+            f"{count(keys)}{keys_pct}", _paper(paper["keys_per_rebalance"] or MISSING),
+            count(row["tweets_per_rebalance"]),
+            _paper(paper["tweets_per_rebalance"] or MISSING),
         ])
     turns = max((row["rounds"] for row in rows), default=1)
     title = (f"Table 1 ({mode} order): tweets/s over each run's measured window (from its "
-             f"first batch's commit), tweets processed in the first {fixed:,.0f} s of it "
-             "(the shortest window), first stories (events) over the whole input"
+             f"first batch's commit), tweets processed in the first {seconds(fixed, 0)} of "
+             "it (the shortest window), first stories (events) over the whole input"
              + (", skewed: the Zipf 1.5 batches" if skewed else "")
              + (f"; {turns} rounds, the strategies in turn: rates over all of a "
                 "strategy's windows, rebalances per round, the rest means or per "
                 "rebalance" if turns > 1 else ""))
-    return f"{title}\n{_columns(lines)}"
+    return f"{title}\n{columns(lines)}"
 
 
 def format_diagnostics(results: list[StrategyResult]) -> str:
-    header = ("strategy", "engines", "CPU RSTD", "keys moved", "state bytes", "makespan s",
-              "headroom ev/CPU", "run s", "load at start")
-    rows = [list(header)]
+    rows = [[HEADERS["strategy"], HEADERS["engines"], HEADERS["cpu_rstd"],
+             HEADERS["keys_moved"], HEADERS["state_bytes"], HEADERS["makespan"],
+             "headroom ev/CPU", HEADERS["run_time"], "load at start"]]
     for r in results:
-        rows.append([run_name(r, results), str(r.engines), f"{r.avg_cpu_rstd:.1f}%",
-                     f"{r.keys_moved:,}", f"{r.state_bytes_moved:,}", f"{r.makespan_s:,.1f}",
-                     f"{r.headroom_events:.2f}x/{r.headroom_cpu:.2f}x", f"{r.seconds:,.1f}",
-                     " ".join(f"{x:.2f}" for x in r.load_average) or "-"])
+        rows.append([run_name(r, results), count(r.engines), pct(r.avg_cpu_rstd),
+                     count(r.keys_moved), count(r.state_bytes_moved), seconds(r.makespan_s),
+                     f"{ratio(r.headroom_events)}/{ratio(r.headroom_cpu)}",
+                     seconds(r.seconds), " ".join(f"{x:.2f}" for x in r.load_average)
+                     or MISSING])
     legend = ("headroom ev/CPU: the most a perfect spread of the work over Spark's task "
               "slots could shorten the engines' part, by events and by CPU seconds "
               "(1.00x: the cores, not the busiest engine, bound every batch); load at "
               "start: the machine's 1, 5 and 15 minute load averages as the run began")
-    return f"{_columns(rows)}\n{legend}"
+    return f"{columns(rows)}\n{legend}"
 
 
 def _over(value: float | None, base: float | None) -> float | None:
     return value / base if value is not None and base else None
 
 
-def _num(value: float | None, spec: str) -> str:
-    return f"{value:{spec}}" if value is not None else "-"
-
-
-def _paper(value: object, spec: str, unit: str = "") -> str:
+def _paper(text: str) -> str:
     """A figure of the paper's, after the bar that sets it apart ("-": not given)."""
-    return "| " + (f"{value:{spec}}{unit}" if value is not None else "-")
-
-
-def _columns(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
-                     for row in rows)
+    return f"| {text}"
 
 
 def format_stages(results: list[StrategyResult]) -> str:
@@ -259,8 +252,7 @@ def format_stages(results: list[StrategyResult]) -> str:
 def _seconds_table(title: str, results: list[StrategyResult],
                    values: Callable[[StrategyResult], dict[str, float]]) -> str:
     names = list(dict.fromkeys(name for r in results for name in values(r)))
-    lines = [f"{title}: " + "  ".join(names)]
-    for r in results:
-        lines.append(f"{run_name(r, results):>8}: " + "  ".join(
-            f"{values(r).get(name, 0.0):.1f}".rjust(len(name)) for name in names))
-    return "\n".join(lines)
+    rows = [[title, *names]]
+    rows += [[run_name(r, results), *(seconds(values(r).get(name, 0.0)) for name in names)]
+             for r in results]
+    return columns(rows)

@@ -23,6 +23,7 @@ import numpy as np
 from cep.provenance import load_average, machine
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
+from cep.tables import HEADERS, columns, count, pct, seconds
 from grammar import ir
 from splitter.policies.stats import rstd
 from splitter.policies.strategies import KEY_PRESERVING
@@ -207,7 +208,7 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
         if progress is not None:
             last = results[-1]
             progress(f"[{done}/{len(order)}] round {turn}, {name} ({load}): "
-                     f"{last.seconds:.1f} s, {last.events_per_s:,.0f} events/s, "
+                     f"{seconds(last.seconds)}, {count(last.events_per_s)} events/s, "
                      f"{'events = KG' if last.equal_to_kg else 'events DIFFER from KG'}")
     return results
 
@@ -293,17 +294,17 @@ def run_name(r: StrategyResult, results: Sequence[StrategyResult]) -> str:
 
 
 def format_table(results: list[StrategyResult]) -> str:
-    header = ("strategy", "events", "= KG", "missing", "extra", "avg RSTD", "max RSTD",
-              "rebalances", "keys moved", "state bytes", "time s")
-    rows = [header]
+    """``cep verify``'s table: each run's events against KG's, its balance and what it
+    moved (figures as ``cep.tables`` writes them)."""
+    rows = [[HEADERS["strategy"], HEADERS["events"], HEADERS["equal_to_kg"], "missing",
+             "extra", HEADERS["avg_rstd"], HEADERS["max_rstd"], HEADERS["rebalances"],
+             HEADERS["keys_moved"], HEADERS["state_bytes"], HEADERS["run_time"]]]
     for r in results:
-        rows.append((run_name(r, results), str(r.events), "yes" if r.equal_to_kg else "NO",
-                     str(r.missing), str(r.extra), f"{r.avg_rstd:.1f}%", f"{r.max_rstd:.1f}%",
-                     str(r.rebalances), str(r.keys_moved), f"{r.state_bytes_moved:,}",
-                     f"{r.seconds:.1f}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
-                     for row in rows)
+        rows.append([run_name(r, results), count(r.events), "yes" if r.equal_to_kg else "NO",
+                     count(r.missing), count(r.extra), pct(r.avg_rstd), pct(r.max_rstd),
+                     count(r.rebalances), count(r.keys_moved), count(r.state_bytes_moved),
+                     seconds(r.seconds)])
+    return columns(rows)
 
 
 def failures(results: list[StrategyResult]) -> list[str]:

@@ -108,12 +108,14 @@ class Between:
 
 @dataclass(frozen=True)
 class Like:
-    """``LIKE`` with a constant pattern, already translated to a regular expression."""
+    """``LIKE`` with a constant pattern, already translated to a regular expression
+    (``pattern`` is the one the rule wrote, for descriptions)."""
 
     operand: TExpr
     regex: str
     negated: bool
     type: str = "boolean"
+    pattern: str = ""
 
 
 @dataclass(frozen=True)

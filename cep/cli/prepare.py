@@ -12,6 +12,7 @@ from cep.cli.errors import EXIT_RUN_ERROR
 from cep.spark.jvm_archive import ArchiveError
 from cep.spark.local_fs import LocalFsError, build_jar
 from cep.spark.prepare import make_archive
+from cep.tables import count, seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,6 @@ def prepare(args: argparse.Namespace) -> int:
     except ArchiveError as err:
         print(f"cep: {err}", file=sys.stderr)
         return EXIT_RUN_ERROR
-    print(f"cep: JVM class archive {path} ({path.stat().st_size / 2**20:.0f} MiB) in "
-          f"{time.perf_counter() - started:.1f}s")
+    print(f"cep: JVM class archive {path} ({count(path.stat().st_size / 2**20)} MiB) in "
+          f"{seconds(time.perf_counter() - started)}")
     return 0

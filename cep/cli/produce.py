@@ -12,6 +12,7 @@ from cep.cli.errors import CommandError
 from cep.io.inputlog import generator_kind
 from cep.io.kafka_produce import produce, produce_generated
 from cep.run import embedded_kafka_for
+from cep.tables import count, seconds
 from cep.transports.address import parse_kafka_uri
 from cep.transports.embedded_kafka import resolve
 
@@ -48,5 +49,6 @@ def produce_command(args: argparse.Namespace) -> int:
             raise CommandError(f"input not found: {args.input} (a JSON-lines file or "
                                "tweets:…)")
     elapsed = time.perf_counter() - started
-    print(f"cep: {sent:,} records to {uri.address}/{topic} in {elapsed:.2f}s", file=sys.stderr)
+    print(f"cep: {count(sent)} records to {uri.address}/{topic} in {seconds(elapsed, 2)}",
+          file=sys.stderr)
     return 0

@@ -4,13 +4,15 @@ then a summary on standard error."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 from cep.cli.balancing_options import STRATEGY_NAMES, add_balancing_options, slowdown
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.cli.runner_options import add_runner_options
-from cep.cli.summary import balance_text, quality_lines, summary_text
+from cep.cli.summary import balance_text, quality_lines, summary_data, summary_text
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS
@@ -88,6 +90,10 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
         help="longest wait for MongoDB to be found, connect or answer (default "
         f"{DEFAULT_MONGO_TIMEOUT:g}; options in the URI win)")
     run_parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    run_parser.add_argument("--json", metavar="PATH",
+                            help="also write the summary (events, output rows per rule, "
+                            "dead letters, late events, the engines' balance, detection "
+                            "quality) as JSON")
     run_parser.add_argument("--ui", metavar="[HOST:]PORT",
                             help="serve a live view of the run (a web page, its JSON and "
                             "Prometheus /metrics) on this port, 127.0.0.1 unless HOST is "
@@ -105,7 +111,12 @@ def run_command(args: argparse.Namespace) -> int:
 
     with live_view(args.ui) as on_workdir:
         result = run(module, run_config(args, dead_path), on_workdir=on_workdir)
-    print(summary_text(result, time.perf_counter() - started, dead_path), file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    print(summary_text(result, elapsed, dead_path), file=sys.stderr)
+    if args.json:
+        strategy = args.strategy if args.runner == "spark" else None
+        Path(args.json).write_text(json.dumps(
+            summary_data(result, elapsed, dead_path, strategy), indent=2) + "\n")
     balance = balance_text(args.strategy, result.metrics) if args.runner == "spark" else None
     if balance:
         print(balance, file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +18,25 @@ from cep.cli.balancing_options import (
 )
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_ENGINES, DEFAULT_THRESHOLD
+from cep.tables import HEADERS, columns, count, millis, pct
 from splitter.policies.simulate import periodic_zipf_trace, simulate
 
-COLUMNS = ("avg_rstd", "max_rstd", "avg_rstd_lower_bound", "rebalances",
-           "avg_pct_keys_moved_per_rebalance", "max_pct_keys_moved_per_rebalance",
-           "events_moved", "makespan", "busy_makespan", "decision_ms_mean")
+#: (summary field, header, format) of each column: the load RSTD, its key-preserving lower
+#: bound, rebalances, keys moved per rebalance as a share of the keys seen, state moved
+#: (events), the makespan (Σ over windows of the busiest engine's events, and its busy
+#: time with --engine-cost) and the Balancer's decision time
+COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("avg_rstd", HEADERS["avg_rstd"], pct),
+    ("max_rstd", HEADERS["max_rstd"], pct),
+    ("avg_rstd_lower_bound", HEADERS["avg_rstd_lower_bound"], pct),
+    ("rebalances", HEADERS["rebalances"], count),
+    ("avg_pct_keys_moved_per_rebalance", f"avg {HEADERS['keys_per_rebalance']}", pct),
+    ("max_pct_keys_moved_per_rebalance", f"max {HEADERS['keys_per_rebalance']}", pct),
+    ("events_moved", HEADERS["events_moved"], count),
+    ("makespan", HEADERS["makespan"], count),
+    ("busy_makespan", f"busy {HEADERS['makespan']}", count),
+    ("decision_ms_mean", "decide", millis),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,15 +66,14 @@ def simulate_command(args: argparse.Namespace) -> int:
     strategies = strategy_list(args.strategies)
     cost = _engine_cost(args.engine_cost, args.engines)
     summaries = {}
-    print("strategy  " + "  ".join(f"{_short(c):>12}" for c in COLUMNS))
+    rows = [[HEADERS["strategy"], *(header for _, header, _ in COLUMNS)]]
     for name in strategies:
         result = simulate(trace, name, n_engines=args.engines, window=args.window,
                           threshold=args.threshold, seed=args.seed, engine_cost=cost,
                           capacity=args.capacity)
         summaries[name] = result.summary
-        cells = [result.summary.get(c, "") for c in COLUMNS]
-        print(f"{name:8s}  " + "  ".join(
-            f"{c:>12.2f}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
+        rows.append([name, *(fmt(result.summary[field]) for field, _, fmt in COLUMNS)])
+    print(columns(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2, default=str) + "\n")
     return 0
@@ -76,9 +90,3 @@ def _engine_cost(text: str | None, n_engines: int) -> list[float] | None:
         raise CommandError(f"--engine-cost needs {n_engines} positive numbers, got {text!r}")
     return cost
 
-
-def _short(column: str) -> str:
-    return (column.replace("_per_rebalance", "").replace("avg_", "avg ")
-            .replace("max_", "max ").replace("pct_keys_moved", "% keys mv")
-            .replace("rstd_lower_bound", "RSTD bound").replace("decision_ms_mean", "decide ms")
-            .replace("_", " "))

@@ -11,7 +11,7 @@ Where to start reading, by the way one record goes (``runtime.py`` draws the que
   ``engine_task.py`` (what every engine task knows), ``engine_batch.py`` (one engine's
   micro-batch), its state: resident in the Python workers (``resident.py``), durable as
   a changelog in the state store (``engine_log.py``); INSERT INTO chains across stages
-  (``chain_stages.py``);
+  (``chain_stages.py``; ``chain_check.py`` says which chains it runs);
 - output: ``event_parts.py`` (the engines write their events themselves), ``sink.py``
   (after each batch, on the driver), ``delivery.py`` (exactly once, in order);
 - a quicker start: ``jvm_archive.py``, ``local_fs.py`` and ``prepare.py`` (what ``cep

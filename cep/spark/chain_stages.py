@@ -27,7 +27,6 @@ pickles: they rest on disk across restarts.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -41,34 +40,13 @@ import pyarrow.ipc as ipc
 from cep.engine.clock import Watermark
 from cep.engine.insert_into import complex_events
 from cep.engine.table import Table, concat, take
+from cep.spark.chain_check import ChainError
 from grammar import ir
 
 # a chain row: what insert_into decodes, with its place in the reference order (``at``,
 # ``origin``, and the key as JSON text: ``cep.engine.output.sort_output``)
 _SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64()), ("values", pa.string()),
                      ("at", pa.int64()), ("origin", pa.int64()), ("key", pa.string())])
-
-
-class ChainError(Exception):
-    """A chain the Spark runner cannot run; the message says why in one line."""
-
-
-def check_chain(module: ir.CompiledModule) -> None:
-    """Refuse a later stage that reads a stream its previous stage's inserting rules do
-    not feed (an input stream, or complex events from two stages back): on Spark those
-    events would have to wait for the stage as well, which is not implemented."""
-    stages = module.stage_modules()
-    for number, (before, stage) in enumerate(itertools.pairwise(stages), start=1):
-        fed = {r.target for r in before.stateful if r.target is not None}
-        fed |= {r.target for r in stage.derived if r.target is not None}
-        read = [*stage.stateful_streams(), *(r.stream for r in stage.derived)]
-        for stream in read:
-            if stream not in fed:
-                raise ChainError(
-                    f"stage {number} of the INSERT INTO chain reads stream {stream}, which "
-                    f"the rules of stage {number - 1} do not insert into: on Spark a later "
-                    "stage may read only the complex events of the stage before it (and "
-                    "its own derived streams); use --runner local")
 
 
 def split_rows(module: ir.CompiledModule, rows: Table) -> tuple[Table, Table]:

@@ -58,7 +58,8 @@ from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.chain_stages import ChainError, check_chain, drained
+from cep.spark.chain_check import ChainError, check_chain
+from cep.spark.chain_stages import drained
 from cep.spark.event_parts import EventParts
 from cep.spark.input_progress import InputProgress
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor

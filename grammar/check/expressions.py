@@ -222,7 +222,8 @@ class ExpressionTyper:
         pattern = self.expr(node.pattern, scope)
         if not (isinstance(pattern, ir.Const) and isinstance(pattern.value, str)):
             raise RuleError("LIKE needs a constant string pattern", node.pattern.pos)
-        return ir.Like(operand, _like_regex(pattern.value), node.negated)
+        return ir.Like(operand, _like_regex(pattern.value), node.negated,
+                       pattern=pattern.value)
 
     def _e_IsNull(self, node: ast.IsNull, scope: Scope) -> ir.TExpr:
         return ir.IsNull(self.expr(node.operand, scope), node.negated)
