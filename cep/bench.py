@@ -23,7 +23,7 @@ from cep.io.tweets import batch_exponents, parse_spec, tweets_plan
 from cep.paper import PAPER_ENGINES, PAPER_SECONDS, paper_run
 from cep.run_config import DEFAULT_BATCH_SIZE
 from cep.tables import HEADERS, MISSING, columns, count, number, pct, ratio, seconds
-from cep.verify import StrategyResult, run_name
+from cep.verify import StrategyResult, headroom_captured, run_name
 
 
 def window_s(r: StrategyResult) -> float:
@@ -215,18 +215,27 @@ def format_table1(results: list[StrategyResult], mode: str,
 
 def format_diagnostics(results: list[StrategyResult]) -> str:
     rows = [[HEADERS["strategy"], HEADERS["engines"], HEADERS["cpu_rstd"],
-             HEADERS["keys_moved"], HEADERS["state_bytes"], HEADERS["makespan"],
-             "headroom ev/CPU", HEADERS["run_time"], "load at start"]]
+             HEADERS["keys_moved"], HEADERS["state_bytes"], "moves cost",
+             HEADERS["makespan"], "headroom ev/CPU", "captured", HEADERS["run_time"],
+             "load at start"]]
+    kg = next((r for r in results if r.strategy == "kg"), None)
     for r in results:
+        captured = headroom_captured(r, kg) if kg is not None and r is not kg else None
         rows.append([run_name(r, results), count(r.engines), pct(r.avg_cpu_rstd),
-                     count(r.keys_moved), count(r.state_bytes_moved), seconds(r.makespan_s),
+                     count(r.keys_moved), count(r.state_bytes_moved), seconds(r.move_s),
+                     seconds(r.makespan_s),
                      f"{ratio(r.headroom_events)}/{ratio(r.headroom_cpu)}",
+                     pct(100 * captured, 0) if captured is not None else MISSING,
                      seconds(r.seconds), " ".join(f"{x:.2f}" for x in r.load_average)
                      or MISSING])
-    legend = ("headroom ev/CPU: the most a perfect spread of the work over Spark's task "
+    legend = ("moves cost: the engines' seconds exporting and importing moved keys; "
+              "headroom ev/CPU: the most a perfect spread of the work over Spark's task "
               "slots could shorten the engines' part, by events and by CPU seconds "
-              "(1.00x: the cores, not the busiest engine, bound every batch); load at "
-              "start: the machine's 1, 5 and 15 minute load averages as the run began")
+              "(1.00x: the cores, not the busiest engine, bound every batch); captured: "
+              "the share of KG's headroom by events that the strategy's placement took "
+              "(100%: its busiest engines reached the floor no key placement can beat); "
+              "load at start: the machine's 1, 5 and 15 minute load averages as the run "
+              "began")
     return f"{columns(rows)}\n{legend}"
 
 

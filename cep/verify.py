@@ -61,6 +61,12 @@ class StrategyResult:
     # by events and by the engines' CPU seconds; 1.0: no placement can shorten it
     headroom_events: float = 1.0
     headroom_cpu: float = 1.0
+    # the two sums of ``balance_headroom`` by events: this run's Σ_b max(W_b/slots, w_b)
+    # and the floor Σ_b max(W_b/slots, k_b) no placement can beat; against KG's, what
+    # the strategy captured of the headroom (``headroom_captured``)
+    events_bound: float = 0.0
+    events_floor: float = 0.0
+    move_s: float = 0.0  # the engines' export and import seconds: what moving keys cost
     stage_s: dict[str, float] = field(default_factory=dict)  # Σ over batches and engines
     # where the engines' batches found their state, Σ over batches (``resident.py``):
     # resident, caught_up, rebuilt, new, and the log entries they read
@@ -167,6 +173,9 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
             stages.update(m.get("stage_s", {}))
             restored.update(m.get("keys_restored", {}))
             stages["state_commit"] += m.get("spark_ms", {}).get("state_commit", 0) / 1000
+        events_bound, events_floor = balance_bounds(
+            [m["rows_per_engine"] for m in run.metrics], run.slots,
+            [m.get("heaviest_key_rows", 0) for m in run.metrics])
         results.append(StrategyResult(
             strategy=name,
             events=len(records),
@@ -188,9 +197,11 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
             batch_makespan_cpu_s=[round(x, 4) for x in slowest_cpu],
             avg_cpu_rstd=round(float(np.mean([rstd(m.get("cpu_s_per_engine", []))
                                                for m in run.metrics] or [0.0])), 2),
-            headroom_events=balance_headroom(
-                [m["rows_per_engine"] for m in run.metrics], run.slots,
-                [m.get("heaviest_key_rows", 0) for m in run.metrics]),
+            headroom_events=(round(events_bound / events_floor, 3) if events_floor
+                             else 1.0),
+            events_bound=events_bound,
+            events_floor=events_floor,
+            move_s=round(stages.get("export", 0.0) + stages.get("import", 0.0), 3),
             headroom_cpu=balance_headroom(
                 [m.get("cpu_s_per_engine", []) for m in run.metrics], run.slots),
             stage_s={k: round(v, 3) for k, v in stages.items()},
@@ -247,6 +258,15 @@ def balance_headroom(batches: list[list[float]], slots: int,
     per engine the ratio is KG's busiest engine over the mean, or over the heaviest key
     where one key holds more than a mean engine's share (Zipf 1.5 over 4,096 keys gives
     the top key 39% of the tweets: at most 1.33x over KG's 51% on 5 engines)."""
+    bound, ideal = balance_bounds(batches, slots, heaviest)
+    return round(bound / ideal, 3) if ideal else 1.0
+
+
+def balance_bounds(batches: list[list[float]], slots: int,
+                   heaviest: Sequence[float] = ()) -> tuple[float, float]:
+    """The two sums of :func:`balance_headroom`: Σ_b max(W_b / slots, w_b), what this
+    placement's busiest engines and the cores allowed, and Σ_b max(W_b / slots, k_b),
+    what no key-preserving placement can beat."""
     bound = ideal = 0.0
     for b, loads in enumerate(batches):
         if len(loads):
@@ -254,7 +274,17 @@ def balance_headroom(batches: list[list[float]], slots: int,
             floor = float(heaviest[b]) if b < len(heaviest) else 0.0
             bound += max(total / slots, float(np.max(loads)))
             ideal += max(total / slots, floor)
-    return round(bound / ideal, 3) if ideal else 1.0
+    return bound, ideal
+
+
+def headroom_captured(result: StrategyResult, kg: StrategyResult) -> float | None:
+    """The share of KG's headroom by events that ``result``'s placement took: 1.0 when
+    its busiest engines reached the floor no placement can beat, 0.0 when they were as
+    long as KG's (negative: longer). None where KG had no headroom to take."""
+    room = kg.events_bound - kg.events_floor
+    if room <= 1e-9:
+        return None
+    return (kg.events_bound - result.events_bound) / room
 
 
 def elapsed_times(run: RunResult) -> list[float]:

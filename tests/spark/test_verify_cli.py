@@ -10,10 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support.children import default_signals
 
 from cep.cli.errors import EXIT_INTERRUPTED
-from cep.verify import balance_headroom
+from cep.verify import StrategyResult, balance_bounds, balance_headroom, headroom_captured
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -102,3 +103,19 @@ def test_sigterm_ends_the_whole_bench_not_only_the_run_in_flight(tmp_path):
     assert proc.wait(timeout=300) == EXIT_INTERRUPTED, "".join(seen)
     assert not any(line.startswith(("cep: [2/3]", "cep: [3/3]")) for line in seen), seen
     assert not out.exists()
+
+
+def test_headroom_captured_is_the_share_of_kg_headroom_a_placement_took():
+    """KG's busiest engines leave 51 events a batch where no placement can go below the
+    heaviest key's 39: a strategy whose busiest engine carries 45 took half of that."""
+    def result(strategy, busiest):
+        batches = [[busiest, 100 - busiest - 30, 10, 10, 10]]
+        bound, floor = balance_bounds(batches, 5, [39])
+        return StrategyResult(strategy, 0, True, 0, 0, 0.0, 0.0, 0, 0, 0, 0.0,
+                              events_bound=bound, events_floor=floor)
+    kg = result("kg", 51)
+    assert headroom_captured(result("dlb-l", 45), kg) == pytest.approx(0.5)
+    assert headroom_captured(result("dlb-h", 39), kg) == pytest.approx(1.0)
+    assert headroom_captured(result("lptf", 57), kg) == pytest.approx(-0.5)
+    even = result("kg", 39)  # KG already at the floor: nothing to capture
+    assert headroom_captured(result("dlb-l", 39), even) is None
