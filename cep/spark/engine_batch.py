@@ -128,7 +128,8 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     keep(p.start, label, batch, saved["token"], engine)
     held = len(engine.keys())
     clock.lap("save")
-    injected_fault(batch, label)
+    if stage == 0:
+        injected_fault(batch, engine_index)
     if passthrough:
         placed = [stamp_stateless(rows, watermark.after(rows["seq"])) for rows in passthrough]
         events = sort_output(concat([*placed, events]), p.rule_order)
@@ -239,18 +240,19 @@ def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -
     return {"token": token, "kind": kind, "bytes": len(blob)}
 
 
-def injected_fault(batch: int, label: int) -> None:
-    """For the retry test only: ``CEP_FAULT_AFTER_SAVE="batch,label,marker"`` fails
-    that engine's task once (the marker file says it did), after its resident copy
-    advanced and before the task commits, so that Spark retries it."""
+def injected_fault(batch: int, engine: int) -> None:
+    """For the retry test only: ``CEP_FAULT_AFTER_SAVE="batch,engine,marker"`` fails
+    the task of that engine (of the first stage) once (the marker file says it did),
+    after its resident copy advanced and before the task commits, so that Spark retries
+    it. Named by engine, not label: the labels depend on the run's partitions."""
     spec = os.environ.get("CEP_FAULT_AFTER_SAVE")
     if not spec:
         return
-    at_batch, at_label, marker = spec.split(",", 2)
-    if (int(at_batch), int(at_label)) == (batch, label) and not os.path.exists(marker):
+    at_batch, at_engine, marker = spec.split(",", 2)
+    if (int(at_batch), int(at_engine)) == (batch, engine) and not os.path.exists(marker):
         with open(marker, "x"):
             pass
-        raise RuntimeError(f"injected fault in engine {label}'s batch {batch}")
+        raise RuntimeError(f"injected fault in engine {engine}'s batch {batch}")
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
