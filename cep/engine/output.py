@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.expr import Col
+from cep.engine.json_rows import format_timestamps, json_texts
 from cep.engine.table import Table, object_array, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
@@ -60,28 +61,6 @@ def timer_stamps(release: np.ndarray, deadline: np.ndarray) -> Stamps:
                   np.full(len(release), TIMER, np.int64))
 
 
-def format_timestamps(us: np.ndarray) -> np.ndarray:
-    """ISO-8601 UTC text of µs timestamps (an object array of ``str``): milliseconds
-    unless a value needs microseconds (per value, so the text of a timestamp never
-    depends on its neighbours)."""
-    us = np.asarray(us, dtype=np.int64)
-    moments = us.astype("datetime64[us]")
-    out = np.char.add(np.datetime_as_string(moments, unit="ms"), "Z").astype(object)
-    fine = us % 1000 != 0
-    if fine.any():
-        out[fine] = np.char.add(np.datetime_as_string(moments[fine], unit="us"), "Z")
-    return out
-
-
-def python_values(col: Col, type_name: str) -> list[object]:
-    """JSON-ready Python values of a column (NULL → None, timestamps → ISO text)."""
-    values = (format_timestamps(col.values) if type_name == "timestamp" else col.values).tolist()
-    if col.nulls is not None:
-        for i in np.flatnonzero(col.nulls).tolist():
-            values[i] = None
-    return values
-
-
 def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: Col | None,
                  columns: Sequence[tuple[str, str, Col]]) -> Table:
     """An output table for one rule's rows; ``columns`` are (name, type, values).
@@ -91,13 +70,6 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
         stamps = Stamps(np.asarray(stamps, np.int64), np.zeros(len(stamps), np.int64),
                         np.asarray(stamps, np.int64))
     n = len(stamps.seq)
-    names = [name for name, _, _ in columns]
-    per_column = [python_values(col, t) for _, t, col in columns]
-    texts = [
-        json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False,
-                   separators=(",", ":"))
-        for row in zip(*per_column, strict=True)
-    ] if per_column else ["{}"] * n
     if ts is None:
         ts_values, ts_nulls = np.zeros(n, np.int64), np.ones(n, bool)
     else:
@@ -108,7 +80,7 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
         "seq": stamps.seq,
         "ts": ts_values,
         "ts__null": ts_nulls,
-        "values": object_array(texts),
+        "values": json_texts(columns, n),
         "at": stamps.at,
         "origin": stamps.origin,
     }
