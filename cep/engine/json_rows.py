@@ -13,7 +13,7 @@ text ``json.dumps`` gives, character for character (the tests compare the two).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,7 +58,7 @@ def json_values(col: Col, type_name: str) -> list[object]:
     elif kind == "b":
         out = np.where(values, "true", "false").astype(object)
     else:
-        out = _object_texts(values)
+        out = object_texts(values)
     if col.nulls is not None and col.nulls.any():
         out = out if isinstance(out, np.ndarray) else object_array(out)
         out[col.nulls] = "null"
@@ -78,14 +78,18 @@ def format_timestamps(us: np.ndarray) -> np.ndarray:
     return out
 
 
-def _object_texts(values: np.ndarray) -> np.ndarray:
-    """JSON text of each value of an object column: once per distinct value when every
-    value is a ``str`` (strings repeat: names, labels), else once per value (mixed
-    values, where equal ones such as 1 and 1.0 have different texts)."""
-    if pd.api.types.infer_dtype(values, skipna=False) != "string":
-        return object_array([_dumps(v) for v in values.tolist()])
+def object_texts(values: np.ndarray, dumps: Callable[[object], str] | None = None
+                 ) -> np.ndarray:
+    """JSON text of each value of an object column (as ``json.dumps`` writes it): once
+    per distinct value when every value is a ``str`` or every one an ``int`` (strings
+    and keys repeat), else once per value (mixed values, where equal ones such as 1,
+    1.0 and True have different texts). ``dumps``: how a value is written (by default
+    as in output rows)."""
+    dumps = dumps or _dumps
+    if pd.api.types.infer_dtype(values, skipna=False) not in ("string", "integer"):
+        return object_array([dumps(v) for v in values.tolist()])
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    texts = object_array([_dumps(v) for v in np.asarray(uniques, dtype=object).tolist()])
+    texts = object_array([dumps(v) for v in np.asarray(uniques, dtype=object).tolist()])
     return texts[codes]
 
 

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.expr import Col
-from cep.engine.json_rows import format_timestamps, json_texts
+from cep.engine.json_rows import format_timestamps, json_texts, object_texts
 from cep.engine.table import Table, object_array, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
@@ -104,7 +105,8 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     those keep the order they were made in (see the module notes)."""
     if not table or len(table["seq"]) < 2:
         return table
-    rank = np.array([rule_order.get(r, -1) for r in table["rule"].tolist()], dtype=np.int64)
+    codes, rules = pd.factorize(table["rule"])
+    rank = np.array([rule_order.get(r, -1) for r in rules.tolist()], dtype=np.int64)[codes]
     order = np.lexsort((rank, table["origin"], table["at"], table["seq"]))
     return take(table, by_key_within_ties(order, (table["seq"], table["at"],
                                                   table["origin"], rank), table["key"]))
@@ -115,7 +117,7 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     """``order`` (a stable sort by ``columns``) with each run of rows equal on all the
     columns re-sorted, stably, by their key's JSON text: rows of several keys (timers
     at one deadline, later stages' events) then come in the same order whichever engine
-    made them. Python only for the rows in such runs."""
+    made them. Each key's text is written once; no Python loop over the runs."""
     n = len(order)
     if n < 2:
         return order
@@ -125,15 +127,11 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
         same &= ordered[1:] == ordered[:-1]
     if not same.any():
         return order
+    run = np.cumsum(np.r_[True, ~same])  # each position's run of equal columns
+    tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # runs of 2 or more
+    _, rank = np.unique(object_texts(keys[order[tied]], json.dumps), return_inverse=True)
     order = order.copy()
-    starts = np.flatnonzero(np.r_[True, ~same])
-    ends = np.append(starts[1:], n)
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        if b - a > 1:
-            run = order[a:b]
-            texts = [json.dumps(k) for k in keys[run].tolist()]
-            if len(set(texts)) > 1:
-                order[a:b] = run[sorted(range(b - a), key=texts.__getitem__)]
+    order[tied] = order[tied][np.lexsort((rank, run[tied]))]  # stable: ties keep order
     return order
 
 
