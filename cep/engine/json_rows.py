@@ -80,17 +80,24 @@ def format_timestamps(us: np.ndarray) -> np.ndarray:
 
 def object_texts(values: np.ndarray, dumps: Callable[[object], str] | None = None
                  ) -> np.ndarray:
-    """JSON text of each value of an object column (as ``json.dumps`` writes it): once
-    per distinct value when every value is a ``str`` or every one an ``int`` (strings
-    and keys repeat), else once per value (mixed values, where equal ones such as 1,
-    1.0 and True have different texts). ``dumps``: how a value is written (by default
+    """JSON text of each value of an object column (as ``dumps`` writes it, by default
     as in output rows)."""
+    codes, texts = distinct_texts(values, dumps)
+    return texts[codes]
+
+
+def distinct_texts(values: np.ndarray, dumps: Callable[[object], str] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's index into the texts of its distinct values, and those texts: each
+    written once when every value is a ``str`` or every one an ``int`` (strings and
+    keys repeat), else once per value (mixed values, where equal ones such as 1, 1.0
+    and True have different texts)."""
     dumps = dumps or _dumps
     if pd.api.types.infer_dtype(values, skipna=False) not in ("string", "integer"):
-        return object_array([dumps(v) for v in values.tolist()])
+        return (np.arange(len(values)),
+                object_array([dumps(v) for v in values.tolist()]))
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    texts = object_array([dumps(v) for v in np.asarray(uniques, dtype=object).tolist()])
-    return texts[codes]
+    return codes, object_array([dumps(v) for v in np.asarray(uniques, dtype=object).tolist()])
 
 
 def _dumps(value: object) -> str:

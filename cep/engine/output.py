@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from cep.engine.expr import Col
-from cep.engine.json_rows import format_timestamps, json_texts, object_texts
+from cep.engine.json_rows import distinct_texts, format_timestamps, json_texts
 from cep.engine.table import Table, object_array, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
@@ -129,7 +129,8 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
         return order
     run = np.cumsum(np.r_[True, ~same])  # each position's run of equal columns
     tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # runs of 2 or more
-    _, rank = np.unique(object_texts(keys[order[tied]], json.dumps), return_inverse=True)
+    codes, texts = distinct_texts(keys[order[tied]], json.dumps)
+    rank = np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
     order = order.copy()
     order[tied] = order[tied][np.lexsort((rank, run[tied]))]  # stable: ties keep order
     return order
