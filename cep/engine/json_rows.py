@@ -27,7 +27,7 @@ def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
     as an object array of ``str``. A name given twice keeps its first place and its last
     value, as a ``dict`` built from the pairs would."""
     if not columns:
-        return object_array(["{}"] * n)
+        return np.full(n, "{}", dtype=object)
     last = {name: i for i, (name, _, _) in enumerate(columns)}
     names = list(dict.fromkeys(name for name, _, _ in columns))
     template = "{" + ",".join(

@@ -27,7 +27,7 @@ import pandas as pd
 
 from cep.engine.expr import Col
 from cep.engine.json_rows import distinct_texts, format_timestamps, json_texts
-from cep.engine.table import Table, object_array, take
+from cep.engine.table import Table, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
 ORDER_COLUMNS = ("at", "origin")  # the reference order within a seq; never written out
@@ -76,7 +76,7 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
     else:
         ts_values, ts_nulls = ts.values.astype(np.int64), ts.null_mask()
     return {
-        "rule": object_array([rule] * n),
+        "rule": np.full(n, rule, dtype=object),
         "key": np.asarray(keys, dtype=object),
         "seq": stamps.seq,
         "ts": ts_values,

@@ -173,7 +173,7 @@ class RateLimited:
     def _released_table(self, keys: list, rows: Rows) -> Table:
         if not len(rows):
             return empty_output()
-        return {"rule": object_array([self.rule_name] * len(rows)),
+        return {"rule": np.full(len(rows), self.rule_name, dtype=object),
                 "key": object_array(keys)[rows.key], "seq": rows.seq.astype(np.int64),
                 "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
                 "values": rows.values, "at": rows.at.astype(np.int64),
@@ -254,7 +254,7 @@ class RateLimited:
         if not released:
             return empty_output()
         return {
-            "rule": object_array([self.rule_name] * len(released)),
+            "rule": np.full(len(released), self.rule_name, dtype=object),
             "key": object_array([k for k, _ in released]),
             "seq": np.array([r[0] for _, r in released], dtype=np.int64),
             "ts": np.array([r[1] for _, r in released], dtype=np.int64),
