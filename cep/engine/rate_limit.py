@@ -22,6 +22,12 @@ outputs (re-stamped) rows of the unlimited rule; ALL may output several rows at 
 event. What is pending is per-key state made of plain values (ints, strings, lists)
 that moves with the key; a key with no open interval and nothing pending holds nothing,
 except that SNAPSHOT keeps the key's latest row for the key's next interval.
+
+Every clause but SNAPSHOT EVERY T works on all keys of a batch at once with array
+operations (FIRST/LAST/SNAPSHOT EVERY n EVENTS here, the others in
+``cep.engine.rate_intervals``); the keys' states are read into arrays before and written
+back after, one Python step per key and per pending row, never per result row.
+SNAPSHOT EVERY T, whose closes repeat a row across intervals, walks each key's items.
 """
 
 from __future__ import annotations
