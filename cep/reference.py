@@ -25,7 +25,7 @@ from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events, output_only
 from cep.engine.output import empty_output, sort_output, stamp_stateless
-from cep.engine.table import SEQ, Table, concat, take
+from cep.engine.table import SEQ, Table, concat, sorted_unique, take
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT
 from grammar import ir
@@ -39,7 +39,7 @@ def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple
         return []
     if not batch_size:  # one batch: its bounds need no sort of millions of numbers
         return [(min(int(s.min()) for s in seqs), max(int(s.max()) for s in seqs) + 1)]
-    ordered = np.unique(np.concatenate(seqs))
+    ordered = sorted_unique(np.concatenate(seqs))
     lows = ordered[::batch_size]
     highs = np.append(lows[1:], ordered[-1] + 1)
     return list(zip(lows.tolist(), highs.tolist(), strict=True))

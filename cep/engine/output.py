@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.expr import Col
-from cep.engine.table import Table, object_array, take
+from cep.engine.json_rows import distinct_texts, format_timestamps, json_texts
+from cep.engine.table import Table, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
 ORDER_COLUMNS = ("at", "origin")  # the reference order within a seq; never written out
@@ -60,28 +62,6 @@ def timer_stamps(release: np.ndarray, deadline: np.ndarray) -> Stamps:
                   np.full(len(release), TIMER, np.int64))
 
 
-def format_timestamps(us: np.ndarray) -> np.ndarray:
-    """ISO-8601 UTC text of µs timestamps (an object array of ``str``): milliseconds
-    unless a value needs microseconds (per value, so the text of a timestamp never
-    depends on its neighbours)."""
-    us = np.asarray(us, dtype=np.int64)
-    moments = us.astype("datetime64[us]")
-    out = np.char.add(np.datetime_as_string(moments, unit="ms"), "Z").astype(object)
-    fine = us % 1000 != 0
-    if fine.any():
-        out[fine] = np.char.add(np.datetime_as_string(moments[fine], unit="us"), "Z")
-    return out
-
-
-def python_values(col: Col, type_name: str) -> list[object]:
-    """JSON-ready Python values of a column (NULL → None, timestamps → ISO text)."""
-    values = (format_timestamps(col.values) if type_name == "timestamp" else col.values).tolist()
-    if col.nulls is not None:
-        for i in np.flatnonzero(col.nulls).tolist():
-            values[i] = None
-    return values
-
-
 def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: Col | None,
                  columns: Sequence[tuple[str, str, Col]]) -> Table:
     """An output table for one rule's rows; ``columns`` are (name, type, values).
@@ -91,24 +71,17 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
         stamps = Stamps(np.asarray(stamps, np.int64), np.zeros(len(stamps), np.int64),
                         np.asarray(stamps, np.int64))
     n = len(stamps.seq)
-    names = [name for name, _, _ in columns]
-    per_column = [python_values(col, t) for _, t, col in columns]
-    texts = [
-        json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False,
-                   separators=(",", ":"))
-        for row in zip(*per_column, strict=True)
-    ] if per_column else ["{}"] * n
     if ts is None:
         ts_values, ts_nulls = np.zeros(n, np.int64), np.ones(n, bool)
     else:
         ts_values, ts_nulls = ts.values.astype(np.int64), ts.null_mask()
     return {
-        "rule": object_array([rule] * n),
+        "rule": np.full(n, rule, dtype=object),
         "key": np.asarray(keys, dtype=object),
         "seq": stamps.seq,
         "ts": ts_values,
         "ts__null": ts_nulls,
-        "values": object_array(texts),
+        "values": json_texts(columns, n),
         "at": stamps.at,
         "origin": stamps.origin,
     }
@@ -132,10 +105,14 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     those keep the order they were made in (see the module notes)."""
     if not table or len(table["seq"]) < 2:
         return table
-    rank = np.array([rule_order.get(r, -1) for r in table["rule"].tolist()], dtype=np.int64)
+    codes, rules = pd.factorize(table["rule"])
+    rank = np.array([rule_order.get(r, -1) for r in rules.tolist()], dtype=np.int64)[codes]
     order = np.lexsort((rank, table["origin"], table["at"], table["seq"]))
-    return take(table, by_key_within_ties(order, (table["seq"], table["at"],
-                                                  table["origin"], rank), table["key"]))
+    order = by_key_within_ties(order, (table["seq"], table["at"], table["origin"], rank),
+                               table["key"])
+    if (order[1:] > order[:-1]).all():  # in order already (batches' sorted outputs)
+        return dict(table)
+    return take(table, order)
 
 
 def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
@@ -143,7 +120,7 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     """``order`` (a stable sort by ``columns``) with each run of rows equal on all the
     columns re-sorted, stably, by their key's JSON text: rows of several keys (timers
     at one deadline, later stages' events) then come in the same order whichever engine
-    made them. Python only for the rows in such runs."""
+    made them. Each key's text is written once; no Python loop over the runs."""
     n = len(order)
     if n < 2:
         return order
@@ -153,15 +130,12 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
         same &= ordered[1:] == ordered[:-1]
     if not same.any():
         return order
+    run = np.cumsum(np.r_[True, ~same])  # each position's run of equal columns
+    tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # runs of 2 or more
+    codes, texts = distinct_texts(keys[order[tied]], json.dumps)
+    rank = np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
     order = order.copy()
-    starts = np.flatnonzero(np.r_[True, ~same])
-    ends = np.append(starts[1:], n)
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        if b - a > 1:
-            run = order[a:b]
-            texts = [json.dumps(k) for k in keys[run].tolist()]
-            if len(set(texts)) > 1:
-                order[a:b] = run[sorted(range(b - a), key=texts.__getitem__)]
+    order[tied] = order[tied][np.lexsort((rank, run[tied]))]  # stable: ties keep order
     return order
 
 

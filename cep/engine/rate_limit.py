@@ -22,6 +22,12 @@ outputs (re-stamped) rows of the unlimited rule; ALL may output several rows at 
 event. What is pending is per-key state made of plain values (ints, strings, lists)
 that moves with the key; a key with no open interval and nothing pending holds nothing,
 except that SNAPSHOT keeps the key's latest row for the key's next interval.
+
+Every clause but SNAPSHOT EVERY T works on all keys of a batch at once with array
+operations (FIRST/LAST/SNAPSHOT EVERY n EVENTS here, the others in
+``cep.engine.rate_intervals``); the keys' states are read into arrays before and written
+back after, one Python step per key and per pending row, never per result row.
+SNAPSHOT EVERY T, whose closes repeat a row across intervals, walks each key's items.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import numpy as np
 
 from cep.engine.clock import Watermark
 from cep.engine.output import TIMER, empty_output
+from cep.engine.rate_intervals import ROW_FIELDS, Rows, every_n_events, every_time
 from cep.engine.table import KEY, RELEASE, TIME, Table, factorize, object_array, take
 from cep.engine.timers import TimerIndex
 from grammar import ir
@@ -39,7 +46,7 @@ from grammar import ir
 # a result row in state: [seq, ts, ts is null, values (JSON text), at, origin] (seq, at
 # and origin: where it sits in the reference order, see ``output.Stamps``)
 Row = list
-ROW_COLUMNS = ("seq", "ts", "ts__null", "values", "at", "origin")
+ROW_COLUMNS = ROW_FIELDS
 
 
 class RateLimited:
@@ -60,17 +67,19 @@ class RateLimited:
         """The inner operator's batch (its arguments, the watermark last), limited."""
         clock: Watermark = args[-1]  # type: ignore[assignment]
         out = self.inner.process(*args)  # type: ignore[attr-defined]
-        if self.limit.events is not None and self.limit.kind != "all":
-            return self._every_nth(out)
-        rows = _rows_by_key(out)
         if self.limit.events is not None:
-            released = [r for key, krows in rows.items() for r in self._count(key, krows)]
-        else:
-            ticks = self._opening_ticks(args[:-1])
-            due = self.timers.due(clock.end)
-            released = [r for key in dict.fromkeys([*rows, *ticks, *due])
-                        for r in self._time(key, rows.get(key, []), ticks.get(key, []),
-                                            clock)]
+            return self._every_nth(out) if self.limit.kind != "all" else self._all_every_n(out)
+        if self.limit.kind != "snapshot":
+            return self._every_period(out, args[:-1], clock)
+        rows = _rows_by_key(out)
+        tick_keys, tick_times = self._opening_ticks(args[:-1])
+        ticks: dict[object, list[int]] = {}
+        for key, time in zip(tick_keys.tolist(), tick_times.tolist(), strict=True):
+            ticks.setdefault(key, []).append(time)
+        due = self.timers.due(clock.end)
+        released = [r for key in dict.fromkeys([*rows, *ticks, *due])
+                    for r in self._snapshots(key, rows.get(key, []), ticks.get(key, []),
+                                             clock)]
         return self._table(released)
 
     def due_keys(self, until: int) -> list:
@@ -106,65 +115,108 @@ class RateLimited:
             self._settle(key, self.states[key])
         return take(out, np.sort(order[hit]))
 
-    def _count(self, key: object, rows: list[Row]) -> list[tuple[object, Row]]:
-        """ALL EVERY n EVENTS: each block of n rows leaves at its n-th row."""
-        state, n = self._state(key), self.limit.events
-        out = []
-        for row in rows:
-            state["count"] = state["count"] % n + 1  # type: ignore[operator]
-            state["pending"].append(row)
-            if state["count"] == n:
-                out.extend((key, _at(r, row[0], row[4], row[5])) for r in state["pending"])
-                state["pending"] = []
-        self._settle(key, state)
-        return out
+    def _all_every_n(self, out: Table) -> Table:
+        """ALL EVERY n EVENTS: each block of n rows of a key leaves at its n-th row."""
+        if not out or not len(out["seq"]):
+            return empty_output()
+        out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
+        keys, states, codes = self._batch_keys([out["key"]])
+        rows = _rows(out, codes)
+        count = np.array([s["count"] for s in states], dtype=np.int64)
+        released, pending, count = every_n_events(
+            self.limit.events, count, _held(states), rows)  # type: ignore[arg-type]
+        held = _pending_lists(pending, len(keys))
+        for j, (key, state) in enumerate(zip(keys, states, strict=True)):
+            state["count"], state["pending"] = int(count[j]), held[j]
+            self._settle(key, state)
+        return self._released_table(keys, released)
 
-    def _time(self, key: object, rows: list[Row], ticks: list[int], clock: Watermark
-              ) -> list[tuple[object, Row]]:
-        """EVERY T for one key: its interval-opening ticks (effective times of its events)
-        and result rows in processing order (a tick before the rows its own event made),
-        the open interval closing at its end; then the key's next deadline."""
-        state, kind = self._state(key), self.limit.kind
+    def _every_period(self, out: Table, args: tuple, clock: Watermark) -> Table:
+        """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
+        ``cep.engine.rate_intervals``)."""
+        if out and len(out["seq"]):
+            out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
+        tick_keys, tick_times = self._opening_ticks(args)
+        due = self.timers.due(clock.end)
+        n = len(out["seq"]) if out else 0
+        keys, states, codes = self._batch_keys(
+            [out["key"] if n else object_array([]), tick_keys, object_array(due)])
+        if not keys:
+            return empty_output()
+        bucket = [s["bucket"] for s in states]
+        first = [s["first_bucket"] for s in states]
+        result = every_time(
+            self.limit.kind, self.limit.period_us, len(keys),  # type: ignore[arg-type]
+            np.array([b is not None for b in bucket], dtype=bool),
+            np.array([0 if b is None else b for b in bucket], dtype=np.int64),
+            np.array([f is not None for f in first], dtype=bool),
+            np.array([0 if f is None else f for f in first], dtype=np.int64),
+            _held(states), _rows(out, codes[:n]), codes[n: n + len(tick_keys)], tick_times,
+            clock.end,
+            lambda deadlines: clock.reach(deadlines)[0])
+        held = _pending_lists(result.pending, len(keys))
+        for j, (key, state) in enumerate(zip(keys, states, strict=True)):
+            state["bucket"] = int(result.bucket[j]) if result.open[j] else None
+            if result.has_first[j]:
+                state["first_bucket"] = int(result.first_bucket[j])
+            state["pending"] = held[j]
+            self._settle(key, state)
+        return self._released_table(keys, result.rows)
+
+    def _batch_keys(self, parts: list[np.ndarray]) -> tuple[list, list[dict], np.ndarray]:
+        """The keys in ``parts`` in order of first appearance, their states (made where
+        new) and each value's key index."""
+        every = np.concatenate([object_array(list(p)) if p.dtype != object else p
+                                for p in parts]) if parts else object_array([])
+        if not len(every):
+            return [], [], np.empty(0, dtype=np.int64)
+        codes = factorize(every)  # numbered in order of first appearance
+        first = np.full(int(codes.max()) + 1, len(codes), dtype=np.int64)
+        np.minimum.at(first, codes, np.arange(len(codes)))
+        keys = every[first].tolist()
+        return keys, [self._state(k) for k in keys], codes
+
+    def _released_table(self, keys: list, rows: Rows) -> Table:
+        if not len(rows):
+            return empty_output()
+        return {"rule": np.full(len(rows), self.rule_name, dtype=object),
+                "key": object_array(keys)[rows.key], "seq": rows.seq.astype(np.int64),
+                "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
+                "values": rows.values, "at": rows.at.astype(np.int64),
+                "origin": rows.origin.astype(np.int64)}
+
+    def _snapshots(self, key: object, rows: list[Row], ticks: list[int], clock: Watermark
+                   ) -> list[tuple[object, Row]]:
+        """SNAPSHOT EVERY T for one key: its interval-opening ticks (effective times of
+        its events) and result rows in processing order (a tick before the rows its own
+        event made), the open interval closing at its end; then the key's next deadline."""
+        state = self._state(key)
         items = sorted([(2 * t + 1, 0, i) for i, t in enumerate(ticks)]
                        + [(r[4], 1, i) for i, r in enumerate(rows)])
         out: list[tuple[object, Row]] = []
         for at, is_row, i in items:
-            self._close(key, state, at // 2, clock, out)
+            self._close(state, at // 2, clock, out, key)
             if state["bucket"] is None:
                 state["bucket"] = (at // 2) // self.limit.period_us
-            if not is_row:
-                continue
-            row = rows[i]
-            if kind == "all":
-                state["pending"].append(row)
-            elif kind == "first":
-                if state["first_bucket"] != state["bucket"]:
-                    state["first_bucket"] = state["bucket"]
-                    out.append((key, row))
-            elif kind == "last":
-                state["pending"] = [row]
-            else:
-                state["latest"] = row
-        self._close(key, state, clock.end, clock, out)
+            if is_row:
+                state["latest"] = rows[i]
+        self._close(state, clock.end, clock, out, key)
         self._settle(key, state)
         return out
 
-    def _close(self, key: object, state: dict, now: int, clock: Watermark,
-               out: list[tuple[object, Row]]) -> None:
-        """Close the key's open interval if event time ``now`` has reached its end:
-        release what the kind releases, at the first input event whose watermark
+    def _close(self, state: dict, now: int, clock: Watermark,
+               out: list[tuple[object, Row]], key: object) -> None:
+        """SNAPSHOT: close the key's open interval if event time ``now`` has reached its
+        end, releasing the key's latest row at the first input event whose watermark
         reaches the end."""
         if state["bucket"] is None:
             return
         end = (state["bucket"] + 1) * self.limit.period_us
         if end > now:
             return
-        seq = clock.reach_one(end)
-        if self.limit.kind == "snapshot":
-            if state["latest"] is not None:
-                out.append((key, [seq, end, False, state["latest"][3], 2 * end, TIMER]))
-        else:
-            out.extend((key, _at(r, seq, 2 * end, TIMER)) for r in state["pending"])
+        if state["latest"] is not None:
+            out.append((key, [clock.reach_one(end), end, False, state["latest"][3], 2 * end,
+                              TIMER]))
         state["pending"] = []
         state["bucket"] = None
 
@@ -181,16 +233,18 @@ class RateLimited:
             self.timers.set(key, None if bucket is None
                             else (bucket + 1) * self.limit.period_us)
 
-    def _opening_ticks(self, args: tuple) -> dict[object, list[int]]:
-        """Per key, the effective times of its events that may open an interval: its
-        first event of the batch and each that moves it into a later interval, found
-        with array operations over all of the batch's events (an interval closes before
-        a later one opens, so no other event can open one)."""
+    def _opening_ticks(self, args: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """The keys and effective times of the events that may open an interval, in
+        processing order per key: each key's first event of the batch and each that
+        moves it into a later interval, found with array operations over all of the
+        batch's events (an interval closes before a later one opens, so no other event
+        can open one)."""
         parts = [(t[KEY], t[RELEASE], t[TIME]) for t in self.clock_tables(args)
                  if t and len(t[KEY])]
         if not parts:
-            return {}
-        keys = object_array([k for p in parts for k in p[0].tolist()])
+            return object_array([]), np.empty(0, dtype=np.int64)
+        keys = np.concatenate([p[0] if p[0].dtype == object else object_array(p[0].tolist())
+                               for p in parts])
         release = np.concatenate([p[1] for p in parts])
         time = np.concatenate([p[2] for p in parts])
         codes = factorize(keys)
@@ -199,16 +253,14 @@ class RateLimited:
         bucket = time // self.limit.period_us
         first = np.r_[True, codes[1:] != codes[:-1]]
         later = np.r_[False, bucket[1:] > bucket[:-1]] & ~first
-        out: dict[object, list[int]] = {}
-        for i in np.flatnonzero(first | later).tolist():
-            out.setdefault(keys[i], []).append(int(time[i]))
-        return out
+        opening = first | later
+        return keys[opening], time[opening].astype(np.int64)
 
     def _table(self, released: list[tuple[object, Row]]) -> Table:
         if not released:
             return empty_output()
         return {
-            "rule": object_array([self.rule_name] * len(released)),
+            "rule": np.full(len(released), self.rule_name, dtype=object),
             "key": object_array([k for k, _ in released]),
             "seq": np.array([r[0] for _, r in released], dtype=np.int64),
             "ts": np.array([r[1] for _, r in released], dtype=np.int64),
@@ -278,13 +330,6 @@ class RateLimited:
         self._put_output({k: s[1] for k, s in states.items()})  # type: ignore[index]
 
 
-def _at(row: Row, seq: int, at: int, origin: int) -> Row:
-    """A pending row released at the input event ``seq`` (at time ``at`` // 2, by the
-    event ``origin`` or a timer): output rows are in the reference order in every
-    runtime only if each carries the place of the moment it leaves."""
-    return [seq, row[1], row[2], row[3], at, origin]
-
-
 def clock_tables(rule: ir.StatefulRule) -> Callable[[tuple], list[Table]]:
     """How to find, in the arguments the rule's operator is called with (the watermark
     aside), each input table: the events that open the key's intervals."""
@@ -293,6 +338,35 @@ def clock_tables(rule: ir.StatefulRule) -> Callable[[tuple], list[Table]]:
     if isinstance(rule, ir.JoinRule):
         return lambda args: [args[0], args[1]]
     return lambda args: list(args[0].values())
+
+
+def _rows(out: Table, codes: np.ndarray) -> Rows:
+    """The output rows ``out`` (none: an empty table) with their keys' indices."""
+    if not out or not len(out["seq"]):
+        dtypes = {"values": object, "ts__null": bool}
+        return Rows(np.empty(0, np.int64),
+                    *(np.empty(0, dtype=dtypes.get(c, np.int64)) for c in ROW_COLUMNS))
+    return Rows(codes, *(out[c] for c in ROW_COLUMNS))
+
+
+def _held(states: list[dict]) -> Rows:
+    """The rows the keys' states hold pending, with each one's key index."""
+    rows = [(j, *row) for j, state in enumerate(states) for row in state["pending"]]
+    if not rows:
+        return _rows({}, np.empty(0, np.int64))
+    key, seq, ts, null, values, at, origin = zip(*rows, strict=True)
+    return Rows(np.array(key, np.int64), np.array(seq, np.int64), np.array(ts, np.int64),
+                np.array(null, bool), object_array(list(values)), np.array(at, np.int64),
+                np.array(origin, np.int64))
+
+
+def _pending_lists(rows: Rows, n_keys: int) -> list[list[Row]]:
+    """Per key index, its rows (given in key order) as state rows."""
+    out: list[list[Row]] = [[] for _ in range(n_keys)]
+    columns = [getattr(rows, c).tolist() for c in ROW_COLUMNS]
+    for key, *row in zip(rows.key.tolist(), *columns, strict=True):
+        out[key].append(list(row))
+    return out
 
 
 def _rows_by_key(out: Table) -> dict[object, list[Row]]:

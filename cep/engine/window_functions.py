@@ -13,6 +13,7 @@ events of each key for it; its rows are per-key state like the window's.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.expr import Col, Env, evaluate
 from cep.engine.table import PLACEHOLDERS, Table
@@ -73,8 +74,8 @@ class PriorBuffer:
 
 
 def _positions(merged: Merged, orders: np.ndarray) -> np.ndarray:
-    """Where the batch rows with these (seq, sub) order values sit in ``merged``."""
+    """Where the batch rows with these (seq, sub) order values sit in ``merged`` (a
+    batch's rows of one stream differ in (seq, sub): one hash lookup each, where a sort
+    and a search through it took five times as long)."""
     new = np.flatnonzero(merged.is_new)
-    new_orders = order_value(merged.table)[new]
-    sorter = np.argsort(new_orders, kind="stable")
-    return new[sorter[np.searchsorted(new_orders, orders, sorter=sorter)]]
+    return new[pd.Index(order_value(merged.table)[new]).get_indexer(orders)]

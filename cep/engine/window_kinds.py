@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.expr import Env, evaluate
-from cep.engine.table import factorize
+from cep.engine.table import factorize, sorted_unique
 from cep.engine.windows import Merged
 from grammar import ir
 
@@ -69,7 +69,7 @@ def time_length_batches(spec: ir.WindowSpec, merged: Merged, until: int) -> Batc
         empty = np.empty(0, dtype=np.int64)
         return Batches(empty, empty, empty, empty, open_rows)
     # (key, time) as one sortable integer: key code × (n + 1) + rank of the time
-    times = np.unique(merged.time)
+    times = sorted_unique(merged.time)
     ordinal = merged.codes * (n + 1) + np.searchsorted(times, merged.time)
     start = np.flatnonzero(np.r_[True, merged.codes[1:] != merged.codes[:-1]])
     end = merged.gend[start]

@@ -92,7 +92,8 @@ class WindowOperator(WindowState):
             trig = np.flatnonzero(merged.is_new & where)
             gathered = gather_unique(merged, following, trig)
             env = Env(len(gathered.rows))
-            env.bind_table("", take(merged.table, gathered.rows))
+            fields = {c: v for c, v in merged.table.items() if not c.startswith("__")}
+            env.bind_table("", take(fields, gathered.rows))  # an env reads fields only
             where, lo, hi = where[gathered.rows], gathered.lo, gathered.hi
         elif spec.kind == "length_batch":
             trig = np.flatnonzero(merged.is_new & ((idx - merged.gstart + 1) % spec.size == 0))

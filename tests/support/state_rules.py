@@ -28,6 +28,10 @@ RULES = {
                        "OUTPUT ALL EVERY 2 sec;",
     "output_last_events": "SELECT sum(v) AS s FROM S#groupwin(k)#time(4 sec) "
                           "OUTPUT LAST EVERY 3 EVENTS;",
+    "output_last_time": "SELECT v, prev(1, v) AS p FROM S#groupwin(k)#length(3) "
+                        "OUTPUT LAST EVERY 3 sec;",
+    "output_all_events": "SELECT max(v) AS m FROM S#groupwin(k)#time(4 sec) WHERE kind > 0 "
+                         "OUTPUT ALL EVERY 3 EVENTS;",
     "output_snapshot_pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1)"
                                " -> b=S(kind = 2) WITHIN 6 sec] PARTITION BY k "
                                "OUTPUT SNAPSHOT EVERY 3 sec;",
