@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from cep.engine.output import output_records
 from cep.engine.table import SEQ, SUB
-from cep.lang.compile import compile_text
 from cep.reference import run_reference
+from grammar.compile import compile_text
 
 BODIES = (
     "SELECT v, count(*) AS n FROM S#groupwin(k)#length(3) WHERE kind > 0 {}",
