@@ -32,10 +32,12 @@ from collections.abc import Iterable
 import numpy as np
 
 from cep.engine import codec
+from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.clock import Watermark, effective_times, release_seqs
 from cep.engine.join_rule import JoinOperator
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output, sort_output
+from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
@@ -59,7 +61,8 @@ class Parcel:
     keys: list
     engine: Engine
 
-Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
+Operator = (WindowOperator | JoinOperator | PatternOperator | ChainPatternOperator
+            | MatchRecognizeOperator
             | RateLimited)
 
 
@@ -327,6 +330,12 @@ class Engine:
         self.clock = change["clock"]
 
 
+#: Whether pattern rules of a chain shape run on the column kernel
+#: (:mod:`cep.engine.chain_rule`); the differential tests turn it off to run the
+#: interpreter, the kernel's oracle, on the same rules.
+PATTERN_KERNEL = True
+
+
 def _key_array(keys: list) -> np.ndarray:
     out = np.empty(len(keys), dtype=object)
     out[:] = keys
@@ -344,5 +353,8 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
         return MatchRecognizeOperator(rule, module.streams[rule.stream])
+    shape = chain_shape(rule.pattern) if PATTERN_KERNEL else None
+    if shape is not None:
+        return ChainPatternOperator(rule, module.streams, shape)
     return PatternOperator(rule, module.streams)
 
