@@ -26,6 +26,7 @@ from cep.engine.emit import emit
 from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import TIMER, Stamps, empty_output
 from cep.engine.pattern_chain import ChainShape, Instances, Outcome, Rows, advance
+from cep.engine.pattern_rule import PatternOperator
 from cep.engine.table import (
     DTYPES,
     KEY,
@@ -40,7 +41,7 @@ from cep.engine.table import (
     factorize,
     nrows,
 )
-from cep.engine.windows import SUB_RANGE, PerKeyState, split_by_key
+from cep.engine.windows import SUB_RANGE, split_by_key
 from cep.lang import ir
 
 _STEP, _FIRST, _LAST, _ORDER = "__step", "__first", "__last", "__order"
@@ -70,7 +71,7 @@ class _Batch:
     pending_codes: np.ndarray  # per state row, its key code
 
 
-class ChainPatternOperator(PerKeyState):
+class ChainPatternOperator(PatternOperator):
     """Runs one :class:`ir.PatternRule` of a chain shape for all keys of an engine."""
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],

@@ -38,7 +38,7 @@ from cep.engine.join_rule import JoinOperator
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output, sort_output
 from cep.engine.pattern_chain import chain_shape
-from cep.engine.pattern_rule import PatternOperator
+from cep.engine.pattern_rule import InterpretedPatternOperator, PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
 from cep.engine.window_rule import WindowOperator
@@ -61,8 +61,7 @@ class Parcel:
     keys: list
     engine: Engine
 
-Operator = (WindowOperator | JoinOperator | PatternOperator | ChainPatternOperator
-            | MatchRecognizeOperator
+Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
             | RateLimited)
 
 
@@ -356,5 +355,5 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
     shape = chain_shape(rule.pattern) if PATTERN_KERNEL else None
     if shape is not None:
         return ChainPatternOperator(rule, module.streams, shape)
-    return PatternOperator(rule, module.streams)
+    return InterpretedPatternOperator(rule, module.streams)
 
