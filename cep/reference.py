@@ -39,7 +39,10 @@ def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple
         return []
     if not batch_size:  # one batch: its bounds need no sort of millions of numbers
         return [(min(int(s.min()) for s in seqs), max(int(s.max()) for s in seqs) + 1)]
-    ordered = np.unique(np.concatenate(seqs))
+    # sort and drop repeats: numpy 2.4's hash-based np.unique took 1.7 s for 1M seqs,
+    # more than a pattern rule's whole run over them (this sort: 0.03 s)
+    ordered = np.sort(np.concatenate(seqs))
+    ordered = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
     lows = ordered[::batch_size]
     highs = np.append(lows[1:], ordered[-1] + 1)
     return list(zip(lows.tolist(), highs.tolist(), strict=True))

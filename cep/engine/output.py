@@ -82,6 +82,34 @@ def python_values(col: Col, type_name: str) -> list[object]:
     return values
 
 
+#: One encoder for every row's text: ``json.dumps`` with options builds a new encoder per
+#: call, which cost half of a 100k-row output's time.
+_ROW_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+#: Column types whose JSON values are numbers, true/false or null (never a comma inside)
+_PLAIN_JSON = frozenset({"int", "long", "double", "boolean", "duration"})
+
+
+def _row_texts(names: list[str], types: list[str], per_column: list[list]) -> list[str]:
+    """Each row's JSON object text, exactly as ``json.dumps(row, ensure_ascii=False,
+    separators=(",", ":"))``, built a column at a time: one encoder call per column of
+    numbers (its list's text split at the commas), a C call per text value."""
+    encode = _ROW_TEXT.encode
+    if len(set(names)) != len(names):  # a repeated name: the dict's rule decides
+        return [encode(dict(zip(names, row, strict=True)))
+                for row in zip(*per_column, strict=True)]
+    pieces = []
+    for name, t, values in zip(names, types, per_column, strict=True):
+        head = encode(name) + ":"
+        if t in _PLAIN_JSON:
+            texts = encode(values)[1:-1].split(",") if values else []
+        else:
+            texts = [encode(v) for v in values]
+        pieces.append([head + text for text in texts])
+    return ["{" + ",".join(row) + "}" for row in zip(*pieces, strict=True)]
+
+
 def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: Col | None,
                  columns: Sequence[tuple[str, str, Col]]) -> Table:
     """An output table for one rule's rows; ``columns`` are (name, type, values).
@@ -93,11 +121,8 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
     n = len(stamps.seq)
     names = [name for name, _, _ in columns]
     per_column = [python_values(col, t) for _, t, col in columns]
-    texts = [
-        json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False,
-                   separators=(",", ":"))
-        for row in zip(*per_column, strict=True)
-    ] if per_column else ["{}"] * n
+    texts = _row_texts(names, [t for _, t, _ in columns], per_column) if per_column \
+        else ["{}"] * n
     if ts is None:
         ts_values, ts_nulls = np.zeros(n, np.int64), np.ones(n, bool)
     else:
