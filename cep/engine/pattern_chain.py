@@ -15,7 +15,8 @@ filter, for every instance at once (ZStream's join view of a sequence; see
 A filter that reads earlier tags (``b=S(v > a.v)``) is a residual check: candidates are
 tried in order, a doubling number of them per instance and round, the check evaluated
 column-wise over all (instance, candidate) pairs of the round, so the rounds are
-logarithmic in the longest run of failing candidates.
+logarithmic in the longest run of failing candidates (the pairs of a round are capped, so
+memory stays bounded when many instances keep failing).
 
 This module is arrays only: :mod:`cep.engine.chain_rule` turns batches and key state into
 them and the instances back into matches and state. The interpreter
@@ -132,8 +133,13 @@ def first_hits(positions: np.ndarray, rows: Rows, cursor: np.ndarray, code: np.n
         again = ~hit & valid[:, -1]  # every candidate of the round failed the check
         at[active[again]] = base[again] + width
         active = active[again]
-        width *= 2
+        width = max(1, min(2 * width, _ROUND_CELLS // max(len(active), 1)))
     return out
+
+
+#: At most this many (instance, candidate) pairs per round of :func:`first_hits`: many
+#: instances whose check keeps failing widen their rounds no further than this.
+_ROUND_CELLS = 1 << 22
 
 
 @dataclass
