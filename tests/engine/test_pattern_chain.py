@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import cep.engine.engine as engine_module
 from cep.engine import codec
-from cep.engine.chain_rule import ChainPatternOperator, ChainState
+from cep.engine.chain_rule import ChainPatternOperator
+from cep.engine.column_pattern import ChainState
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.output import empty_output, output_records, sort_output
