@@ -186,17 +186,28 @@ class ColumnPatternOperator(PatternOperator):
                   batch: Batch, n_pending: int, names: set[str] | None = None) -> None:
         """Slot j's events at ``index`` (-1: none, NULL) as the columns of ``tag`` (of
         ``tag[item]`` for a repeated tag)."""
-        stream = self.slots[j].stream
+        self.bind_events(env, tag, item, self.slots[j].stream, j, index, batch, n_pending,
+                         names)
+
+    def bind_events(self, env: Env, tag: str, item: int | None, stream: str,
+                    slot: int | None, index: np.ndarray, batch: Batch, n_pending: int,
+                    names: set[str] | None = None) -> None:
+        """The events of ``stream`` at ``index`` (state rows of ``slot`` or candidate
+        rows; -1: none, NULL) as the columns of ``tag`` (``tag[item]``)."""
         bound = index >= 0
         whole = bool(bound.all())
         for name, t in self.streams[stream].fields:
             if names is not None and name not in names:
                 continue
-            col = self.gather(stream, j, name, index if whole else np.where(bound, index, 0),
-                              batch, n_pending)
-            if not whole:
-                col = Col(np.where(bound, col.values, PLACEHOLDERS[t]).astype(DTYPES[t]),
-                          ~bound | col.null_mask())
+            if whole:
+                col = self.gather(stream, slot, name, index, batch, n_pending)
+            else:
+                part = self.gather(stream, slot, name, index[bound], batch, n_pending)
+                values = np.full(len(index), PLACEHOLDERS[t], dtype=DTYPES[t])
+                values[bound] = part.values
+                nulls = ~bound
+                nulls[bound] = part.null_mask()
+                col = Col(values, nulls)
             env.columns[(tag, name) if item is None else (tag, name, item)] = col
 
     def first_seqs(self, index: np.ndarray, batch: Batch, n_pending: int) -> np.ndarray:

@@ -41,6 +41,7 @@ from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import InterpretedPatternOperator, PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
+from cep.engine.until_rule import UntilPatternOperator, until_shape
 from cep.engine.window_rule import WindowOperator
 from cep.engine.windows import (
     KeyedWindow,
@@ -329,9 +330,9 @@ class Engine:
         self.clock = change["clock"]
 
 
-#: Whether pattern rules of a chain shape run on the column kernel
-#: (:mod:`cep.engine.chain_rule`); the differential tests turn it off to run the
-#: interpreter, the kernel's oracle, on the same rules.
+#: Whether pattern rules of the kernels' shapes run on them (:mod:`cep.engine.chain_rule`,
+#: :mod:`cep.engine.until_rule`); the differential tests turn it off to run the
+#: interpreter, the kernels' oracle, on the same rules.
 PATTERN_KERNEL = True
 
 
@@ -352,8 +353,12 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
         return MatchRecognizeOperator(rule, module.streams[rule.stream])
-    shape = chain_shape(rule.pattern) if PATTERN_KERNEL else None
-    if shape is not None:
-        return ChainPatternOperator(rule, module.streams, shape)
+    if PATTERN_KERNEL:
+        shape = chain_shape(rule.pattern)
+        if shape is not None:
+            return ChainPatternOperator(rule, module.streams, shape)
+        repeat = until_shape(rule.pattern)
+        if repeat is not None:
+            return UntilPatternOperator(rule, module.streams, repeat)
     return InterpretedPatternOperator(rule, module.streams)
 

@@ -1,9 +1,11 @@
-"""The column kernel of chain-shaped patterns (``cep.engine.chain_rule``) against the
-interpreter (``cep.engine.pattern_rule.InterpretedPatternOperator``), which is its oracle.
+"""The column kernels of pattern rules (``cep.engine.chain_rule``,
+``cep.engine.until_rule``) against the interpreter
+(``cep.engine.pattern_rule.InterpretedPatternOperator``), which is their oracle.
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
-a follow-up or absence timer at the end, atoms of two streams) over random streams with
-ties in time, late events and NULLs: the interpreter runs the whole input as one batch;
+a follow-up or absence timer at the end, atoms of two streams) and random match-untils
+(``every ([n:m] b until c)``, bounds, WITHIN) over random streams with ties in time, late
+events and NULLs: the interpreter runs the whole input as one batch;
 the kernel runs it cut at random places over two engines, random keys' state moving
 between them through the state codec and the engines restarting from snapshots now and
 then (as on Spark, where keys' state is split off, merged back, moved and restored)."""
@@ -28,6 +30,7 @@ from cep.engine.output import empty_output, output_records, sort_output
 from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import InterpretedPatternOperator
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
+from cep.engine.until_rule import UntilPatternOperator, until_shape
 from cep.lang.compile import compile_text
 from cep.reference import batch_watermarks, input_watermark, run_reference
 
@@ -151,6 +154,25 @@ def run_moving(module, inputs: dict, cuts: list[int], movers: int) -> list:
     return output_records(sort_output(concat(outputs) or empty_output(), order))
 
 
+@st.composite
+def untils(draw) -> str:
+    """A rule ``every ([n:m] b until c) [WITHIN T]`` (or ``[n] b``) the kernel takes."""
+    b, b_stream = draw(atoms("b", []))
+    most = draw(st.integers(1, 4))
+    least = draw(st.integers(0, most))
+    columns = [f"b[{i}].{_field(b_stream)} AS b{i}" for i in range(draw(st.integers(1, 5)))]
+    if draw(st.booleans()):
+        c, c_stream = draw(atoms("c", []))
+        bounds = draw(st.sampled_from([f"[{least}:{most}]", f"[:{most}]", f"[{most}]"]))
+        body = f"{bounds} {b} until {c}"
+        columns.append(f"c.{_field(c_stream)} AS cf")
+    else:
+        body = f"[{most}] {b}"
+    within = draw(st.sampled_from(["", " WITHIN 2 sec", " WITHIN 6 sec"]))
+    return (f"{SCHEMA}SELECT {', '.join(columns)} FROM PATTERN [every ({body}){within}] "
+            "PARTITION BY k;")
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=chains(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
@@ -160,6 +182,22 @@ def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
     assert chain_shape(rule.pattern) is not None
     (_, op), = Engine(module).operators
     assert isinstance(op, ChainPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=untils(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_until_kernel_equals_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<until>")
+    (rule,) = module.stateful
+    assert until_shape(rule.pattern) is not None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, UntilPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) -> None:
     inputs = streams(seed)
     with interpreted():
         (_, oracle), = Engine(module).operators
@@ -178,13 +216,16 @@ def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
     "every a=S(kind = 1) -> (b=S(kind = 2) or c=S(kind = 0))",
     "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
     "every a=S(kind = 1) -> [2] b=S(kind = 2)",
+    "every ([2:] b=S(kind = 1) until c=S(kind = 2))",  # no upper bound
+    "every ([2] (b=S(kind = 1) -> c=S(kind = 2)))",
+    "every ([20] b=S(kind = 1))",  # more b's than the state's slots
     "every a=S(kind = 1) -> timer:interval(1 sec) -> b=S(kind = 2)",
     "every a=S(kind = 1) -> (timer:interval(1 sec) or b=S(kind = 2))",
 ])
 def test_other_shapes_stay_on_the_interpreter(pattern):
     module = compile_text(f"{SCHEMA}SELECT 1 AS one FROM PATTERN [{pattern}] PARTITION BY k;")
     (rule,) = module.stateful
-    assert chain_shape(rule.pattern) is None
+    assert chain_shape(rule.pattern) is None and until_shape(rule.pattern) is None
     (_, op), = Engine(module).operators
     assert isinstance(op, InterpretedPatternOperator)
 
