@@ -3,9 +3,10 @@
 Two rules: a per-key length-window aggregate and a per-key sequence pattern, measured
 whole and in 100k-event batches; then one row per Esper construct of issue 15 (data-window
 functions, the further windows, output rate limiting, an INSERT INTO chain), in 100k-event
-batches (patterns: match-until, timer absence; MATCH_RECOGNIZE). Events are
-built in memory (typed columns, as the input reader produces them), so the figures are
-the evaluator's own; where the time goes is printed from cProfile's top entries.
+batches (patterns: match-until, a filter reading an earlier tag, timer absence;
+MATCH_RECOGNIZE). Events are built in memory (typed columns, as the input reader
+produces them), so the figures are the evaluator's own; where the time goes is printed
+from cProfile's top entries.
 Writes bench/results/reference.json.
 
     python bench/bench_reference.py [--events 1000000] [--keys 4096]
@@ -52,6 +53,9 @@ ESPER_RULES = {
     "match_until": SCHEMA + """
         SELECT b[0].v AS b0, c.v AS cv FROM PATTERN [ every ([1:3] b=S(kind = 1)
             until c=S(kind = 2)) WITHIN 10 sec ] PARTITION BY k;""",
+    "dependent_pattern": SCHEMA + """
+        SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) ->
+            b=S(kind = 2 AND v > a.v) WITHIN 10 sec ] PARTITION BY k;""",
     "timer_absence": SCHEMA + """
         SELECT a.v AS av FROM PATTERN [ every a=S(kind = 1) ->
             (timer:interval(5 sec) and not b=S(kind = 2)) ] PARTITION BY k;""",

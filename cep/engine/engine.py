@@ -32,13 +32,16 @@ from collections.abc import Iterable
 import numpy as np
 
 from cep.engine import codec
+from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.clock import Watermark, effective_times, release_seqs
 from cep.engine.join_rule import JoinOperator
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output, sort_output
-from cep.engine.pattern_rule import PatternOperator
+from cep.engine.pattern_chain import chain_shape
+from cep.engine.pattern_rule import InterpretedPatternOperator, PatternOperator
 from cep.engine.rate_limit import RateLimited, clock_tables
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
+from cep.engine.until_rule import UntilPatternOperator, until_shape
 from cep.engine.window_rule import WindowOperator
 from cep.engine.windows import (
     KeyedWindow,
@@ -327,6 +330,12 @@ class Engine:
         self.clock = change["clock"]
 
 
+#: Whether pattern rules of the kernels' shapes run on them (:mod:`cep.engine.chain_rule`,
+#: :mod:`cep.engine.until_rule`); the differential tests turn it off to run the
+#: interpreter, the kernels' oracle, on the same rules.
+PATTERN_KERNEL = True
+
+
 def _key_array(keys: list) -> np.ndarray:
     out = np.empty(len(keys), dtype=object)
     out[:] = keys
@@ -344,5 +353,12 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
         return MatchRecognizeOperator(rule, module.streams[rule.stream])
-    return PatternOperator(rule, module.streams)
+    if PATTERN_KERNEL:
+        shape = chain_shape(rule.pattern)
+        if shape is not None:
+            return ChainPatternOperator(rule, module.streams, shape)
+        repeat = until_shape(rule.pattern)
+        if repeat is not None:
+            return UntilPatternOperator(rule, module.streams, repeat)
+    return InterpretedPatternOperator(rule, module.streams)
 

@@ -11,6 +11,7 @@ deadline (:class:`~cep.engine.timers.TimerIndex`) the watermark reaches.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
@@ -29,8 +30,45 @@ from cep.engine.windows import SUB_RANGE, PerKeyState
 from grammar import ir
 
 
-class PatternOperator(PerKeyState):
-    """Runs one :class:`ir.PatternRule` for all keys of an engine."""
+class PatternOperator(PerKeyState, ABC):
+    """Runs one :class:`ir.PatternRule` for all keys of an engine. Two implementations:
+    :class:`cep.engine.chain_rule.ChainPatternOperator`, column-wise, for the chain
+    shapes (``every a -> b [-> c] [WITHIN]``, the follow-up and absence timers), and
+    :class:`InterpretedPatternOperator`, event by event, for every shape (the oracle of
+    the first one's differential tests)."""
+
+    @abstractmethod
+    def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
+        """The batch's events, key by key in processing order, and the timers the
+        watermark fires for every key with a deadline it reaches: the output rows."""
+
+    @abstractmethod
+    def due_keys(self, until: int) -> list:
+        """Keys with a timer or expiry at or before ``until``, earliest first."""
+
+    @abstractmethod
+    def snapshot(self) -> object:
+        """Every key's state, as data the state codec stores."""
+
+    @abstractmethod
+    def restore(self, states: object) -> None:
+        """Continue from a :meth:`snapshot` (data someone may have written: checked)."""
+
+    @abstractmethod
+    def keys(self) -> set:
+        """Keys with state."""
+
+    @abstractmethod
+    def export(self, keys: list) -> dict[object, object]:
+        """Remove the keys' states and return them, per key."""
+
+    @abstractmethod
+    def import_states(self, states: dict[object, object]) -> None:
+        """Take in states that :meth:`export` returned (checked to be this rule's)."""
+
+
+class InterpretedPatternOperator(PatternOperator):
+    """Any pattern, event by event through :mod:`cep.engine.patterns`' interpreter."""
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef]) -> None:
         self.rule = rule

@@ -1,0 +1,225 @@
+"""Followed-by chains as "next occurrence" searches over a batch's sorted columns.
+
+The pattern shapes people write most, ``every a -> b [-> c ...] [WITHIN t]`` and the
+absence or follow-up timer ``every a -> (timer:interval(t) and not b)`` /
+``every a -> timer:interval(t)``, need no automaton: under :mod:`cep.engine.patterns`'
+semantics each ``a`` starts its own instance, whose ``b`` is the first event after the
+``a`` (in the key's processing order) that satisfies b's filter, whose ``c`` is the first
+after that ``b``, and so on; the instance dies when event time reaches ``a.ts + t``
+(WITHIN), and a ``not b`` kills a timer's instance when the first such ``b`` comes before
+the deadline. With a batch's candidate rows sorted by (key, time, seq), "the first row of
+atom j after row r" is one ``np.searchsorted`` in the sorted positions of atom j's
+filter, for every instance at once (ZStream's join view of a sequence; see
+``docs/architecture.md``).
+
+A filter that reads earlier tags (``b=S(v > a.v)``) is a residual check: candidates are
+tried in order, a doubling number of them per instance and round, the check evaluated
+column-wise over all (instance, candidate) pairs of the round, so the rounds are
+logarithmic in the longest run of failing candidates (the pairs of a round are capped, so
+memory stays bounded when many instances keep failing).
+
+This module is arrays only: :mod:`cep.engine.chain_rule` turns batches and key state into
+them and the instances back into matches and state. The interpreter
+(:mod:`cep.engine.patterns`) stays the definition of these semantics and the path of every
+other shape; ``tests/engine/test_pattern_chain.py`` compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammar import ir
+
+#: "No WITHIN": a limit no event time reaches.
+NEVER = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class ChainShape:
+    """``every atoms[0] -> atoms[1] -> ... [-> timer:interval(timer_us) [and not absent]]``."""
+
+    atoms: tuple[ir.PAtom, ...]
+    timer_us: int | None = None
+    absent: ir.PAtom | None = None
+
+    @property
+    def checked(self) -> tuple[ir.PAtom, ...]:
+        """Every atom whose filter decides a search: the chain's and the absent one."""
+        return self.atoms + ((self.absent,) if self.absent is not None else ())
+
+
+def chain_shape(pattern: ir.PNode) -> ChainShape | None:
+    """The pattern as a chain, or None when it has another shape (the interpreter's)."""
+    steps = _followed_by_steps(pattern)
+    head = steps[0]
+    if not isinstance(head, ir.PEvery) or not isinstance(head.operand, ir.PAtom):
+        return None
+    atoms = [head.operand]
+    for step in steps[1:-1]:
+        if not isinstance(step, ir.PAtom):
+            return None
+        atoms.append(step)
+    last = steps[-1] if len(steps) > 1 else None
+    if last is None or isinstance(last, ir.PAtom):
+        if last is not None:
+            atoms.append(last)
+        return ChainShape(tuple(atoms))
+    if isinstance(last, ir.PTimer):
+        return ChainShape(tuple(atoms), last.us)
+    if isinstance(last, ir.PAnd):
+        pair = (last.left, last.right)
+        timer = next((p for p in pair if isinstance(p, ir.PTimer)), None)
+        absent = next((p for p in pair if isinstance(p, ir.PNot)
+                       and isinstance(p.operand, ir.PAtom)), None)
+        if timer is not None and absent is not None:
+            return ChainShape(tuple(atoms), timer.us, absent.operand)  # type: ignore[union-attr]
+    return None
+
+
+def _followed_by_steps(node: ir.PNode) -> list[ir.PNode]:
+    """``x -> y -> z`` however it nests, as [x, y, z] (followed-by is associative)."""
+    if isinstance(node, ir.PFollowedBy):
+        return _followed_by_steps(node.left) + _followed_by_steps(node.right)
+    return [node]
+
+
+#: check(instances, rows) -> where the residual filter holds for each pair
+Check = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A batch's candidate rows sorted by (key code, effective time, processing order)."""
+
+    codes: np.ndarray  # int64 key code per row
+    times: np.ndarray  # int64 effective time per row
+
+
+def first_hits(positions: np.ndarray, rows: Rows, cursor: np.ndarray, code: np.ndarray,
+               limit: np.ndarray, check: Check | None) -> np.ndarray:
+    """For each instance, the first row in ``positions`` (sorted row numbers where an
+    atom's own filter holds) after row ``cursor``, of key ``code``, with time below
+    ``limit`` and, given ``check``, passing it; -1 where there is none in the batch.
+
+    Rows are sorted by key then time, so an instance's candidates are a prefix of the
+    positions after its cursor that ends at the first one of another key or too late."""
+    n = len(cursor)
+    out = np.full(n, -1, dtype=np.int64)
+    m = len(positions)
+    if n == 0 or m == 0:
+        return out
+    at = np.searchsorted(positions, cursor, side="right")
+    active = np.arange(n)
+    width = 1
+    while len(active):
+        base = at[active]
+        slots = base[:, None] + np.arange(width)[None, :]
+        inside = slots < m
+        cand = positions[np.minimum(slots, m - 1)]
+        valid = (inside & (rows.codes[cand] == code[active][:, None])
+                 & (rows.times[cand] < limit[active][:, None]))
+        if check is None:
+            ok = valid
+        else:
+            ok = np.zeros_like(valid)
+            ii, jj = np.nonzero(valid)
+            if len(ii):
+                ok[ii, jj] = check(active[ii], cand[ii, jj])
+        hit = ok.any(axis=1)
+        out[active[hit]] = cand[hit, ok[hit].argmax(axis=1)]
+        again = ~hit & valid[:, -1]  # every candidate of the round failed the check
+        at[active[again]] = base[again] + width
+        active = active[again]
+        width = max(1, min(2 * width, _ROUND_CELLS // max(len(active), 1)))
+    return out
+
+
+#: At most this many (instance, candidate) pairs per round of :func:`first_hits`: many
+#: instances whose check keeps failing widen their rounds no further than this.
+_ROUND_CELLS = 1 << 22
+
+
+@dataclass
+class Instances:
+    """Partial matches as columns: key code, atoms bound so far, the row after which the
+    next atom is searched, first and last bound event's time, and per atom the bound
+    row (an index the caller resolves; -1 while unbound)."""
+
+    code: np.ndarray
+    step: np.ndarray
+    cursor: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    bound: np.ndarray  # int64 [atoms, instances]
+
+    def take(self, index: np.ndarray) -> Instances:
+        return Instances(self.code[index], self.step[index], self.cursor[index],
+                         self.first[index], self.last[index], self.bound[:, index])
+
+    def __len__(self) -> int:
+        return len(self.code)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a batch made of the instances: those complete (event-triggered: the last
+    atom's row; timers: the deadline), and those still pending after the batch."""
+
+    done: Instances
+    fired: Instances
+    deadline: np.ndarray  # per fired instance
+    pending: Instances
+
+
+def advance(shape: ChainShape, within: int | None, inst: Instances,
+            positions: list[np.ndarray], absent_positions: np.ndarray | None, rows: Rows,
+            row_base: int, end: int, checks: list[Check | None]) -> Outcome:
+    """Walk every instance as far as the batch takes it (atoms after the first: each the
+    first hit after the previous; then the timer and its absent atom), given the batch
+    watermark ``end``. Bound rows found here are recorded as ``row_base + row``.
+
+    ``positions[j]``: the sorted rows where atom j's own filter holds (j >= 1);
+    ``checks[j]``: atom j's residual (index ``len(atoms)``: the absent atom's)."""
+    n_atoms = len(shape.atoms)
+    limit = inst.first + within if within is not None else np.full(len(inst), NEVER)
+    for j in range(1, n_atoms):
+        sel = np.flatnonzero(inst.step == j)
+        if len(sel) == 0:
+            continue
+        hit = first_hits(positions[j], rows, inst.cursor[sel], inst.code[sel], limit[sel],
+                         _restricted(checks[j], sel))
+        found = sel[hit >= 0]
+        r = hit[hit >= 0]
+        inst.bound[j, found] = row_base + r
+        inst.cursor[found] = r
+        inst.last[found] = rows.times[r]
+        inst.step[found] = j + 1
+    complete = inst.step == n_atoms
+    alive = ~complete & (limit > end)  # WITHIN not run out by the watermark
+    if shape.timer_us is None:
+        return Outcome(inst.take(np.flatnonzero(complete)), inst.take(_NONE), _NONE,
+                       inst.take(np.flatnonzero(alive)))
+    sel = np.flatnonzero(complete)
+    deadline = inst.last[sel] + shape.timer_us
+    live = deadline < limit[sel]  # else WITHIN discards it first
+    sel, deadline = sel[live], deadline[live]
+    if shape.absent is not None and absent_positions is not None:
+        hit = first_hits(absent_positions, rows, inst.cursor[sel], inst.code[sel], deadline,
+                         _restricted(checks[n_atoms], sel))
+        sel, deadline = sel[hit < 0], deadline[hit < 0]
+    due = deadline <= end
+    waiting = np.sort(np.concatenate([np.flatnonzero(alive), sel[~due]]))
+    return Outcome(inst.take(_NONE), inst.take(sel[due]), deadline[due], inst.take(waiting))
+
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _restricted(check: Check | None, sel: np.ndarray) -> Check | None:
+    """``check`` over the instances ``sel`` (whose local numbers :func:`first_hits` uses)."""
+    if check is None:
+        return None
+    return lambda which, cand: check(sel[which], cand)

@@ -1,0 +1,252 @@
+"""The column kernels of pattern rules (``cep.engine.chain_rule``,
+``cep.engine.until_rule``) against the interpreter
+(``cep.engine.pattern_rule.InterpretedPatternOperator``), which is their oracle.
+
+Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
+a follow-up or absence timer at the end, atoms of two streams) and random match-untils
+(``every ([n:m] b until c)``, bounds, WITHIN) over random streams with ties in time, late
+events and NULLs: the interpreter runs the whole input as one batch;
+the kernel runs it cut at random places over two engines, random keys' state moving
+between them through the state codec and the engines restarting from snapshots now and
+then (as on Spark, where keys' state is split off, merged back, moved and restored)."""
+
+from __future__ import annotations
+
+import itertools
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+import cep.engine.engine as engine_module
+from cep.engine import codec
+from cep.engine.chain_rule import ChainPatternOperator
+from cep.engine.column_pattern import ChainState
+from cep.engine.derive import add_keys, derive_streams
+from cep.engine.engine import Engine
+from cep.engine.output import empty_output, output_records, sort_output
+from cep.engine.pattern_chain import chain_shape
+from cep.engine.pattern_rule import InterpretedPatternOperator
+from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
+from cep.engine.until_rule import UntilPatternOperator, until_shape
+from cep.reference import batch_watermarks, input_watermark, run_reference
+from grammar.compile import compile_text
+
+SCHEMA = ("CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
+          "CREATE SCHEMA R (k long, ts timestamp, w double, kind int) TIMESTAMP ts;\n")
+N = 90
+
+
+@contextmanager
+def interpreted():
+    """Engines made inside run every pattern rule on the interpreter."""
+    engine_module.PATTERN_KERNEL = False
+    try:
+        yield
+    finally:
+        engine_module.PATTERN_KERNEL = True
+
+
+def _field(stream: str) -> str:
+    return "v" if stream == "S" else "w"
+
+
+@st.composite
+def atoms(draw, tag: str, earlier: list[tuple[str, str]]) -> tuple[str, str]:
+    """``tag=Stream(filter)`` and its stream; the filter may read earlier tags."""
+    stream = draw(st.sampled_from("SSR"))
+    mine = _field(stream)
+    local = [f"kind = {draw(st.integers(0, 2))}", f"kind != {draw(st.integers(0, 2))}",
+             f"{mine} > {draw(st.integers(0, 9))}", f"{mine} IS NULL"]
+    options = [*local, None]
+    if earlier:
+        other, other_stream = draw(st.sampled_from(earlier))
+        op = draw(st.sampled_from(["<", ">", ">=", "="]))
+        options += [f"{mine} {op} {other}.{_field(other_stream)}",
+                    f"kind = {draw(st.integers(0, 2))} and {mine} {op} {other}.kind"]
+    condition = draw(st.sampled_from(options))
+    return (f"{tag}={stream}({condition})" if condition else f"{tag}={stream}"), stream
+
+
+@st.composite
+def chains(draw) -> str:
+    """A rule whose pattern has a chain shape."""
+    tags: list[tuple[str, str]] = []
+    parts = []
+    for tag in "abc"[:draw(st.integers(1, 3))]:
+        text, stream = draw(atoms(tag, list(tags)))
+        parts.append(text)
+        tags.append((tag, stream))
+    end = draw(st.sampled_from(["", "timer", "absence", "absence_reversed"]))
+    seconds = draw(st.integers(1, 6))
+    if end == "timer":
+        parts.append(f"timer:interval({seconds} sec)")
+    elif end.startswith("absence"):
+        text, stream = draw(atoms("x", list(tags)))
+        pair = [f"timer:interval({seconds} sec)", f"not {text}"]
+        if end == "absence_reversed":
+            pair.reverse()
+        parts.append(f"({pair[0]} and {pair[1]})")
+        tags.append(("x", stream))
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec", " WITHIN 1 min"]))
+    columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
+    where = draw(st.sampled_from(["", " WHERE a.kind != 2"]))
+    pattern = "every " + " -> ".join(parts)
+    schema = SCHEMA if draw(st.booleans()) else SCHEMA.replace(
+        "TIMESTAMP ts;", "TIMESTAMP ts LATENESS 2 sec;")
+    return (f"{schema}SELECT {columns} FROM PATTERN [{pattern}{within}]{where} "
+            f"PARTITION BY k;")
+
+
+def streams(seed: int) -> dict:
+    """Two keyed streams over four keys, times with ties (steps of 0 to 2 s) and now
+    and then a late one, some NULL values."""
+    rng = np.random.default_rng(seed)
+    seq = np.arange(N, dtype=np.int64)
+    ts = np.cumsum(rng.integers(0, 3, N)).astype(np.int64) * 1_000_000
+    late = rng.random(N) < 0.1
+    ts[late] -= rng.integers(1, 5, int(late.sum())) * 1_000_000
+    value = rng.integers(0, 10, N).astype(np.float64)
+    nulls = rng.random(N) < 0.1
+    kind = rng.integers(0, 3, N).astype(np.int64)
+    key = rng.integers(0, 4, N).astype(np.int64)
+    on_s = rng.random(N) < 0.7
+    out = {}
+    for name, mask, field in (("S", on_s, "v"), ("R", ~on_s, "w")):
+        out[name] = {SEQ: seq[mask], SUB: np.zeros(int(mask.sum()), dtype=np.int64),
+                     "k": key[mask], "ts": ts[mask], field: value[mask],
+                     field + NULL_SUFFIX: nulls[mask], "kind": kind[mask]}
+    return out
+
+
+def run_moving(module, inputs: dict, cuts: list[int], movers: int) -> list:
+    """The module over ``inputs`` cut at ``cuts``, on two engines that swap keys and
+    restart from their snapshots between batches; the output records."""
+    bounds = [0, *sorted(set(cuts)), N]
+    clocks = batch_watermarks(input_watermark(module, inputs),
+                              list(itertools.pairwise(bounds)))
+    engines = [Engine(module), Engine(module)]
+    owner = dict.fromkeys(range(4), 0)
+    outputs = []
+    for step, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        chunk = {name: take(table, (table[SEQ] >= lo) & (table[SEQ] < hi))
+                 for name, table in inputs.items()}
+        derived, _ = derive_streams(module, chunk)
+        keyed = {name: add_keys(table, module.key) for name, table in derived.items()}
+        for e in (0, 1):
+            mine = {name: take(table, np.array([owner[k] == e for k in
+                                                table["__key"].tolist()], dtype=bool))
+                    for name, table in keyed.items()}
+            outputs.append(engines[e].process(mine, clocks[step]))
+        for k in range(4):
+            if movers >> (step * 4 + k) & 1:
+                src = owner[k]
+                engines[1 - src].import_keys(engines[src].export_keys([k]))
+                owner[k] = 1 - src
+        if step % 2:
+            for e in (0, 1):
+                fresh = Engine(module)
+                fresh.restore(engines[e].snapshot())
+                engines[e] = fresh
+    order = {name: i for i, name in enumerate(module.outputs)}
+    return output_records(sort_output(concat(outputs) or empty_output(), order))
+
+
+@st.composite
+def untils(draw) -> str:
+    """A rule ``every ([n:m] b until c) [WITHIN T]`` (or ``[n] b``) the kernel takes."""
+    b, b_stream = draw(atoms("b", []))
+    most = draw(st.integers(1, 4))
+    least = draw(st.integers(0, most))
+    columns = [f"b[{i}].{_field(b_stream)} AS b{i}" for i in range(draw(st.integers(1, 5)))]
+    if draw(st.booleans()):
+        c, c_stream = draw(atoms("c", []))
+        bounds = draw(st.sampled_from([f"[{least}:{most}]", f"[:{most}]", f"[{most}]"]))
+        body = f"{bounds} {b} until {c}"
+        columns.append(f"c.{_field(c_stream)} AS cf")
+    else:
+        body = f"[{most}] {b}"
+    within = draw(st.sampled_from(["", " WITHIN 2 sec", " WITHIN 6 sec"]))
+    return (f"{SCHEMA}SELECT {', '.join(columns)} FROM PATTERN [every ({body}){within}] "
+            "PARTITION BY k;")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=chains(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<chain>")
+    (rule,) = module.stateful
+    assert chain_shape(rule.pattern) is not None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, ChainPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=untils(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_until_kernel_equals_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<until>")
+    (rule,) = module.stateful
+    assert until_shape(rule.pattern) is not None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, UntilPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) -> None:
+    inputs = streams(seed)
+    with interpreted():
+        (_, oracle), = Engine(module).operators
+        assert isinstance(oracle, InterpretedPatternOperator)
+        expected = output_records(run_reference(module, inputs))
+    event("matches" if expected else "no match")
+    assert run_moving(module, inputs, cuts, movers) == expected
+    batch = min(cuts, default=N)
+    assert output_records(run_reference(module, inputs, batch)) == expected
+
+
+@pytest.mark.parametrize("pattern", [
+    "every (a=S(kind = 1) -> b=S(kind = 2))",  # one instance at a time
+    "a=S(kind = 1) -> b=S(kind = 2)",  # no every: the first match only
+    "every a=S(kind = 1) -> every b=S(kind = 2)",
+    "every a=S(kind = 1) -> (b=S(kind = 2) or c=S(kind = 0))",
+    "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
+    "every a=S(kind = 1) -> [2] b=S(kind = 2)",
+    "every ([2:] b=S(kind = 1) until c=S(kind = 2))",  # no upper bound
+    "every ([2] (b=S(kind = 1) -> c=S(kind = 2)))",
+    "every ([20] b=S(kind = 1))",  # more b's than the state's slots
+    "every a=S(kind = 1) -> timer:interval(1 sec) -> b=S(kind = 2)",
+    "every a=S(kind = 1) -> (timer:interval(1 sec) or b=S(kind = 2))",
+])
+def test_other_shapes_stay_on_the_interpreter(pattern):
+    module = compile_text(f"{SCHEMA}SELECT 1 AS one FROM PATTERN [{pattern}] PARTITION BY k;")
+    (rule,) = module.stateful
+    assert chain_shape(rule.pattern) is None and until_shape(rule.pattern) is None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, InterpretedPatternOperator)
+
+
+def test_key_state_is_columns_in_the_codec_format():
+    module = compile_text(SCHEMA + "SELECT a.v AS av FROM PATTERN [every a=S(kind = 1) -> "
+                          "b=S(kind = 2) -> c=S(kind = 0)] PARTITION BY k;")
+    engine = Engine(module)
+    inputs = streams(3)
+    clock, = batch_watermarks(input_watermark(module, inputs), [(0, N)])
+    derived, _ = derive_streams(module, inputs)
+    engine.process({name: add_keys(t, module.key) for name, t in derived.items()}, clock)
+    (_, op), = engine.operators
+    held = op.export(sorted(op.keys()))
+    assert held
+    for key, state in held.items():
+        assert type(state) is ChainState
+        assert all(isinstance(col, np.ndarray) for col in state.rows.values())
+        assert set(state.rows["__key"].tolist()) == {key}
+        back = codec.decode(codec.encode(state, "keys"), "keys", "test")
+        assert back.rows.keys() == state.rows.keys()
+    op.import_states(held)
+    with pytest.raises(ValueError, match="does not belong"):
+        op.import_states({0: ChainState(op.fingerprint + 1, held[next(iter(held))].rows)})
