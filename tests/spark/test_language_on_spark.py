@@ -49,6 +49,13 @@ RULES = {
                        "A.price AS top, last(B.price) AS bottom, count(B.price) AS falls "
                        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{2,} C) WITHIN 20 sec "
                        "DEFINE B AS B.price < prev(B.price), C AS C.price > prev(C.price) );",
+    # SQL:2016's greedy matches, held in the key's state (across batches, through key
+    # moves) until a row or the input's end decides them
+    "match_recognize_held": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol "
+                            "MEASURES FIRST(A.price) AS top, LAST(B.price) AS bottom, "
+                            "LAST(C.price) AS back, count(*) AS n PATTERN (A B+ C+) "
+                            "DEFINE B AS B.price < prev(B.price), "
+                            "C AS C.price > prev(C.price) );",
 }
 
 

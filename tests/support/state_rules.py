@@ -41,6 +41,12 @@ RULES = {
     "match_recognize": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a, "
                        "count(B.v) AS n, last(C.v) AS c PATTERN (A B+ C) WITHIN 7 sec "
                        "DEFINE B AS B.v < prev(B.v), C AS C.v > A.v );",
+    # greedy to the end, no WITHIN: matches held in the key's state until a row or the
+    # input's end decides them
+    "match_recognize_held": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                            "A.v AS a, count(B.v) AS n, last(C.v) AS c, count(*) AS m "
+                            "PATTERN (A B+ C+) DEFINE B AS B.v < prev(B.v), "
+                            "C AS C.v > prev(C.v) );",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }

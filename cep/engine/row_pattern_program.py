@@ -1,0 +1,147 @@
+"""A MATCH_RECOGNIZE row pattern as a program of instructions (Trino's matcher program).
+
+Instructions: ``("var", V)`` consumes one row that satisfies V's DEFINE; ``("split", a,
+b)`` continues at a first and at b second (the preferred branch is first: a greedy
+quantifier's loop body, a reluctant one's exit, an alternation's left branch);
+``("jmp", a)``; ``("match",)`` ends a match. SQL:2016's preferment between two matches
+from one start is the order of their paths through the splits, so a matcher that keeps
+its threads in that order and takes the first thread to reach ``match`` finds the
+preferred match (``cep.engine.row_pattern_matcher``).
+
+Besides the instructions, the program knows for every instruction which pattern
+variables' rows a later DEFINE can still read (:attr:`Program.reads`): two threads of
+one start at one instruction are interchangeable (the less preferred can be dropped)
+only when they agree on those rows (Trino's thread equivalence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cep.lang import ir
+
+Instruction = tuple
+
+
+@dataclass(frozen=True)
+class Program:
+    """The instructions of one row pattern and what the matcher derives from them."""
+
+    ops: tuple[Instruction, ...]
+    #: per instruction, the ``var``/``match`` instructions reachable without a row, in
+    #: preference order (each once: an empty loop iteration adds nothing)
+    closures: tuple[tuple[int, ...], ...]
+    #: per instruction, the variables whose last row a DEFINE reachable from it reads
+    #: (sorted): what tells two threads at that instruction apart
+    reads: tuple[tuple[str, ...], ...]
+
+    def is_match(self, pc: int) -> bool:
+        return self.ops[pc][0] == "match"
+
+    def var(self, pc: int) -> str:
+        return self.ops[pc][1]
+
+
+def build_program(pattern: ir.RPattern, define_reads: dict[str, set[str]]) -> Program:
+    """The program of ``pattern``; ``define_reads`` maps a variable to the other
+    variables its DEFINE reads (their last row so far)."""
+    ops = compile_program(pattern)
+    closures = tuple(tuple(closure(ops, pc)) for pc in range(len(ops)))
+    reads = []
+    for pc in range(len(ops)):
+        seen: set[str] = set()
+        for var in reachable_vars(ops, pc):
+            seen |= define_reads.get(var, set())
+        reads.append(tuple(sorted(seen)))
+    return Program(tuple(ops), closures, tuple(reads))
+
+
+def compile_program(pattern: ir.RPattern) -> list[Instruction]:
+    """The instructions of a row pattern, ending with ``("match",)``."""
+    prog: list[Instruction | None] = []
+
+    def split(a: int, b: int, greedy: bool) -> Instruction:
+        return ("split", a, b) if greedy else ("split", b, a)
+
+    def emit(node: ir.RPattern) -> None:
+        if node.kind == "var":
+            prog.append(("var", node.name))
+        elif node.kind == "seq":
+            for item in node.items:
+                emit(item)
+        elif node.kind == "alt":
+            jumps = []
+            for item in node.items[:-1]:
+                at = len(prog)
+                prog.append(None)
+                emit(item)
+                jumps.append(len(prog))
+                prog.append(None)
+                prog[at] = ("split", at + 1, len(prog))
+            emit(node.items[-1])
+            for at in jumps:
+                prog[at] = ("jmp", len(prog))
+        else:
+            item = node.items[0]
+            for _ in range(node.low):
+                emit(item)
+            if node.high is None:
+                loop = len(prog)
+                prog.append(None)
+                emit(item)
+                prog.append(("jmp", loop))
+                prog[loop] = split(loop + 1, len(prog), node.greedy)
+            else:
+                holes = []
+                for _ in range(node.high - node.low):
+                    holes.append(len(prog))
+                    prog.append(None)
+                    emit(item)
+                for at in holes:
+                    prog[at] = split(at + 1, len(prog), node.greedy)
+
+    emit(pattern)
+    prog.append(("match",))
+    return prog  # type: ignore[return-value]
+
+
+def closure(prog: list[Instruction], pc: int) -> list[int]:
+    """The ``var``/``match`` instructions reachable from ``pc`` without a row, in
+    preference order (depth first, the first branch of a split before the second)."""
+    out: list[int] = []
+    seen: set[int] = set()
+    stack = [pc]
+    while stack:
+        at = stack.pop()
+        if at in seen:
+            continue
+        seen.add(at)
+        ins = prog[at]
+        if ins[0] == "jmp":
+            stack.append(ins[1])
+        elif ins[0] == "split":
+            stack.extend((ins[2], ins[1]))  # the first branch is popped first
+        else:
+            out.append(at)
+    return out
+
+
+def reachable_vars(prog: list[Instruction], pc: int) -> set[str]:
+    """The variables some path from ``pc`` to the end can still match."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [pc]
+    while stack:
+        at = stack.pop()
+        if at in seen:
+            continue
+        seen.add(at)
+        ins = prog[at]
+        if ins[0] == "var":
+            found.add(ins[1])
+            stack.append(at + 1)
+        elif ins[0] == "jmp":
+            stack.append(ins[1])
+        elif ins[0] == "split":
+            stack.extend((ins[1], ins[2]))
+    return found
