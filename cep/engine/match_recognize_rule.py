@@ -140,9 +140,9 @@ class MatchRecognizeOperator(PerKeyState):
     def _first_in_time(self, state: dict, deadline: int) -> int:
         """The first row whose WITHIN has not run out at ``deadline`` (rows come in time
         order, so the starts that ran out are those before it)."""
-        times = [row[TIME] for row in state["rows"]]
-        within = self.rule.within_us
-        return state["base"] + bisect.bisect_right(times, deadline - within)  # type: ignore[operator]
+        return state["base"] + bisect.bisect_right(
+            state["rows"], deadline - self.rule.within_us,  # type: ignore[operator]
+            key=lambda row: row[TIME])
 
     def _next_deadline(self, state: dict) -> int | None:
         """When the earliest start still running runs out of its WITHIN; without WITHIN
