@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +36,8 @@ from cep.engine.clock import END_OF_TIME, Watermark
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
+from cep.engine.row_pattern_nav import position
+from cep.engine.row_pattern_nav import reads as nav_reads
 from cep.engine.row_pattern_program import build_program
 from cep.engine.table import (
     KEY,
@@ -51,13 +54,30 @@ from cep.engine.table import (
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
 from cep.lang import ir
+from cep.lang.row_nav import ALL, CLASSIFIER, MATCH, Nav
 
-# a match decided: its key, the seq it is reported at, its place in the reference order
+# an output row: its key, the seq it is reported at, its place in the reference order
 # (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
-# deadline or the end of the input decided it), its time and its rows as [row, variable]
-Found = tuple[object, int, int, int, int, list[list]]
+# deadline or the end of the input decided it), its time, and the row's content
+Out = tuple[object, int, int, int, int, "MatchRow"]
 #: ``at`` of a match the end of the input decides: after every timer's
 END_AT = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One output row's content: the match's labels (None: a row in no match), its
+    rows preceded by ``before`` rows of the partition (what PREV in MEASURES may read),
+    its number, the current row (RUNNING semantics: the row ALL ROWS PER MATCH outputs;
+    ONE ROW PER MATCH: the last) and the row whose fields ALL ROWS PER MATCH outputs (an
+    empty match's: its start row)."""
+
+    rows: list[Row]
+    before: int
+    labels: list[str] | None
+    number: int
+    current: int
+    row: Row
 
 
 class MatchRecognizeOperator(PerKeyState):
@@ -67,21 +87,30 @@ class MatchRecognizeOperator(PerKeyState):
         self.rule = rule
         self.stream = stream
         self.defines = dict(rule.defines)
-        self.refs = {var: sorted({(r.qualifier, r.name) for r in collect_nodes([cond],
-                                                                            ir.FieldRef)})
+        self.refs = {var: sorted({(r.qualifier, r.name) for r in _outside_aggregates(cond)})
                      for var, cond in self.defines.items()}
+        self.navs = {q: Nav.parse(q) for refs in self.refs.values() for q, _ in refs}
         self.program = build_program(rule.pattern, {
-            var: {q for q, _ in refs if q != var and not q.startswith("__prev")}
-            for var, refs in self.refs.items()})
-        self.types = dict(stream.fields)
+            var: _define_reads(refs, collect_nodes([cond], ir.Agg))
+            for (var, refs), cond in zip(self.refs.items(), self.defines.values(),
+                                         strict=True)})
+        self.types = {**dict(stream.fields), CLASSIFIER: "string"}
         self.states: dict[object, dict] = {}
         self.timers = TimerIndex()  # each key's next WITHIN deadline (or the input's end)
         # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
         # batch at once (with how many earlier rows of the key they need)
+        self.aggs = {var: collect_nodes([cond], ir.Agg) for var, cond in self.defines.items()}
         self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
                                default=0)
                       for var, refs in self.refs.items()
-                      if all(q == var or q.startswith("__prev") for q, _ in refs)}
+                      if all(q == var or q.startswith("__prev") for q, _ in refs)
+                      and not self.aggs[var]}
+        measure_refs = collect_nodes([c.expr for c in rule.measures], ir.FieldRef)
+        # a key's state stays while it has a match number to continue
+        self.numbered = any(r.qualifier == MATCH for r in measure_refs)
+        # how far PREV in MEASURES reads before a match's first row
+        navs = [Nav.parse(r.qualifier) for r in measure_refs]
+        self.measure_depth = max([0, *(-n.physical for n in navs if n is not None)])
 
     # ---- processing
 
@@ -98,32 +127,54 @@ class MatchRecognizeOperator(PerKeyState):
         for key, row, release in _rows_by_key(rows_table, self.stream, flags):
             by_key.setdefault(key, []).append((row, release))
         due = [k for k in self.timers.due(clock.end) if k not in by_key]
-        found: list[Found] = []
+        out: list[Out] = []
         for key in [*by_key, *due]:
             state = self.states.get(key) or matcher.new_state()
             for row, release in by_key.get(key, ()):
-                found.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
+                out.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
                 ts = row[self.stream.timestamp] if self.stream.timestamp else 0
-                for start, labels in self._feed(state, row):
-                    found.append((key, release, 2 * row[TIME] + 1, row[SEQ], ts,  # type: ignore[operator]
-                                  self._assigned(state, start, labels)))
+                self._feed(state, row)
+                out.extend((key, release, 2 * row[TIME] + 1, row[SEQ], ts, m)  # type: ignore[misc,operator]
+                           for m in self._decide(state))
                 self._trim(state)
-            found.extend(self._expire(key, state, clock.end, clock))
+            out.extend(self._expire(key, state, clock.end, clock))
             self._settle(key, state)
-        return self._output(found) if found else empty_output()
+        return self._output(out) if out else empty_output()
 
     def due_keys(self, until: int) -> list:
         return self.timers.due(until)
 
-    def _assigned(self, state: dict, start: int, labels: list[str]) -> list[list]:
-        rows, at = state["rows"], start - state["base"]
-        return [[rows[at + k], var] for k, var in enumerate(labels)]
+    def _decide(self, state: dict) -> list[MatchRow]:
+        """The output rows of the starts now decided (see :class:`MatchRow`)."""
+        out = []
+        rows, base = state["rows"], state["base"]
+        every = self.rule.rows == "all"
+        for d in matcher.decide(state, self.rule.skip, self.rule.skip_var):
+            at = d.start - base
+            if d.labels is None:
+                if every and self.rule.empty == "unmatched":
+                    out.append(MatchRow([rows[at]], 0, None, 0, 0, rows[at]))
+                continue
+            lo = max(at - self.measure_depth, 0)
+            match = rows[lo:at + len(d.labels)]
+            before = at - lo
+            if not every:
+                out.append(MatchRow(match, before, d.labels, d.number, len(d.labels) - 1,
+                                    rows[at]))
+            elif not d.labels:
+                if self.rule.empty != "omit":
+                    out.append(MatchRow(match, before, d.labels, d.number, -1, rows[at]))
+            else:
+                hidden = set(d.excluded)
+                out.extend(MatchRow(match, before, d.labels, d.number, k, match[before + k])
+                           for k in range(len(d.labels)) if k not in hidden)
+        return out
 
-    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Found]:
+    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Out]:
         """Let event time pass to ``until``: deadline by deadline, end the starts whose
         WITHIN ran out (every start at the end of the input), and report the matches
         that waited on them."""
-        out: list[Found] = []
+        out: list[Out] = []
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
             seq = clock.reach_one(deadline)
             if deadline == END_OF_TIME:  # the input's end: no row can extend a match
@@ -132,8 +183,8 @@ class MatchRecognizeOperator(PerKeyState):
             else:
                 matcher.end_starts(state, self._first_in_time(state, deadline))
                 at, ts = 2 * deadline, deadline
-            out.extend((key, seq, at, TIMER, ts, self._assigned(state, start, labels))  # type: ignore[misc]
-                       for start, labels in matcher.decide(state, self.rule.skip))
+            out.extend((key, seq, at, TIMER, ts, m)  # type: ignore[misc]
+                       for m in self._decide(state))
             self._trim(state)
         return out
 
@@ -157,32 +208,32 @@ class MatchRecognizeOperator(PerKeyState):
 
     def _settle(self, key: object, state: dict) -> None:
         """Keep the key's state and next deadline, or let the key go when nothing of it
-        is left (no rows kept, no start running, no match waiting): a fresh state then
-        behaves the same."""
-        if state["rows"] or state["threads"] or state["found"]:
+        is left (no rows kept, no start running, no match waiting, no match number to
+        continue): a fresh state then behaves the same."""
+        if (state["rows"] or state["threads"] or state["found"]
+                or (self.numbered and state["number"])):
             self.states[key] = state
             self.timers.set(key, self._next_deadline(state))
         else:
             self.states.pop(key, None)
             self.timers.set(key, None)
 
-    def _feed(self, state: dict, row: Row) -> list[tuple[int, list[str]]]:
-        """Add the key's next row, once :meth:`_expire` has brought the key to its time;
-        the matches it decides (start, labels)."""
+    def _feed(self, state: dict, row: Row) -> None:
+        """Add the key's next row, once :meth:`_expire` has brought the key to its time,
+        and move the key's threads over it."""
         rows = state["rows"]
         rows.append(row)
         i = state["base"] + len(rows) - 1
         matcher.open_start(self.program, state, i)
         matcher.advance(self.program, state, self._defines(state, state["threads"], i))
-        return matcher.decide(state, self.rule.skip)
 
     def _defines(self, state: dict, threads: list[list], i: int) -> list[bool]:
         """Whether each thread's variable accepts row i (all threads of one variable in
         one vectorised evaluation)."""
         passed = [True] * len(threads)
         by_var: dict[str, list[int]] = {}
-        for n, (_, pc, _) in enumerate(threads):
-            by_var.setdefault(self.program.var(pc), []).append(n)
+        for n, thread in enumerate(threads):
+            by_var.setdefault(self.program.var(thread[1]), []).append(n)
         row = state["rows"][-1]
         for var, members in by_var.items():
             cond = self.defines.get(var)
@@ -198,7 +249,10 @@ class MatchRecognizeOperator(PerKeyState):
                 values = [self._value(state, threads[n], qual, name, var, i)
                           for n in members]
                 env.columns[(qual, name)] = as_column(values, self.types[name])
-            for n, ok in zip(members, truth(cond, env).tolist(), strict=True):
+            aggs = {agg: self._running_aggregate(state, [threads[n] for n in members],
+                                                 agg, var)
+                    for agg in self.aggs[var]}
+            for n, ok in zip(members, truth(cond, env, aggs).tolist(), strict=True):
                 passed[n] = ok
         return passed
 
@@ -232,23 +286,45 @@ class MatchRecognizeOperator(PerKeyState):
     def _value(self, state: dict, thread: list, qual: str, name: str, var: str, i: int
                ) -> object:
         """What ``qual.name`` reads in ``var``'s DEFINE for ``thread`` at row i: the row
-        itself, the partition's row n before, or another variable's last row so far."""
+        itself, the partition's row n before, or the row a navigation names (the
+        candidate row is the current one, labelled ``var``; physical offsets reach back
+        into the partition, never past the candidate)."""
         rows, base = state["rows"], state["base"]
         if qual == var:
             return rows[i - base].get(name)
         if qual.startswith("__prev"):
             j = i - int(qual[6:]) - base
             return rows[j].get(name) if j >= 0 else None
-        start, _, labels = thread
-        k = matcher.last_index(labels, qual)
-        return rows[start + k - base].get(name) if k >= 0 else None
+        nav = self.navs[qual]
+        start, _, labels, _ = thread
+        labels = [*labels, var]
+        at = position(nav, labels, len(labels) - 1)  # type: ignore[arg-type]
+        if at is None or at >= len(labels):
+            return None
+        if name == CLASSIFIER:
+            return labels[at] if at >= 0 else None
+        j = start + at - base
+        return rows[j].get(name) if j >= 0 else None
+
+    def _running_aggregate(self, state: dict, threads: list[list], agg: ir.Agg, var: str
+                           ) -> Col:
+        """An aggregate in ``var``'s DEFINE for each thread: over the thread's rows so far
+        and the candidate row (labelled ``var``)."""
+        rows = state["rows"]
+        content = []
+        for start, _, labels, _ in threads:
+            at = start - state["base"]
+            labels = [*labels, var]
+            content.append(MatchRow(rows[at:at + len(labels)], 0, labels, 0,
+                                    len(labels) - 1, rows[-1]))
+        return _aggregate(agg, content, False)
 
     def _trim(self, state: dict) -> None:
-        """Drop buffered rows no thread, held match or prev() can reach."""
+        """Drop buffered rows no thread, held match or navigation can reach."""
         i = state["base"] + len(state["rows"])  # the next row's index
         earliest = matcher.earliest_start(state)
-        keep_from = i - self.rule.prev_depth if earliest is None else min(
-            earliest, i - self.rule.prev_depth)
+        depth = max(self.rule.prev_depth, self.measure_depth)
+        keep_from = i - depth if earliest is None else min(earliest, i) - depth
         drop = keep_from - state["base"]
         if drop > 0:
             del state["rows"][:drop]
@@ -256,33 +332,36 @@ class MatchRecognizeOperator(PerKeyState):
 
     # ---- output
 
-    def _output(self, found: list[Found]) -> Table:
+    def _output(self, out: list[Out]) -> Table:
         rule = self.rule
-        m = len(found)
+        m = len(out)
+        content = [o[5] for o in out]
         env = Env(m)
         aggs: dict[ir.Agg, Col] = {}
-        assigns = [assign for *_, assign in found]
-        for agg in collect_nodes([c.expr for c in rule.measures], ir.Agg):
-            aggs[agg] = _aggregate(agg, assigns, self.types)
-        refs = {(r.qualifier, r.name) for r in collect_nodes(
-            [c.expr for c in rule.measures], ir.FieldRef)}
-        for qual, name in refs:
-            values = [_last(assign, qual, name) for assign in assigns]
-            env.columns[(qual, name)] = as_column(values, self.types[name])
+        exprs = [c.expr for c in rule.measures]
+        final = set(rule.final)
+        for column in rule.measures:
+            for agg in collect_nodes([column.expr], ir.Agg):
+                aggs[agg] = _aggregate(agg, content, column.name in final)
+        for ref in collect_nodes(exprs, ir.FieldRef):
+            if (ref.qualifier, ref.name) not in env.columns:
+                values = [_measure_value(ref, c) for c in content]
+                env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
         measures = Env(m)
+        if rule.rows == "all":
+            for name, _ in self.stream.fields:
+                measures.columns[("", name)] = as_column([c.row.get(name) for c in content],
+                                                         self.types[name])
         for column in rule.measures:
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
         keys = np.empty(m, dtype=object)
-        keys[:] = [key for key, *_ in found]
-        return build_output(rule.name, keys, *self._stamps(found), values)
-
-    def _stamps(self, found: list[Found]) -> tuple[Stamps, Col | None]:
-        """Each match's place in the reference order and its time."""
+        keys[:] = [o[0] for o in out]
         seq, at, origin, ts = (np.array(v, dtype=np.int64) for v in zip(
-            *[f[1:5] for f in found], strict=True))
+            *[o[1:5] for o in out], strict=True))
         stamps = Stamps(seq, at, origin)
-        return stamps, Col(ts) if self.stream.timestamp else None
+        return build_output(rule.name, keys, stamps,
+                            Col(ts) if self.stream.timestamp else None, values)
 
     # ---- per-key state
 
@@ -321,22 +400,70 @@ def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray
                strict=True)
 
 
-def _last(assign: list[list], var: str, name: str) -> object:
-    for row, v in reversed(assign):
-        if v == var:
-            return row.get(name)
-    return None
+def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:
+    """The field references of an expression that no aggregate's argument holds."""
+    return [n for n in collect_nodes([expr], (ir.FieldRef, ir.Agg))
+            if isinstance(n, ir.FieldRef)]
 
 
-def _aggregate(agg: ir.Agg, matches: list[list[list]], types: dict[str, str]) -> Col:
-    """One aggregate per match over its variable's rows (NULLs skipped)."""
+def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg]
+                  ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What a DEFINE reading ``refs`` and aggregating ``aggs`` reads of a thread's
+    labels (see ``row_pattern_program.Reads``); an aggregate over one variable reads all
+    of its rows, one over every row (or ``count(*)``) none in particular."""
+    last: set[str] = set()
+    every: set[str] = {agg.arg.qualifier for agg in aggs  # type: ignore[union-attr]
+                       if agg.arg is not None and agg.arg.qualifier != ALL}  # type: ignore[union-attr]
+    whole = False
+    for qual, name in refs:
+        nav = Nav.parse(qual)
+        if nav is None:
+            continue
+        var_last, var_every, var_whole = nav_reads(nav, name, CLASSIFIER)
+        last.update(var_last)
+        every.update(var_every)
+        whole = whole or var_whole
+    return tuple(sorted(last)), tuple(sorted(every)), whole
+
+
+def _measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
+    """A measure's field reference for one output row: the match number, or the row a
+    navigation names: within the match, or (PREV) the partition's rows before it; NULL
+    past the match's last row (the rows after it may not have arrived) and for a row in
+    no match."""
+    if row.labels is None:
+        return None
+    if ref.qualifier == MATCH:
+        return row.number
+    nav = Nav.parse(ref.qualifier)
+    if nav is None:
+        return None
+    at = position(nav, row.labels, row.current)
+    if at is None or not -row.before <= at < len(row.labels):
+        return None
+    if ref.name == CLASSIFIER:
+        return row.labels[at] if at >= 0 else None
+    return row.rows[row.before + at].get(ref.name)
+
+
+def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool) -> Col:
+    """One aggregate per output row over its variable's rows of the match (``__all``:
+    every row; NULLs skipped), up to the current row unless ``final``."""
     out = []
-    for assign in matches:
+    for row in content:
+        if row.labels is None:
+            out.append(0 if agg.name == "count" else None)
+            continue
+        upto = len(row.labels) if final else row.current + 1
+        labels = row.labels[:upto]
         if agg.arg is None:
-            out.append(len(assign))
+            out.append(len(labels))
             continue
         ref = agg.arg
-        values = [row.get(ref.name) for row, v in assign if v == ref.qualifier]  # type: ignore[union-attr]
+        wanted = ref.qualifier  # type: ignore[union-attr]
+        values = [row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
+                  for k, v in enumerate(labels)
+                  if wanted == ALL or v == wanted]
         values = [x for x in values if x is not None]
         out.append(_reduce(agg.name, values))
     return as_column(out, agg.type)

@@ -25,14 +25,31 @@ The rules, in SQL:2016's terms (and Trino's):
 
 from __future__ import annotations
 
-from cep.engine.row_pattern_program import Program
+from dataclasses import dataclass
 
-Thread = list  # [start, pc, labels]
+from cep.engine.row_pattern_program import Program, Reads
+
+Thread = list  # [start, pc, labels, excluded positions]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A start decided: its match's labels and the positions ``{- -}`` excluded (labels
+    None: the start's row is in no match, reported WITH UNMATCHED ROWS only), and the
+    match's number in its partition (from 1)."""
+
+    start: int
+    labels: list[str] | None
+    excluded: list[int]
+    number: int
 
 
 def new_state() -> dict:
-    """A partition before its first row: ``rows``/``base`` are the operator's buffer."""
-    return {"rows": [], "base": 0, "threads": [], "found": {}, "resume": 0}
+    """A partition before its first row: ``rows``/``base`` are the operator's buffer;
+    ``next`` is the first start not decided yet, ``covered`` the first row after every
+    reported match, ``number`` how many matches were reported."""
+    return {"rows": [], "base": 0, "threads": [], "found": {}, "resume": 0, "next": 0,
+            "covered": 0, "number": 0}
 
 
 def open_start(program: Program, state: dict, start: int) -> None:
@@ -44,9 +61,9 @@ def open_start(program: Program, state: dict, start: int) -> None:
     threads = state["threads"]
     for pc in program.closures[0]:
         if program.is_match(pc):
-            state["found"][start] = []
+            state["found"][start] = ([], [])
             return
-        threads.append([start, pc, []])
+        threads.append([start, pc, [], []])
 
 
 def advance(program: Program, state: dict, passed: list[bool]) -> None:
@@ -57,27 +74,33 @@ def advance(program: Program, state: dict, passed: list[bool]) -> None:
     kept: list[Thread] = []
     at: dict[tuple[int, int], list[list[str]]] = {}
     ended = None  # the start whose remaining (less preferred) threads die
-    for (start, pc, labels), ok in zip(state["threads"], passed, strict=True):
+    for (start, pc, labels, excluded), ok in zip(state["threads"], passed, strict=True):
         if not ok or start == ended:
             continue
         grown = [*labels, program.var(pc)]
+        if program.excluded(pc):
+            excluded = [*excluded, len(labels)]
         for npc in program.closures[pc + 1]:
             if program.is_match(npc):
-                found[start] = grown
+                found[start] = (grown, excluded)
                 ended = start
                 break
             rivals = at.setdefault((start, npc), [])
             if any(_equivalent(program.reads[npc], grown, other) for other in rivals):
                 continue
             rivals.append(grown)
-            kept.append([start, npc, grown])
+            kept.append([start, npc, grown, excluded])
     state["threads"] = kept
 
 
-def _equivalent(reads: tuple[str, ...], one: list[str], other: list[str]) -> bool:
+def _equivalent(reads: Reads, one: list[str], other: list[str]) -> bool:
     """Whether two threads of one start at one instruction give every later DEFINE the
-    same rows (each variable it reads has its last row at the same place)."""
-    return all(last_index(one, var) == last_index(other, var) for var in reads)
+    same rows (and labels, where it reads them)."""
+    last, every, whole = reads
+    if whole:
+        return one == other
+    return (all(last_index(one, var) == last_index(other, var) for var in last)
+            and all(_positions(one, var) == _positions(other, var) for var in every))
 
 
 def last_index(labels: list[str], var: str) -> int:
@@ -88,38 +111,66 @@ def last_index(labels: list[str], var: str) -> int:
     return -1
 
 
+def _positions(labels: list[str], var: str) -> list[int]:
+    return [k for k, label in enumerate(labels) if label == var]
+
+
 def end_starts(state: dict, before: float) -> None:
     """Stop the threads of the starts before row ``before`` (their WITHIN ran out, or
     the input ended): what those starts found so far is their match."""
     state["threads"] = [t for t in state["threads"] if t[0] >= before]
 
 
-def decide(state: dict, skip: str) -> list[tuple[int, list[str]]]:
-    """The matches now decided, in start order, as (start, labels); applies AFTER MATCH
-    SKIP to the starts after each."""
+def decide(state: dict, skip: str, skip_var: str | None = None) -> list[Decided]:
+    """The starts now decided, in start order (those in no match too); applies AFTER
+    MATCH SKIP after each match. ``skip_var`` is the variable of SKIP TO FIRST/LAST: its
+    first/last row is where the next match may start (the next row when the match has
+    no such row or it is the match's first: the standard's error, which a stream cannot
+    stop at)."""
     out = []
     threads, found = state["threads"], state["found"]
-    while found:
-        first = min(found)
-        if threads and threads[0][0] <= first:
-            break  # an earlier start, or a more preferred thread of this one, still runs
-        labels = found.pop(first)
-        out.append((first, labels))
-        last = first + len(labels) - 1
-        if not labels:
-            resume = first + 1
-        else:
-            resume = {"past last row": last + 1, "to next row": first + 1,
-                      "to current row": last}[skip]
+    end = state["base"] + len(state["rows"])  # the next row to arrive
+    while True:
+        start = max(state["next"], state["resume"])
+        if start >= end or (threads and threads[0][0] <= start):
+            break  # no row yet, or the start (a more preferred thread of it) still runs
+        state["next"] = start + 1
+        if start not in found:
+            if start >= state["covered"]:
+                out.append(Decided(start, None, [], 0))
+            continue
+        labels, excluded = found.pop(start)
+        state["number"] += 1
+        out.append(Decided(start, labels, excluded, state["number"]))
+        last = start + len(labels) - 1
+        state["covered"] = max(state["covered"], last + 1)
+        resume = _resume(skip, skip_var, start, labels)
         state["resume"] = max(state["resume"], resume)
         threads = [t for t in threads if t[0] >= resume]
-        for start in [s for s in found if s < resume]:
-            del found[start]
+        for s in [s for s in found if s < resume]:
+            del found[s]
     state["threads"] = threads
     return out
 
 
+def _resume(skip: str, skip_var: str | None, start: int, labels: list[str]) -> int:
+    """The first row that may start the next match."""
+    if not labels:
+        return start + 1  # after an empty match, always the next row
+    last = start + len(labels) - 1
+    if skip == "past last row":
+        return last + 1
+    if skip == "to next row":
+        return start + 1
+    if skip == "to current row":
+        return last
+    where = [k for k, label in enumerate(labels) if label == skip_var]
+    at = start + (where[0] if skip == "to first" else where[-1]) if where else start
+    return at if at > start else start + 1
+
+
 def earliest_start(state: dict) -> int | None:
-    """The first row still needed by a running thread or a held match (None: none)."""
+    """The first row still needed by a running thread, a held match or an undecided
+    start (None: none)."""
     starts = [t[0] for t in state["threads"][:1]] + list(state["found"])
     return min(starts) if starts else None

@@ -1,6 +1,7 @@
 """A MATCH_RECOGNIZE row pattern as a program of instructions (Trino's matcher program).
 
-Instructions: ``("var", V)`` consumes one row that satisfies V's DEFINE; ``("split", a,
+Instructions: ``("var", V, excluded)`` consumes one row that satisfies V's DEFINE
+(``excluded``: inside ``{- -}``, left out of ALL ROWS PER MATCH's output); ``("split", a,
 b)`` continues at a first and at b second (the preferred branch is first: a greedy
 quantifier's loop body, a reluctant one's exit, an alternation's left branch);
 ``("jmp", a)``; ``("match",)`` ends a match. SQL:2016's preferment between two matches
@@ -8,10 +9,10 @@ from one start is the order of their paths through the splits, so a matcher that
 its threads in that order and takes the first thread to reach ``match`` finds the
 preferred match (``cep.engine.row_pattern_matcher``).
 
-Besides the instructions, the program knows for every instruction which pattern
-variables' rows a later DEFINE can still read (:attr:`Program.reads`): two threads of
-one start at one instruction are interchangeable (the less preferred can be dropped)
-only when they agree on those rows (Trino's thread equivalence).
+Besides the instructions, the program knows for every instruction what of a thread's
+labels a later DEFINE can still read (:attr:`Program.reads`): two threads of one start
+at one instruction are interchangeable (the less preferred can be dropped) only when
+they agree on it (Trino's thread equivalence).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 from cep.lang import ir
 
 Instruction = tuple
+#: what tells threads apart: variables whose last row a DEFINE reads, variables all of
+#: whose rows it may read, and whether it reads the labels themselves (CLASSIFIER)
+Reads = tuple[tuple[str, ...], tuple[str, ...], bool]
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,9 @@ class Program:
     #: per instruction, the ``var``/``match`` instructions reachable without a row, in
     #: preference order (each once: an empty loop iteration adds nothing)
     closures: tuple[tuple[int, ...], ...]
-    #: per instruction, the variables whose last row a DEFINE reachable from it reads
-    #: (sorted): what tells two threads at that instruction apart
-    reads: tuple[tuple[str, ...], ...]
+    #: per instruction, what the DEFINEs reachable from it read of a thread's labels:
+    #: what tells two threads at that instruction apart
+    reads: tuple[Reads, ...]
 
     def is_match(self, pc: int) -> bool:
         return self.ops[pc][0] == "match"
@@ -41,18 +45,26 @@ class Program:
     def var(self, pc: int) -> str:
         return self.ops[pc][1]
 
+    def excluded(self, pc: int) -> bool:
+        return self.ops[pc][2]
 
-def build_program(pattern: ir.RPattern, define_reads: dict[str, set[str]]) -> Program:
-    """The program of ``pattern``; ``define_reads`` maps a variable to the other
-    variables its DEFINE reads (their last row so far)."""
+
+def build_program(pattern: ir.RPattern, define_reads: dict[str, Reads]) -> Program:
+    """The program of ``pattern``; ``define_reads`` says what each variable's DEFINE
+    reads of a thread's labels."""
     ops = compile_program(pattern)
     closures = tuple(tuple(closure(ops, pc)) for pc in range(len(ops)))
     reads = []
     for pc in range(len(ops)):
-        seen: set[str] = set()
+        last: set[str] = set()
+        every: set[str] = set()
+        whole = False
         for var in reachable_vars(ops, pc):
-            seen |= define_reads.get(var, set())
-        reads.append(tuple(sorted(seen)))
+            var_last, var_every, var_whole = define_reads.get(var, ((), (), False))
+            last.update(var_last)
+            every.update(var_every)
+            whole = whole or var_whole
+        reads.append((tuple(sorted(last - every)), tuple(sorted(every)), whole))
     return Program(tuple(ops), closures, tuple(reads))
 
 
@@ -63,32 +75,34 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
     def split(a: int, b: int, greedy: bool) -> Instruction:
         return ("split", a, b) if greedy else ("split", b, a)
 
-    def emit(node: ir.RPattern) -> None:
+    def emit(node: ir.RPattern, excluded: bool = False) -> None:
         if node.kind == "var":
-            prog.append(("var", node.name))
+            prog.append(("var", node.name, excluded))
+        elif node.kind == "exclude":
+            emit(node.items[0], True)
         elif node.kind == "seq":
             for item in node.items:
-                emit(item)
+                emit(item, excluded)
         elif node.kind == "alt":
             jumps = []
             for item in node.items[:-1]:
                 at = len(prog)
                 prog.append(None)
-                emit(item)
+                emit(item, excluded)
                 jumps.append(len(prog))
                 prog.append(None)
                 prog[at] = ("split", at + 1, len(prog))
-            emit(node.items[-1])
+            emit(node.items[-1], excluded)
             for at in jumps:
                 prog[at] = ("jmp", len(prog))
         else:
             item = node.items[0]
             for _ in range(node.low):
-                emit(item)
+                emit(item, excluded)
             if node.high is None:
                 loop = len(prog)
                 prog.append(None)
-                emit(item)
+                emit(item, excluded)
                 prog.append(("jmp", loop))
                 prog[loop] = split(loop + 1, len(prog), node.greedy)
             else:
@@ -96,7 +110,7 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
                 for _ in range(node.high - node.low):
                     holes.append(len(prog))
                     prog.append(None)
-                    emit(item)
+                    emit(item, excluded)
                 for at in holes:
                     prog[at] = split(at + 1, len(prog), node.greedy)
 

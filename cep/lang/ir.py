@@ -393,13 +393,18 @@ class RPattern:
 
 @dataclass(frozen=True)
 class MatchRecognizeRule:
-    """``S MATCH_RECOGNIZE (...)``: one output row per match, per partition key.
+    """``S MATCH_RECOGNIZE (...)``: per partition key, one output row per match (``rows``
+    ``one``) or one per row of each match (``all``; ``empty``: ``show`` or ``omit`` empty
+    matches, or ``unmatched``: also the rows no match took).
 
-    ``defines`` read the candidate row as its variable's qualifier, other variables as
-    their last row so far and ``__prev{n}`` as the partition's row n before; ``measures``
-    read each variable's last row and aggregate over its rows (``count(*)``: all rows of
-    the match); ``columns`` (the SELECT list) read the measures. See
-    ``cep.engine.match_recognize``."""
+    ``defines`` read the candidate row as its variable's qualifier, ``__prev{n}`` as the
+    partition's row n before, and other rows through navigation qualifiers
+    (``cep.lang.row_nav``); ``measures`` read rows through navigation qualifiers and
+    aggregate over one variable's rows (``__all``: every row; ``count(*)``: all rows of
+    the match; ``final`` names the measures with FINAL semantics); ``columns`` (the
+    SELECT list) read the measures, and with ALL ROWS PER MATCH the row's fields.
+    ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``). See
+    ``cep.engine.match_recognize_rule``."""
 
     name: str
     stream: str
@@ -415,6 +420,10 @@ class MatchRecognizeRule:
     key: str | None
     output: OutputLimit | None = None
     target: str | None = None
+    skip_var: str | None = None
+    rows: str = "one"
+    empty: str = "show"
+    final: tuple[str, ...] = ()
 
     @property
     def streams(self) -> tuple[str, ...]:

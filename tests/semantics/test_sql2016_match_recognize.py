@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cep.engine import row_pattern_matcher as matcher
-from cep.engine.row_pattern_program import build_program
+from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.lang.compile import compile_text
 
 SEC = 1000
@@ -132,16 +132,8 @@ def test_a_thread_a_later_define_tells_apart_is_kept(run_epl, pattern):
 
 def _program(text):
     module = compile_text(SCHEMA + text)
-    op_rule = module.stateful[0]
-    refs = {var: {r.qualifier for r in _field_refs(cond)} - {var} for var, cond in
-            op_rule.defines}
-    return build_program(op_rule.pattern, refs)
-
-
-def _field_refs(expr):
-    from cep.engine.expr import collect_nodes
-    from cep.lang import ir
-    return collect_nodes([expr], ir.FieldRef)
+    rule = module.stateful[0]
+    return MatchRecognizeOperator(rule, module.streams[rule.stream]).program
 
 
 def _feed(program, n_rows):
@@ -158,11 +150,11 @@ def test_threads_nothing_tells_apart_merge():
     program = _program(rule("count(*) AS n", "(A | B)* X", "DEFINE X AS X.v > 100"))
     state = _feed(program, 12)
     per_start = {}
-    for start, _, _ in state["threads"]:
+    for start, *_ in state["threads"]:
         per_start[start] = per_start.get(start, 0) + 1
     assert max(per_start.values()) <= len(program.ops)
     # X reading B's last row keeps one thread per place of B's last row
     program = _program(rule("count(*) AS n", "(A | B)* X", LOST))
     state = _feed(program, 12)
     assert max(sum(1 for t in state["threads"] if t[0] == 0), 0) <= 3 * 13
-    assert program.reads[0] == ("B",)
+    assert program.reads[0] == (("B",), (), False)
