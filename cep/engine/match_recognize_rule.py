@@ -448,11 +448,12 @@ def _measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
 
 def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool) -> Col:
     """One aggregate per output row over its variable's rows of the match (``__all``:
-    every row; NULLs skipped), up to the current row unless ``final``."""
+    every row; NULLs skipped), up to the current row unless ``final``; NULL for a row
+    in no match."""
     out = []
     for row in content:
-        if row.labels is None:
-            out.append(0 if agg.name == "count" else None)
+        if row.labels is None:  # a row in no match: every measure is NULL
+            out.append(None)
             continue
         upto = len(row.labels) if final else row.current + 1
         labels = row.labels[:upto]

@@ -56,6 +56,13 @@ RULES = {
                             "LAST(C.price) AS back, count(*) AS n PATTERN (A B+ C+) "
                             "DEFINE B AS B.price < prev(B.price), "
                             "C AS C.price > prev(C.price) );",
+    # every row of each match, numbered per key, navigation and an aggregate in DEFINE
+    "match_recognize_all_rows": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY "
+                                "symbol MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cl, "
+                                "PREV(FIRST(B.price)) AS before_b, FINAL avg(B.vol) AS v "
+                                "ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+ C?) "
+                                "DEFINE B AS avg(B.vol) < 30 AND B.price < PREV(B.price), "
+                                "C AS C.price > A.price );",
 }
 
 
