@@ -54,7 +54,7 @@ from cep.engine.table import (
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
 from cep.lang import ir
-from cep.lang.row_nav import ALL, CLASSIFIER, MATCH, Nav
+from cep.lang.row_nav import CLASSIFIER, MATCH, Nav
 
 # an output row: its key, the seq it is reported at, its place in the reference order
 # (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
@@ -90,11 +90,13 @@ class MatchRecognizeOperator(PerKeyState):
         self.refs = {var: sorted({(r.qualifier, r.name) for r in _outside_aggregates(cond)})
                      for var, cond in self.defines.items()}
         self.navs = {q: Nav.parse(q) for refs in self.refs.values() for q, _ in refs}
+        self.groups = {**{v: (v,) for v in rule.variables}, **dict(rule.unions)}
         self.program = build_program(rule.pattern, {
-            var: _define_reads(refs, collect_nodes([cond], ir.Agg))
+            var: _define_reads(refs, collect_nodes([cond], ir.Agg), self.groups)
             for (var, refs), cond in zip(self.refs.items(), self.defines.values(),
                                          strict=True)})
         self.types = {**dict(stream.fields), CLASSIFIER: "string"}
+        self.skip_to = self.groups.get(rule.skip_var, ()) if rule.skip_var else ()
         self.states: dict[object, dict] = {}
         self.timers = TimerIndex()  # each key's next WITHIN deadline (or the input's end)
         # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
@@ -149,7 +151,7 @@ class MatchRecognizeOperator(PerKeyState):
         out = []
         rows, base = state["rows"], state["base"]
         every = self.rule.rows == "all"
-        for d in matcher.decide(state, self.rule.skip, self.rule.skip_var):
+        for d in matcher.decide(state, self.rule.skip, self.skip_to):
             at = d.start - base
             if d.labels is None:
                 if every and self.rule.empty == "unmatched":
@@ -317,7 +319,7 @@ class MatchRecognizeOperator(PerKeyState):
             labels = [*labels, var]
             content.append(MatchRow(rows[at:at + len(labels)], 0, labels, 0,
                                     len(labels) - 1, rows[-1]))
-        return _aggregate(agg, content, False)
+        return _aggregate(agg, content, False, self.groups)
 
     def _trim(self, state: dict) -> None:
         """Drop buffered rows no thread, held match or navigation can reach."""
@@ -342,7 +344,7 @@ class MatchRecognizeOperator(PerKeyState):
         final = set(rule.final)
         for column in rule.measures:
             for agg in collect_nodes([column.expr], ir.Agg):
-                aggs[agg] = _aggregate(agg, content, column.name in final)
+                aggs[agg] = _aggregate(agg, content, column.name in final, self.groups)
         for ref in collect_nodes(exprs, ir.FieldRef):
             if (ref.qualifier, ref.name) not in env.columns:
                 values = [_measure_value(ref, c) for c in content]
@@ -406,14 +408,15 @@ def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:
             if isinstance(n, ir.FieldRef)]
 
 
-def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg]
+def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg],
+                  groups: dict[str, tuple[str, ...]]
                   ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """What a DEFINE reading ``refs`` and aggregating ``aggs`` reads of a thread's
     labels (see ``row_pattern_program.Reads``); an aggregate over one variable reads all
     of its rows, one over every row (or ``count(*)``) none in particular."""
     last: set[str] = set()
-    every: set[str] = {agg.arg.qualifier for agg in aggs  # type: ignore[union-attr]
-                       if agg.arg is not None and agg.arg.qualifier != ALL}  # type: ignore[union-attr]
+    every: set[str] = {var for agg in aggs if agg.arg is not None
+                       for var in groups.get(agg.arg.qualifier, ())}  # type: ignore[union-attr]
     whole = False
     for qual, name in refs:
         nav = Nav.parse(qual)
@@ -446,10 +449,11 @@ def _measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
     return row.rows[row.before + at].get(ref.name)
 
 
-def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool) -> Col:
+def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool,
+               groups: dict[str, tuple[str, ...]]) -> Col:
     """One aggregate per output row over its variable's rows of the match (``__all``:
-    every row; NULLs skipped), up to the current row unless ``final``; NULL for a row
-    in no match."""
+    every row; a SUBSET's name: its variables' rows; NULLs skipped), up to the current
+    row unless ``final``; NULL for a row in no match."""
     out = []
     for row in content:
         if row.labels is None:  # a row in no match: every measure is NULL
@@ -461,10 +465,9 @@ def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool) -> Col:
             out.append(len(labels))
             continue
         ref = agg.arg
-        wanted = ref.qualifier  # type: ignore[union-attr]
+        wanted = groups.get(ref.qualifier)  # type: ignore[union-attr]  # None: ALL
         values = [row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
-                  for k, v in enumerate(labels)
-                  if wanted == ALL or v == wanted]
+                  for k, v in enumerate(labels) if wanted is None or v in wanted]
         values = [x for x in values if x is not None]
         out.append(_reduce(agg.name, values))
     return as_column(out, agg.type)

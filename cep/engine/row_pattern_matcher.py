@@ -121,12 +121,12 @@ def end_starts(state: dict, before: float) -> None:
     state["threads"] = [t for t in state["threads"] if t[0] >= before]
 
 
-def decide(state: dict, skip: str, skip_var: str | None = None) -> list[Decided]:
+def decide(state: dict, skip: str, skip_to: tuple[str, ...] = ()) -> list[Decided]:
     """The starts now decided, in start order (those in no match too); applies AFTER
-    MATCH SKIP after each match. ``skip_var`` is the variable of SKIP TO FIRST/LAST: its
-    first/last row is where the next match may start (the next row when the match has
-    no such row or it is the match's first: the standard's error, which a stream cannot
-    stop at)."""
+    MATCH SKIP after each match. ``skip_to`` are the variables of SKIP TO FIRST/LAST
+    (one, or a SUBSET's): their first/last row is where the next match may start (the
+    next row when the match has no such row or it is the match's first: the standard's
+    error, which a stream cannot stop at)."""
     out = []
     threads, found = state["threads"], state["found"]
     end = state["base"] + len(state["rows"])  # the next row to arrive
@@ -144,7 +144,7 @@ def decide(state: dict, skip: str, skip_var: str | None = None) -> list[Decided]
         out.append(Decided(start, labels, excluded, state["number"]))
         last = start + len(labels) - 1
         state["covered"] = max(state["covered"], last + 1)
-        resume = _resume(skip, skip_var, start, labels)
+        resume = _resume(skip, skip_to, start, labels)
         state["resume"] = max(state["resume"], resume)
         threads = [t for t in threads if t[0] >= resume]
         for s in [s for s in found if s < resume]:
@@ -153,7 +153,7 @@ def decide(state: dict, skip: str, skip_var: str | None = None) -> list[Decided]
     return out
 
 
-def _resume(skip: str, skip_var: str | None, start: int, labels: list[str]) -> int:
+def _resume(skip: str, skip_to: tuple[str, ...], start: int, labels: list[str]) -> int:
     """The first row that may start the next match."""
     if not labels:
         return start + 1  # after an empty match, always the next row
@@ -164,7 +164,7 @@ def _resume(skip: str, skip_var: str | None, start: int, labels: list[str]) -> i
         return start + 1
     if skip == "to current row":
         return last
-    where = [k for k, label in enumerate(labels) if label == skip_var]
+    where = [k for k, label in enumerate(labels) if label in skip_to]
     at = start + (where[0] if skip == "to first" else where[-1]) if where else start
     return at if at > start else start + 1
 

@@ -324,7 +324,8 @@ class RecognizeSource:
     PATTERN (...) [WITHIN T] DEFINE V AS cond, ... ) [AS alias]``; a measure is (expr,
     name, pos, ``running``/``final``/None); ``skip`` is ``past last row``, ``to next
     row``, ``to current row``, ``to first`` or ``to last`` (of ``skip_to``); ``rows``
-    ``one`` or ``all`` (with ``empty``: ``show``, ``omit`` or ``unmatched``)."""
+    ``one`` or ``all`` (with ``empty``: ``show``, ``omit`` or ``unmatched``); ``subsets``
+    the SUBSET clause's union variables (name, variables, pos)."""
 
     stream: str
     filter: Expr | None
@@ -339,6 +340,7 @@ class RecognizeSource:
     skip_to: tuple[str, Pos] | None = None
     rows: str = "one"
     empty: str = "show"
+    subsets: tuple[tuple[str, tuple[str, ...], Pos], ...] = ()
 
 
 Source = Union[StreamSource, PatternSource, RecognizeSource]  # noqa: UP007

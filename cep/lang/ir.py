@@ -403,7 +403,8 @@ class MatchRecognizeRule:
     aggregate over one variable's rows (``__all``: every row; ``count(*)``: all rows of
     the match; ``final`` names the measures with FINAL semantics); ``columns`` (the
     SELECT list) read the measures, and with ALL ROWS PER MATCH the row's fields.
-    ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``). See
+    ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``, a
+    variable or one of SUBSET's ``unions``: name and variables). See
     ``cep.engine.match_recognize_rule``."""
 
     name: str
@@ -424,6 +425,7 @@ class MatchRecognizeRule:
     rows: str = "one"
     empty: str = "show"
     final: tuple[str, ...] = ()
+    unions: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def streams(self) -> tuple[str, ...]:

@@ -418,7 +418,8 @@ class _Builder(Transformer_NonRecursive):
             skip=skip, pattern=patterns[0] if patterns else ast.RowPattern(
                 "empty", match_pos(meta)),
             within=parts.get("within"), defines=parts["defines"], alias=alias,
-            pos=match_pos(meta), skip_to=skip_to, rows=rows, empty=empty)
+            pos=match_pos(meta), skip_to=skip_to, rows=rows, empty=empty,
+            subsets=parts.get("subsets", ()))
 
     def mr_partition(self, meta: Meta, children: list) -> _Clause:
         return _Clause("partition_by", tuple(children))
@@ -455,6 +456,13 @@ class _Builder(Transformer_NonRecursive):
             kind = "to first" if words[1] == "first" else "to last"
             return kind, (str(last), token_pos(last))
         return " ".join(words), None
+
+    def mr_subset(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("subsets", tuple(children))
+
+    def mr_union(self, meta: Meta, children: list) -> tuple:
+        name, *members = children
+        return str(name), tuple(str(m) for m in members), token_pos(name)
 
     def mr_within(self, meta: Meta, children: list) -> _Clause:
         return _Clause("within", children[0])

@@ -11,6 +11,7 @@ import pytest
 from cep.engine import row_pattern_matcher as matcher
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.lang.compile import compile_text
+from cep.lang.errors import RuleError
 
 SEC = 1000
 SCHEMA = "CREATE SCHEMA S (k string, ts timestamp, v double) TIMESTAMP ts;\n"
@@ -158,3 +159,20 @@ def test_threads_nothing_tells_apart_merge():
     state = _feed(program, 12)
     assert max(sum(1 for t in state["threads"] if t[0] == 0), 0) <= 3 * 13
     assert program.reads[0] == (("B",), (), False)
+
+
+def test_subset_unions_variables_for_navigation_aggregates_and_skip(run_epl):
+    # U = (B, C): sum(U.v) in DEFINE counts the candidate row, LAST(U.v) in MEASURES is
+    # the last row of B or C, SKIP TO FIRST U the match's first B or C row
+    text = rule("FIRST(A.v) AS a, LAST(U.v) AS u, sum(U.v) AS s, count(*) AS n",
+                "A (B | C)+", "SUBSET U = (B, C) DEFINE A AS A.v = 0, B AS sum(U.v) < 10, "
+                "C AS C.v = 5", "AFTER MATCH SKIP TO FIRST U ")
+    out = run(run_epl, text, rows([0, 3, 5, 0, 1]))
+    # start 0: U's running sums 3, 8, 8, 9 stay below 10, so (B | C)+ takes every row to
+    # the end; the next match may start at row 1 (the first U row), and does at row 3
+    # (A = 0, then B = 1)
+    assert [(r["seq"], r["a"], r["u"], r["s"], r["n"]) for r in out] == [
+        ("end", 0.0, 1.0, 9.0, 5), ("end", 0.0, 1.0, 1.0, 2)]
+    with pytest.raises(RuleError, match="SUBSET U names 'Q'") as error:
+        compile_text(SCHEMA + rule("A.v AS a", "A B", "SUBSET U = (A, Q) DEFINE A AS true"))
+    assert error.value.pos.line == 2

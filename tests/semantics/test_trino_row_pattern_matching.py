@@ -174,7 +174,7 @@ def test_output_modes(run_epl, mode, pattern, expected):
 
 SKIP = ("SELECT id, mn, val, label FROM T MATCH_RECOGNIZE ( MEASURES MATCH_NUMBER() AS mn, "
         "RUNNING LAST(value) AS val, CLASSIFIER() AS label ALL ROWS PER MATCH {skip} "
-        "PATTERN (A B+ C+ D?) DEFINE B AS B.value < PREV(B.value), "
+        "PATTERN (A B+ C+ D?) SUBSET U = (C, D) DEFINE B AS B.value < PREV(B.value), "
         "C AS C.value > PREV(C.value), D AS false );")
 SKIP_ROWS = [90, 80, 70, 80, 70, 80]
 FIRST_MATCH = [(1, 1, 90, "A"), (2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 80, "C")]
@@ -189,6 +189,8 @@ FROM_ROW_4 = [(4, 2, 80, "A"), (5, 2, 70, "B"), (6, 2, 80, "C")]
     ("AFTER MATCH SKIP TO FIRST C", [*FIRST_MATCH, *FROM_ROW_4]),
     ("AFTER MATCH SKIP TO LAST B", [*FIRST_MATCH, *FROM_ROW_4]),
     ("AFTER MATCH SKIP TO B", [*FIRST_MATCH, *FROM_ROW_4]),
+    # U = (C, D): D never matches, so the last row of U is the last C
+    ("AFTER MATCH SKIP TO U", [*FIRST_MATCH, *FROM_ROW_4]),
     # Trino fails these two queries (skipping to the match's first row, or to a
     # variable not in the match); a stream cannot stop, so cep goes on at the next row
     ("AFTER MATCH SKIP TO A", [*FIRST_MATCH, (2, 2, 80, "A"), (3, 2, 70, "B"),
@@ -212,6 +214,18 @@ def test_empty_matches(run_epl):
     assert out == rows((1, NULL, 100, NULL), (2, 1, 100, "A"), (3, 1, 90, "B"),
                        (4, 1, 80, "B"), (3, 2, 90, "A"), (4, 2, 80, "B"), (5, 2, 70, "B"),
                        (6, NULL, 100, NULL))
+
+
+def test_union_variable(run_epl):
+    text = ("SELECT id, mn, val, lower_or_higher, label FROM T MATCH_RECOGNIZE ( MEASURES "
+            "MATCH_NUMBER() AS mn, RUNNING LAST(value) AS val, CLASSIFIER(U) AS "
+            "lower_or_higher, CLASSIFIER(W) AS label ALL ROWS PER MATCH PATTERN ((L | H) A) "
+            "SUBSET U = (L, H), W = (A, L, H) DEFINE A AS A.value = 80, L AS L.value < 80, "
+            "H AS H.value > 80 );")
+    out = query(run_epl, text, [90, 80, 70, 80], ("id", "mn", "val", "lower_or_higher",
+                                                  "label"))
+    assert out == rows((1, 1, 90, "H", "H"), (2, 1, 80, "H", "A"), (3, 2, 70, "L", "L"),
+                       (4, 2, 80, "L", "A"))
 
 
 NAVIGATION = ("SELECT id, measure FROM T MATCH_RECOGNIZE ( MEASURES {m} AS measure "

@@ -32,6 +32,8 @@ class Navigation:
 
     variables: tuple[str, ...]
     fields: frozenset[str]
+    #: SUBSET's union variables: name -> its variables
+    unions: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     define: str | None = None
     final: bool = False
     codes: set[str] = dataclasses.field(default_factory=set)
@@ -62,10 +64,11 @@ class Navigation:
             if self.define is None:
                 return self._field(Nav(None, final=self.final), node.name, node.pos)
             return node
-        if isinstance(node, ast.Attr) and node.base in self.variables and not in_aggregate:
+        if isinstance(node, ast.Attr) and self._names(node.base) and not in_aggregate:
             if node.base == self.define:
                 return node
-            return self._field(Nav((node.base,), final=self.final), node.name, node.pos)
+            return self._field(Nav(self._names(node.base), final=self.final), node.name,
+                               node.pos)
         if isinstance(node, tuple):
             return tuple(self.rewrite(x, in_aggregate) for x in node)
         if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
@@ -120,15 +123,21 @@ class Navigation:
 
     def _classifier(self, node: ast.Call) -> Nav:
         if len(node.args) > 1 or (node.args and not (
-                isinstance(node.args[0], ast.Name) and node.args[0].name in self.variables)):
+                isinstance(node.args[0], ast.Name) and self._names(node.args[0].name))):
             raise RuleError("CLASSIFIER() takes nothing or a pattern variable", node.pos)
-        labels = (node.args[0].name,) if node.args else None  # type: ignore[union-attr]
+        labels = self._names(node.args[0].name) if node.args else None  # type: ignore[union-attr]
         return Nav(labels, final=self.final)
+
+    def _names(self, name: str) -> tuple[str, ...]:
+        """The variables a pattern or union variable stands for (none: it is neither)."""
+        if name in self.variables:
+            return (name,)
+        return self.unions.get(name, ())
 
     def _target(self, node: object, function: str, usage: str) -> tuple[Nav, str]:
         """The row and field ``A.f`` or bare ``f`` names, as a navigation."""
-        if isinstance(node, ast.Attr) and node.base in self.variables:
-            return Nav((node.base,), final=self.final), node.name
+        if isinstance(node, ast.Attr) and self._names(node.base):
+            return Nav(self._names(node.base), final=self.final), node.name
         if isinstance(node, ast.Name) and node.name in self.fields:
             return Nav(None, final=self.final), node.name
         raise RuleError(f"{function}() navigates to a field of a pattern variable's row",

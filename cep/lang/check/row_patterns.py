@@ -47,6 +47,7 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     if stream.name in variables:
         raise RuleError(f"pattern variable '{stream.name}' hides the stream of that name",
                         source.pattern.pos)
+    unions = _unions(source, variables)
     key = _partition_key(source, stream)
     rows = ir.StreamDef(stream.name, (*stream.fields, (CLASSIFIER, "string"),
                                       (MATCH_NUMBER, "long")), stream.timestamp)
@@ -54,17 +55,17 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     prev_depth = 0
     defines = []
     for var, cond in defined.items():
-        nav = Navigation(variables, fields, define=var)
+        nav = Navigation(variables, fields, unions, define=var)
         rewritten = nav.rewrite(cond)
         prev_depth = max(prev_depth, nav.depth)
-        quals = _qualifiers(variables, nav, rows)
+        quals = _qualifiers((*variables, *unions), nav, rows)
         quals.update({f"__prev{n}": (f"__prev{n}", rows) for n in nav.prevs})
         scope = Scope(quals, (var,), aggregate=Scope(quals, ()))
         checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
                                       aggregates=True)
         _one_variable_aggregates(checked, where[var])
         defines.append((var, checked))
-    measures, final = _measures(ctx, source, variables, fields, rows)
+    measures, final = _measures(ctx, source, variables, fields, rows, unions)
     within_us = None
     if source.within is not None:
         within_us = ctx.types.positive_duration_us(source.within, "WITHIN")
@@ -92,7 +93,7 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     skip_var = None
     if source.skip_to is not None:
         skip_var, pos = source.skip_to
-        if skip_var not in variables:
+        if skip_var not in variables and skip_var not in unions:
             raise RuleError(f"AFTER MATCH SKIP {source.skip.upper()} names '{skip_var}', "
                             "which the PATTERN does not use", pos,
                             hint=did_you_mean(skip_var, variables))
@@ -100,7 +101,23 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         name=name, stream=stream.name, filter=stream_filter, variables=variables,
         pattern=_pattern(source.pattern), defines=tuple(defines), measures=measures,
         columns=selected, skip=source.skip, within_us=within_us, prev_depth=prev_depth,
-        key=key, skip_var=skip_var, rows=source.rows, empty=source.empty, final=final)
+        key=key, skip_var=skip_var, rows=source.rows, empty=source.empty, final=final,
+        unions=tuple(unions.items()))
+
+
+def _unions(source: ast.RecognizeSource, variables: tuple[str, ...]
+            ) -> dict[str, tuple[str, ...]]:
+    """SUBSET's union variables, checked: new names, each of pattern variables."""
+    unions: dict[str, tuple[str, ...]] = {}
+    for name, members, pos in source.subsets:
+        if name in variables or name in unions:
+            raise RuleError(f"SUBSET names '{name}', which is already a variable", pos)
+        for member in members:
+            if member not in variables:
+                raise RuleError(f"SUBSET {name} names '{member}', which the PATTERN does "
+                                "not use", pos, hint=did_you_mean(member, variables))
+        unions[name] = tuple(dict.fromkeys(members))
+    return unions
 
 
 def _qualifiers(variables: tuple[str, ...], nav: Navigation, rows: ir.StreamDef
@@ -148,16 +165,16 @@ def _partition_key(source: ast.RecognizeSource, stream: ir.StreamDef) -> str | N
 
 
 def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, ...],
-              fields: frozenset[str], rows: ir.StreamDef
+              fields: frozenset[str], rows: ir.StreamDef,
+              unions: dict[str, tuple[str, ...]]
               ) -> tuple[tuple[ir.Column, ...], tuple[str, ...]]:
     """The measures, and the names of those with FINAL semantics."""
     columns: list[ir.Column] = []
     final = []
     for expr, alias, pos, semantics in source.measures:
-        nav = Navigation(variables, fields, final=semantics == "final")
-        quals = _qualifiers(variables, nav, rows)
+        nav = Navigation(variables, fields, unions, final=semantics == "final")
         rewritten = nav.rewrite(expr)
-        quals = _qualifiers(variables, nav, rows)
+        quals = _qualifiers((*variables, *unions), nav, rows)
         scope = Scope(quals, (), aggregate=Scope(quals, ()))
         scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
         checked = ctx.types.expr(rewritten, scope)  # type: ignore[arg-type]
