@@ -14,6 +14,7 @@ from cep.cli.summary import balance_text, quality_lines, summary_text
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS
+from cep.lang import ir
 from cep.lang.compile import compile_file
 from cep.run import run
 from cep.run_config import (
@@ -98,6 +99,9 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
+    if args.follow:
+        for line in follow_warnings(module):
+            print(line, file=sys.stderr)
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)
         else "cep-dead-letter.jsonl")
@@ -112,6 +116,15 @@ def run_command(args: argparse.Namespace) -> int:
     for line in quality_lines(result.quality):
         print(line, file=sys.stderr)
     return 0
+
+
+def follow_warnings(module: ir.CompiledModule) -> list[str]:
+    """What a ``--follow`` run will never report: MATCH_RECOGNIZE matches that end only
+    at the end of the input (``$``), which an unbounded input never reaches."""
+    return [f"warning: rule '{rule.name}': its PATTERN's $ matches only at the end of the "
+            "input, which a --follow run never reaches: those matches are never reported"
+            for rule in module.stateful
+            if isinstance(rule, ir.MatchRecognizeRule) and rule.waits_for_the_end]
 
 
 def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:

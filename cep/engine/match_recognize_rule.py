@@ -110,6 +110,8 @@ class MatchRecognizeOperator(PerKeyState):
         measure_refs = collect_nodes([c.expr for c in rule.measures], ir.FieldRef)
         # a key's state stays while it has a match number to continue
         self.numbered = any(r.qualifier == MATCH for r in measure_refs)
+        # with ^ a key's state stays, so that its rows keep their places (0: its first)
+        self.anchored = any(op[0] == "start" for op in self.program.ops)
         # how far PREV in MEASURES reads before a match's first row
         navs = [Nav.parse(r.qualifier) for r in measure_refs]
         self.measure_depth = max([0, *(-n.physical for n in navs if n is not None)])
@@ -180,7 +182,7 @@ class MatchRecognizeOperator(PerKeyState):
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
             seq = clock.reach_one(deadline)
             if deadline == END_OF_TIME:  # the input's end: no row can extend a match
-                matcher.end_starts(state, math.inf)
+                matcher.end_input(self.program, state)
                 at, ts = END_AT, state["rows"][-1].get(self.stream.timestamp or "", 0)
             else:
                 matcher.end_starts(state, self._first_in_time(state, deadline))
@@ -211,9 +213,10 @@ class MatchRecognizeOperator(PerKeyState):
     def _settle(self, key: object, state: dict) -> None:
         """Keep the key's state and next deadline, or let the key go when nothing of it
         is left (no rows kept, no start running, no match waiting, no match number to
-        continue): a fresh state then behaves the same."""
+        continue, no row place that ``^`` counts from): a fresh state then behaves the
+        same."""
         if (state["rows"] or state["threads"] or state["found"]
-                or (self.numbered and state["number"])):
+                or (self.numbered and state["number"]) or (self.anchored and state["next"])):
             self.states[key] = state
             self.timers.set(key, self._next_deadline(state))
         else:

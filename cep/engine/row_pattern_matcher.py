@@ -59,7 +59,7 @@ def open_start(program: Program, state: dict, start: int) -> None:
     if start < state["resume"]:
         return
     threads = state["threads"]
-    for pc in program.closures[0]:
+    for pc in program.stops(0, at_start=start == 0):
         if program.is_match(pc):
             state["found"][start] = ([], [])
             return
@@ -75,12 +75,12 @@ def advance(program: Program, state: dict, passed: list[bool]) -> None:
     at: dict[tuple[int, int], list[list[str]]] = {}
     ended = None  # the start whose remaining (less preferred) threads die
     for (start, pc, labels, excluded), ok in zip(state["threads"], passed, strict=True):
-        if not ok or start == ended:
-            continue
+        if not ok or start == ended or not program.var(pc):
+            continue  # refused, less preferred than a match, or waiting for the end
         grown = [*labels, program.var(pc)]
         if program.excluded(pc):
             excluded = [*excluded, len(labels)]
-        for npc in program.closures[pc + 1]:
+        for npc in program.stops(pc + 1, at_start=False):
             if program.is_match(npc):
                 found[start] = (grown, excluded)
                 ended = start
@@ -113,6 +113,21 @@ def last_index(labels: list[str], var: str) -> int:
 
 def _positions(labels: list[str], var: str) -> list[int]:
     return [k for k, label in enumerate(labels) if label == var]
+
+
+def end_input(program: Program, state: dict) -> None:
+    """The input ends: threads waiting at ``$`` go on to a match if they can (the first
+    of each start in preference order: any is preferred to what the start found), and
+    every thread stops."""
+    found = state["found"]
+    done: set[int] = set()
+    for start, pc, labels, excluded in state["threads"]:
+        if start in done or program.var(pc):
+            continue
+        if any(program.is_match(npc) for npc in program.stops(pc + 1, False, True)):
+            found[start] = (labels, excluded)
+            done.add(start)
+    state["threads"] = []
 
 
 def end_starts(state: dict, before: float) -> None:

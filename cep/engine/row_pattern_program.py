@@ -1,13 +1,14 @@
 """A MATCH_RECOGNIZE row pattern as a program of instructions (Trino's matcher program).
 
 Instructions: ``("var", V, excluded)`` consumes one row that satisfies V's DEFINE
-(``excluded``: inside ``{- -}``, left out of ALL ROWS PER MATCH's output); ``("split", a,
-b)`` continues at a first and at b second (the preferred branch is first: a greedy
-quantifier's loop body, a reluctant one's exit, an alternation's left branch);
-``("jmp", a)``; ``("match",)`` ends a match. SQL:2016's preferment between two matches
-from one start is the order of their paths through the splits, so a matcher that keeps
-its threads in that order and takes the first thread to reach ``match`` finds the
-preferred match (``cep.engine.row_pattern_matcher``).
+(``excluded``: inside ``{- -}``, left out of ALL ROWS PER MATCH's output);
+``("split", a, b)`` continues at a first and at b second (the preferred branch is
+first: a greedy quantifier's loop body, a reluctant one's exit, an alternation's left
+branch); ``("jmp", a)``; ``("start",)`` (``^``) and ``("end",)`` (``$``) hold only at
+the partition's first row and at its end; ``("match",)`` ends a match. SQL:2016's
+preferment between two matches from one start is the order of their paths through the
+splits, so a matcher that keeps its threads in that order and takes the first thread
+to reach ``match`` finds the preferred match (``cep.engine.row_pattern_matcher``).
 
 Besides the instructions, the program knows for every instruction what of a thread's
 labels a later DEFINE can still read (:attr:`Program.reads`): two threads of one start
@@ -43,10 +44,24 @@ class Program:
         return self.ops[pc][0] == "match"
 
     def var(self, pc: int) -> str:
-        return self.ops[pc][1]
+        """The variable of a ``var`` instruction ("" for an ``end`` a thread waits at:
+        no row passes it)."""
+        return self.ops[pc][1] if self.ops[pc][0] == "var" else ""
 
     def excluded(self, pc: int) -> bool:
         return self.ops[pc][2]
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the pattern has ``^`` or ``$`` (their closures depend on the row)."""
+        return any(op[0] in ("start", "end") for op in self.ops)
+
+    def stops(self, pc: int, at_start: bool, at_end: bool = False) -> list[int]:
+        """The ``var``/``match``/``end`` instructions a thread at ``pc`` reaches without a
+        row: the static closure, unless anchors make it depend on where the thread is."""
+        if not self.anchored:
+            return list(self.closures[pc])
+        return closure(self.ops, pc, at_start, at_end)
 
 
 def build_program(pattern: ir.RPattern, define_reads: dict[str, Reads]) -> Program:
@@ -78,6 +93,8 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
     def emit(node: ir.RPattern, excluded: bool = False) -> None:
         if node.kind == "var":
             prog.append(("var", node.name, excluded))
+        elif node.kind in ("start", "end"):
+            prog.append((node.kind,))
         elif node.kind == "exclude":
             emit(node.items[0], True)
         elif node.kind == "seq":
@@ -119,9 +136,15 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
     return prog  # type: ignore[return-value]
 
 
-def closure(prog: list[Instruction], pc: int) -> list[int]:
+def closure(prog: list[Instruction] | tuple[Instruction, ...], pc: int,
+            at_start: bool | None = None, at_end: bool = False) -> list[int]:
     """The ``var``/``match`` instructions reachable from ``pc`` without a row, in
-    preference order (depth first, the first branch of a split before the second)."""
+    preference order (depth first, the first branch of a split before the second).
+
+    Anchors: with ``at_start`` None (the static closure) ``start`` is a stop of its
+    own, else it passes where ``at_start`` (a thread at the partition's first row) and
+    ends the path elsewhere; ``end`` is a stop (a thread waits there for the input's
+    end) unless ``at_end``, where it passes."""
     out: list[int] = []
     seen: set[int] = set()
     stack = [pc]
@@ -135,6 +158,11 @@ def closure(prog: list[Instruction], pc: int) -> list[int]:
             stack.append(ins[1])
         elif ins[0] == "split":
             stack.extend((ins[2], ins[1]))  # the first branch is popped first
+        elif ins[0] == "start" and at_start is not None:
+            if at_start:
+                stack.append(at + 1)
+        elif ins[0] == "end" and at_end:
+            stack.append(at + 1)
         else:
             out.append(at)
     return out
@@ -158,4 +186,6 @@ def reachable_vars(prog: list[Instruction], pc: int) -> set[str]:
             stack.append(ins[1])
         elif ins[0] == "split":
             stack.extend((ins[1], ins[2]))
+        elif ins[0] in ("start", "end"):
+            stack.append(at + 1)
     return found

@@ -305,8 +305,9 @@ class RowPattern:
     (``items``), ``repeat`` (``items[0]`` from ``low`` to ``high`` times, None: no
     bound; ``greedy`` False for the reluctant forms ``*? +? ?? {n,m}?``), ``empty``
     (``()``: no row), ``exclude`` (``{- items[0] -}``: matched, left out of ALL ROWS PER
-    MATCH's output) or ``permute`` (``PERMUTE(a, b, ...)``: the items in any order, the
-    orders preferred lexicographically)."""
+    MATCH's output), ``permute`` (``PERMUTE(a, b, ...)``: the items in any order, the
+    orders preferred lexicographically), ``start`` (``^``: the partition's first row
+    comes next) or ``end`` (``$``: the partition ends here)."""
 
     kind: str
     pos: Pos

@@ -431,6 +431,14 @@ class MatchRecognizeRule:
     def streams(self) -> tuple[str, ...]:
         return (self.stream,)
 
+    @property
+    def waits_for_the_end(self) -> bool:
+        """Whether the pattern has ``$``: its matches end only at the end of the input,
+        which an unbounded run never reaches."""
+        def has_end(node: RPattern) -> bool:
+            return node.kind == "end" or any(has_end(item) for item in node.items)
+        return has_end(self.pattern)
+
 
 StatefulRule = Union[WindowRule, JoinRule, PatternRule, MatchRecognizeRule]  # noqa: UP007
 Rule = Union[DerivedRule, WindowRule, JoinRule, PatternRule, MatchRecognizeRule]  # noqa: UP007

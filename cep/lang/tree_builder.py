@@ -499,6 +499,12 @@ class _Builder(Transformer_NonRecursive):
     def mr_exclude(self, meta: Meta, children: list) -> ast.RowPattern:
         return ast.RowPattern("exclude", match_pos(meta), items=(children[0],))
 
+    def mr_start_anchor(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("start", match_pos(meta))
+
+    def mr_end_anchor(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("end", match_pos(meta))
+
     def mr_permute(self, meta: Meta, children: list) -> ast.RowPattern:
         return ast.RowPattern("permute", match_pos(meta), items=tuple(children))
 

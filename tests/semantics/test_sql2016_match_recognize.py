@@ -176,3 +176,13 @@ def test_subset_unions_variables_for_navigation_aggregates_and_skip(run_epl):
     with pytest.raises(RuleError, match="SUBSET U names 'Q'") as error:
         compile_text(SCHEMA + rule("A.v AS a", "A B", "SUBSET U = (A, Q) DEFINE A AS true"))
     assert error.value.pos.line == 2
+
+
+def test_a_follow_run_is_warned_about_matches_only_the_input_end_reports():
+    from cep.cli.run import follow_warnings
+
+    anchored = compile_text(SCHEMA + rule("count(*) AS n", "A+ $", "DEFINE A AS true"))
+    assert [w.split(":")[0] for w in follow_warnings(anchored)] == ["warning"]
+    assert "never reaches" in follow_warnings(anchored)[0]
+    assert follow_warnings(compile_text(SCHEMA + rule("count(*) AS n", "^ A+",
+                                                      "DEFINE A AS true"))) == []

@@ -57,6 +57,10 @@ FOUR = [90, 80, 70, 70]
     # empty pattern: A is in the alternation's less preferred branch and never matched
     ("() | A", "A AS true", [(1, 1, NULL, NULL), (2, 2, NULL, NULL), (3, 3, NULL, NULL),
                              (4, 4, NULL, NULL)]),
+    # anchors: the partition's start, and its end (the end of the input)
+    ("^A", "A AS true", [(1, 1, 90, "A")]), ("A^", "A AS true", []),
+    ("^A^", "A AS true", []), ("A$", "A AS true", [(4, 1, 70, "A")]),
+    ("$A", "A AS true", []), ("$A$", "A AS true", []),
     ("A B C", "B AS B.value < PREV(B.value), C AS C.value = PREV(C.value)",
      [(2, 1, 80, "A"), (3, 1, 70, "B"), (4, 1, 70, "C")]),
     # alternation: the first alternative that matches is preferred
@@ -134,6 +138,14 @@ def test_back_reference(run_epl):
     assert query(run_epl, text, [1, 2, 3, 4, 5, 6], ("value", "classy", "dc")) == rows(
         (1, "B", NULL), (2, "A", NULL), (3, "A", NULL), (4, "A", NULL), (5, "B", 6),
         (6, "X", 6))
+    # X's condition reads the labels themselves
+    condition = ("PREV(CLASSIFIER(U), 1) = 'A' AND LAST(CLASSIFIER(), 3) = 'B' AND "
+                 "FIRST(CLASSIFIER(U)) = 'B'")
+    text = (f"SELECT value, classy, dc FROM T MATCH_RECOGNIZE ( MEASURES CLASSIFIER() AS "
+            f"classy, {condition} AS dc ALL ROWS PER MATCH PATTERN ((A | B)* X $) "
+            f"SUBSET U = (A, B) DEFINE X AS {condition} );")
+    assert query(run_epl, text, [1, 2, 3, 4, 5], ("value", "classy", "dc")) == rows(
+        (1, "B", NULL), (2, "B", False), (3, "A", False), (4, "A", True), (5, "X", True))
 
 
 @pytest.mark.parametrize(("pattern", "expected"), [
@@ -141,6 +153,11 @@ def test_back_reference(run_epl):
     ("B | ()*", [(1, 1, NULL, NULL), (2, 2, 80, "B"), (3, 3, 70, "B"), (4, 4, NULL, NULL)]),
     ("(B ()*)*", [(1, 1, NULL, NULL), (2, 2, 80, "B"), (3, 2, 70, "B"), (4, 3, NULL, NULL)]),
     ("(B ()*)*?", EMPTY_ALL),
+    # quantified anchors
+    ("^* | B", EMPTY_ALL), ("^+ | B", [(1, 1, NULL, NULL), (2, 2, 80, "B"), (3, 3, 70, "B")]),
+    ("^* A B", [(1, 1, 90, "A"), (2, 1, 80, "B")]), ("$* | B", EMPTY_ALL),
+    ("$+ | B", [(2, 1, 80, "B"), (3, 2, 70, "B")]),
+    ("B A $+", [(3, 1, 70, "B"), (4, 1, 70, "A")]),
 ])
 def test_empty_cycle(run_epl, pattern, expected):
     text = ALL_ROWS.format(pattern=pattern, define="B AS B.value < PREV(B.value)")

@@ -49,6 +49,12 @@ RULES = {
                             "C AS C.v > prev(C.v) );",
     # every row of each match, numbered per key (the count stays with the key), with
     # navigation, an aggregate in DEFINE and an exclusion
+    # anchors: ^ holds at each key's first row only (the key's row count moves with it),
+    # $ at the end of the input
+    "match_recognize_anchors": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                               "count(*) AS n, LAST(A.v) AS a, CLASSIFIER() AS cl "
+                               "PATTERN (^ A+ | B C* $) DEFINE A AS A.kind = 1, "
+                               "B AS B.v > 5, C AS C.kind < 2 );",
     "match_recognize_all_rows": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
                                 "MATCH_NUMBER() AS mn, CLASSIFIER() AS cl, "
                                 "PREV(LAST(B.v), 1) AS pb, FINAL count(*) AS n "
