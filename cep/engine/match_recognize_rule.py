@@ -185,7 +185,11 @@ class MatchRecognizeOperator(PerKeyState):
                 matcher.end_input(self.program, state)
                 at, ts = END_AT, state["rows"][-1].get(self.stream.timestamp or "", 0)
             else:
-                matcher.end_starts(state, self._first_in_time(state, deadline))
+                before = self._first_in_time(state, deadline)
+                if clock.final and deadline > clock.last:  # WITHIN ends after the input
+                    matcher.end_input(self.program, state, before)
+                else:
+                    matcher.end_starts(state, before)
                 at, ts = 2 * deadline, deadline
             out.extend((key, seq, at, TIMER, ts, m)  # type: ignore[misc]
                        for m in self._decide(state))

@@ -25,6 +25,7 @@ The rules, in SQL:2016's terms (and Trino's):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cep.engine.row_pattern_program import Program, Reads
@@ -115,19 +116,20 @@ def _positions(labels: list[str], var: str) -> list[int]:
     return [k for k, label in enumerate(labels) if label == var]
 
 
-def end_input(program: Program, state: dict) -> None:
-    """The input ends: threads waiting at ``$`` go on to a match if they can (the first
-    of each start in preference order: any is preferred to what the start found), and
-    every thread stops."""
+def end_input(program: Program, state: dict, before: float = math.inf) -> None:
+    """The input has ended, and the starts before row ``before`` stop (all of them, or
+    those whose WITHIN runs out after the input's end): their threads waiting at ``$``
+    go on to a match if they can (the first of each start in preference order: any is
+    preferred to what the start found)."""
     found = state["found"]
     done: set[int] = set()
     for start, pc, labels, excluded in state["threads"]:
-        if start in done or program.var(pc):
+        if start >= before or start in done or program.var(pc):
             continue
         if any(program.is_match(npc) for npc in program.stops(pc + 1, False, True)):
             found[start] = (labels, excluded)
             done.add(start)
-    state["threads"] = []
+    end_starts(state, before)
 
 
 def end_starts(state: dict, before: float) -> None:

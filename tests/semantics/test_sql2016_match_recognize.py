@@ -186,3 +186,14 @@ def test_a_follow_run_is_warned_about_matches_only_the_input_end_reports():
     assert "never reaches" in follow_warnings(anchored)[0]
     assert follow_warnings(compile_text(SCHEMA + rule("count(*) AS n", "^ A+",
                                                       "DEFINE A AS true"))) == []
+
+
+def test_the_input_end_satisfies_dollar_before_within_runs_out(run_epl):
+    # the last start's WITHIN runs out only after the input's end: $ holds first
+    text = rule("count(*) AS n", "A+ $", "DEFINE A AS A.v > 0", within="WITHIN 10 sec ")
+    out = run(run_epl, text, rows([0, 1, 2]))
+    assert [(r["seq"], r["n"]) for r in out] == [("end", 2)]
+    # a start whose WITHIN ran out before the input's end is not at the end
+    text = rule("count(*) AS n", "A+ $", "DEFINE A AS A.v > 0", within="WITHIN 2 sec ")
+    assert [(r["seq"], r["n"]) for r in run(run_epl, text, rows([1, 1, 1, 1]))] == [
+        ("end", 2)]
