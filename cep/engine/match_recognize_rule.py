@@ -6,7 +6,10 @@ states SQL:2016's rules: the most preferred match from each start, held while a 
 preferred thread may still grow it, decided in start order, AFTER MATCH SKIP). This
 module feeds it: it evaluates DEFINE conditions (for all threads waiting on one
 variable at once, or for the whole batch when a condition reads only the row and
-``prev`` rows), buffers each key's rows, computes MEASURES and stamps each match:
+``prev`` rows), buffers each key's rows, turns each decided start into output rows (one
+per match, or with ALL ROWS PER MATCH one per row of it, and the rows in no match WITH
+UNMATCHED ROWS), computes their MEASURES (``cep.engine.row_pattern_measures``) and
+stamps them:
 
 * a match is reported at the row that decides it (the row no preferred thread could
   take, or its own last row when nothing could follow), with that row's seq and ts;
@@ -19,15 +22,13 @@ variable at once, or for the whole batch when a condition reads only the row and
   unbounded run such a match waits for a row that decides it.
 
 A key's state is plain data (its buffered rows as dicts, threads as lists, held
-matches) and moves with the key.
+matches, the match number) and moves with the key.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from cep.engine.clock import END_OF_TIME, Watermark
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
+from cep.engine.row_pattern_measures import MatchRow, aggregate, measure_value
 from cep.engine.row_pattern_nav import position
 from cep.engine.row_pattern_nav import reads as nav_reads
 from cep.engine.row_pattern_program import build_program
@@ -62,22 +64,6 @@ from cep.lang.row_nav import CLASSIFIER, MATCH, Nav
 Out = tuple[object, int, int, int, int, "MatchRow"]
 #: ``at`` of a match the end of the input decides: after every timer's
 END_AT = (1 << 63) - 1
-
-
-@dataclass(frozen=True)
-class MatchRow:
-    """One output row's content: the match's labels (None: a row in no match), its
-    rows preceded by ``before`` rows of the partition (what PREV in MEASURES may read),
-    its number, the current row (RUNNING semantics: the row ALL ROWS PER MATCH outputs;
-    ONE ROW PER MATCH: the last) and the row whose fields ALL ROWS PER MATCH outputs (an
-    empty match's: its start row)."""
-
-    rows: list[Row]
-    before: int
-    labels: list[str] | None
-    number: int
-    current: int
-    row: Row
 
 
 class MatchRecognizeOperator(PerKeyState):
@@ -326,7 +312,7 @@ class MatchRecognizeOperator(PerKeyState):
             labels = [*labels, var]
             content.append(MatchRow(rows[at:at + len(labels)], 0, labels, 0,
                                     len(labels) - 1, rows[-1]))
-        return _aggregate(agg, content, False, self.groups)
+        return aggregate(agg, content, False, self.groups)
 
     def _trim(self, state: dict) -> None:
         """Drop buffered rows no thread, held match or navigation can reach."""
@@ -351,10 +337,10 @@ class MatchRecognizeOperator(PerKeyState):
         final = set(rule.final)
         for column in rule.measures:
             for agg in collect_nodes([column.expr], ir.Agg):
-                aggs[agg] = _aggregate(agg, content, column.name in final, self.groups)
+                aggs[agg] = aggregate(agg, content, column.name in final, self.groups)
         for ref in collect_nodes(exprs, ir.FieldRef):
             if (ref.qualifier, ref.name) not in env.columns:
-                values = [_measure_value(ref, c) for c in content]
+                values = [measure_value(ref, c) for c in content]
                 env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
         measures = Env(m)
         if rule.rows == "all":
@@ -434,69 +420,3 @@ def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg],
         every.update(var_every)
         whole = whole or var_whole
     return tuple(sorted(last)), tuple(sorted(every)), whole
-
-
-def _measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
-    """A measure's field reference for one output row: the match number, or the row a
-    navigation names: within the match, or (PREV) the partition's rows before it; NULL
-    past the match's last row (the rows after it may not have arrived) and for a row in
-    no match."""
-    if row.labels is None:
-        return None
-    if ref.qualifier == MATCH:
-        return row.number
-    nav = Nav.parse(ref.qualifier)
-    if nav is None:
-        return None
-    at = position(nav, row.labels, row.current)
-    if at is None or not -row.before <= at < len(row.labels):
-        return None
-    if ref.name == CLASSIFIER:
-        return row.labels[at] if at >= 0 else None
-    return row.rows[row.before + at].get(ref.name)
-
-
-def _aggregate(agg: ir.Agg, content: list[MatchRow], final: bool,
-               groups: dict[str, tuple[str, ...]]) -> Col:
-    """One aggregate per output row over its variable's rows of the match (``__all``:
-    every row; a SUBSET's name: its variables' rows; NULLs skipped), up to the current
-    row unless ``final``; NULL for a row in no match."""
-    out = []
-    for row in content:
-        if row.labels is None:  # a row in no match: every measure is NULL
-            out.append(None)
-            continue
-        upto = len(row.labels) if final else row.current + 1
-        labels = row.labels[:upto]
-        if agg.arg is None:
-            out.append(len(labels))
-            continue
-        ref = agg.arg
-        wanted = groups.get(ref.qualifier)  # type: ignore[union-attr]  # None: ALL
-        values = [row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
-                  for k, v in enumerate(labels) if wanted is None or v in wanted]
-        values = [x for x in values if x is not None]
-        out.append(_reduce(agg.name, values))
-    return as_column(out, agg.type)
-
-
-def _reduce(name: str, values: list) -> object:
-    if name == "count":
-        return len(values)
-    if not values:
-        return None
-    if name == "first":
-        return values[0]
-    if name == "last":
-        return values[-1]
-    if name in ("min", "max"):
-        return min(values) if name == "min" else max(values)
-    total = math.fsum(values) if isinstance(values[0], float) else sum(values)
-    if name == "sum":
-        return total
-    if name == "avg":
-        return total / len(values)
-    if len(values) < 2:  # stddev (sample)
-        return None
-    mean = math.fsum(values) / len(values)
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1))
