@@ -227,8 +227,9 @@ class MatchRecognizeOperator(PerKeyState):
         one vectorised evaluation)."""
         passed = [True] * len(threads)
         by_var: dict[str, list[int]] = {}
+        names = self.program.vars
         for n, thread in enumerate(threads):
-            by_var.setdefault(self.program.var(thread[1]), []).append(n)
+            by_var.setdefault(names[thread[1]], []).append(n)
         row = state["rows"][-1]
         for var, members in by_var.items():
             cond = self.defines.get(var)

@@ -75,21 +75,27 @@ def advance(program: Program, state: dict, passed: list[bool]) -> None:
     kept: list[Thread] = []
     at: dict[tuple[int, int], list[list[str]]] = {}
     ended = None  # the start whose remaining (less preferred) threads die
+    names, ops, reads = program.vars, program.ops, program.reads
     for (start, pc, labels, excluded), ok in zip(state["threads"], passed, strict=True):
-        if not ok or start == ended or not program.var(pc):
+        var = names[pc]
+        if not ok or start == ended or not var:
             continue  # refused, less preferred than a match, or waiting for the end
-        grown = [*labels, program.var(pc)]
-        if program.excluded(pc):
+        grown = [*labels, var]
+        if ops[pc][2]:  # inside {- -}
             excluded = [*excluded, len(labels)]
-        for npc in program.stops(pc + 1, at_start=False):
-            if program.is_match(npc):
+        for npc in (program.stops(pc + 1, at_start=False) if program.anchored
+                    else program.closures[pc + 1]):
+            if ops[npc][0] == "match":
                 found[start] = (grown, excluded)
                 ended = start
                 break
-            rivals = at.setdefault((start, npc), [])
-            if any(_equivalent(program.reads[npc], grown, other) for other in rivals):
+            rivals = at.get((start, npc))
+            if rivals is None:
+                at[(start, npc)] = [grown]
+            elif any(_equivalent(reads[npc], grown, other) for other in rivals):
                 continue
-            rivals.append(grown)
+            else:
+                rivals.append(grown)
             kept.append([start, npc, grown, excluded])
     state["threads"] = kept
 

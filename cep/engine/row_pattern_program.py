@@ -39,22 +39,20 @@ class Program:
     #: per instruction, what the DEFINEs reachable from it read of a thread's labels:
     #: what tells two threads at that instruction apart
     reads: tuple[Reads, ...]
+    #: per instruction, the variable of a ``var`` ("" elsewhere: at an ``end`` a thread
+    #: waits, and no row passes it)
+    vars: tuple[str, ...] = ()
+    #: whether the pattern has ``^`` or ``$`` (their closures depend on the row)
+    anchored: bool = False
 
     def is_match(self, pc: int) -> bool:
         return self.ops[pc][0] == "match"
 
     def var(self, pc: int) -> str:
-        """The variable of a ``var`` instruction ("" for an ``end`` a thread waits at:
-        no row passes it)."""
-        return self.ops[pc][1] if self.ops[pc][0] == "var" else ""
+        return self.vars[pc]
 
     def excluded(self, pc: int) -> bool:
         return self.ops[pc][2]
-
-    @property
-    def anchored(self) -> bool:
-        """Whether the pattern has ``^`` or ``$`` (their closures depend on the row)."""
-        return any(op[0] in ("start", "end") for op in self.ops)
 
     def stops(self, pc: int, at_start: bool, at_end: bool = False) -> list[int]:
         """The ``var``/``match``/``end`` instructions a thread at ``pc`` reaches without a
@@ -80,7 +78,9 @@ def build_program(pattern: ir.RPattern, define_reads: dict[str, Reads]) -> Progr
             every.update(var_every)
             whole = whole or var_whole
         reads.append((tuple(sorted(last - every)), tuple(sorted(every)), whole))
-    return Program(tuple(ops), closures, tuple(reads))
+    return Program(tuple(ops), closures, tuple(reads),
+                   tuple(op[1] if op[0] == "var" else "" for op in ops),
+                   any(op[0] in ("start", "end") for op in ops))
 
 
 def compile_program(pattern: ir.RPattern) -> list[Instruction]:
