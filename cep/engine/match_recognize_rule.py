@@ -34,6 +34,7 @@ import numpy as np
 
 from cep.engine import row_pattern_matcher as matcher
 from cep.engine.clock import END_OF_TIME, Watermark
+from cep.engine.codec import StateFormatError
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
@@ -370,6 +371,12 @@ class MatchRecognizeOperator(PerKeyState):
         return {k: self.states.pop(k) for k in keys if k in self.states}
 
     def import_states(self, states: dict[object, object]) -> None:
+        for state in states.values():
+            if not isinstance(state, dict) or set(state) != set(matcher.new_state()):
+                # a key's state from the matcher before SQL:2016's rules (issue 43):
+                # its threads mean other matches, and cannot be carried on
+                raise StateFormatError("MATCH_RECOGNIZE state of another layout (an older "
+                                       "cep): start from a new checkpoint")
         self.states.update(states)  # type: ignore[arg-type]
         for key, state in states.items():
             self.timers.set(key, self._next_deadline(state))  # type: ignore[arg-type]

@@ -197,3 +197,15 @@ def test_the_input_end_satisfies_dollar_before_within_runs_out(run_epl):
     text = rule("count(*) AS n", "A+ $", "DEFINE A AS A.v > 0", within="WITHIN 2 sec ")
     assert [(r["seq"], r["n"]) for r in run(run_epl, text, rows([1, 1, 1, 1]))] == [
         ("end", 2)]
+
+
+def test_state_of_the_old_matcher_is_refused_not_misread():
+    from cep.engine.codec import StateFormatError
+
+    module = compile_text(SCHEMA + rule("count(*) AS n", "A+", "DEFINE A AS true"))
+    op = MatchRecognizeOperator(module.stateful[0], module.streams["S"])
+    old = {"rows": [], "base": 0, "threads": [[0, 0, []]], "found": {}, "resume": 0}
+    with pytest.raises(StateFormatError, match="another layout"):
+        op.import_states({"x": old})
+    op.import_states({"x": matcher.new_state()})
+    assert op.keys() == {"x"}
