@@ -334,12 +334,12 @@ class MatchRecognizeOperator(PerKeyState):
         m = len(out)
         content = [o[5] for o in out]
         env = Env(m)
-        aggs: dict[ir.Agg, Col] = {}
         exprs = [c.expr for c in rule.measures]
         final = set(rule.final)
-        for column in rule.measures:
-            for agg in collect_nodes([column.expr], ir.Agg):
-                aggs[agg] = aggregate(agg, content, column.name in final, self.groups)
+        # per measure: RUNNING count(*) and FINAL count(*) are one node, two values
+        aggs = {column.name: {agg: aggregate(agg, content, column.name in final, self.groups)
+                              for agg in collect_nodes([column.expr], ir.Agg)}
+                for column in rule.measures}
         for ref in collect_nodes(exprs, ir.FieldRef):
             if (ref.qualifier, ref.name) not in env.columns:
                 values = [measure_value(ref, c) for c in content]
@@ -350,7 +350,8 @@ class MatchRecognizeOperator(PerKeyState):
                 measures.columns[("", name)] = as_column([c.row.get(name) for c in content],
                                                          self.types[name])
         for column in rule.measures:
-            measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
+            measures.columns[("", column.name)] = evaluate(column.expr, env,
+                                                           aggs[column.name])
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
         keys = np.empty(m, dtype=object)
         keys[:] = [o[0] for o in out]

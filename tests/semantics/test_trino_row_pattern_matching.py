@@ -440,3 +440,76 @@ def test_aggregation_tentative_label_match(run_epl):
         ("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3), ("p1", 4, "B", 4),
         ("p1", 5, "A", 5), ("p2", 1, "B", 2), ("p2", 2, "B", 4), ("p2", 3, "A", 6),
         ("p2", 4, "A", 8), ("p2", 5, "A", 10))
+
+
+def test_aggregation_tentative_running_max(run_epl):
+    text = ("SELECT part, id, classy, running_max FROM P MATCH_RECOGNIZE ( PARTITION BY part "
+            "MEASURES RUNNING max(value) AS running_max, CLASSIFIER() AS classy ALL ROWS PER "
+            "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ((A | B)*) "
+            "DEFINE A AS max(value) > 4 );")
+    data = [(i, "p1", i) for i in range(1, 6)] + [(i, "p2", 2 * i) for i in range(1, 6)]
+    out = partitioned(run_epl, text, data, ("part", "id", "classy", "running_max"))
+    assert out == rows(("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3),
+                       ("p1", 4, "B", 4), ("p1", 5, "A", 5), ("p2", 1, "B", 2),
+                       ("p2", 2, "B", 4), ("p2", 3, "A", 6), ("p2", 4, "A", 8),
+                       ("p2", 5, "A", 10))
+
+
+def test_count_aggregation(run_epl):
+    # Trino's count() is written count(*); count(C.*) is count(C.id) (id is never NULL)
+    text = ("SELECT id, m1 FROM T MATCH_RECOGNIZE ( MEASURES count(*) AS m1 ALL ROWS PER "
+            "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (X Y Z) DEFINE X AS id > 1 );")
+    assert query(run_epl, text, [0] * 4, ("id", "m1")) == rows((2, 1), (3, 2), (4, 3))
+    text = ("SELECT id, m1, m2 FROM T MATCH_RECOGNIZE ( MEASURES RUNNING count(*) AS m1, "
+            "FINAL count(*) AS m2 ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN (A B C D) DEFINE A AS true );")
+    assert query(run_epl, text, [0] * 4, ("id", "m1", "m2")) == rows(
+        (1, 1, 4), (2, 2, 4), (3, 3, 4), (4, 4, 4))
+    text = ("SELECT id, m1, m2 FROM T MATCH_RECOGNIZE ( MEASURES count(C.id) AS m1, "
+            "count(U.id) AS m2 ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN (A B C D) SUBSET U = (B, D) DEFINE A AS true );")
+    assert query(run_epl, text, [0] * 4, ("id", "m1", "m2")) == rows(
+        (1, 0, 0), (2, 0, 1), (3, 1, 1), (4, 1, 2))
+
+
+def test_balancing_sums(run_epl):
+    text = ("SELECT id, classy, sa, sb FROM T MATCH_RECOGNIZE ( MEASURES RUNNING sum(A.value) "
+            "AS sa, RUNNING sum(B.value) AS sb, CLASSIFIER() AS classy ALL ROWS PER MATCH "
+            "AFTER MATCH SKIP PAST LAST ROW PATTERN ((A | B)*) "
+            "DEFINE A AS sum(A.value) - A.value <= sum(B.value) );")
+    out = query(run_epl, text, [4, 6, 10, 1, 1, 1, 10, 5, 1], ("id", "classy", "sa", "sb"))
+    assert out == rows((1, "B", NULL, 4), (2, "A", 6, 4), (3, "B", 6, 14), (4, "A", 7, 14),
+                       (5, "A", 8, 14), (6, "A", 9, 14), (7, "A", 19, 14), (8, "B", 19, 19),
+                       (9, "A", 20, 19))
+
+
+def test_period_length(run_epl):
+    # Trino's user_id/minute_of_the_day as part/value; D is a one-row period. ONE ROW PER
+    # MATCH outputs the measures, and each output row its key
+    text = ("SELECT total FROM P MATCH_RECOGNIZE ( PARTITION BY part MEASURES "
+            "COALESCE(sum(C.value) - sum(A.value), 0) AS total ONE ROW PER MATCH "
+            "PATTERN ((A B* C | D)*) DEFINE B AS value = PREV(value) + 1, "
+            "C AS value = PREV(value) + 1 );")
+    data = [(1, "u1", 3), (2, "u1", 4), (3, "u1", 5), (4, "u1", 8), (5, "u1", 9),
+            (1, "u2", 2), (2, "u2", 3), (3, "u2", 4)]
+    assert partitioned(run_epl, text, data, ("key", "total")) == rows(("u1", 3), ("u2", 2))
+
+
+@pytest.mark.parametrize(("pattern", "define", "n", "expected"), [
+    # two subsets of equal sums (Trino's RUNNING array_agg(CLASSIFIER()) is read here row
+    # by row, as each row's CLASSIFIER())
+    ("^(A | B)* (LAST_A | LAST_B)$",
+     "LAST_A AS sum(A.id) + id = sum(B.id), LAST_B AS sum(B.id) + id = sum(A.id)", 8,
+     ["A", "A", "A", "A", "B", "B", "B", "LAST_A"]),
+    ("^(A | B | C)* (LAST_A | LAST_B | LAST_C)$",
+     "LAST_A AS sum(A.id) + id = sum(B.id) AND sum(B.id) = sum(C.id), "
+     "LAST_B AS sum(B.id) + id = sum(A.id) AND sum(A.id) = sum(C.id), "
+     "LAST_C AS sum(C.id) + id = sum(A.id) AND sum(A.id) = sum(B.id)", 6,
+     ["A", "B", "C", "C", "B", "LAST_A"]),
+])
+def test_set_partitioning(run_epl, pattern, define, n, expected):
+    text = ("SELECT id, classy FROM T MATCH_RECOGNIZE ( MEASURES CLASSIFIER() AS classy "
+            f"ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ({pattern}) "
+            f"DEFINE {define} );")
+    assert query(run_epl, text, [0] * n, ("id", "classy")) == rows(
+        *zip(range(1, n + 1), expected, strict=True))
