@@ -28,6 +28,15 @@ RULES = {
                               "PREV(LAST(value)) AS val, CLASSIFIER() AS label ALL ROWS PER "
                               "MATCH WITH UNMATCHED ROWS PATTERN (B+) "
                               "DEFINE B AS B.value <= PREV(B.value) );",
+    # ^ at each key's first row (its row count moves with it), $ at the input's end
+    "anchors": "SELECT part, id, classy FROM P MATCH_RECOGNIZE ( PARTITION BY part "
+               "MEASURES CLASSIFIER() AS classy ALL ROWS PER MATCH "
+               "PATTERN (^ A B? | C+ $) DEFINE A AS value < 50, C AS value > 0 );",
+    "subset_skip_exclusion": "SELECT part, id, mn, u FROM P MATCH_RECOGNIZE ( PARTITION BY "
+                             "part MEASURES MATCH_NUMBER() AS mn, FINAL sum(U.value) AS u "
+                             "ALL ROWS PER MATCH AFTER MATCH SKIP TO LAST U "
+                             "PATTERN (A {- B* -} C+) SUBSET U = (A, C) "
+                             "DEFINE B AS B.value = PREV(B.value), C AS C.value >= A.value );",
 }
 
 
