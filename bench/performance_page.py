@@ -182,6 +182,22 @@ def reference_figures(data: dict, _name: str) -> str:
     return head + table(("rule", "batch size", "events/s", "output rows"), rows)
 
 
+def latency_figures(data: dict, _name: str) -> str:
+    """bench_latency.py's cases: latency from an event's append to its output."""
+    rows = [(c.get("sink", ""), num(c.get("trigger_s"), 1, " s"), num(c.get("rate")),
+             f"{num(c.get('delivered'))} of {num(c.get('events'))}",
+             num(c.get("p50_s"), 2), num(c.get("p95_s"), 2), num(c.get("p99_s"), 2),
+             num(c.get("max_s"), 2), num(c.get("first_output_s"), 1),
+             num(c.get("batch_gap_median_s"), 2))
+            for c in at(data, "cases") or [] if isinstance(c, dict)]
+    best = at(data, "best_rate_p99_under_1s") or {}
+    tail = "; ".join(f"{name}: {num(rate) or 'none'}" for name, rate in best.items())
+    return (f"Rule `{data.get('rule', '')}`, {num(data.get('keys'))} keys.\n\n"
+            + table(("source and sink", "trigger", "events/s", "delivered", "p50 s",
+                     "p95 s", "p99 s", "max s", "first output s", "batch every s"), rows)
+            + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
+
+
 SPARK_QUERIES = {
     "cep": "cep on Spark (reads JSON lines, 5 engines)",
     "cep-aipws": "cep on Spark with `applyInPandasWithState` engines",
@@ -651,6 +667,14 @@ SECTIONS = (
             "Events per second of the in-process reference evaluator, per rule shape, whole "
             "and in batches; the events are built in memory, so the figures are the "
             "evaluator's own.", "python bench/bench_reference.py", reference_figures),
+    Section("latency.json", "Detection latency",
+            "A writer appends events at a fixed rate to a file that `cep run --follow` "
+            "follows (or produces them to a Kafka topic it reads); a per-key "
+            "`#length(2)` rule reports each event, and a reader notes when its output "
+            "appears (in the output file, or in the output topic, read committed). "
+            "Latency is the time from an event's append to its output; first output is "
+            "the first event's output after `cep run` started. cep's defaults otherwise "
+            "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
     Section("event_time.json", "Event time: idle keys and timers",
             "The reference evaluator over a churn of users, each active for a few minutes of "
             "a long stream: how many keys hold state as time passes; and a per-key absence "

@@ -302,8 +302,12 @@ class PatternSource:
 @dataclass(frozen=True)
 class RowPattern:
     """A MATCH_RECOGNIZE pattern: ``kind`` ``var`` (``name``), ``seq`` and ``alt``
-    (``items``), or ``repeat`` (``items[0]`` from ``low`` to ``high`` times, None: no
-    bound; ``greedy`` False for the reluctant forms ``*? +? ?? {n,m}?``)."""
+    (``items``), ``repeat`` (``items[0]`` from ``low`` to ``high`` times, None: no
+    bound; ``greedy`` False for the reluctant forms ``*? +? ?? {n,m}?``), ``empty``
+    (``()``: no row), ``exclude`` (``{- items[0] -}``: matched, left out of ALL ROWS PER
+    MATCH's output), ``permute`` (``PERMUTE(a, b, ...)``: the items in any order, the
+    orders preferred lexicographically), ``start`` (``^``: the partition's first row
+    comes next) or ``end`` (``$``: the partition ends here)."""
 
     kind: str
     pos: Pos
@@ -316,20 +320,28 @@ class RowPattern:
 
 @dataclass(frozen=True)
 class RecognizeSource:
-    """``Stream[(filter)] MATCH_RECOGNIZE ( [PARTITION BY k] MEASURES e AS m, ...
-    [AFTER MATCH SKIP ...] PATTERN (...) [WITHIN T] DEFINE V AS cond, ... ) [AS alias]``;
-    ``skip`` is ``past last row``, ``to next row`` or ``to current row``."""
+    """``Stream[(filter)] MATCH_RECOGNIZE ( [PARTITION BY k] MEASURES [RUNNING|FINAL] e
+    AS m, ... [ONE ROW PER MATCH | ALL ROWS PER MATCH [mode]] [AFTER MATCH SKIP ...]
+    PATTERN (...) [WITHIN T] DEFINE V AS cond, ... ) [AS alias]``; a measure is (expr,
+    name, pos, ``running``/``final``/None); ``skip`` is ``past last row``, ``to next
+    row``, ``to current row``, ``to first`` or ``to last`` (of ``skip_to``); ``rows``
+    ``one`` or ``all`` (with ``empty``: ``show``, ``omit`` or ``unmatched``); ``subsets``
+    the SUBSET clause's union variables (name, variables, pos)."""
 
     stream: str
     filter: Expr | None
     partition_by: tuple[Expr, ...]
-    measures: tuple[tuple[Expr, str, Pos], ...]
+    measures: tuple[tuple[Expr, str, Pos, str | None], ...]
     skip: str
     pattern: RowPattern
     within: Expr | None
     defines: tuple[tuple[str, Expr, Pos], ...]
     alias: str | None
     pos: Pos
+    skip_to: tuple[str, Pos] | None = None
+    rows: str = "one"
+    empty: str = "show"
+    subsets: tuple[tuple[str, tuple[str, ...], Pos], ...] = ()
 
 
 Source = Union[StreamSource, PatternSource, RecognizeSource]  # noqa: UP007

@@ -395,13 +395,19 @@ class RPattern:
 
 @dataclass(frozen=True)
 class MatchRecognizeRule:
-    """``S MATCH_RECOGNIZE (...)``: one output row per match, per partition key.
+    """``S MATCH_RECOGNIZE (...)``: per partition key, one output row per match (``rows``
+    ``one``) or one per row of each match (``all``; ``empty``: ``show`` or ``omit`` empty
+    matches, or ``unmatched``: also the rows no match took).
 
-    ``defines`` read the candidate row as its variable's qualifier, other variables as
-    their last row so far and ``__prev{n}`` as the partition's row n before; ``measures``
-    read each variable's last row and aggregate over its rows (``count(*)``: all rows of
-    the match); ``columns`` (the SELECT list) read the measures. See
-    ``cep.engine.match_recognize``."""
+    ``defines`` read the candidate row as its variable's qualifier, ``__prev{n}`` as the
+    partition's row n before, and other rows through navigation qualifiers
+    (``grammar.row_nav``); ``measures`` read rows through navigation qualifiers and
+    aggregate over one variable's rows (``__all``: every row; ``count(*)``: all rows of
+    the match; ``final`` names the measures with FINAL semantics); ``columns`` (the
+    SELECT list) read the measures, and with ALL ROWS PER MATCH the row's fields.
+    ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``, a
+    variable or one of SUBSET's ``unions``: name and variables). See
+    ``cep.engine.match_recognize_rule``."""
 
     name: str
     stream: str
@@ -417,10 +423,23 @@ class MatchRecognizeRule:
     key: str | None
     output: OutputLimit | None = None
     target: str | None = None
+    skip_var: str | None = None
+    rows: str = "one"
+    empty: str = "show"
+    final: tuple[str, ...] = ()
+    unions: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def streams(self) -> tuple[str, ...]:
         return (self.stream,)
+
+    @property
+    def waits_for_the_end(self) -> bool:
+        """Whether the pattern has ``$``: its matches end only at the end of the input,
+        which an unbounded run never reaches."""
+        def has_end(node: RPattern) -> bool:
+            return node.kind == "end" or any(has_end(item) for item in node.items)
+        return has_end(self.pattern)
 
 
 StatefulRule = Union[WindowRule, JoinRule, PatternRule, MatchRecognizeRule]  # noqa: UP007

@@ -122,6 +122,10 @@ def _describe_expected(expected: set[str]) -> str:
     return "one of: " + ", ".join(words[:-1]) + " or " + words[-1]
 
 
+#: the row pattern anchors, terminals nowhere else
+_PATTERN_ONLY = frozenset({"$", "^"})
+
+
 def _describe_token(token: Token) -> str:
     """How an unexpected token is named in a message."""
     if token.type == "$END":
@@ -156,6 +160,10 @@ def unexpected_token(token: Token, accepted: AcceptedTokens) -> RuleError:
     at_end = text == "$END"
     pos = _after(prev) if at_end and prev is not None else token_pos(token)
 
+    if text in _PATTERN_ONLY and text not in expected:
+        # a character that means something in a row pattern only (its anchors) is, as
+        # anywhere else, a character the language does not have
+        return RuleError(f"unexpected character '{token.value}'", token_pos(token))
     if text == "=" and prev is not None and prev.value == "=" and prev.end_pos == token.start_pos:
         return RuleError(
             "'==' is not an operator; compare with a single '='",

@@ -409,12 +409,17 @@ class _Builder(Transformer_NonRecursive):
         stream, *rest = children
         parts = {c.kind: c.value for c in rest if isinstance(c, _Clause)}
         filters = [c.expr for c in rest if isinstance(c, _Filter)]
+        skip, skip_to = parts.get("skip", ("past last row", None))  # type: ignore[misc]
+        rows, empty = parts.get("rows", ("one", "show"))  # type: ignore[misc]
+        patterns = [c for c in rest if isinstance(c, ast.RowPattern)]
         return ast.RecognizeSource(
             stream=str(stream), filter=filters[0] if filters else None,
             partition_by=parts.get("partition_by", ()), measures=parts["measures"],
-            skip=parts.get("skip", "past last row"),
-            pattern=next(c for c in rest if isinstance(c, ast.RowPattern)),
-            within=parts.get("within"), defines=parts["defines"], alias=alias, pos=match_pos(meta))
+            skip=skip, pattern=patterns[0] if patterns else ast.RowPattern(
+                "empty", match_pos(meta)),
+            within=parts.get("within"), defines=parts["defines"], alias=alias,
+            pos=match_pos(meta), skip_to=skip_to, rows=rows, empty=empty,
+            subsets=parts.get("subsets", ()))
 
     def mr_partition(self, meta: Meta, children: list) -> _Clause:
         return _Clause("partition_by", tuple(children))
@@ -423,13 +428,41 @@ class _Builder(Transformer_NonRecursive):
         return _Clause("measures", tuple(children))
 
     def mr_measure(self, meta: Meta, children: list) -> tuple:
-        return children[0], str(children[1]), match_pos(meta)
+        semantics = None
+        if len(children) == 3:
+            semantics, children = children[0], children[1:]
+        return children[0], str(children[1]), match_pos(meta), semantics
+
+    def mr_semantics(self, meta: Meta, children: list) -> str:
+        return str(children[0]).lower()
+
+    def mr_one_row(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("rows", ("one", "show"))
+
+    def mr_all_rows(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("rows", ("all", children[0] if children else "show"))
+
+    def mr_empty(self, meta: Meta, children: list) -> str:
+        word = str(children[0]).lower()
+        return "unmatched" if word == "with" else word
 
     def mr_after(self, meta: Meta, children: list) -> _Clause:
         return _Clause("skip", children[0])
 
-    def mr_skip(self, meta: Meta, children: list) -> str:
-        return " ".join(str(c).lower() for c in children)
+    def mr_skip(self, meta: Meta, children: list) -> tuple[str, tuple[str, Pos] | None]:
+        words = [str(c).lower() for c in children]
+        last = children[-1]
+        if isinstance(last, Token) and last.type == "NAME":
+            kind = "to first" if words[1] == "first" else "to last"
+            return kind, (str(last), token_pos(last))
+        return " ".join(words), None
+
+    def mr_subset(self, meta: Meta, children: list) -> _Clause:
+        return _Clause("subsets", tuple(children))
+
+    def mr_union(self, meta: Meta, children: list) -> tuple:
+        name, *members = children
+        return str(name), tuple(str(m) for m in members), token_pos(name)
 
     def mr_within(self, meta: Meta, children: list) -> _Clause:
         return _Clause("within", children[0])
@@ -460,6 +493,21 @@ class _Builder(Transformer_NonRecursive):
     def mr_var(self, meta: Meta, children: list) -> ast.RowPattern:
         return ast.RowPattern("var", match_pos(meta), name=str(children[0]))
 
+    def mr_empty_pattern(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("empty", match_pos(meta))
+
+    def mr_exclude(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("exclude", match_pos(meta), items=(children[0],))
+
+    def mr_start_anchor(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("start", match_pos(meta))
+
+    def mr_end_anchor(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("end", match_pos(meta))
+
+    def mr_permute(self, meta: Meta, children: list) -> ast.RowPattern:
+        return ast.RowPattern("permute", match_pos(meta), items=tuple(children))
+
     def mr_quantifier(self, meta: Meta, children: list) -> tuple:
         low, high = children[0]
         return low, high, len(children) == 1
@@ -468,6 +516,8 @@ class _Builder(Transformer_NonRecursive):
         texts = [str(c) for c in children]
         if texts[0] in ("*", "+", "?"):
             return {"*": (0, None), "+": (1, None), "?": (0, 1)}[texts[0]]
+        if texts == ["{", ",", "}"]:  # {,}: as *
+            return 0, None
         numbers = [_whole_number(c, "a repetition bound", 0) for c in children
                    if c.type == "NUMBER"]
         if len(texts) == 3:  # {n}

@@ -27,6 +27,7 @@ from cep.run_config import (
     RunConfig,
 )
 from cep.transports.outputs import is_uri_output
+from grammar import ir
 from grammar.compile import compile_file
 
 
@@ -104,6 +105,9 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
+    if args.follow:
+        for line in follow_warnings(module):
+            print(line, file=sys.stderr)
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)
         else "cep-dead-letter.jsonl")
@@ -123,6 +127,15 @@ def run_command(args: argparse.Namespace) -> int:
     for line in quality_lines(result.quality):
         print(line, file=sys.stderr)
     return 0
+
+
+def follow_warnings(module: ir.CompiledModule) -> list[str]:
+    """What a ``--follow`` run will never report: MATCH_RECOGNIZE matches that end only
+    at the end of the input (``$``), which an unbounded input never reaches."""
+    return [f"warning: rule '{rule.name}': its PATTERN's $ matches only at the end of the "
+            "input, which a --follow run never reaches: those matches are never reported"
+            for rule in module.stateful
+            if isinstance(rule, ir.MatchRecognizeRule) and rule.waits_for_the_end]
 
 
 def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:

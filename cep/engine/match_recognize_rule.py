@@ -1,44 +1,47 @@
-"""MATCH_RECOGNIZE per partition key: a priority-ordered NFA over each key's rows.
+"""MATCH_RECOGNIZE per partition key: the operator around the row pattern matcher.
 
-The row pattern is compiled to a small program (``var V`` consumes a row that satisfies
-V's DEFINE, ``split`` tries its first branch first, ``jmp``, ``match``). Each key runs the
-program as a Pike VM: threads carry their start row and the rows assigned to each
-variable so far, in preference order (greedy quantifiers prefer one more row, reluctant
-ones one fewer, alternatives the left one; of two threads reaching the same program point
-from the same start only the preferred one is kept). Semantics, in SQL:2016's terms:
+The pattern is a program (``cep.engine.row_pattern_program``) that a matcher runs over
+each key's rows in their processing order (``cep.engine.row_pattern_matcher``, which
+states SQL:2016's rules: the most preferred match from each start, held while a more
+preferred thread may still grow it, decided in start order, AFTER MATCH SKIP). This
+module feeds it: it evaluates DEFINE conditions (for all threads waiting on one
+variable at once, or for the whole batch when a condition reads only the row and
+``prev`` rows), buffers each key's rows, turns each decided start into output rows (one
+per match, or with ALL ROWS PER MATCH one per row of it, and the rows in no match WITH
+UNMATCHED ROWS), computes their MEASURES (``cep.engine.row_pattern_measures``) and
+stamps them:
 
-* every row may start a match (the first row after the last match's skip point and on);
-* a start's match is the first complete one in row order (it ends at the earliest row
-  where some match from that start completes; preference picks among those ending
-  there), so ``A B+`` ends at its first B: a greedy quantifier only decides between
-  matches ending on the same row;
-* matches are reported in start order: a complete match waits while an earlier start
-  may still complete; then AFTER MATCH SKIP applies: PAST LAST ROW (default) drops the
-  starts up to the match's last row, TO NEXT ROW those up to its first, TO CURRENT ROW
-  those before its last;
-* WITHIN T drops a start once event time reaches its row's time + T (the watermark, or
-  a later row of the key, whichever comes first: a timer);
-* a match is reported at the row that resolves it, with that row's seq and ts, or, when
-  a start's WITHIN running out resolves it, at the deadline (its time) and the first
-  input event whose watermark reaches it; a start still undecided at the end of a
-  bounded input reports nothing (unless WITHIN, or the state time-to-live, ends it).
+* a match is reported at the row that decides it (the row no preferred thread could
+  take, or its own last row when nothing could follow), with that row's seq and ts;
+* WITHIN T ends a start once event time reaches its row's time + T (the watermark, or a
+  later row of the key, whichever comes first: a timer); a match it decides is reported
+  at the deadline (its time) and the first input event whose watermark reaches it;
+* without WITHIN a key whose threads still run has a timer at the end of the input
+  (``END_OF_TIME``): at the end of a bounded input its held match is decided and
+  reported at the input's end (``end_seq``) with the time of the key's last row. On an
+  unbounded run such a match waits for a row that decides it.
 
-DEFINE conditions are evaluated for all threads waiting on one variable at once. A key's
-state is plain data (its buffered rows as dicts, threads as lists, found matches) and
-moves with the key.
+A key's state is plain data (its buffered rows as dicts, threads as lists, held
+matches, the match number) and moves with the key.
 """
 
 from __future__ import annotations
 
-import math
+import bisect
 from collections.abc import Iterable
 
 import numpy as np
 
-from cep.engine.clock import Watermark
+from cep.engine import row_pattern_matcher as matcher
+from cep.engine.clock import END_OF_TIME, Watermark
+from cep.engine.codec import StateFormatError
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
+from cep.engine.row_pattern_measures import MatchRow, aggregate, measure_value
+from cep.engine.row_pattern_nav import position
+from cep.engine.row_pattern_nav import reads as nav_reads
+from cep.engine.row_pattern_program import build_program
 from cep.engine.table import (
     KEY,
     NULL_SUFFIX,
@@ -54,80 +57,14 @@ from cep.engine.table import (
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
 from grammar import ir
+from grammar.row_nav import CLASSIFIER, MATCH, Nav
 
-# a match found: its key, the row that resolved it (None: a WITHIN deadline did), the
-# seq it is reported at and its time (-1 and the deadline for a deadline), its rows
-Found = tuple[object, Row | None, int, int, list[list]]
-
-
-def compile_program(pattern: ir.RPattern) -> list[tuple]:
-    """The instructions of a row pattern, ending with ``("match",)``."""
-    prog: list[tuple | None] = []
-
-    def split(a: int, b: int, greedy: bool) -> tuple:
-        return ("split", a, b) if greedy else ("split", b, a)
-
-    def emit(node: ir.RPattern) -> None:
-        if node.kind == "var":
-            prog.append(("var", node.name))
-        elif node.kind == "seq":
-            for item in node.items:
-                emit(item)
-        elif node.kind == "alt":
-            jumps = []
-            for item in node.items[:-1]:
-                at = len(prog)
-                prog.append(None)
-                emit(item)
-                jumps.append(len(prog))
-                prog.append(None)
-                prog[at] = ("split", at + 1, len(prog))
-            emit(node.items[-1])
-            for at in jumps:
-                prog[at] = ("jmp", len(prog))
-        else:
-            item = node.items[0]
-            for _ in range(node.low):
-                emit(item)
-            if node.high is None:
-                loop = len(prog)
-                prog.append(None)
-                emit(item)
-                prog.append(("jmp", loop))
-                prog[loop] = split(loop + 1, len(prog), node.greedy)
-            else:
-                holes = []
-                for _ in range(node.high - node.low):
-                    holes.append(len(prog))
-                    prog.append(None)
-                    emit(item)
-                for at in holes:
-                    prog[at] = split(at + 1, len(prog), node.greedy)
-
-    emit(pattern)
-    prog.append(("match",))
-    return prog  # type: ignore[return-value]
-
-
-def closure(prog: list[tuple], pc: int) -> list[int]:
-    """The ``var``/``match`` instructions reachable from ``pc`` without a row, in
-    preference order."""
-    out: list[int] = []
-    seen: set[int] = set()
-    stack = [pc]
-    while stack:
-        at = stack.pop()
-        if at in seen:
-            continue
-        seen.add(at)
-        ins = prog[at]
-        if ins[0] == "jmp":
-            stack.append(ins[1])
-        elif ins[0] == "split":
-            stack.extend((ins[2], ins[1]))  # the first branch is popped first
-        else:
-            out.append(at)
-    return out
+# an output row: its key, the seq it is reported at, its place in the reference order
+# (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
+# deadline or the end of the input decided it), its time, and the row's content
+Out = tuple[object, int, int, int, int, "MatchRow"]
+#: ``at`` of a match the end of the input decides: after every timer's
+END_AT = (1 << 63) - 1
 
 
 class MatchRecognizeOperator(PerKeyState):
@@ -136,27 +73,42 @@ class MatchRecognizeOperator(PerKeyState):
     def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:
         self.rule = rule
         self.stream = stream
-        self.prog = compile_program(rule.pattern)
-        self.closures = [closure(self.prog, pc) for pc in range(len(self.prog))]
         self.defines = dict(rule.defines)
-        self.refs = {var: sorted({(r.qualifier, r.name) for r in collect_nodes([cond],
-                                                                            ir.FieldRef)})
+        self.refs = {var: sorted({(r.qualifier, r.name) for r in _outside_aggregates(cond)})
                      for var, cond in self.defines.items()}
-        self.types = dict(stream.fields)
+        self.navs = {q: Nav.parse(q) for refs in self.refs.values() for q, _ in refs}
+        self.groups = {**{v: (v,) for v in rule.variables}, **dict(rule.unions)}
+        self.program = build_program(rule.pattern, {
+            var: _define_reads(refs, collect_nodes([cond], ir.Agg), self.groups)
+            for (var, refs), cond in zip(self.refs.items(), self.defines.values(),
+                                         strict=True)})
+        self.types = {**dict(stream.fields), CLASSIFIER: "string"}
+        self.skip_to = self.groups.get(rule.skip_var, ()) if rule.skip_var else ()
         self.states: dict[object, dict] = {}
-        self.timers = TimerIndex()  # each key's next WITHIN deadline
+        self.timers = TimerIndex()  # each key's next WITHIN deadline (or the input's end)
         # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
         # batch at once (with how many earlier rows of the key they need)
+        self.aggs = {var: collect_nodes([cond], ir.Agg) for var, cond in self.defines.items()}
         self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
                                default=0)
                       for var, refs in self.refs.items()
-                      if all(q == var or q.startswith("__prev") for q, _ in refs)}
+                      if all(q == var or q.startswith("__prev") for q, _ in refs)
+                      and not self.aggs[var]}
+        measure_refs = collect_nodes([c.expr for c in rule.measures], ir.FieldRef)
+        # a key's state stays while it has a match number to continue
+        self.numbered = any(r.qualifier == MATCH for r in measure_refs)
+        # with ^ a key's state stays, so that its rows keep their places (0: its first)
+        self.anchored = any(op[0] == "start" for op in self.program.ops)
+        # how far PREV in MEASURES reads before a match's first row
+        navs = [Nav.parse(r.qualifier) for r in measure_refs]
+        self.measure_depth = max([0, *(-n.physical for n in navs if n is not None)])
 
     # ---- processing
 
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
         """The batch's rows, key by key in processing order, and the WITHIN deadlines
-        the watermark reaches for every key that has one."""
+        (and at the end of a bounded input, the input's end) the watermark reaches for
+        every key that has one."""
         rows_table = tables[self.rule.stream]
         env = Env(nrows(rows_table))
         env.bind_table("", rows_table)
@@ -166,91 +118,119 @@ class MatchRecognizeOperator(PerKeyState):
         for key, row, release in _rows_by_key(rows_table, self.stream, flags):
             by_key.setdefault(key, []).append((row, release))
         due = [k for k in self.timers.due(clock.end) if k not in by_key]
-        found: list[Found] = []
+        out: list[Out] = []
         for key in [*by_key, *due]:
-            state = self.states.get(key) or {"rows": [], "base": 0, "threads": [],
-                                             "found": {}, "resume": 0}
+            state = self.states.get(key) or matcher.new_state()
             for row, release in by_key.get(key, ()):
-                found.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
-                for assign in self._feed(state, row):
-                    found.append((key, row, release, -1, self._assigned(state, assign)))
+                out.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
+                ts = row[self.stream.timestamp] if self.stream.timestamp else 0
+                self._feed(state, row)
+                out.extend((key, release, 2 * row[TIME] + 1, row[SEQ], ts, m)  # type: ignore[misc,operator]
+                           for m in self._decide(state))
                 self._trim(state)
-            found.extend(self._expire(key, state, clock.end, clock))
+            out.extend(self._expire(key, state, clock.end, clock))
             self._settle(key, state)
-        return self._output(found) if found else empty_output()
+        return self._output(out) if out else empty_output()
 
     def due_keys(self, until: int) -> list:
         return self.timers.due(until)
 
-    def _assigned(self, state: dict, assign: list[list]) -> list[list]:
-        return [[state["rows"][i - state["base"]], v] for i, v in assign]
+    def _decide(self, state: dict) -> list[MatchRow]:
+        """The output rows of the starts now decided (see :class:`MatchRow`)."""
+        out = []
+        rows, base = state["rows"], state["base"]
+        every = self.rule.rows == "all"
+        for d in matcher.decide(state, self.rule.skip, self.skip_to):
+            at = d.start - base
+            if d.labels is None:
+                if every and self.rule.empty == "unmatched":
+                    out.append(MatchRow([rows[at]], 0, None, 0, 0, rows[at]))
+                continue
+            lo = max(at - self.measure_depth, 0)
+            match = rows[lo:at + len(d.labels)]
+            before = at - lo
+            if not every:
+                out.append(MatchRow(match, before, d.labels, d.number, len(d.labels) - 1,
+                                    rows[at]))
+            elif not d.labels:
+                if self.rule.empty != "omit":
+                    out.append(MatchRow(match, before, d.labels, d.number, -1, rows[at]))
+            else:
+                hidden = set(d.excluded)
+                out.extend(MatchRow(match, before, d.labels, d.number, k, match[before + k])
+                           for k in range(len(d.labels)) if k not in hidden)
+        return out
 
-    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Found]:
-        """Let event time pass to ``until``: deadline by deadline, drop the starts whose
-        WITHIN ran out, and report the matches that waited on them."""
-        out: list[Found] = []
+    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Out]:
+        """Let event time pass to ``until``: deadline by deadline, end the starts whose
+        WITHIN ran out (every start at the end of the input), and report the matches
+        that waited on them."""
+        out: list[Out] = []
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
-            within, base, rows = self.rule.within_us, state["base"], state["rows"]
-            state["threads"] = [t for t in state["threads"]
-                                if rows[t[0] - base][TIME] + within > deadline]
             seq = clock.reach_one(deadline)
-            out.extend((key, None, seq, deadline, self._assigned(state, assign))  # type: ignore[misc]
-                       for assign in self._resolve(state))
+            if deadline == END_OF_TIME:  # the input's end: no row can extend a match
+                matcher.end_input(self.program, state)
+                at, ts = END_AT, state["rows"][-1].get(self.stream.timestamp or "", 0)
+            else:
+                before = self._first_in_time(state, deadline)
+                if clock.final and deadline > clock.last:  # WITHIN ends after the input
+                    matcher.end_input(self.program, state, before)
+                else:
+                    matcher.end_starts(state, before)
+                at, ts = 2 * deadline, deadline
+            out.extend((key, seq, at, TIMER, ts, m)  # type: ignore[misc]
+                       for m in self._decide(state))
             self._trim(state)
         return out
 
+    def _first_in_time(self, state: dict, deadline: int) -> int:
+        """The first row whose WITHIN has not run out at ``deadline`` (rows come in time
+        order, so the starts that ran out are those before it)."""
+        return state["base"] + bisect.bisect_right(
+            state["rows"], deadline - self.rule.within_us,  # type: ignore[operator]
+            key=lambda row: row[TIME])
+
     def _next_deadline(self, state: dict) -> int | None:
-        """When the earliest start still running runs out of its WITHIN (None: never)."""
-        if self.rule.within_us is None or not state["threads"]:
+        """When the earliest start still running runs out of its WITHIN; without WITHIN
+        the input's end (a running thread may still make or grow a match until then);
+        None when no thread runs."""
+        if not state["threads"]:
             return None
-        first = min(t[0] for t in state["threads"]) - state["base"]
+        if self.rule.within_us is None:
+            return END_OF_TIME
+        first = state["threads"][0][0] - state["base"]
         return state["rows"][first][TIME] + self.rule.within_us  # type: ignore[operator]
 
     def _settle(self, key: object, state: dict) -> None:
         """Keep the key's state and next deadline, or let the key go when nothing of it
-        is left (no rows kept, no start running, no match waiting): a fresh state then
-        behaves the same."""
-        if state["rows"] or state["threads"] or state["found"]:
+        is left (no rows kept, no start running, no match waiting, no match number to
+        continue, no row place that ``^`` counts from): a fresh state then behaves the
+        same."""
+        if (state["rows"] or state["threads"] or state["found"]
+                or (self.numbered and state["number"]) or (self.anchored and state["next"])):
             self.states[key] = state
             self.timers.set(key, self._next_deadline(state))
         else:
             self.states.pop(key, None)
             self.timers.set(key, None)
 
-    def _feed(self, state: dict, row: Row) -> list[list]:
-        """Add the key's next row, once :meth:`_expire` has brought the key to its time;
-        the matches it resolves (their row assignments)."""
+    def _feed(self, state: dict, row: Row) -> None:
+        """Add the key's next row, once :meth:`_expire` has brought the key to its time,
+        and move the key's threads over it."""
         rows = state["rows"]
         rows.append(row)
         i = state["base"] + len(rows) - 1
-        threads = state["threads"]
-        if i >= state["resume"]:
-            threads.extend([i, pc, []] for pc in self.closures[0] if self.prog[pc][0] == "var")
-        found = state["found"]
-        passed = self._defines(state, threads, i)
-        nxt: list[list] = []
-        seen: set[tuple[int, int]] = set()
-        for (start, pc, assign), ok in zip(threads, passed, strict=True):
-            if not ok or start in found:
-                continue
-            var = self.prog[pc][1]
-            extended = [*assign, [i, var]]
-            for npc in self.closures[pc + 1]:
-                if self.prog[npc][0] == "match":
-                    found.setdefault(start, extended)
-                elif (start, npc) not in seen:
-                    seen.add((start, npc))
-                    nxt.append([start, npc, extended])
-        state["threads"] = [t for t in nxt if t[0] not in found]
-        return self._resolve(state)
+        matcher.open_start(self.program, state, i)
+        matcher.advance(self.program, state, self._defines(state, state["threads"], i))
 
     def _defines(self, state: dict, threads: list[list], i: int) -> list[bool]:
         """Whether each thread's variable accepts row i (all threads of one variable in
         one vectorised evaluation)."""
         passed = [True] * len(threads)
         by_var: dict[str, list[int]] = {}
-        for n, (_, pc, _) in enumerate(threads):
-            by_var.setdefault(self.prog[pc][1], []).append(n)
+        names = self.program.vars
+        for n, thread in enumerate(threads):
+            by_var.setdefault(names[thread[1]], []).append(n)
         row = state["rows"][-1]
         for var, members in by_var.items():
             cond = self.defines.get(var)
@@ -263,10 +243,13 @@ class MatchRecognizeOperator(PerKeyState):
                 continue
             env = Env(len(members))
             for qual, name in self.refs[var]:
-                values = [self._value(state, threads[n][2], qual, name, var, row, i)
+                values = [self._value(state, threads[n], qual, name, var, i)
                           for n in members]
                 env.columns[(qual, name)] = as_column(values, self.types[name])
-            for n, ok in zip(members, truth(cond, env).tolist(), strict=True):
+            aggs = {agg: self._running_aggregate(state, [threads[n] for n in members],
+                                                 agg, var)
+                    for agg in self.aggs[var]}
+            for n, ok in zip(members, truth(cond, env, aggs).tolist(), strict=True):
                 passed[n] = ok
         return passed
 
@@ -297,43 +280,48 @@ class MatchRecognizeOperator(PerKeyState):
             out[f"__ok_{var}"] = flag
         return out
 
-    def _value(self, state: dict, assign: list[list], qual: str, name: str, var: str,
-               row: Row, i: int) -> object:
+    def _value(self, state: dict, thread: list, qual: str, name: str, var: str, i: int
+               ) -> object:
+        """What ``qual.name`` reads in ``var``'s DEFINE for ``thread`` at row i: the row
+        itself, the partition's row n before, or the row a navigation names (the
+        candidate row is the current one, labelled ``var``; physical offsets reach back
+        into the partition, never past the candidate)."""
+        rows, base = state["rows"], state["base"]
         if qual == var:
-            return row.get(name)
+            return rows[i - base].get(name)
         if qual.startswith("__prev"):
-            j = i - int(qual[6:]) - state["base"]
-            return state["rows"][j].get(name) if j >= 0 else None
-        for index, v in reversed(assign):
-            if v == qual:
-                return state["rows"][index - state["base"]].get(name)
-        return None
+            j = i - int(qual[6:]) - base
+            return rows[j].get(name) if j >= 0 else None
+        nav = self.navs[qual]
+        start, _, labels, _ = thread
+        labels = [*labels, var]
+        at = position(nav, labels, len(labels) - 1)  # type: ignore[arg-type]
+        if at is None or at >= len(labels):
+            return None
+        if name == CLASSIFIER:
+            return labels[at] if at >= 0 else None
+        j = start + at - base
+        return rows[j].get(name) if j >= 0 else None
 
-    def _resolve(self, state: dict) -> list[list]:
-        """Report complete matches in start order, applying AFTER MATCH SKIP."""
-        out = []
-        threads, found = state["threads"], state["found"]
-        while found:
-            first = min(found)
-            if any(t[0] < first for t in threads):
-                break  # an earlier start may still match
-            assign = found.pop(first)
-            out.append(assign)
-            last = assign[-1][0]
-            resume = {"past last row": last + 1, "to next row": first + 1,
-                      "to current row": last}[self.rule.skip]
-            state["resume"] = max(state["resume"], resume)
-            threads = [t for t in threads if t[0] >= resume]
-            for start in [s for s in found if s < resume]:
-                del found[start]
-        state["threads"] = threads
-        return out
+    def _running_aggregate(self, state: dict, threads: list[list], agg: ir.Agg, var: str
+                           ) -> Col:
+        """An aggregate in ``var``'s DEFINE for each thread: over the thread's rows so far
+        and the candidate row (labelled ``var``)."""
+        rows = state["rows"]
+        content = []
+        for start, _, labels, _ in threads:
+            at = start - state["base"]
+            labels = [*labels, var]
+            content.append(MatchRow(rows[at:at + len(labels)], 0, labels, 0,
+                                    len(labels) - 1, rows[-1]))
+        return aggregate(agg, content, False, self.groups)
 
     def _trim(self, state: dict) -> None:
-        """Drop buffered rows no thread, pending match or prev() can reach."""
+        """Drop buffered rows no thread, held match or navigation can reach."""
         i = state["base"] + len(state["rows"])  # the next row's index
-        keep_from = min([t[0] for t in state["threads"]] + list(state["found"])
-                        + [i - self.rule.prev_depth])
+        earliest = matcher.earliest_start(state)
+        depth = max(self.rule.prev_depth, self.measure_depth)
+        keep_from = i - depth if earliest is None else min(earliest, i) - depth
         drop = keep_from - state["base"]
         if drop > 0:
             del state["rows"][:drop]
@@ -341,45 +329,37 @@ class MatchRecognizeOperator(PerKeyState):
 
     # ---- output
 
-    def _output(self, found: list[Found]) -> Table:
+    def _output(self, out: list[Out]) -> Table:
         rule = self.rule
-        m = len(found)
+        m = len(out)
+        content = [o[5] for o in out]
         env = Env(m)
-        aggs: dict[ir.Agg, Col] = {}
-        assigns = [assign for *_, assign in found]
-        for agg in collect_nodes([c.expr for c in rule.measures], ir.Agg):
-            aggs[agg] = _aggregate(agg, assigns, self.types)
-        refs = {(r.qualifier, r.name) for r in collect_nodes(
-            [c.expr for c in rule.measures], ir.FieldRef)}
-        for qual, name in refs:
-            values = [_last(assign, qual, name) for assign in assigns]
-            env.columns[(qual, name)] = as_column(values, self.types[name])
+        exprs = [c.expr for c in rule.measures]
+        final = set(rule.final)
+        # per measure: RUNNING count(*) and FINAL count(*) are one node, two values
+        aggs = {column.name: {agg: aggregate(agg, content, column.name in final, self.groups)
+                              for agg in collect_nodes([column.expr], ir.Agg)}
+                for column in rule.measures}
+        for ref in collect_nodes(exprs, ir.FieldRef):
+            if (ref.qualifier, ref.name) not in env.columns:
+                values = [measure_value(ref, c) for c in content]
+                env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
         measures = Env(m)
+        if rule.rows == "all":
+            for name, _ in self.stream.fields:
+                measures.columns[("", name)] = as_column([c.row.get(name) for c in content],
+                                                         self.types[name])
         for column in rule.measures:
-            measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
+            measures.columns[("", column.name)] = evaluate(column.expr, env,
+                                                           aggs[column.name])
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
         keys = np.empty(m, dtype=object)
-        keys[:] = [key for key, *_ in found]
-        return build_output(rule.name, keys, *self._stamps(found), values)
-
-    def _stamps(self, found: list[Found]) -> tuple[Stamps, Col | None]:
-        """Each match's place in the reference order and time: the resolving row's, or
-        the deadline's that resolved it."""
-        ts_field = self.stream.timestamp
-        seq, at, origin, ts = [], [], [], []
-        for _, row, release, deadline, _ in found:
-            if row is None:
-                seq.append(release)
-                at.append(2 * deadline)
-                origin.append(TIMER)
-                ts.append(deadline)
-            else:
-                seq.append(release)
-                at.append(2 * row[TIME] + 1)  # type: ignore[operator]
-                origin.append(row[SEQ])
-                ts.append(row[ts_field] if ts_field else 0)
-        stamps = Stamps(*(np.array(v, dtype=np.int64) for v in (seq, at, origin)))
-        return stamps, Col(np.array(ts, dtype=np.int64)) if ts_field else None
+        keys[:] = [o[0] for o in out]
+        seq, at, origin, ts = (np.array(v, dtype=np.int64) for v in zip(
+            *[o[1:5] for o in out], strict=True))
+        stamps = Stamps(seq, at, origin)
+        return build_output(rule.name, keys, stamps,
+                            Col(ts) if self.stream.timestamp else None, values)
 
     # ---- per-key state
 
@@ -392,6 +372,12 @@ class MatchRecognizeOperator(PerKeyState):
         return {k: self.states.pop(k) for k in keys if k in self.states}
 
     def import_states(self, states: dict[object, object]) -> None:
+        for state in states.values():
+            if not isinstance(state, dict) or set(state) != set(matcher.new_state()):
+                # a key's state from the matcher before SQL:2016's rules (issue 43):
+                # its threads mean other matches, and cannot be carried on
+                raise StateFormatError("MATCH_RECOGNIZE state of another layout (an older "
+                                       "cep): start from a new checkpoint")
         self.states.update(states)  # type: ignore[arg-type]
         for key, state in states.items():
             self.timers.set(key, self._next_deadline(state))  # type: ignore[arg-type]
@@ -418,44 +404,28 @@ def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray
                strict=True)
 
 
-def _last(assign: list[list], var: str, name: str) -> object:
-    for row, v in reversed(assign):
-        if v == var:
-            return row.get(name)
-    return None
+def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:
+    """The field references of an expression that no aggregate's argument holds."""
+    return [n for n in collect_nodes([expr], (ir.FieldRef, ir.Agg))
+            if isinstance(n, ir.FieldRef)]
 
 
-def _aggregate(agg: ir.Agg, matches: list[list[list]], types: dict[str, str]) -> Col:
-    """One aggregate per match over its variable's rows (NULLs skipped)."""
-    out = []
-    for assign in matches:
-        if agg.arg is None:
-            out.append(len(assign))
+def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg],
+                  groups: dict[str, tuple[str, ...]]
+                  ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What a DEFINE reading ``refs`` and aggregating ``aggs`` reads of a thread's
+    labels (see ``row_pattern_program.Reads``); an aggregate over one variable reads all
+    of its rows, one over every row (or ``count(*)``) none in particular."""
+    last: set[str] = set()
+    every: set[str] = {var for agg in aggs if agg.arg is not None
+                       for var in groups.get(agg.arg.qualifier, ())}  # type: ignore[union-attr]
+    whole = False
+    for qual, name in refs:
+        nav = Nav.parse(qual)
+        if nav is None:
             continue
-        ref = agg.arg
-        values = [row.get(ref.name) for row, v in assign if v == ref.qualifier]  # type: ignore[union-attr]
-        values = [x for x in values if x is not None]
-        out.append(_reduce(agg.name, values))
-    return as_column(out, agg.type)
-
-
-def _reduce(name: str, values: list) -> object:
-    if name == "count":
-        return len(values)
-    if not values:
-        return None
-    if name == "first":
-        return values[0]
-    if name == "last":
-        return values[-1]
-    if name in ("min", "max"):
-        return min(values) if name == "min" else max(values)
-    total = math.fsum(values) if isinstance(values[0], float) else sum(values)
-    if name == "sum":
-        return total
-    if name == "avg":
-        return total / len(values)
-    if len(values) < 2:  # stddev (sample)
-        return None
-    mean = math.fsum(values) / len(values)
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1))
+        var_last, var_every, var_whole = nav_reads(nav, name, CLASSIFIER)
+        last.update(var_last)
+        every.update(var_every)
+        whole = whole or var_whole
+    return tuple(sorted(last)), tuple(sorted(every)), whole

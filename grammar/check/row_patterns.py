@@ -11,16 +11,18 @@ match). The SELECT list reads the measures by name.
 
 from __future__ import annotations
 
-import dataclasses
+import itertools
 
 from grammar import ast, ir
 from grammar.check.context import Context, ttl_needs_time
+from grammar.check.row_navigation import Navigation
 from grammar.check.scope import Scope, single_scope
 from grammar.check.select import columns
 from grammar.errors import Pos, RuleError, did_you_mean
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER
 from grammar.types import schema_type
 
-MAX_PREV = 1_000
+MAX_PERMUTE = 5
 
 
 def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
@@ -34,6 +36,7 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     stream = ctx.stream(source.stream, source.pos)
     variables = _variables(source.pattern)
     defined: dict[str, ast.Expr] = {}
+    where = {var: pos for var, _, pos in source.defines}
     for var, cond, pos in source.defines:
         if var not in variables:
             raise RuleError(f"DEFINE names '{var}', which the PATTERN does not use", pos,
@@ -44,18 +47,25 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     if stream.name in variables:
         raise RuleError(f"pattern variable '{stream.name}' hides the stream of that name",
                         source.pattern.pos)
+    unions = _unions(source, variables)
     key = _partition_key(source, stream)
+    rows = ir.StreamDef(stream.name, (*stream.fields, (CLASSIFIER, "string"),
+                                      (MATCH_NUMBER, "long")), stream.timestamp)
+    fields = frozenset(dict(stream.fields))
     prev_depth = 0
     defines = []
     for var, cond in defined.items():
-        rewritten, depth = _prev_refs(cond)
-        prev_depth = max(prev_depth, depth)
-        quals = {v: (v, stream) for v in variables}
-        quals.update({f"__prev{n}": (f"__prev{n}", stream) for n in range(1, depth + 1)})
-        scope = Scope(quals, (var,))
-        scope.aggregate_hint = "aggregate functions are not allowed in DEFINE"
-        defines.append((var, ctx.types.condition(rewritten, scope, "DEFINE")))
-    measures = _measures(ctx, source, variables, stream)
+        nav = Navigation(variables, fields, unions, define=var)
+        rewritten = nav.rewrite(cond)
+        prev_depth = max(prev_depth, nav.depth)
+        quals = _qualifiers((*variables, *unions), nav, rows)
+        quals.update({f"__prev{n}": (f"__prev{n}", rows) for n in nav.prevs})
+        scope = Scope(quals, (var,), aggregate=Scope(quals, ()))
+        checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
+                                      aggregates=True)
+        _one_variable_aggregates(checked, where[var])
+        defines.append((var, checked))
+    measures, final = _measures(ctx, source, variables, fields, rows, unions)
     within_us = None
     if source.within is not None:
         within_us = ctx.types.positive_duration_us(source.within, "WITHIN")
@@ -66,18 +76,55 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         # the state time-to-live bounds undecided starts as WITHIN would
         ttl_needs_time([stream], source.pos, "MATCH_RECOGNIZE without WITHIN")
         within_us = ctx.state_ttl_us
-    row = ir.StreamDef(f"{name}#measures", tuple((c.name, schema_type(c.expr.type))
-                                                 for c in measures), None)
+    out_fields = [(c.name, schema_type(c.expr.type)) for c in measures]
+    if source.rows == "all":
+        clash = [n for n, _ in out_fields if stream.field_type(n) is not None]
+        if clash:
+            pos = next(p for _, n, p, _ in source.measures if n == clash[0])
+            raise RuleError(f"measure '{clash[0]}' has the name of a field of stream "
+                            f"'{stream.name}', which ALL ROWS PER MATCH outputs too", pos)
+        out_fields = [*stream.fields, *out_fields]
+    row = ir.StreamDef(f"{name}#measures", tuple(out_fields), None)
     scope = single_scope(row, source.alias)
     selected = columns(ctx, stmt.select, scope, star_qualifier="", star_stream=row,
                        output=stmt.insert_into is None)
     stream_filter = ctx.types.optional_condition(
         source.filter, single_scope(stream, None), "a stream filter")
+    skip_var = None
+    if source.skip_to is not None:
+        skip_var, pos = source.skip_to
+        if skip_var not in variables and skip_var not in unions:
+            raise RuleError(f"AFTER MATCH SKIP {source.skip.upper()} names '{skip_var}', "
+                            "which the PATTERN does not use", pos,
+                            hint=did_you_mean(skip_var, variables))
     return ir.MatchRecognizeRule(
         name=name, stream=stream.name, filter=stream_filter, variables=variables,
         pattern=_pattern(source.pattern), defines=tuple(defines), measures=measures,
         columns=selected, skip=source.skip, within_us=within_us, prev_depth=prev_depth,
-        key=key)
+        key=key, skip_var=skip_var, rows=source.rows, empty=source.empty, final=final,
+        unions=tuple(unions.items()))
+
+
+def _unions(source: ast.RecognizeSource, variables: tuple[str, ...]
+            ) -> dict[str, tuple[str, ...]]:
+    """SUBSET's union variables, checked: new names, each of pattern variables."""
+    unions: dict[str, tuple[str, ...]] = {}
+    for name, members, pos in source.subsets:
+        if name in variables or name in unions:
+            raise RuleError(f"SUBSET names '{name}', which is already a variable", pos)
+        for member in members:
+            if member not in variables:
+                raise RuleError(f"SUBSET {name} names '{member}', which the PATTERN does "
+                                "not use", pos, hint=did_you_mean(member, variables))
+        unions[name] = tuple(dict.fromkeys(members))
+    return unions
+
+
+def _qualifiers(variables: tuple[str, ...], nav: Navigation, rows: ir.StreamDef
+                ) -> dict[str, tuple[str, ir.StreamDef]]:
+    """What the qualifiers of a rewritten DEFINE or measure mean."""
+    quals = {v: (v, rows) for v in (*variables, *nav.codes, ALL, MATCH)}
+    return quals
 
 
 def _variables(node: ast.RowPattern) -> tuple[str, ...]:
@@ -92,8 +139,17 @@ def _variables(node: ast.RowPattern) -> tuple[str, ...]:
 def _pattern(node: ast.RowPattern) -> ir.RPattern:
     if node.kind == "repeat" and node.high is not None and node.high < max(node.low, 1):
         raise RuleError(f"the repetition {{{node.low},{node.high}}} is empty", node.pos)
-    return ir.RPattern(node.kind, node.name, tuple(_pattern(i) for i in node.items),
-                       node.low, node.high, node.greedy)
+    if node.kind == "empty":
+        return ir.RPattern("seq")
+    items = tuple(_pattern(i) for i in node.items)
+    if node.kind == "permute":
+        if len(items) > MAX_PERMUTE:
+            raise RuleError(f"PERMUTE takes at most {MAX_PERMUTE} items (it stands for "
+                            "every order of them)", node.pos)
+        # every order, the earlier in the list's lexicographic order preferred
+        return ir.RPattern("alt", items=tuple(
+            ir.RPattern("seq", items=order) for order in itertools.permutations(items)))
+    return ir.RPattern(node.kind, node.name, items, node.low, node.high, node.greedy)
 
 
 def _partition_key(source: ast.RecognizeSource, stream: ir.StreamDef) -> str | None:
@@ -108,55 +164,27 @@ def _partition_key(source: ast.RecognizeSource, stream: ir.StreamDef) -> str | N
     return expr.name
 
 
-def _prev_refs(expr: ast.Expr) -> tuple[ast.Expr, int]:
-    """``prev(V.f [, n])`` as ``__prev{n}.f``, and the largest n."""
-    depth = 0
-
-    def walk(node: object) -> object:
-        nonlocal depth
-        if isinstance(node, ast.Call) and node.name == "prev":
-            field, n = _prev_call(node)
-            depth = max(depth, n)
-            return ast.Attr(f"__prev{n}", field, node.pos)
-        if isinstance(node, tuple):
-            return tuple(walk(x) for x in node)
-        if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
-            changes = {f.name: walk(getattr(node, f.name)) for f in dataclasses.fields(node)}
-            return dataclasses.replace(node, **changes)  # type: ignore[type-var]
-        return node
-
-    return walk(expr), depth  # type: ignore[return-value]
-
-
-def _prev_call(node: ast.Call) -> tuple[str, int]:
-    usage = "write prev(V.field) or prev(V.field, n) with a whole number n"
-    if not 1 <= len(node.args) <= 2 or not isinstance(node.args[0], ast.Attr | ast.Name):
-        raise RuleError("prev() in DEFINE reads a field of an earlier row", node.pos,
-                        hint=usage)
-    n = 1
-    if len(node.args) == 2:
-        arg = node.args[1]
-        if not (isinstance(arg, ast.Literal) and isinstance(arg.value, int)
-                and 1 <= arg.value <= MAX_PREV):
-            raise RuleError(f"the row offset of prev() must be from 1 to {MAX_PREV}",
-                            arg.pos, hint=usage)
-        n = arg.value
-    return node.args[0].name, n
-
-
 def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, ...],
-              stream: ir.StreamDef) -> tuple[ir.Column, ...]:
-    quals = {v: (v, stream) for v in variables}
-    scope = Scope(quals, (), aggregate=Scope(quals, ()))
-    scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
+              fields: frozenset[str], rows: ir.StreamDef,
+              unions: dict[str, tuple[str, ...]]
+              ) -> tuple[tuple[ir.Column, ...], tuple[str, ...]]:
+    """The measures, and the names of those with FINAL semantics."""
     columns: list[ir.Column] = []
-    for expr, alias, pos in source.measures:
-        checked = ctx.types.expr(expr, scope)
+    final = []
+    for expr, alias, pos, semantics in source.measures:
+        nav = Navigation(variables, fields, unions, final=semantics == "final")
+        rewritten = nav.rewrite(expr)
+        quals = _qualifiers((*variables, *unions), nav, rows)
+        scope = Scope(quals, (), aggregate=Scope(quals, ()))
+        scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
+        checked = ctx.types.expr(rewritten, scope)  # type: ignore[arg-type]
         _one_variable_aggregates(checked, pos)
         if any(c.name == alias for c in columns):
             raise RuleError(f"measure '{alias}' is defined twice", pos)
         columns.append(ir.Column(alias, checked))
-    return tuple(columns)
+        if semantics == "final":
+            final.append(alias)
+    return tuple(columns), tuple(final)
 
 
 def _one_variable_aggregates(expr: ir.TExpr, pos: Pos) -> None:

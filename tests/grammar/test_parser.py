@@ -647,6 +647,10 @@ def test_reserved_words_are_keywords_of_the_grammar() -> None:
                   "skip", "past", "row", "to", "next", "current"}
     contextual |= {"format"}  # FORMAT, only after a schema field's type or path
     contextual |= {"lateness"}  # LATENESS, only after a schema's TIMESTAMP field
+    # MATCH_RECOGNIZE's ROWS PER MATCH and its modes, PERMUTE, SUBSET, RUNNING
+    # and FINAL at the start of a measure
+    contextual |= {"one", "rows", "per", "show", "omit", "empty", "matches", "with",
+                   "unmatched", "permute", "subset", "running", "final"}
     assert reserved <= keywords
     assert keywords - reserved == contextual
 

@@ -99,8 +99,21 @@ def test_alternation_prefers_the_left_branch_and_aggregates(run_epl):
      "DEFINE B AS B.v > prev(B.v, 0) );", "row offset of prev()"),
     ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES sum(A.v * 2) AS a PATTERN (A) "
      "DEFINE A AS A.v > 1 );", "takes a variable's field"),
+    # SQL:2016 allows aggregates in DEFINE (issue 43): count(*) > 1 is no misuse now
     ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A) "
-     "DEFINE A AS count(*) > 1 );", "not allowed in DEFINE"),
+     "DEFINE A AS sum(A.v * 2) > 1 );", "takes a variable's field"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A B) "
+     "DEFINE B AS B.v > next(A.v) );", "NEXT\\(\\) is not allowed in DEFINE"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a AFTER MATCH SKIP TO LAST Q "
+     "PATTERN (A) DEFINE A AS A.v > 1 );", "names 'Q'"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A) "
+     "DEFINE A AS A.v > MATCH_NUMBER() );", "MATCH_NUMBER\\(\\) is not allowed in DEFINE"),
+    ("SELECT v FROM S MATCH_RECOGNIZE ( MEASURES A.v AS v ALL ROWS PER MATCH PATTERN (A) "
+     "DEFINE A AS A.v > 1 );", "measure 'v' has the name of a field"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (PERMUTE(A, B, C, D, E, F)) "
+     "DEFINE A AS A.v > 1 );", "PERMUTE takes at most"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES FIRST(A.v + 1) AS a PATTERN (A) "
+     "DEFINE A AS A.v > 1 );", "navigates to a field"),
 ])
 def test_misuse(rule, message):
     with pytest.raises(RuleError, match=message):

@@ -49,6 +49,20 @@ RULES = {
                        "A.price AS top, last(B.price) AS bottom, count(B.price) AS falls "
                        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{2,} C) WITHIN 20 sec "
                        "DEFINE B AS B.price < prev(B.price), C AS C.price > prev(C.price) );",
+    # SQL:2016's greedy matches, held in the key's state (across batches, through key
+    # moves) until a row or the input's end decides them
+    "match_recognize_held": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol "
+                            "MEASURES FIRST(A.price) AS top, LAST(B.price) AS bottom, "
+                            "LAST(C.price) AS back, count(*) AS n PATTERN (A B+ C+) "
+                            "DEFINE B AS B.price < prev(B.price), "
+                            "C AS C.price > prev(C.price) );",
+    # every row of each match, numbered per key, navigation and an aggregate in DEFINE
+    "match_recognize_all_rows": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY "
+                                "symbol MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cl, "
+                                "PREV(FIRST(B.price)) AS before_b, FINAL avg(B.vol) AS v "
+                                "ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+ C?) "
+                                "DEFINE B AS avg(B.vol) < 30 AND B.price < PREV(B.price), "
+                                "C AS C.price > A.price );",
 }
 
 

@@ -45,6 +45,27 @@ RULES = {
     "match_recognize": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a, "
                        "count(B.v) AS n, last(C.v) AS c PATTERN (A B+ C) WITHIN 7 sec "
                        "DEFINE B AS B.v < prev(B.v), C AS C.v > A.v );",
+    # greedy to the end, no WITHIN: matches held in the key's state until a row or the
+    # input's end decides them
+    "match_recognize_held": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                            "A.v AS a, count(B.v) AS n, last(C.v) AS c, count(*) AS m "
+                            "PATTERN (A B+ C+) DEFINE B AS B.v < prev(B.v), "
+                            "C AS C.v > prev(C.v) );",
+    # every row of each match, numbered per key (the count stays with the key), with
+    # navigation, an aggregate in DEFINE and an exclusion
+    # anchors: ^ holds at each key's first row only (the key's row count moves with it),
+    # $ at the end of the input
+    "match_recognize_anchors": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                               "count(*) AS n, LAST(A.v) AS a, CLASSIFIER() AS cl "
+                               "PATTERN (^ A+ | B C* $) DEFINE A AS A.kind = 1, "
+                               "B AS B.v > 5, C AS C.kind < 2 );",
+    "match_recognize_all_rows": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                                "MATCH_NUMBER() AS mn, CLASSIFIER() AS cl, "
+                                "PREV(LAST(B.v), 1) AS pb, FINAL count(*) AS n "
+                                "ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+                                "AFTER MATCH SKIP TO LAST B PATTERN (A {- X? -} B+?) "
+                                "DEFINE A AS A.kind = 1, X AS X.kind = 0, "
+                                "B AS avg(B.v) > 4 );",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }

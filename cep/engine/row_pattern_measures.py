@@ -1,0 +1,97 @@
+"""MATCH_RECOGNIZE's MEASURES for one output row: the rows navigation names within a
+match (``cep.engine.row_pattern_nav``) and aggregates over a variable's rows, with
+RUNNING semantics (up to the output row) or FINAL (the whole match).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cep.engine.event_rows import Row, as_column
+from cep.engine.expr import Col
+from cep.engine.row_pattern_nav import position
+from grammar import ir
+from grammar.row_nav import CLASSIFIER, MATCH, Nav
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One output row's content: the match's labels (None: a row in no match), its
+    rows preceded by ``before`` rows of the partition (what PREV in MEASURES may read),
+    its number, the current row (RUNNING semantics: the row ALL ROWS PER MATCH outputs;
+    ONE ROW PER MATCH: the last) and the row whose fields ALL ROWS PER MATCH outputs (an
+    empty match's: its start row)."""
+
+    rows: list[Row]
+    before: int
+    labels: list[str] | None
+    number: int
+    current: int
+    row: Row
+
+
+def measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
+    """A measure's field reference for one output row: the match number, or the row a
+    navigation names: within the match, or (PREV) the partition's rows before it; NULL
+    past the match's last row (the rows after it may not have arrived) and for a row in
+    no match."""
+    if row.labels is None:
+        return None
+    if ref.qualifier == MATCH:
+        return row.number
+    nav = Nav.parse(ref.qualifier)
+    if nav is None:
+        return None
+    at = position(nav, row.labels, row.current)
+    if at is None or not -row.before <= at < len(row.labels):
+        return None
+    if ref.name == CLASSIFIER:
+        return row.labels[at] if at >= 0 else None
+    return row.rows[row.before + at].get(ref.name)
+
+
+def aggregate(agg: ir.Agg, content: list[MatchRow], final: bool,
+               groups: dict[str, tuple[str, ...]]) -> Col:
+    """One aggregate per output row over its variable's rows of the match (``__all``:
+    every row; a SUBSET's name: its variables' rows; NULLs skipped), up to the current
+    row unless ``final``; NULL for a row in no match."""
+    out = []
+    for row in content:
+        if row.labels is None:  # a row in no match: every measure is NULL
+            out.append(None)
+            continue
+        upto = len(row.labels) if final else row.current + 1
+        labels = row.labels[:upto]
+        if agg.arg is None:
+            out.append(len(labels))
+            continue
+        ref = agg.arg
+        wanted = groups.get(ref.qualifier)  # type: ignore[union-attr]  # None: ALL
+        values = [row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
+                  for k, v in enumerate(labels) if wanted is None or v in wanted]
+        values = [x for x in values if x is not None]
+        out.append(_reduce(agg.name, values))
+    return as_column(out, agg.type)
+
+
+def _reduce(name: str, values: list) -> object:
+    if name == "count":
+        return len(values)
+    if not values:
+        return None
+    if name == "first":
+        return values[0]
+    if name == "last":
+        return values[-1]
+    if name in ("min", "max"):
+        return min(values) if name == "min" else max(values)
+    total = math.fsum(values) if isinstance(values[0], float) else sum(values)
+    if name == "sum":
+        return total
+    if name == "avg":
+        return total / len(values)
+    if len(values) < 2:  # stddev (sample)
+        return None
+    mean = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1))

@@ -1,0 +1,152 @@
+"""MATCH_RECOGNIZE's navigation in DEFINE and MEASURES: ``A.f``, bare ``f``, ``FIRST`` /
+``LAST`` (logical offsets), ``PREV`` / ``NEXT`` (physical offsets), ``CLASSIFIER()`` and
+``MATCH_NUMBER()`` rewritten into field references whose qualifier names the row
+(``grammar.row_nav``), before the expression is typed.
+
+In DEFINE of V, ``V.f`` and bare ``f`` stay the candidate row and ``PREV(V.f, n)`` /
+``PREV(f, n)`` the partition's row n before it (``__prev{n}``: the operator reads those
+for a whole batch at once); NEXT is refused (a stream cannot read a row that has not
+arrived). In MEASURES a bare field is the universal variable (every row of the match).
+Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
+row of the match).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grammar import ast
+from grammar.check.expressions import AGGREGATES
+from grammar.errors import Pos, RuleError
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav
+
+MAX_OFFSET = 1_000
+
+
+@dataclasses.dataclass
+class Navigation:
+    """The rewriting of one expression: ``define`` is the variable a DEFINE condition
+    belongs to (None in MEASURES), ``final`` a measure's FINAL; what it found is left in
+    ``codes`` (navigation qualifiers) and ``depth`` (how many rows before a match's
+    first row, or before the candidate, a DEFINE reads)."""
+
+    variables: tuple[str, ...]
+    fields: frozenset[str]
+    #: SUBSET's union variables: name -> its variables
+    unions: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    define: str | None = None
+    final: bool = False
+    codes: set[str] = dataclasses.field(default_factory=set)
+    prevs: set[int] = dataclasses.field(default_factory=set)
+    depth: int = 0
+
+    def rewrite(self, node: object, in_aggregate: bool = False) -> object:
+        if isinstance(node, ast.Call):
+            if node.name in ("prev", "next"):
+                return self._physical(node)
+            if node.name in ("first", "last"):
+                return self._field(*self._logical(node), node.pos)
+            if node.name == "classifier":
+                return self._field(self._classifier(node), CLASSIFIER, node.pos)
+            if node.name == "match_number":
+                if node.args:
+                    raise RuleError("MATCH_NUMBER() takes no argument", node.pos)
+                if self.define is not None:
+                    raise RuleError("MATCH_NUMBER() is not allowed in DEFINE", node.pos,
+                                    hint="a match's number is known once it is found")
+                return ast.Attr(MATCH, MATCH_NUMBER, node.pos)
+            if node.name in AGGREGATES:
+                return dataclasses.replace(node, args=tuple(
+                    self.rewrite(a, True) for a in node.args))  # type: ignore[arg-type]
+        if isinstance(node, ast.Name) and node.name in self.fields:
+            if in_aggregate:
+                return ast.Attr(ALL, node.name, node.pos)
+            if self.define is None:
+                return self._field(Nav(None, final=self.final), node.name, node.pos)
+            return node
+        if isinstance(node, ast.Attr) and self._names(node.base) and not in_aggregate:
+            if node.base == self.define:
+                return node
+            return self._field(Nav(self._names(node.base), final=self.final), node.name,
+                               node.pos)
+        if isinstance(node, tuple):
+            return tuple(self.rewrite(x, in_aggregate) for x in node)
+        if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
+            return dataclasses.replace(node, **{  # type: ignore[type-var]
+                f.name: self.rewrite(getattr(node, f.name), in_aggregate)
+                for f in dataclasses.fields(node)})
+        return node
+
+    def _field(self, nav: Nav, name: str, pos: Pos) -> ast.Attr:
+        if self.define is not None and nav.physical < 0:
+            self.depth = max(self.depth, -nav.physical)
+        code = nav.code()
+        self.codes.add(code)
+        return ast.Attr(code, name, pos)
+
+    def _physical(self, node: ast.Call) -> ast.Attr:
+        usage = f"write {node.name}(A.field [, n]) or {node.name}(FIRST(A.field, m), n)"
+        if not 1 <= len(node.args) <= 2:
+            raise RuleError(f"wrong arguments for {node.name}()", node.pos, hint=usage)
+        if node.name == "next" and self.define is not None:
+            raise RuleError("NEXT() is not allowed in DEFINE: a stream cannot read a row "
+                            "that has not arrived yet", node.pos, hint="compare with PREV()")
+        n = _offset(node.args[1], node.name, 1) if len(node.args) == 2 else 1
+        inner = node.args[0]
+        if isinstance(inner, ast.Call) and inner.name in ("first", "last"):
+            nav, name = self._logical(inner)
+        elif isinstance(inner, ast.Call) and inner.name == "classifier":
+            nav, name = self._classifier(inner), CLASSIFIER
+        else:
+            nav, name = self._target(inner, node.name, usage)
+        if (self.define is not None and node.name == "prev" and nav.last
+                and nav.logical == 0 and nav.labels in (None, (self.define,))
+                and name != CLASSIFIER):
+            # the candidate's row n before: read for a whole batch at once
+            self.prevs.add(n)
+            self.depth = max(self.depth, n)
+            return ast.Attr(f"__prev{n}", name, node.pos)
+        nav = dataclasses.replace(nav, physical=-n if node.name == "prev" else n)
+        return self._field(nav, name, node.pos)
+
+    def _logical(self, node: ast.Call) -> tuple[Nav, str]:
+        usage = f"write {node.name}(A.field [, n]) with a whole number n"
+        if not 1 <= len(node.args) <= 2:
+            raise RuleError(f"wrong arguments for {node.name}()", node.pos, hint=usage)
+        n = _offset(node.args[1], node.name, 0) if len(node.args) == 2 else 0
+        inner = node.args[0]
+        if isinstance(inner, ast.Call) and inner.name == "classifier":
+            nav, name = self._classifier(inner), CLASSIFIER
+        else:
+            nav, name = self._target(inner, node.name, usage)
+        return dataclasses.replace(nav, last=node.name == "last", logical=n), name
+
+    def _classifier(self, node: ast.Call) -> Nav:
+        if len(node.args) > 1 or (node.args and not (
+                isinstance(node.args[0], ast.Name) and self._names(node.args[0].name))):
+            raise RuleError("CLASSIFIER() takes nothing or a pattern variable", node.pos)
+        labels = self._names(node.args[0].name) if node.args else None  # type: ignore[union-attr]
+        return Nav(labels, final=self.final)
+
+    def _names(self, name: str) -> tuple[str, ...]:
+        """The variables a pattern or union variable stands for (none: it is neither)."""
+        if name in self.variables:
+            return (name,)
+        return self.unions.get(name, ())
+
+    def _target(self, node: object, function: str, usage: str) -> tuple[Nav, str]:
+        """The row and field ``A.f`` or bare ``f`` names, as a navigation."""
+        if isinstance(node, ast.Attr) and self._names(node.base):
+            return Nav(self._names(node.base), final=self.final), node.name
+        if isinstance(node, ast.Name) and node.name in self.fields:
+            return Nav(None, final=self.final), node.name
+        raise RuleError(f"{function}() navigates to a field of a pattern variable's row",
+                        getattr(node, "pos", None), hint=usage)
+
+
+def _offset(node: ast.Expr, function: str, low: int) -> int:
+    if not (isinstance(node, ast.Literal) and isinstance(node.value, int)
+            and not isinstance(node.value, bool) and low <= node.value <= MAX_OFFSET):
+        raise RuleError(f"the row offset of {function}() must be from {low} to "
+                        f"{MAX_OFFSET}", node.pos)
+    return node.value

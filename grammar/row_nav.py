@@ -1,0 +1,53 @@
+"""How a MATCH_RECOGNIZE expression names a row: SQL:2016's row pattern navigation as
+field qualifiers.
+
+The checker rewrites ``A.f``, ``FIRST(A.f, n)``, ``LAST(f, n)``, ``PREV(LAST(A.f), m)``,
+``NEXT(...)`` and ``CLASSIFIER(...)`` into plain field references whose qualifier is a
+:class:`Nav` written as text (:meth:`Nav.code`), so expressions keep their ordinary IR
+and the engine resolves the qualifier to a row of the match
+(``cep.engine.row_pattern_nav``). ``MATCH_NUMBER()`` is the field
+:data:`MATCH_NUMBER` of the qualifier :data:`MATCH`; CLASSIFIER's value is the field
+:data:`CLASSIFIER` of the row it navigates to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "__nav:"
+#: the qualifier of MATCH_NUMBER()
+MATCH = "__match"
+#: MATCH_NUMBER()'s field name
+MATCH_NUMBER = "__match_number"
+#: CLASSIFIER()'s field name (the variable the navigated row matched)
+CLASSIFIER = "__classifier"
+#: the qualifier of a bare field inside an aggregate: every row of the match
+ALL = "__all"
+
+
+@dataclass(frozen=True)
+class Nav:
+    """One navigation: among the match's rows labelled one of ``labels`` (None: every
+    row, the universal variable), the ``logical``-th from the last (``last``) or from
+    the first, then ``physical`` rows further (negative: PREV, positive: NEXT). Running
+    (the default) searches the rows up to the current one, ``final`` the whole match."""
+
+    labels: tuple[str, ...] | None
+    last: bool = True
+    logical: int = 0
+    physical: int = 0
+    final: bool = False
+
+    def code(self) -> str:
+        labels = "*" if self.labels is None else ",".join(self.labels)
+        return (f"{PREFIX}{'L' if self.last else 'F'}:{'F' if self.final else 'R'}:"
+                f"{self.logical}:{self.physical}:{labels}")
+
+    @staticmethod
+    def parse(qualifier: str) -> Nav | None:
+        """The navigation a qualifier names (None: a plain qualifier)."""
+        if not qualifier.startswith(PREFIX):
+            return None
+        first, semantics, logical, physical, labels = qualifier[len(PREFIX):].split(":", 4)
+        return Nav(None if labels == "*" else tuple(labels.split(",")), first == "L",
+                   int(logical), int(physical), semantics == "F")
