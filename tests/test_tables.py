@@ -62,10 +62,10 @@ def test_verify_table() -> None:
 def test_bench_diagnostics_share_the_verify_headers() -> None:
     table = format_diagnostics([_run("kg")]).splitlines()
     assert table[:2] == [
-        "strategy  engines  CPU RSTD  keys moved  state bytes  makespan  headroom ev/CPU  "
-        "run time   load at start",
-        "kg              5     12.5%       1,204    1,234,567     61.2s      1.00x/1.00x  "
-        "1,298.9s  1.50 1.25 1.00"]
+        "strategy  engines  CPU RSTD  keys moved  state bytes  moves cost  makespan  "
+        "headroom ev/CPU  captured  run time   load at start",
+        "kg              5     12.5%       1,204    1,234,567        0.0s     61.2s      "
+        "1.00x/1.00x         -  1,298.9s  1.50 1.25 1.00"]
 
 
 def test_run_summary_and_its_json() -> None:
