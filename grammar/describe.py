@@ -156,7 +156,13 @@ def row_pattern_text(node: ir.RPattern) -> str:
     """A MATCH_RECOGNIZE pattern in one line: its variables and quantifiers."""
     if node.kind == "var":
         return str(node.name)
+    if node.kind in ("start", "end"):
+        return "^" if node.kind == "start" else "$"
+    if node.kind == "exclude":
+        return f"{{- {row_pattern_text(node.items[0])} -}}"
     if node.kind == "seq":
+        if not node.items:
+            return "()"  # the empty pattern
         return " ".join(_row_item(i, "seq") for i in node.items)
     if node.kind == "alt":
         return " | ".join(_row_item(i, "alt") for i in node.items)
@@ -302,7 +308,13 @@ def describe_rule(rule: ir.Rule, stage: int) -> dict[str, Any]:
     else:
         data.update(kind="match_recognize", streams=[rule.stream], key=rule.key,
                     pattern=row_pattern_text(rule.pattern), variables=list(rule.variables),
-                    skip=f"AFTER MATCH SKIP {rule.skip.upper()}")
+                    skip=f"AFTER MATCH SKIP {rule.skip.upper()}"
+                    + (f" {rule.skip_var}" if rule.skip_var else ""),
+                    rows=("ONE ROW PER MATCH" if rule.rows == "one" else
+                          "ALL ROWS PER MATCH" + {"show": "", "omit": " OMIT EMPTY MATCHES",
+                                                  "unmatched": " WITH UNMATCHED ROWS"}
+                          .get(rule.empty, "")),
+                    subsets={name: list(names) for name, names in rule.unions})
         if rule.within_us is not None:
             data["within"] = _duration(rule.within_us)
             timers.append(f"WITHIN {duration_text(rule.within_us)} drops a start that "

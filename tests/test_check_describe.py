@@ -131,6 +131,13 @@ FAMILIES = [
      ["  rule1: MATCH_RECOGNIZE PATTERN (A B+? (C | D){2,3} E*) WITHIN 36 hours on S, "
       "AFTER MATCH SKIP PAST LAST ROW, key k -> output",
       "    timer: WITHIN 36 hours drops a start that long after its row"]),
+    ("SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k MEASURES CLASSIFIER() AS c "
+     "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP TO LAST B "
+     "PATTERN (^ A {- B+ -} PERMUTE(C, D) ()) SUBSET U = (A, B) "
+     "DEFINE B AS B.v < PREV(B.v, 2), C AS C.v > FIRST(A.v), D AS avg(U.v) < 10)",
+     ["  rule1: MATCH_RECOGNIZE PATTERN (^ A {- B+ -} (C D | D C) ()) SUBSET U = (A, B) on "
+      "S, ALL ROWS PER MATCH WITH UNMATCHED ROWS, AFTER MATCH SKIP TO LAST B, key k -> "
+      "output"]),
     ("SELECT LE.k AS k, count(*) AS n FROM S#lastevent AS LE, S#groupwin(k)#time(1 min) "
      "AS TW WHERE LE.k = TW.k",
      ["  rule1: #lastevent join of S with #time(1 min) on S, key k -> output",

@@ -112,8 +112,11 @@ def _headline(rule: dict[str, Any]) -> str:
         what = f"pattern [{rule['pattern']}{within}]"
     else:
         within = f" WITHIN {rule['within']['text']}" if "within" in rule else ""
-        what = (f"MATCH_RECOGNIZE PATTERN ({rule['pattern']}){within} on {streams}, "
-                f"{rule['skip']}")
+        subsets = "".join(f" SUBSET {name} = ({', '.join(names)})"
+                          for name, names in rule["subsets"].items())
+        rows = f", {rule['rows']}" if rule["rows"] != "ONE ROW PER MATCH" else ""
+        what = (f"MATCH_RECOGNIZE PATTERN ({rule['pattern']}){subsets}{within} on "
+                f"{streams}{rows}, {rule['skip']}")
     if kind != "stateless":
         what += f", key {rule['key']}" if rule["key"] else ", no key (one global group)"
     if rule["stage"]:
