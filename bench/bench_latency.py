@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import ROOT, load_average, write_results
+from common import ROOT, load_average, new_lines, write_results
 
 from cep.run_config import DEFAULT_TRIGGER_S
 
@@ -131,20 +131,8 @@ class FileReader(Reader):
         self.path = path
 
     def run(self) -> None:
-        offset, rest = 0, b""
-        while not self.done.wait(POLL_S):
-            if not self.path.exists():
-                continue
-            with open(self.path, "rb") as fh:
-                fh.seek(offset)
-                chunk = fh.read()
-            now = time.time()
-            offset += len(chunk)
-            text = rest + chunk
-            cut = text.rfind(b"\n") + 1
-            text, rest = text[:cut], text[cut:]
-            if text:
-                self.note(text, now)
+        for text, now in new_lines(self.path, self.done, POLL_S):
+            self.note(text, now)
 
 
 class KafkaReader(Reader):

@@ -66,7 +66,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import ROOT, RULES, json_lines, load_average, readings, write_jsonl, write_results
+from common import (
+    ROOT,
+    RULES,
+    json_lines,
+    load_average,
+    new_lines,
+    readings,
+    write_jsonl,
+    write_results,
+)
 
 from cep.io.inputlog import SEQ_SHIFT
 
@@ -289,18 +298,7 @@ class OutputWatcher(threading.Thread):
         self.done = threading.Event()
 
     def run(self) -> None:
-        offset, rest = 0, b""
-        while not self.done.wait(POLL_S):
-            if not self.output.exists():
-                continue
-            with open(self.output, "rb") as fh:
-                fh.seek(offset)
-                chunk = fh.read()
-            now = time.time()
-            offset += len(chunk)
-            text = rest + chunk
-            cut = text.rfind(b"\n") + 1
-            text, rest = text[:cut], text[cut:]
+        for text, now in new_lines(self.output, self.done, POLL_S):
             seqs = np.array(self.SEQ.findall(text), dtype=np.int64)
             if not len(seqs):
                 continue

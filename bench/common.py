@@ -45,6 +45,8 @@ bench_ui.py           What does the live view cost a run? (ui.json)
 bench_event_time.py   Do idle keys' state go as time passes (keys held over a churn of
                       users), and what does a timer per key cost? Reference evaluator.
                       (event_time.json)
+bench_latency.py      How soon after an event's append is its complex event delivered, to a
+                      file and to Kafka, at fixed rates? (latency.json)
 bench_state_path.py   The engines' state path on Spark before and after a change, side by
                       side with Flink: the flights job at the defaults, or FSD at paper
                       scale (``--fsd``). (state-path-flights.json, state-path-fsd.json)
@@ -59,8 +61,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +78,26 @@ RULES = ROOT / "rules"
 
 
 # --------------------------------------------------------------------------- results
+
+def new_lines(path: Path, done: threading.Event, poll_s: float
+              ) -> Iterator[tuple[bytes, float]]:
+    """Follow a file another process appends to: every ``poll_s`` until ``done`` is set,
+    the whole lines added since the last look and when they were read."""
+    offset, rest = 0, b""
+    while not done.wait(poll_s):
+        if not path.exists():
+            continue
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            chunk = fh.read()
+        now = time.time()
+        offset += len(chunk)
+        text = rest + chunk
+        cut = text.rfind(b"\n") + 1
+        text, rest = text[:cut], text[cut:]
+        if text:
+            yield text, now
+
 
 def write_results(results: dict[str, Any], out: str | Path, merge: bool = False) -> Path:
     """Write ``results`` with :func:`machine` and the load average at the end, as
