@@ -12,14 +12,14 @@ polls the output (the file's new lines every 5 ms, or the output topic with
 * the micro-batches' count and their median wall time (the run's metrics).
 
 Cases: the sink and source (``file``: file in, file out; ``kafka``: topic in, topic out,
-on an embedded broker started here), the trigger interval (cep's default, and 0.1 s), and
+on an embedded broker started here), the trigger interval (cep's default, and 1 s), and
 the rates (1k, 10k, 50k events/s). The summary names, per sink and trigger, the highest
 rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
 (``local[*]``, 5 engines, ``--batch-size`` 500,000). The machine's load average is
 recorded with each case: latencies move with it.
 
     python bench/bench_latency.py [--rates 1000,10000,50000] [--seconds 20]
-        [--sinks file,kafka] [--triggers default,0.1] [--out PATH]
+        [--sinks file,kafka] [--triggers default,1] [--out PATH]
 
 Writes bench/results/latency.json (``--out`` for another file).
 """
@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument("--rates", default="1000,10000,50000")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--sinks", default="file,kafka")
-    parser.add_argument("--triggers", default="default,0.1")
+    parser.add_argument("--triggers", default="default,1")
     parser.add_argument("--out", default="latency.json")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]

@@ -29,7 +29,10 @@ DEFAULT_BATCH_SIZE = 500_000
 #: enough to ride out a replica-set election (~12 s), short enough that an outage stops
 #: the run in well under a minute.
 DEFAULT_MONGO_TIMEOUT = 30.0
-DEFAULT_TRIGGER_S = 1.0  # a followed run looks for new input this often
+# A followed run looks for new input this often. 0.1 s rather than 1 s: on a followed
+# file a per-key rule's p50 latency fell from 0.81 to 0.38 s (bench/results/latency.json),
+# and an idle run's CPU rose from 0.8% to 2.1% of a core (driver, JVM and workers)
+DEFAULT_TRIGGER_S = 0.1
 DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer acts
 #: What becomes of an event whose timestamp is below the watermark when it arrives:
 #: processed as it comes (the default, as Esper does with every event it is sent), or
