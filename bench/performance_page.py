@@ -198,6 +198,18 @@ def latency_figures(data: dict, _name: str) -> str:
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
+def gate_figures(data: dict, _name: str) -> str:
+    """bench/gate_summary.py's cells: each strategy against its bench's KG, per setting."""
+    rows = [(c.get("order", ""), c.get("moves", ""), c.get("strategy", ""),
+             " ".join(num(x, 2) for x in c.get("x_kg") or []), num(c.get("x_kg_median"), 2),
+             num(c.get("skewed_x_kg_median"), 2), num(c.get("avg_rstd_median"), 1, "%"),
+             num(c.get("keys_moved_median")), num(c.get("move_s_median"), 2),
+             yes_no(c.get("all_equal_to_kg")))
+            for c in at(data, "cells") or [] if isinstance(c, dict)]
+    return table(("order", "moves", "strategy", "x KG by round", "median", "skewed median",
+                  "avg RSTD", "keys moved", "moves cost s", "= KG"), rows)
+
+
 SPARK_QUERIES = {
     "cep": "cep on Spark (reads JSON lines, 5 engines)",
     "cep-aipws": "cep on Spark with `applyInPandasWithState` engines",
@@ -675,6 +687,15 @@ SECTIONS = (
             "Latency is the time from an event's append to its output; first output is "
             "the first event's output after `cep run` started. cep's defaults otherwise "
             "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
+    Section("gate-5nodes.json", "Moving keys only when it pays",
+            "The Balancer's gate (`--moves pays`, the default) against the DLB paper's "
+            "Balancer (`--moves always`) on 5 emulated nodes of 0.4 cores: FSD over "
+            "240,000 tweets in batches of 20,000, in default order and in periodic Zipf "
+            "order; one `cep bench --nodes 5 --strategies kg,dlb-h,dlb-l` per setting and "
+            "round, the two settings in turn, each strategy's rate against its own "
+            "bench's KG.", "python bench/gate_summary.py",
+            gate_figures, "Needs the benches' files in `bench/results/gate-5nodes/` "
+            "(`cep bench … --moves pays|always --json …`)."),
     Section("event_time.json", "Event time: idle keys and timers",
             "The reference evaluator over a churn of users, each active for a few minutes of "
             "a long stream: how many keys hold state as time passes; and a per-key absence "
