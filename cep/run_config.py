@@ -21,7 +21,8 @@ DEFAULT_ENGINES = 5
 #: Events per micro-batch on Spark: the most a batch takes (a live input's batch holds
 #: what has arrived, up to this). Why this many: a micro-batch costs Spark about 0.7 s
 #: whatever its events (one with none, on 2 cores), so batches of 100,000 spent about
-#: half their time on that. Measured on 2 quiet cores (docs/performance.md): flights
+#: half their time on that. Measured on 2 quiet cores, before the resident engines
+#: (bench/results/superseded/speed.json, no longer on docs/performance.md): flights
 #: ``#length(5)``, 3.34M events, 56 s at 100,000, 41 s at 250,000, 31 s at 500,000
 #: (Apache Flink 2.3: 41 s); FSD over 1M tweets 63, 48 and 40 s.
 DEFAULT_BATCH_SIZE = 500_000
