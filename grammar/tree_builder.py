@@ -414,7 +414,7 @@ class _Builder(Transformer_NonRecursive):
         patterns = [c for c in rest if isinstance(c, ast.RowPattern)]
         return ast.RecognizeSource(
             stream=str(stream), filter=filters[0] if filters else None,
-            partition_by=parts.get("partition_by", ()), measures=parts["measures"],
+            partition_by=parts.get("partition_by", ()), measures=parts.get("measures", ()),
             skip=skip, pattern=patterns[0] if patterns else ast.RowPattern(
                 "empty", match_pos(meta)),
             within=parts.get("within"), defines=parts["defines"], alias=alias,

@@ -209,3 +209,15 @@ def test_state_of_the_old_matcher_is_refused_not_misread():
         op.import_states({"x": old})
     op.import_states({"x": matcher.new_state()})
     assert op.keys() == {"x"}
+
+
+def test_measures_are_optional(run_epl):
+    # SQL:2016 (and Trino) need no MEASURES: one row per match then carries no measure,
+    # and ALL ROWS PER MATCH the matched rows' own fields
+    pattern = "PATTERN (A B+) DEFINE B AS B.v > prev(B.v)"
+    one = run(run_epl, f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k {pattern} );",
+              rows([1, 2, 3, 1]))
+    assert [r["seq"] for r in one] == [3]
+    every = run(run_epl, "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k ALL ROWS PER "
+                f"MATCH {pattern} );", rows([1, 2, 3, 1]))
+    assert [(r["seq"], r["v"]) for r in every] == [(3, 1.0), (3, 2.0), (3, 3.0)]
