@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
@@ -22,6 +23,21 @@ RULES = Path(__file__).parent.parent / "rules"
 def cep(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cep.cli", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=600)  # Spark runs on a busy 2-core box
+
+
+def test_a_reader_that_stops_reading_ends_the_command_without_a_traceback():
+    """``cep check … | head`` with head gone: the write fails with EPIPE, and the command
+    ends quietly (before, a BrokenPipeError traceback)."""
+    read, write = os.pipe()
+    os.close(read)  # nobody will read: the first write fails
+    try:
+        result = subprocess.run([sys.executable, "-m", "cep.cli", "check",
+                                 str(RULES / "fsd.epl")], stdout=write,
+                                stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
 
 
 def test_check_describes_rules_key_and_streams():

@@ -24,6 +24,7 @@ resumes).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -35,13 +36,29 @@ from cep.cli.runner_options import spark_to_start
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    with interruptible():
+    with interruptible(), quiet_broken_pipe():
         spark = spark_to_start(arguments)
         if spark is not None:
             from cep.spark.session import start_in_background
 
             start_in_background(*spark)
         return run_command(arguments)
+    return EXIT_BROKEN_PIPE  # the reader left: quiet_broken_pipe ended the command
+
+
+EXIT_BROKEN_PIPE = 1
+
+
+@contextlib.contextmanager
+def quiet_broken_pipe() -> Iterator[None]:
+    """A reader that stops reading (``cep run … | head``) ends the command without a
+    traceback: standard output goes to /dev/null, so that the interpreter's own flush at
+    exit does not raise again (the recipe of Python's signal documentation)."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 @contextlib.contextmanager
