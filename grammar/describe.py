@@ -28,8 +28,12 @@ _UNITS = (
 
 
 def duration_text(us: int) -> str:
-    """``us`` microseconds in the largest unit that divides it exactly: ``10 min``,
-    ``1 day``, ``90 sec``, ``0 sec``."""
+    """``us`` microseconds as the rule wrote them (``24 hours``, a
+    :class:`~grammar.types.WrittenDuration`), or else in the largest unit that divides
+    them exactly: ``10 min``, ``1 day``, ``90 sec``, ``0 sec``."""
+    written = getattr(us, "written", None)
+    if written is not None:
+        return written
     if us == 0:
         return "0 sec"
     for size, one, many in _UNITS:

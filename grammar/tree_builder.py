@@ -21,6 +21,7 @@ from lark.visitors import Transformer_NonRecursive
 from grammar import ast
 from grammar.errors import Pos, RuleError, did_you_mean
 from grammar.tokens import INT_MAX, LONG_MAX, UNIT_MICROS, clip, match_pos, token_pos
+from grammar.types import WrittenDuration
 
 
 def build(tree: Tree) -> list[ast.Statement]:
@@ -680,7 +681,8 @@ class _Builder(Transformer_NonRecursive):
             )
         if total > LONG_MAX:
             raise RuleError("time period is out of range", match_pos(meta))
-        return ast.Literal(int(total), "duration", match_pos(meta))
+        written = " ".join(f"{number.value} {unit.value}" for number, unit in children)
+        return ast.Literal(WrittenDuration(int(total), written), "duration", match_pos(meta))
 
     def name(self, meta: Meta, children: list) -> ast.Name:
         return ast.Name(str(children[0]), match_pos(meta))

@@ -66,3 +66,19 @@ def schema_type(t: str) -> str:
     """The schema type of a derived stream's field (an INSERT INTO column, a MEASURES
     value) whose expression has type ``t``: NULL is a string, a duration a long."""
     return {"null": "string", "duration": "long"}.get(t, t)
+
+
+class WrittenDuration(int):
+    """A time period in microseconds that remembers how the rule wrote it (``24 hours``),
+    so that ``cep check`` can say it back in the author's words. It is an ``int`` in
+    every other respect; arithmetic on it gives a plain ``int``."""
+
+    written: str
+
+    def __new__(cls, microseconds: int, written: str) -> WrittenDuration:
+        value = super().__new__(cls, microseconds)
+        value.written = written
+        return value
+
+    def __getnewargs__(self) -> tuple[int, str]:  # type: ignore[override]
+        return int(self), self.written

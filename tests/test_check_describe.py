@@ -52,9 +52,9 @@ EXAMPLES = {
         "variables:\n"
         "  int late = 60\n"
         + HEAD + "rules:\n"
-        "  delay_streak: pattern [every a=Flight -> b=Flight -> c=Flight WITHIN 1 day], key "
+        "  delay_streak: pattern [every a=Flight -> b=Flight -> c=Flight WITHIN 24 hours], key "
         "tailnum -> output\n"
-        "    timer: WITHIN 1 day discards a partial match that long after its first event"),
+        "    timer: WITHIN 24 hours discards a partial match that long after its first event"),
     "fsd.epl": FSD,
     "fsd_listing1.epl": FSD,
     "sensor_average.epl": (
@@ -107,11 +107,12 @@ FAMILIES = [
       "    timer: a row is freed 1 hour after its time (state TTL)"]),
     # Esper's ext_timed on the TIMESTAMP field is #time, which is what runs
     ("SELECT k, count(*) AS n FROM S#groupwin(k)#ext_timed(ts, 48 hours)",
-     ["  rule1: window #time(2 days) on S, key k -> output", ROW_LEAVES.format("2 days")]),
+     ["  rule1: window #time(48 hours) on S, key k -> output",
+      ROW_LEAVES.format("48 hours")]),
     ("SELECT k, avg(v) AS a FROM S#groupwin(k)#time(5 min) OUTPUT LAST EVERY 30 seconds",
      ["  rule1: window #time(5 min) on S, key k -> output",
-      "    output: OUTPUT LAST EVERY 30 sec", ROW_LEAVES.format("5 min"),
-      "    timer: each key's 30 sec interval releases its rows at its end"]),
+      "    output: OUTPUT LAST EVERY 30 seconds", ROW_LEAVES.format("5 min"),
+      "    timer: each key's 30 seconds interval releases its rows at its end"]),
     ("SELECT k, avg(v) AS a FROM S#groupwin(k)#length(5) OUTPUT SNAPSHOT EVERY 3 EVENTS",
      ["  rule1: window #length(5) on S, key k -> output",
       "    output: OUTPUT SNAPSHOT EVERY 3 EVENTS"]),

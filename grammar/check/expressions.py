@@ -409,8 +409,8 @@ def _fold(expr: ir.Op) -> ir.TExpr:
 
 def duration_us(arg: ir.Const, pos: Pos) -> int:
     """A duration literal, or a number of seconds (Esper's convention)."""
-    if arg.type == "duration":
-        return int(arg.value)  # type: ignore[call-overload]
+    if arg.type == "duration":  # an int, written (grammar.types.WrittenDuration) or folded
+        return arg.value if isinstance(arg.value, int) else int(arg.value)  # type: ignore
     if arg.type in NUMERIC:
         return round(float(arg.value) * MICROS_PER_SECOND)  # type: ignore[arg-type]
     raise RuleError(f"expected a time period such as 10 min, not {arg.type}", pos)
