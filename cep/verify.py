@@ -197,8 +197,7 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
             batch_makespan_cpu_s=[round(x, 4) for x in slowest_cpu],
             avg_cpu_rstd=round(float(np.mean([rstd(m.get("cpu_s_per_engine", []))
                                                for m in run.metrics] or [0.0])), 2),
-            headroom_events=(round(events_bound / events_floor, 3) if events_floor
-                             else 1.0),
+            headroom_events=headroom_ratio(events_bound, events_floor),
             events_bound=events_bound,
             events_floor=events_floor,
             move_s=round(stages.get("export", 0.0) + stages.get("import", 0.0), 3),
@@ -258,8 +257,12 @@ def balance_headroom(batches: list[list[float]], slots: int,
     per engine the ratio is KG's busiest engine over the mean, or over the heaviest key
     where one key holds more than a mean engine's share (Zipf 1.5 over 4,096 keys gives
     the top key 39% of the tweets: at most 1.33x over KG's 51% on 5 engines)."""
-    bound, ideal = balance_bounds(batches, slots, heaviest)
-    return round(bound / ideal, 3) if ideal else 1.0
+    return headroom_ratio(*balance_bounds(batches, slots, heaviest))
+
+
+def headroom_ratio(bound: float, floor: float) -> float:
+    """The headroom of :func:`balance_bounds`' two sums (1.0: no work, nothing to gain)."""
+    return round(bound / floor, 3) if floor else 1.0
 
 
 def balance_bounds(batches: list[list[float]], slots: int,

@@ -5,8 +5,10 @@ where keys go; ``routing.py`` follows its maps.
 
 Runs on the driver as a ``foreachBatch`` hook. After batch t it folds the engines'
 per-key loads into the load statistics, takes map ``M[t+1]`` (already fixed) as the
-current assignment, asks the strategy (``splitter.policies.strategies``) for a better one and
-writes it as ``M[t+2]``, write-once: a replayed batch finds the map present and keeps it.
+current assignment, asks the strategy (``splitter.policies.strategies``) for a better one,
+keeps the current one instead unless the proposal's moves pay (``move_gain``, under
+``--moves pays``), and writes it as ``M[t+2]``, write-once: a replayed batch finds the map
+present and keeps it.
 Moved keys' state then travels at the end of batch t+1 (see ``migration.protocol``).
 
 Restarts: the load statistics live in this process only, so a restarted run decides
