@@ -11,6 +11,13 @@ input log (``cep.io.event_time``) or, for inputs given as tables, from their eve
 seq order; the input is bounded, so it ends at +infinity and every pending timer fires.
 An event below the watermark is *late*: counted, and under the ``drop`` policy taken out
 before any rule sees it (the caller dead-letters it).
+
+Rules that change while a job runs (``grammar.rule_set``): given the change log as
+(version, first seq, module) triples, the input is cut at each first seq as well, and the
+batch that starts there runs the version's rules, every engine's state carried over by
+``Engine.evolved`` (unchanged rules go on as if nothing changed, new and replaced rules
+start empty, removed rules' state goes). That defines the right events of a run whose
+rules changed, which Spark's are compared with.
 """
 
 from __future__ import annotations
@@ -29,6 +36,17 @@ from cep.engine.table import SEQ, Table, concat, sorted_unique, take
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT
 from grammar import ir
+from grammar.rule_set import output_order
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A rule set version as a run applied it: its number, the seq of the first input
+    event it sees, and its module."""
+
+    version: int
+    first_seq: int
+    module: ir.CompiledModule
 
 
 def batch_bounds(inputs: dict[str, Table], batch_size: int | None) -> list[tuple[int, int]]:
@@ -91,11 +109,14 @@ class ReferenceRun:
 
 def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
                   batch_size: int | None = None, watermark: Watermark | None = None,
-                  late: str = "process", figures: bool = False) -> ReferenceRun:
+                  late: str = "process", figures: bool = False,
+                  changes: list[Deployed] | None = None) -> ReferenceRun:
     """Every output row of the module over the inputs, in the reference order, with the
     late events (taken out first under ``late="drop"``) and, with ``figures``, what each
     batch did and left in the engines (a snapshot of them per batch: for runs, not for
-    tests that cut an input into many batches), with the seconds it took."""
+    tests that cut an input into many batches), with the seconds it took. ``changes``:
+    the rule set versions after ``module`` (version 0), each from its first seq on."""
+    changes = sorted(changes or [], key=lambda d: d.first_seq)
     clock = watermark if watermark is not None else input_watermark(module, inputs)
     found = late_events(module, inputs, clock)
     if late == "drop" and len(found["seq"]):
@@ -103,22 +124,45 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
                   for name, t in inputs.items()}
     engines = [Engine(stage) for stage in module.stage_modules()]
     outputs, batches = [], []
-    bounds = batch_bounds(inputs, batch_size) or [(0, 0)]
+    bounds = cut_at(batch_bounds(inputs, batch_size) or [(0, 0)],
+                    [d.first_seq for d in changes])
     clocks = [clock] if len(bounds) == 1 else batch_watermarks(clock, bounds)
+    running, pending = module, list(changes)
     for i, (lo, hi) in enumerate(bounds):
+        while pending and pending[0].first_seq <= lo:
+            deployed = pending.pop(0)
+            running = deployed.module
+            engines = [engine.evolved(stage, deployed.version)[0] for engine, stage
+                       in zip(engines, running.stage_modules(), strict=True)]
         chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
             name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
         part = clocks[i]
         started = time.perf_counter()
-        out = run_stages(module, engines, chunk, part)
+        out = run_stages(running, engines, chunk, part)
         seconds = time.perf_counter() - started
         outputs.append(out)
         if figures:
             batches.append({**batch_figures(i, chunk, out, engines, part, found["seq"], lo,
                                             hi), "seconds": round(seconds, 4)})
-    order = {name: i for i, name in enumerate(module.outputs)}
+    order = output_order([module, *(d.module for d in changes)])
     return ReferenceRun(sort_output(concat(outputs) or empty_output(), order), found,
                         batches)
+
+
+def cut_at(bounds: list[tuple[int, int]], seqs: list[int]) -> list[tuple[int, int]]:
+    """Batch bounds also cut where a rule set version starts; a version that starts
+    after the last event gets an empty last batch of its own (where a bounded input's
+    end lets all time pass: under that version's rules, as on Spark)."""
+    out = list(bounds)
+    for seq in sorted(set(seqs)):
+        for i, (lo, hi) in enumerate(out):
+            if lo < seq < hi:
+                out[i:i + 1] = [(lo, seq), (seq, hi)]
+                break
+        else:
+            if seq >= out[-1][1] and out[-1][1] > out[-1][0]:
+                out.append((seq, seq))
+    return out
 
 
 def run_reference(module: ir.CompiledModule, inputs: dict[str, Table],

@@ -471,6 +471,19 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class RuleSource:
+    """What a module was compiled from: its file's name and text, the ``--set`` values and
+    the state time-to-live. A running job keeps it in its run directory, so that rules
+    deployed later (``grammar.rule_set``) are composed onto the very text it started with,
+    not onto a file that may have been edited since."""
+
+    source_name: str
+    text: str
+    overrides: tuple[tuple[str, str], ...] = ()
+    state_ttl_us: int | None = None
+
+
+@dataclass(frozen=True)
 class CompiledModule:
     """A checked rule file, ready to run.
 
@@ -486,6 +499,7 @@ class CompiledModule:
     key: str | None
     outputs: tuple[str, ...] = field(default=())
     stages: tuple[Stage, ...] = ()  # the stages after this one, in order
+    origin: RuleSource | None = field(default=None, compare=False)  # what it was compiled from
 
     def stage_modules(self) -> list[CompiledModule]:
         """Stage 0 (this module's own rules) and each later stage as a module of its

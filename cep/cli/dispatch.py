@@ -46,6 +46,12 @@ COMMANDS = (
     Command("prepare", "make the JVM class archive that lets Spark start seconds sooner "
             "(the install command runs it)", "cep.cli.prepare"),
     Command("report", "draw PNG plots from runs' --metrics files", "cep.cli.report"),
+    Command("deploy", "add rules to a running job, or replace its rules of the same names "
+            "(cep deploy RUN_DIR FILE.epl)", "cep.cli.rule_changes", "add_deploy_arguments"),
+    Command("undeploy", "remove rules from a running job (cep undeploy RUN_DIR NAME...)",
+            "cep.cli.rule_changes", "add_undeploy_arguments"),
+    Command("rules", "list the rules a job runs, with each one's version and start batch",
+            "cep.cli.rule_changes", "add_rules_arguments"),
     Command("ui", "serve the live view of a running or finished run from what it wrote "
             "(its checkpoint directory or --metrics file)", "cep.cli.ui"),
 )

@@ -27,7 +27,7 @@ above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from cep.engine.windows import (
     window_changes,
 )
 from grammar import ir
+from grammar.rule_set import carried_rules
 
 PARCEL = "keys"  # the codec kind of :meth:`Engine.export_keys`'s blob
 
@@ -69,8 +70,11 @@ Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOper
 class Engine:
     """All stateful rules of a module, evaluated together for one engine's keys."""
 
-    def __init__(self, module: ir.CompiledModule) -> None:
+    def __init__(self, module: ir.CompiledModule, version: int = 0) -> None:
         self.module = module
+        # the rule set version ``module`` is (``grammar.rule_set``): a snapshot or parcel
+        # says which version's rules its state belongs to
+        self.version = version
         self.operators: list[tuple[ir.StatefulRule, Operator]] = []
         for rule in module.stateful:
             self.operators.append((rule, _operator(rule, module)))
@@ -135,9 +139,12 @@ class Engine:
 
     def state_value(self) -> dict[str, object]:
         """The engine's state as values: what :meth:`snapshot` encodes."""
-        return {"rules": list(self.rule_order),
-                "parts": [op.snapshot() for _, op in self.operators],
-                "waiting": dict(self.waiting), "clock": self.clock}
+        value = {"rules": list(self.rule_order),
+                 "parts": [op.snapshot() for _, op in self.operators],
+                 "waiting": dict(self.waiting), "clock": self.clock}
+        if self.version:  # a job whose rules never changed writes what it always wrote
+            value["version"] = self.version
+        return value
 
     def restore(self, blob: bytes) -> None:
         """Continue from a :meth:`snapshot` of an engine running the same module."""
@@ -152,6 +159,9 @@ class Engine:
                 or type(state.get("waiting")) is not dict
                 or type(state.get("clock", {})) is not dict):
             raise ValueError(f"the {what} does not belong to this rule file")
+        if state.get("version", 0) != self.version:
+            raise ValueError(f"the {what} holds the state of rule set version "
+                             f"{state.get('version', 0)}, not {self.version}")
         for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
         self.waiting = self._checked_waiting(state["waiting"])
@@ -193,15 +203,25 @@ class Engine:
         self.adopt(opened)
         return opened.keys
 
-    def open_parcel(self, parcel: bytes) -> Parcel:
+    def open_parcel(self, parcel: bytes,
+                    rules_of: Callable[[int], ir.CompiledModule] | None = None) -> Parcel:
         """A parcel's keys and state, checked to belong to this engine's rules and to
-        hold no key it does not name (its bytes may come from anyone)."""
+        hold no key it does not name (its bytes may come from anyone). A parcel written
+        under another rule set version (the rules changed while its keys were in
+        transit) is opened with that version's rules, ``rules_of(version)``, and its
+        state carried onto this engine's as :meth:`evolved` carries an engine's."""
         value = codec.decode(parcel, PARCEL, "key state parcel")
         keys = value.get("keys") if type(value) is dict else None
         if type(keys) is not list:
             raise ValueError("the key state parcel does not belong to this rule file")
-        held = Engine(self.module)
-        held.restore_value(value, "key state parcel")
+        version = value.get("version", 0)
+        if version != self.version and rules_of is not None and type(version) is int:
+            held = Engine(rules_of(version), version)
+            held.restore_value(value, "key state parcel")
+            held = held.evolved(self.module, self.version)[0]
+        else:
+            held = Engine(self.module, self.version)
+            held.restore_value(value, "key state parcel")
         holds = list(held.keys())
         if holds and (key_positions(_key_array(keys), _key_array(holds)) < 0).any():
             raise ValueError("the key state parcel holds the state of keys it does not name")
@@ -227,7 +247,7 @@ class Engine:
         holds, not what the batch touches. One mask per window, dict pops for the
         per-key states; the work engine remembers the rows it began with, for
         :meth:`merge_in`'s change."""
-        work = Engine(self.module)
+        work = Engine(self.module, self.version)
         values = _key_array(keys)
         for (_, mine), (_, theirs) in zip(self.operators, work.operators, strict=True):
             for window, into in zip(mine.state_windows(), theirs.state_windows(),
@@ -328,6 +348,32 @@ class Engine:
         for name, rows in self._checked_waiting(change["waiting"]).items():
             self.waiting[name] = concat([self.waiting.get(name, {}), rows])
         self.clock = change["clock"]
+
+
+    def evolved(self, module: ir.CompiledModule, version: int
+                ) -> tuple[Engine, dict[str, str]]:
+        """This engine's state carried onto another rule set (a running job's rules
+        changed: ``grammar.rule_set``), and how each of its rules started
+        (``carried_rules``: kept, compatible, replaced or added). A kept or compatible
+        rule takes its operator's state whole, so its keys, windows, partial matches and
+        timers go on as if nothing had changed; a replaced or added rule starts empty; a
+        removed rule's state is left behind with this engine. Rows waiting for the
+        watermark stay for the streams the new rules read; the clock stays."""
+        kinds = carried_rules(self.module, module)
+        new = Engine(module, version)
+        old = {rule.name: op for rule, op in self.operators}
+        for rule, op in new.operators:
+            if kinds[rule.name] not in ("kept", "compatible"):
+                continue
+            was = old[rule.name]
+            if len(was.state_windows()) != len(op.state_windows()):
+                kinds[rule.name] = "replaced"  # e.g. prior() added: another state's shape
+                continue
+            op.restore(was.snapshot())
+        needed = set(module.stateful_streams())
+        new.waiting = {name: rows for name, rows in self.waiting.items() if name in needed}
+        new.clock = self.clock
+        return new, kinds
 
 
 #: Whether pattern rules of the kernels' shapes run on them (:mod:`cep.engine.chain_rule`,

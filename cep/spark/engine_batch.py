@@ -30,7 +30,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +42,7 @@ from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, nrows
 from cep.io.event_time import ClockPiece, EventClock
+from cep.io.rule_changes import RuleBook
 from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
@@ -50,6 +51,7 @@ from cep.spark.late_rows import find_late, late_path
 from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
 from grammar import ir
+from grammar.rule_set import output_order
 from migration.protocol import by_owner, exports, imports, key_text, parcel_name
 from splitter.keymaps import key_map
 from splitter.late_candidates import Candidates
@@ -67,9 +69,8 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     event_parts = EventParts(*p.parts_at)
     chain_parts = ChainParts(p.chain_at) if p.chain_at is not None else None
     stage, engine_index = p.engine_of_label[int(key[0])]
-    module = p.stages[stage]
     store = p.store if stage == 0 else None  # later stages: key grouping
-    streams: dict[str, list[Table]] = {n: [] for n in module.stateful_streams()}
+    streams: dict[str, list[Table]] = {}
     passthrough: list[Table] = []
     batch, tasks = -1, Counter()
     truth: list[np.ndarray] = []
@@ -84,16 +85,20 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
             if check is not None:
                 checks.append(check)
             for name, table in mine.items():
-                streams[name].append(table)
+                streams.setdefault(name, []).append(table)
             if extra:
                 passthrough.append(extra)
             if first_stories is not None:
                 truth.append(first_stories)
-    batch_streams = {n: concat(parts) for n, parts in streams.items()}
+    rules = RuleVersions(p, stage, rules_version(times))
+    module = rules.stage_module(rules.version)
+    batch_streams = {n: concat(streams.get(n, [])) for n in module.stateful_streams()}
     clock.lap("unpack")
     label = int(key[0])
     log = EngineLog(changes)
-    engine, origin = take_engine(module, log, p.start, label, batch)
+    engine, origin = take_engine(rules.stage_module, log, p.start, label, batch)
+    if engine.version != rules.version:  # the rules changed: carry the state over
+        engine = engine.evolved(module, rules.version)[0]
     watermark = batch_watermark(p.module, engine, times)
     late = find_late(checks, watermark)
     received = sum(nrows(t) for t in batch_streams.values())
@@ -112,7 +117,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
     imported: list[str] = []
     if store is not None:
-        imported = import_moved_keys(store, work, engine_index, batch)
+        imported = import_moved_keys(store, work, engine_index, batch, rules.stage_module)
         moves["imported_keys"] = len(imported)
         clock.lap("import")
     events = work.process(batch_streams, watermark)
@@ -132,10 +137,10 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         injected_fault(batch, engine_index)
     if passthrough:
         placed = [stamp_stateless(rows, watermark.after(rows["seq"])) for rows in passthrough]
-        events = sort_output(concat([*placed, events]), p.rule_order)
+        events = sort_output(concat([*placed, events]), rules.order())
     if stage + 1 < len(p.stages):
         assert chain_parts is not None
-        chained, events = split_rows(p.module, events)
+        chained, events = split_rows(rules.module, events)
         chain_parts.write(batch, stage + 1, engine_index, chained)
         chain_parts.write_watermark(batch, stage + 1, watermark)
     frame = event_frame(events)
@@ -152,7 +157,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
              "restored": {origin.kind: 1, "log_entries": origin.entries},
              "keys_held": held, "state_bytes": saved["bytes"],
              "watermark": watermark.last, "late_events": late.count, "timer_keys": len(due),
-             "input_ended": input_ended(times),
+             "input_ended": input_ended(times), "rules_version": rules.version,
              "saved": saved["kind"],
              **counts, "stages": stages, "outputs": scores,
              "latest": latest,
@@ -218,6 +223,44 @@ def batch_watermark(module: ir.CompiledModule, engine: Engine, times: list[tuple
     return watermark
 
 
+class RuleVersions:
+    """The rule set versions an engine task may meet: the batch's own (``version``), the
+    one its state was saved under, and a moved key's parcel's. Version 0 is the task's
+    own module; later ones come from the run directory's change log (``rule_versions``)."""
+
+    def __init__(self, p: EngineTask, stage: int, version: int) -> None:
+        self.task, self.stage, self.version = p, stage, version
+        self.book = RuleBook(p.workdir, p.module) if p.workdir is not None else None
+        self.module = self.full(version)
+
+    def full(self, version: int) -> ir.CompiledModule:
+        if version == 0 or self.book is None:
+            return self.task.module
+        return self.book.module(version)
+
+    def stage_module(self, version: int) -> ir.CompiledModule:
+        """This task's stage's rules in ``version``."""
+        if version == 0 or self.book is None:
+            return self.task.stages[self.stage]
+        return self.full(version).stage_modules()[self.stage]
+
+    def order(self) -> dict[str, int]:
+        """The reference order of rules over every version so far."""
+        if self.version == 0 or self.book is None:
+            return self.task.rule_order
+        return output_order([v.module for v in self.book.versions(self.version)])
+
+
+def rules_version(times: list[tuple]) -> int:
+    """The rule set version of the batch's input, as its tasks were told by the planner
+    (``source.py``): the last item of what each task sent about time."""
+    for info in times:
+        if (info[0] == "pieces" and len(info) > 4) or (info[0] == "watermark"
+                                                       and len(info) > 2):
+            return int(info[-1])
+    return 0
+
+
 def input_ended(times: list[tuple]) -> bool:
     """Whether this is the batch in which a bounded input ends (all event time passes),
     from what its input tasks sent: the progress line names that batch for what it is."""
@@ -233,10 +276,10 @@ def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -
     change = engine.merge_in(work, keys)
     blob = codec.encode(change, "change")
     kind = "delta"
-    if before is None or before.folds(len(blob)):
-        blob, kind = engine.snapshot(), "base"
+    if before is None or before.folds(len(blob)) or before.rules != engine.version:
+        blob, kind = engine.snapshot(), "base"  # a new rule set starts a new log
     token = uuid.uuid4().hex
-    log.append(batch, token, blob, base=kind == "base")
+    log.append(batch, token, blob, base=kind == "base", rules=engine.version)
     return {"token": token, "kind": kind, "bytes": len(blob)}
 
 
@@ -255,9 +298,13 @@ def injected_fault(batch: int, engine: int) -> None:
         raise RuntimeError(f"injected fault in engine {engine}'s batch {batch}")
 
 
-def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> list[str]:
+def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
+                      rules_of: Callable[[int], ir.CompiledModule] | None = None
+                      ) -> list[str]:
     """Adopt the keys that move to engine ``e`` in this batch, from the parcel of each
-    engine that sends some (step 1 of docs/architecture.md#handoff-protocol)."""
+    engine that sends some (step 1 of docs/architecture.md#handoff-protocol). A parcel
+    written under another rule set version is opened with ``rules_of(its version)`` and
+    carried onto the engine's (``Engine.open_parcel``)."""
     prev = key_map(store, batch - 1) if batch > 0 else None
     keys = imports(e, prev, key_map(store, batch))
     if not keys:
@@ -266,7 +313,7 @@ def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int) -> 
     senders = by_owner(keys, prev)
     names = {source: parcel_name(source, e) for source in senders}
     parcels = store.get_states(batch - 1, list(names.values()))  # missing: the task fails
-    opened = [engine.open_parcel(parcels[names[source]]) for source in senders]
+    opened = [engine.open_parcel(parcels[names[source]], rules_of) for source in senders]
     for source, sent, parcel in zip(senders, senders.values(), opened, strict=True):
         if sorted(map(key_text, parcel.keys)) != sorted(sent):
             raise ValueError(f"the parcel {names[source]!r} of batch {batch - 1} holds other "

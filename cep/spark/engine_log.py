@@ -75,6 +75,7 @@ class Version:
     base_bytes: int
     delta_bytes: int
     entries: tuple[int, ...]
+    rules: int = 0  # the rule set version the log's entries belong to (rule_versions.py)
 
     def encode(self) -> bytes:
         return json.dumps(dataclasses.asdict(self)).encode()
@@ -90,7 +91,7 @@ class Version:
             raise StateFormatError(f"the engine's state log has no valid version ({err})"
                                    ) from None
         numbers = [version.batch, version.base, version.base_bytes, version.delta_bytes,
-                   *version.entries]
+                   version.rules, *version.entries]
         if type(version.token) is not str or any(type(n) is not int for n in numbers):
             raise StateFormatError("the engine's state log has no valid version")
         return version
@@ -125,15 +126,19 @@ class EngineLog:
         row = self.log.getValue((batch,))
         return None if row is None else (str(row[0]), bytes(row[1]))
 
-    def append(self, batch: int, token: str, blob: bytes, base: bool) -> None:
+    def append(self, batch: int, token: str, blob: bytes, base: bool, rules: int = 0) -> None:
         """Write ``batch``'s blob, a base (the older entries go) or a delta after the
-        version the batch began at, and the version that says so."""
+        version the batch began at, and the version that says so; ``rules``: the rule
+        set version of the engine that wrote it (a change of it always writes a base,
+        so a log's entries all belong to one rule set)."""
         before = self.version()
         if base or before is None:
             self.log.clear()
-            version = Version(batch, token, batch, len(blob), 0, (batch,))
+            version = Version(batch, token, batch, len(blob), 0, (batch,), rules)
         else:
+            assert before.rules == rules, "a new rule set starts with a base"
             version = Version(batch, token, before.base, before.base_bytes,
-                              before.delta_bytes + len(blob), (*before.entries, batch))
+                              before.delta_bytes + len(blob), (*before.entries, batch),
+                              rules)
         self.log.updateValue((batch,), (token, blob))
         self.log.updateValue((VERSION_KEY,), (token, version.encode()))

@@ -40,12 +40,13 @@ class EngineTask:
     start: str  # names this start of the query: a worker's resident engines never outlive it
     late: str = "process"  # the late-event policy: "drop" leaves late events out
     dead_at: str | None = None  # where late events' dead letters go (late_rows.late_path)
+    workdir: str | None = None  # the run directory: its change log has the rule versions
 
 
 def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                 store: StateStore | None = None, slowdown: dict[int, float] | None = None,
                 chain: ChainParts | None = None, late: str = "process",
-                dead_at: str | None = None) -> EngineTask:
+                dead_at: str | None = None, workdir: str | None = None) -> EngineTask:
     """The task of engines ``labels[s][e]`` (engine e of stage s) running ``module``, each
     writing its events as ``parts``, a stage's chain rows for the next as ``chain``, late
     events processed or dropped as ``late`` says, their dead letters under ``dead_at``."""
@@ -63,4 +64,5 @@ def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: Event
         start=uuid.uuid4().hex,
         late=late,
         dead_at=dead_at,
+        workdir=workdir,
     )

@@ -27,22 +27,23 @@ Routed = list[tuple[int, bytes]]  # (engine label, payload) for every engine
 
 
 def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir.CompiledModule,
-               labels: list[int], batch: int, stage: int) -> Routed:
+               labels: list[int], batch: int, stage: int, version: int = 0) -> Routed:
     """A later stage's task: the complex events the stage before made in the previous
     batch, through the stage's stateless rules (``stage_module``), keyed and routed to
-    its engines."""
+    its engines, which are told the rule set ``version`` of those events' input."""
     started = time.perf_counter()
     events = config.chain.events(module, batch, stage)
     watermark = config.chain.watermark(batch, stage)
     info = {"read": time.perf_counter() - started}
     return route_part(stage_module, events, labels, key_grouping(len(labels)), batch, info,
-                      time_info=("watermark", watermark))
+                      time_info=("watermark", watermark, version))
 
 
 def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
-               engine_of: KeyRouter, task: dict) -> Routed:
+               engine_of: KeyRouter, task: dict, version: int = 0) -> Routed:
     """An input task: its pieces read, through the stateless rules of ``module`` (stage
-    0's), keyed and routed by ``engine_of``."""
+    0's of rule set ``version``, which the engines are told), keyed and routed by
+    ``engine_of``."""
     batch = int(task["batch"])
     started = time.perf_counter()
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
@@ -65,7 +66,8 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
     info["read"] = time.perf_counter() - started
     info["truth"] = sum(len(t) for t in truth)
-    time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)))
+    time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)),
+                 version)
     return route_part(module, tables, labels, engine_of, batch, info,
                       np.concatenate(truth) if truth else None, time_info,
                       late=(config.late == "drop", segments))

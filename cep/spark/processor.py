@@ -43,8 +43,9 @@ class EngineProcessor(StatefulProcessor):
                  store: StateStore | None = None,
                  slowdown: dict[int, float] | None = None,
                  chain: ChainParts | None = None, late: str = "process",
-                 dead_at: str | None = None) -> None:
-        self.task = engine_task(module, labels, parts, store, slowdown, chain, late, dead_at)
+                 dead_at: str | None = None, workdir: str | None = None) -> None:
+        self.task = engine_task(module, labels, parts, store, slowdown, chain, late, dead_at,
+                                workdir)
 
     def init(self, handle) -> None:
         from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA

@@ -28,6 +28,7 @@ Measured: see ``engine_batch.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cep.engine import codec
@@ -62,18 +63,23 @@ class Origin:
     entries: int = 0
 
 
-def take_engine(module: ir.CompiledModule, log: EngineLog, start: str, label: int,
-                batch: int) -> tuple[Engine, Origin]:
-    """Engine ``label``'s state as of the batch before ``batch``, by the trust rule. The
-    worker's copy is taken out of the registry: a batch that fails half way (its work
-    engine split off) must not leave it for the next; :func:`keep` puts it back."""
+def take_engine(rules_of: Callable[[int], ir.CompiledModule] | ir.CompiledModule,
+                log: EngineLog, start: str, label: int, batch: int
+                ) -> tuple[Engine, Origin]:
+    """Engine ``label``'s state as of the batch before ``batch``, by the trust rule,
+    under the rules of the version its state belongs to (``rules_of(version)``; the
+    caller carries it onto the batch's own: ``Engine.evolved``). The worker's copy is
+    taken out of the registry: a batch that fails half way (its work engine split off)
+    must not leave it for the next; :func:`keep` puts it back."""
+    if isinstance(rules_of, ir.CompiledModule):  # a job whose rules never change
+        rules_of = _always(rules_of)
     held = _RESIDENT.pop((start, label), None)
     for slot in [s for s, r in _RESIDENT.items()
                  if s[0] != start or r.batch < batch - STALE_BATCHES]:
         del _RESIDENT[slot]  # another query's, or long stale
     version = log.version()
     if version is None:
-        return Engine(module), Origin("new")
+        return Engine(rules_of(0)), Origin("new")
     if held is not None and (held.batch, held.token) == (version.batch, version.token):
         return held.engine, Origin("resident")
     if held is not None and held.batch in version.entries[:-1]:
@@ -82,12 +88,16 @@ def take_engine(module: ir.CompiledModule, log: EngineLog, start: str, label: in
             later = version.after(held.batch)
             _replay(held.engine, log, later)
             return held.engine, Origin("caught_up", len(later))
-    engine = Engine(module)
+    engine = Engine(rules_of(version.rules), version.rules)
     base = _entry(log, version.base)
     engine.restore(base)
     later = version.after(version.base)
     _replay(engine, log, later)
     return engine, Origin("rebuilt", 1 + len(later))
+
+
+def _always(module: ir.CompiledModule) -> Callable[[int], ir.CompiledModule]:
+    return lambda _version: module
 
 
 def keep(start: str, label: int, batch: int, token: str, engine: Engine) -> None:

@@ -12,6 +12,8 @@ A run directory (``--checkpoint DIR``, else a temporary one) holds::
 
     run.json      run id, engines, strategy, inputs: what a restart must match
     input/        the input log (``segments.jsonl``): which bytes make up the stream
+    rules/        the rules it started with, the changes deployed since, the batch at
+                  which each applied (``cep.io.rule_changes``)
     checkpoint/   Spark's offsets, commits and engine state
     metrics/      one file per batch, rewritten whole by a replay
     parts/        the engines' event parts, while they wait to be delivered (unless the
@@ -55,6 +57,7 @@ from pyspark.errors import PySparkRuntimeError
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES
+from cep.io.rule_changes import ChangeLog, ChangeLogError, RuleBook
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
@@ -63,6 +66,7 @@ from cep.spark.chain_stages import drained
 from cep.spark.event_parts import EventParts
 from cep.spark.input_progress import InputProgress
 from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
+from cep.spark.rule_versions import RuleVersionsHook
 from cep.spark.session import SPARK_LOG, is_local_master, spark_session
 from cep.spark.sink import BatchSink, Delivery, Progress
 from cep.spark.source import SOURCE_NAME, input_source
@@ -72,6 +76,7 @@ from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
+from grammar.rule_set import output_order
 from migration.store import StateStore
 from splitter.balancer import Balancer
 from splitter.engine_labels import engine_partitions, stage_labels
@@ -146,6 +151,11 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
         run_id, partitions = _manifest(workdir, engines, strategy, sources,
                                        engine_partitions(engines, master))
+        try:
+            ChangeLog(workdir).begin(module)  # rules deployed later compose onto these
+        except ChangeLogError as err:
+            raise SparkRunError(str(err)) from None
+        book = RuleBook(str(workdir), module)
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
@@ -194,7 +204,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
         labels = stage_labels(engines, len(module.stages) + 1, partitions)
-        order = {name: i for i, name in enumerate(module.outputs)}
+        order = output_order([v.module for v in book.versions()])  # grows as rules come
         parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
         delivery = Delivery(parts, order, workdir,
@@ -215,7 +225,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                                  config.metrics_file, master, run_id)}
         sink = BatchSink(workdir, engines, settings, delivery,
                          Progress(expected, config.progress, done=done),
-                         [*hooks, InputProgress(workdir, sources)])
+                         [RuleVersionsHook(book, order), *hooks,
+                          InputProgress(workdir, sources)])
         kept: deque[dict] = deque(maxlen=METRICS_KEPT)
         sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
         max_record_bytes = (MAX_RECORD_BYTES if config.max_record_bytes is None
@@ -226,7 +237,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         spark.dataSource.register(input_source(source, module, labels, engine_of))
         source.stop_file.unlink(missing_ok=True)
         processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),
-                                    source.chain, config.late, source.dead_dir)
+                                    source.chain, config.late, source.dead_dir,
+                                    str(workdir))
         result = (spark.readStream.format(SOURCE_NAME).load().groupBy("engine")
                   .transformWithStateInPandas(processor, OUTPUT_SCHEMA, "Append", "None"))
         writer = (result.writeStream.foreachBatch(sink)

@@ -32,6 +32,11 @@ stopped run never plans it: a stop is not the end of the input.
 
 Stopping: the driver creates ``stop_file``; from then on no new batch is planned, the one
 in flight finishes and commits.
+
+Rules that change while the job runs (``rule_versions.py``): an offset may add
+``"rules": v``, the rule set version of the batch that ends there; a change written to
+the run directory's change log makes the next planned batch run it (a batch without
+input if none came), and every task of a batch is told its version.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cep.io.inputlog import SEQ_SHIFT, InputLog
+from cep.io.rule_changes import RuleBook
+from cep.spark.rule_versions import RulePlanner
 from cep.spark.source_config import SourceConfig
 from grammar import ir
 
@@ -65,6 +72,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                  labels: list[list[int]], routing: bytes) -> None:
         self.config = config
         self.module = module
+        self.book = RuleBook(config.workdir, module)  # the rule set of each version
         self.stages = module.stage_modules()
         self.drain = len(self.stages) - 1  # batches a later stage lags behind the input
         self.labels = labels  # [stage][engine]
@@ -102,18 +110,33 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = here if stopping else log.advance(*here, budget=self.config.batch_size,
                                                 stop=self._target)
         ended = end == here and bool(start.get("end"))  # the input's end is behind
+        planner = RulePlanner(self.book)
+        running = int(start.get("rules", 0))
         if end == here and not ended and not self.config.follow and not stopping:
             # a bounded input read to its end: one more batch, in which all time passes
-            return self._offset(start["n"] + 1, end, 0, ended=True)
+            rules = planner.plan(start["n"], running, self._first_seq(here))
+            return self._offset(start["n"] + 1, end, 0, ended=True, rules=rules)
         idle = 0 if end != here else min(self.drain, start.get("idle", 0) + 1)
-        if end == here and start["n"] and start.get("idle", 0) >= self.drain:
+        if (end == here and start["n"] and start.get("idle", 0) >= self.drain
+                and (stopping or not planner.pending(running))):
             return start
         # Spark runs its first batch whatever this returns (it has no earlier offset to
         # compare with), so an empty first batch is numbered too: n stays Spark's batch id
-        return self._offset(start["n"] + 1, end, idle, ended)
+        rules = (running if stopping
+                 else planner.plan(start["n"], running, self._first_seq(here)))
+        return self._offset(start["n"] + 1, end, idle, ended, rules)
 
-    def _offset(self, n: int, at: tuple[int, int], idle: int, ended: bool = False) -> dict:
+    def _first_seq(self, at: tuple[int, int]) -> int:
+        """The seq of the first input event at or after position ``at``."""
+        segment = self.log().segments.get(at[0])
+        offset = max(0, at[1] - segment.start) if segment is not None else 0
+        return at[0] << SEQ_SHIFT | offset
+
+    def _offset(self, n: int, at: tuple[int, int], idle: int, ended: bool = False,
+                rules: int = 0) -> dict:
         offset = {"n": n, "seg": at[0], "pos": at[1]}
+        if rules:  # the rule set version of the batch ending here (none: version 0)
+            offset["rules"] = rules
         if self.drain:  # no "idle" without a chain: offsets of older runs stay valid
             offset["idle"] = idle
         if ended:  # the end of a bounded input is behind (older offsets have no "end")
@@ -128,16 +151,22 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cuts = np.searchsorted(np.cumsum(units), np.arange(1, tasks) * units.sum() / tasks)
         groups = [g for g in np.split(np.arange(len(pieces)), cuts) if len(g)]
         final = bool(end.get("end")) and not start.get("end")
-        if (self.drain or final) and not groups:
-            groups = [np.arange(0)]  # stage 0's engines run too (keys may move, time ends)
+        rules = int(end.get("rules", 0))
+        changed = rules != int(start.get("rules", 0))
+        if (self.drain or final or changed) and not groups:
+            # stage 0's engines run too (keys may move, time ends, the rules change)
+            groups = [np.arange(0)]
         batch = start["n"]
+        planner = RulePlanner(self.book) if self.drain else None
         # the batch in which a bounded input ends: every engine lets all time pass, at a
         # place after every input event (as ``cep.io.event_time.end_of_log`` says)
         ending = {"final": True, "end_seq": self.log().count << SEQ_SHIFT} if final else {}
-        return [InputPartition({"batch": batch, **ending, "pieces": [
+        return [InputPartition({"batch": batch, **ending, "rules": rules, "pieces": [
             (pieces[i].segment.to_json(), pieces[i].lo, pieces[i].hi) for i in group]})
-            for group in groups] + [InputPartition({"batch": batch, "stage": stage})
-                                    for stage in range(1, len(self.stages))]
+            for group in groups] + [
+            InputPartition({"batch": batch, "stage": stage,
+                            "rules": planner.version_of(batch - stage) if planner else 0})
+            for stage in range(1, len(self.stages))]
 
     def commit(self, end: dict) -> None:
         self.log().forget_before(end["seg"])
@@ -150,16 +179,19 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from cep.spark.input_tasks import read_chain, read_input, record_batch  # see there
 
         task = partition.value
+        version = int(task.get("rules", 0))
+        module = self.book.module(version)
         if "stage" in task:
             stage = int(task["stage"])
-            yield record_batch(read_chain(self.config, self.module, self.stages[stage],
-                                          self.labels[stage], int(task["batch"]), stage))
+            yield record_batch(read_chain(self.config, module, module.stage_modules()[stage],
+                                          self.labels[stage], int(task["batch"]), stage,
+                                          version))
             return
         if self._engine_of is None:
             self._engine_of = cloudpickle.loads(self.routing)
         try:
-            table = read_input(self.config, self.stages[0], self.labels[0],
-                               self._engine_of, task)
+            table = read_input(self.config, module.stage_modules()[0], self.labels[0],
+                               self._engine_of, task, version)
         finally:  # a router of moved keys read the key map: no client outlives the task
             if "cep.transports.mongo_client" in sys.modules:
                 sys.modules["cep.transports.mongo_client"].close_shared_clients()

@@ -39,7 +39,7 @@ the one reported). All passes share a :class:`~grammar.check.context.Context`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from grammar import ast, ir
 from grammar.check.context import Context
@@ -52,9 +52,12 @@ __all__ = ["compile_module"]
 
 def compile_module(
     module: ast.Module, overrides: Mapping[str, str] | None = None,
-    state_ttl_us: int | None = None,
+    state_ttl_us: int | None = None, origins: Sequence[ast.Module] | None = None,
 ) -> ir.CompiledModule:
     """Check a parsed rule file; ``overrides`` are ``--set name=value`` strings.
+
+    ``origins``: for a rule set composed of several files (``grammar.rule_set``), the file
+    each statement came from, so that an error names that file, line and column.
 
     ``state_ttl_us`` bounds the state that no rule bounds itself (``#keepall`` windows,
     patterns without WITHIN) to that much event time per key; see
@@ -64,9 +67,11 @@ def compile_module(
     if state_ttl_us is not None and state_ttl_us <= 0:
         raise ValueError(f"the state time-to-live must be positive, got {state_ttl_us} µs")
     ctx = Context(module, dict(overrides or {}), state_ttl_us)
+    where = module
     try:
         rule_index = 0
-        for stmt in module.statements:
+        for i, stmt in enumerate(module.statements):
+            where = origins[i] if origins is not None else module
             if isinstance(stmt, ast.CreateSchema):
                 declare_schema(ctx, stmt)
             elif isinstance(stmt, ast.CreateVariable):
@@ -74,12 +79,15 @@ def compile_module(
             else:
                 rule_index += 1
                 check_rule(ctx, stmt, rule_index)
-        return _assemble(ctx)
+        where = module
+        return _assemble(ctx, ir.RuleSource(module.source_name, module.source,
+                                            tuple(sorted(ctx.overrides.items())),
+                                            state_ttl_us))
     except RuleError as err:
-        raise err.located(module.source_name, module.source) from None
+        raise err.located(where.source_name, where.source) from None
 
 
-def _assemble(ctx: Context) -> ir.CompiledModule:
+def _assemble(ctx: Context, origin: ir.RuleSource) -> ir.CompiledModule:
     """The IR of a module whose statements all checked."""
     unknown = sorted(set(ctx.overrides) - set(ctx.variables))
     if unknown:
@@ -97,4 +105,5 @@ def _assemble(ctx: Context) -> ir.CompiledModule:
         key=first.key,
         outputs=tuple(ctx.outputs),
         stages=tuple(ir.Stage(s.key, tuple(s.derived), tuple(s.stateful)) for s in later),
+        origin=origin,
     )
