@@ -1,0 +1,229 @@
+"""Rules that change while a ``cep run --follow --checkpoint`` job runs (``cep deploy``,
+``cep undeploy``): the job's events equal the reference evaluator's over the same input
+log with the same change log (each version from the first seq of the batch that applied
+it), event for event; and a rule that never changed has exactly the events of a run
+whose rules never changed. Cases: a rule added, a rule replaced compatibly (a HAVING
+threshold through a variable: it keeps its state), a rule replaced incompatibly with a
+timer pending (it starts empty), a rule removed; under key grouping, with DLB-L moving
+keys every batch, with an INSERT INTO chain, and with ``kill -9`` while a change is
+being applied, then a restart (the change applies once, at the same batch).
+
+The jobs are real ``cep`` processes fed files while they run (``support.faults``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+from pathlib import Path
+
+from support.changed_runs import log_reference
+from support.faults import batch_total, events, kill_group, land, start, wait_until
+
+from cep.io.rule_changes import ChangeLog
+
+START = """
+CREATE SCHEMA Reading (sensor string, ts timestamp, temp double, ok boolean) TIMESTAMP ts;
+CREATE VARIABLE double limit = 31.0;
+
+@Name('overheating')
+SELECT sensor, avg(temp) AS avg_temp, count(*) AS n
+FROM Reading(ok)#groupwin(sensor)#length(4) GROUP BY sensor HAVING avg(temp) > limit;
+
+@Name('silent')
+SELECT a.sensor AS sensor, a.temp AS temp
+FROM PATTERN [every a=Reading(temp > 34) -> (timer:interval(3 min) and not b=Reading)]
+PARTITION BY sensor;
+
+@Name('per_window')
+SELECT sensor, count(*) AS n, max(temp) AS top
+FROM Reading#groupwin(sensor)#time_batch(2 min) GROUP BY sensor;
+"""
+
+ADDED = """
+CREATE SCHEMA Reading (sensor string, ts timestamp, temp double, ok boolean) TIMESTAMP ts;
+@Name('rising')
+SELECT a.sensor AS sensor, a.temp AS low, b.temp AS high
+FROM PATTERN [every a=Reading -> b=Reading(temp > a.temp + 3)] PARTITION BY sensor;
+"""
+COMPATIBLE = "CREATE VARIABLE double limit = 30.0;\n"
+INCOMPATIBLE = """
+@Name('silent')
+SELECT a.sensor AS sensor, a.temp AS temp, 'v3' AS version
+FROM PATTERN [every a=Reading(temp > 33) -> (timer:interval(2 min) and not b=Reading)]
+PARTITION BY sensor;
+"""
+
+CHAIN = """
+CREATE SCHEMA Reading (sensor string, ts timestamp, temp double, ok boolean) TIMESTAMP ts;
+@Name('warm')
+INSERT INTO Warm
+SELECT sensor, avg(temp) AS avg_temp FROM Reading#groupwin(sensor)#length(3)
+GROUP BY sensor HAVING avg(temp) > 30;
+@Name('warmer')
+SELECT a.sensor AS sensor, a.avg_temp AS first, b.avg_temp AS second
+FROM PATTERN [every a=Warm -> b=Warm(avg_temp > a.avg_temp)] PARTITION BY sensor;
+"""
+CHAIN_CHANGE = """
+@Name('warm')
+INSERT INTO Warm
+SELECT sensor, avg(temp) AS avg_temp FROM Reading#groupwin(sensor)#length(3)
+GROUP BY sensor HAVING avg(temp) > 29;
+@Name('warm_count')
+SELECT sensor, count(*) AS n FROM Warm#groupwin(sensor)#length(2) GROUP BY sensor;
+"""
+
+OPTIONS = ("--batch-size", "40", "--master", "local[2]", "--quiet",
+           "--trigger-interval", "0.2")
+
+
+def readings(first: int, n: int, sensors: int = 12, seed: int = 7) -> list[str]:
+    """``n`` readings from event ``first`` on, 10 seconds apart, of ``sensors`` sensors
+    of unequal rates (so that balancing has something to move)."""
+    rng = random.Random(seed * 1000 + first)
+    out = []
+    for i in range(first, first + n):
+        sensor = f"s{min(int(rng.paretovariate(1.2)) - 1, sensors - 1)}"
+        minute, second = divmod(i * 10, 60)
+        hour, minute = divmod(minute, 60)
+        out.append(json.dumps({"sensor": sensor,
+                               "ts": f"2026-03-01T{hour:02d}:{minute:02d}:{second:02d}Z",
+                               "temp": round(rng.uniform(25.0, 37.0), 2),
+                               "ok": rng.random() > 0.1}) + "\n")
+    return out
+
+
+def _command(rule: Path, folder: Path, run: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "cep.cli", "run", str(rule), "--input", str(folder),
+            "--follow", *OPTIONS, "--checkpoint", str(run), "--output", f"{run}.jsonl",
+            *extra]
+
+
+def _cep(*args: str) -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "cep.cli", *args], capture_output=True,
+                          text=True, cwd=Path(__file__).parent.parent.parent)
+    assert done.returncode == 0, done.stderr
+
+
+def _ran_version(run: Path, version: int) -> bool:
+    """A committed batch ran ``version`` (its metrics say so)."""
+    for path in (run / "metrics").glob("batch-*.json"):
+        if json.loads(path.read_text()).get("rules", {}).get("version", 0) >= version:
+            return True
+    return False
+
+
+class Job:
+    """A followed job in ``tmp``, fed a file per phase."""
+
+    def __init__(self, tmp: Path, rules: str, *extra: str) -> None:
+        self.tmp, self.extra = tmp, extra
+        self.rule = tmp / "start.epl"
+        self.rule.write_text(rules)
+        self.folder, self.run = tmp / "in", tmp / "run"
+        self.folder.mkdir()
+        self.fed = 0
+        self.proc = start(_command(self.rule, self.folder, self.run, *extra), tmp / "job")
+
+    def feed(self, n: int) -> None:
+        land(self.folder, f"part-{self.fed:06d}.jsonl", readings(self.fed, n))
+        self.fed += n
+        wait_until(lambda: batch_total(self.run, "events_in") >= self.fed, self.proc,
+                   f"{self.fed} events read")
+
+    def deploy(self, text: str, version: int, name: str = "change.epl") -> None:
+        path = self.tmp / f"{version}-{name}"
+        path.write_text(text)
+        _cep("deploy", str(self.run), str(path))
+        wait_until(lambda: _ran_version(self.run, version), self.proc,
+                   f"a batch of rule set version {version}")
+
+    def undeploy(self, version: int, *names: str) -> None:
+        _cep("undeploy", str(self.run), *names)
+        wait_until(lambda: _ran_version(self.run, version), self.proc,
+                   f"a batch of rule set version {version}")
+
+    def stop(self) -> list[dict]:
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=300)
+        assert self.proc.returncode == 0, (self.tmp / "job.err").read_text()
+        return events(Path(f"{self.run}.jsonl"))
+
+
+def _changes(job: Job) -> None:
+    job.feed(120)
+    job.deploy(ADDED, 1)
+    job.feed(120)
+    job.deploy(COMPATIBLE, 2)
+    job.feed(120)
+    job.deploy(INCOMPATIBLE, 3)
+    job.feed(120)
+    job.undeploy(4, "rising")
+    job.feed(120)
+
+
+def _check(job: Job, got: list[dict]) -> None:
+    assert got == log_reference(job.run, final=False)
+    rules = {r["rule"] for r in got}
+    assert {"overheating", "silent", "per_window", "rising"} <= rules
+    never = [r for r in log_reference(job.run, final=False, changes=False)
+             if r["rule"] == "per_window"]
+    assert [r for r in got if r["rule"] == "per_window"] == never, \
+        "a rule no change touched has the events of a run whose rules never changed"
+    applied, refused = ChangeLog(job.run).applied()
+    assert [a.version for a in applied] == [1, 2, 3, 4] and not refused
+
+
+def test_changes_under_key_grouping_equal_the_reference(tmp_path):
+    job = Job(tmp_path, START, "--engines", "2")
+    _changes(job)
+    got = job.stop()
+    _check(job, got)
+    silent = [r for r in got if r["rule"] == "silent"]
+    assert any("version" in r for r in silent) and any("version" not in r for r in silent)
+
+
+def test_changes_while_dlb_l_moves_keys_every_batch(tmp_path):
+    job = Job(tmp_path, START, "--engines", "3", "--strategy", "dlb-l",
+              "--moves", "always", "--threshold", "1")
+    _changes(job)
+    got = job.stop()
+    _check(job, got)
+    moved = batch_total(job.run, "imported_keys")
+    assert moved > 0, "keys moved between engines while the rules changed"
+
+
+def test_changes_in_an_insert_into_chain(tmp_path):
+    job = Job(tmp_path, CHAIN, "--engines", "2")
+    job.feed(160)
+    job.deploy(CHAIN_CHANGE, 1)
+    job.feed(160)
+    got = job.stop()
+    assert got == log_reference(job.run, final=False)
+    assert {"warmer", "warm_count"} <= {r["rule"] for r in got}
+
+
+def test_kill_9_while_a_change_applies_then_restart(tmp_path):
+    job = Job(tmp_path, START, "--engines", "2")
+    job.feed(120)
+    path = tmp_path / "added.epl"
+    path.write_text(ADDED)
+    _cep("deploy", str(job.run), str(path))
+    log = ChangeLog(job.run)
+    wait_until(lambda: bool(log.applied()[0]), job.proc, "the change planned")
+    planned = log.applied()[0]
+    kill_group(job.proc)  # the batch that applies it: planned, maybe not logged or run
+    job.proc = start(_command(job.rule, job.folder, job.run, *job.extra), tmp_path / "again")
+    wait_until(lambda: _ran_version(job.run, 1), job.proc, "a batch of rule set version 1")
+    assert log.applied()[0] == planned, "the change applies once, at the same batch"
+    job.feed(120)
+    job.deploy(COMPATIBLE, 2)
+    job.feed(120)
+    got = job.stop()
+    assert got == log_reference(job.run, final=False)
+    assert "rising" in {r["rule"] for r in got}
