@@ -154,14 +154,14 @@ class Engine:
         """Continue from :meth:`state_value` decoded from ``what`` (data someone may
         have written: checked to be of this module before any of it is used)."""
         parts = state.get("parts") if type(state) is dict else None
+        if type(state) is dict and state.get("version", 0) != self.version:
+            raise ValueError(f"the {what} holds the state of rule set version "
+                             f"{state.get('version', 0)}, not {self.version}")
         if (type(parts) is not list or len(parts) != len(self.operators)
                 or state.get("rules") != list(self.rule_order)
                 or type(state.get("waiting")) is not dict
                 or type(state.get("clock", {})) is not dict):
             raise ValueError(f"the {what} does not belong to this rule file")
-        if state.get("version", 0) != self.version:
-            raise ValueError(f"the {what} holds the state of rule set version "
-                             f"{state.get('version', 0)}, not {self.version}")
         for (_, op), part in zip(self.operators, parts, strict=True):
             op.restore(part)
         self.waiting = self._checked_waiting(state["waiting"])

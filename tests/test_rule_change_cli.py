@@ -1,0 +1,70 @@
+"""``cep deploy``, ``cep undeploy`` and ``cep rules`` against a run directory: a change
+is checked before it is written (a bad file is refused with its file:line:column and
+exit 2, a change the job cannot take in one line and exit 1, nothing written either
+way), and ``cep rules`` lists each rule's version and start batch once the job applied
+it (here the planner's record is written as the planner writes it)."""
+
+from __future__ import annotations
+
+import json
+
+from cep.cli import main
+from cep.io.rule_changes import Applied, ChangeLog
+from grammar.compile import compile_text
+
+START = """CREATE SCHEMA Reading (sensor string, ts timestamp, temp double, ok boolean)
+TIMESTAMP ts;
+CREATE VARIABLE double limit = 30.0;
+@Name('hot')
+SELECT sensor, avg(temp) AS a FROM Reading#groupwin(sensor)#length(3) GROUP BY sensor
+HAVING avg(temp) > limit;
+"""
+
+
+def _run_dir(tmp_path):
+    run = tmp_path / "run"
+    ChangeLog(run).begin(compile_text(START, "start.epl"))
+    return run
+
+
+def test_deploy_undeploy_and_rules(tmp_path, capsys):
+    run = _run_dir(tmp_path)
+    new = tmp_path / "new.epl"
+    new.write_text("@Name('cold') SELECT sensor, count(*) AS n "
+                   "FROM Reading#groupwin(sensor)#length(2) GROUP BY sensor;\n"
+                   "CREATE VARIABLE double limit = 28.0;\n")
+    assert main(["deploy", str(run), str(new)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("change 1 written: hot replaced (keeps its state"), said
+    assert "; cold added" in said
+    assert main(["rules", str(run)]) == 0
+    assert "changes 1 wait for the next batch" in capsys.readouterr().out
+    ChangeLog(run).write_applied([Applied(1, 4, 1 << 36)], {})
+    assert main(["rules", str(run), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["version"] == 1 and listed["pending"] == []
+    assert listed["rules"] == [
+        {"rule": "hot", "version": 1, "batch": 4, "first_seq": 1 << 36,
+         "started": "compatible"},
+        {"rule": "cold", "version": 1, "batch": 4, "first_seq": 1 << 36, "started": "added"}]
+    assert main(["undeploy", str(run), "cold"]) == 0
+    assert "cold removed (its state is freed)" in capsys.readouterr().out
+    assert ChangeLog(run).numbers() == [1, 2]
+
+
+def test_a_bad_file_is_refused_at_the_command_and_nothing_is_written(tmp_path, capsys):
+    run = _run_dir(tmp_path)
+    bad = tmp_path / "bad.epl"
+    bad.write_text("@Name('x')\nSELECT sensor FROM Reading#groupwin(sensr)#length(2);\n")
+    assert main(["deploy", str(run), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:2:37: error: unknown field 'sensr'"), err
+    assert main(["undeploy", str(run), "nope"]) == 1
+    assert capsys.readouterr().err == ("cep: refused: no running rule is named 'nope' "
+                                       "(running: hot)\n")
+    assert ChangeLog(run).numbers() == []
+
+
+def test_a_directory_that_is_no_run_is_said_in_one_line(tmp_path, capsys):
+    assert main(["rules", str(tmp_path)]) == 1
+    assert "is not the run directory of a cep job" in capsys.readouterr().err
