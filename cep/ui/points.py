@@ -64,6 +64,9 @@ def batch_point(record: dict, previous_wall: float | None) -> dict:
         "deliver_s": record.get("write_s"),
         "behind_records": (sum(s.get("behind_records", 0) for s in sources)
                            if sources else None),
+        # the rule set version the batch ran, and whether it started there (cep deploy)
+        "rules_version": (record.get("rules") or {}).get("version", 0),
+        "rules_changed": bool((record.get("rules") or {}).get("changed")),
     }
 
 

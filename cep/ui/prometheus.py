@@ -57,6 +57,15 @@ def exposition(snapshot: dict) -> str:
                [({"rule": r}, n) for r, n in snapshot["per_rule"].items()])
     out.family("cep_dead_letters_total", "counter",
                "Input records sent to the dead letters, per kind.", _dead_samples(snapshot))
+    out.family("cep_rule_set_version", "gauge",
+               "Rule set version the last batch ran (cep deploy and undeploy change it).",
+               [({}, snapshot["rules"]["version"])])
+    out.family("cep_rule_version", "gauge",
+               "Per running rule, the rule set version its definition came with.",
+               [({"rule": r["rule"]}, r["version"]) for r in snapshot["rules"]["running"]])
+    out.family("cep_rule_start_batch", "gauge",
+               "Per running rule, the micro-batch its definition started in.",
+               [({"rule": r["rule"]}, r["batch"]) for r in snapshot["rules"]["running"]])
     out.family("cep_blank_lines_total", "counter", "Blank input lines skipped.",
                [({}, totals["blank_lines"])])
     _engines(out, snapshot)

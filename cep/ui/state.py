@@ -42,6 +42,7 @@ class LiveState:
         self.latest_events: dict[str, list[dict]] = {}  # rule -> [{batch, line}]
         self.dead_latest: deque[dict] = deque(maxlen=REASONS_KEPT)
         self.moves: deque[dict] = deque(maxlen=MOVES_KEPT)
+        self.rule_changes: deque[dict] = deque(maxlen=MOVES_KEPT)  # batches a version began
 
     @property
     def last_batch(self) -> int | None:
@@ -73,6 +74,9 @@ class LiveState:
                                         for line in lines]
         for entry in record.get("dead_letter_latest", []):
             self.dead_latest.append({"batch": record["batch"], **entry})
+        if point["rules_changed"]:
+            self.rule_changes.append({"batch": record["batch"],
+                                      "version": point["rules_version"]})
         if point["handed_over"] or point["imported"] or point["decided"]:
             self.moves.append({k: point[k] for k in (
                 "batch", "decided", "handed_over", "handover_bytes", "imported",
@@ -105,6 +109,10 @@ class LiveState:
             "restored": self.restored,
             "input": last.get("input"),
             "moves": list(self.moves),
+            # the rules the last batch ran: version, and each rule's version and start batch
+            "rules": {"version": (last.get("rules") or {}).get("version", 0),
+                      "running": (last.get("rules") or {}).get("running", []),
+                      "changes": list(self.rule_changes)},
             "balance": {k: last[k] for k in ("keys", "batch_keys", "capacity_shares",
                                              "keys_restored", "watermark", "keys_held")
                         if k in last},

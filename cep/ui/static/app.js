@@ -157,7 +157,7 @@
     let labelledUpTo = -Infinity; // a label only where the last one has ended
     for (const mark of options.marks || []) {
       const mx = x(mark.x);
-      const g = svg("g", { class: "move" });
+      const g = svg("g", { class: mark.cls || "move" });
       g.append(svg("line", { class: "mark", x1: mx, x2: mx, y1: f.top, y2: f.height - f.bottom }));
       g.append(svg("path", { class: "mark-head", d: `M${mx - 5},${f.top} L${mx + 5},${f.top} L${mx},${f.top + 7} Z` }));
       if (mx > labelledUpTo) {
@@ -291,13 +291,21 @@
     );
   }
 
+  // where the rule set changed (cep deploy, cep undeploy): a mark at each such batch
+  function ruleMarks(xOf) {
+    return points.filter((p) => p.rules_changed).map((p) => ({
+      x: xOf(p), cls: "rules-change", label: `rules v${p.rules_version}`,
+      title: `batch ${p.batch}: the rules changed, rule set version ${p.rules_version} from here`,
+    }));
+  }
+
   function renderThroughput(snap) {
     const start = snap.started;
     const xOf = (p) => (start && p.wall ? p.wall - start : p.batch);
     lineChart(byId("chart-throughput"), [
       { name: "events in /s", color: COLORS[0], values: points.map((p) => [xOf(p), p.in_rate]) },
       { name: "complex events out /s", color: COLORS[1], values: points.map((p) => [xOf(p), p.out_rate]) },
-    ], { xLabel: start ? "seconds since the first batch" : "batch" });
+    ], { xLabel: start ? "seconds since the first batch" : "batch", marks: ruleMarks(xOf) });
   }
 
   function engineCount(snap) {
@@ -330,11 +338,11 @@
       integerX: true,
       yFormat: (v) => `${short(v)}%`,
       hline: theta !== undefined && theta !== null ? { y: theta, label: `θ = ${num(theta, 1)}%` } : null,
-      marks: moves.map((p) => ({
+      marks: [...ruleMarks((p) => p.batch), ...moves.map((p) => ({
         x: p.batch, label: `${short(p.handed_over)} ${p.handed_over === 1 ? "key" : "keys"}`,
         title: `batch ${p.batch}: ${num(p.handed_over)} keys handed over (${bytes(p.handover_bytes)}), ` +
                `hand-over ${seconds(p.handover_s)} of engine time`,
-      })),
+      }))],
     });
     const node = byId("moves");
     if (!snap.moves.length) {
@@ -350,10 +358,17 @@
 
   function renderRules(snap) {
     const lastPoint = points[points.length - 1] || { outputs: {} };
-    const names = [...new Set([...(snap.settings.rules || []), ...Object.keys(snap.per_rule)])];
-    table(byId("rules"), ["rule", "last batch", "total"],
-          names.map((r) => [r, num(lastPoint.outputs[r] || 0), num(snap.per_rule[r] || 0)]),
-          [false, true, true]);
+    const rules = snap.rules || { version: 0, running: [] };
+    const running = Object.fromEntries(rules.running.map((r) => [r.rule, r]));
+    const names = [...new Set([...rules.running.map((r) => r.rule), ...(snap.settings.rules || []),
+                               ...Object.keys(snap.per_rule)])];
+    const since = (r) => (running[r] ? `v${running[r].version} · batch ${running[r].batch}` +
+                          (running[r].started === "start" ? "" : ` (${running[r].started})`)
+                          : (rules.running.length ? "removed" : ""));
+    table(byId("rules"), ["rule", "version · since", "last batch", "total"],
+          names.map((r) => [r, since(r), num(lastPoint.outputs[r] || 0), num(snap.per_rule[r] || 0)]),
+          [false, false, true, true]);
+    byId("rules-version").textContent = rules.version ? `rule set version ${rules.version}` : "";
     const box = byId("latest-events");
     box.replaceChildren();
     for (const [rule, events] of Object.entries(snap.latest_events)) {
