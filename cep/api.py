@@ -8,6 +8,7 @@
     with rules.stream("incoming/", follow=True) as run:  # unbounded: batch by batch
         for batch, events in run:                       # a DataFrame per micro-batch
             ...
+            run.deploy("rules/new_pattern.epl")         # as cep deploy: next batch on
             if enough:
                 run.stop()                              # the batch in flight commits
 
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from cep.io import rule_changes
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
@@ -112,6 +114,12 @@ class StreamingRun:
         self._batches: queue.Queue = queue.Queue(maxsize=backlog)
         self.result: RunResult | None = None
         self.error: BaseException | None = None
+        self._workdir: Path | None = None
+        self._started = threading.Event()
+
+        def started(workdir: Path) -> None:
+            self._workdir = workdir
+            self._started.set()
 
         def deliver(batch: int, text: bytes) -> None:
             self._batches.put((batch, _frame_of_lines(text)))
@@ -119,10 +127,11 @@ class StreamingRun:
         def work() -> None:
             try:
                 self.result = run(module, dataclasses.replace(
-                    config, output=Output(callback=deliver)), self._stop)
+                    config, output=Output(callback=deliver)), self._stop, started)
             except BaseException as err:  # handed to the reader, raised there
                 self.error = err
             finally:
+                self._started.set()
                 self._batches.put(None)
 
         self._thread = threading.Thread(target=work, name="cep-stream", daemon=True)
@@ -138,6 +147,38 @@ class StreamingRun:
     def stop(self) -> None:
         """Plan no new batch; the one in flight finishes and commits, then the run ends."""
         self._stop.set()
+
+    @property
+    def workdir(self) -> Path:
+        """The run directory (``checkpoint``, or a temporary one), once the run made it."""
+        self._started.wait()
+        if self._workdir is None:
+            raise RuntimeError(f"the run ended before it made its run directory: {self.error}")
+        return self._workdir
+
+    def deploy(self, rules: str | Path) -> dict[str, str]:
+        """Add rules to the running job, or replace its rules of the same names, as
+        ``cep deploy`` does: a rule file (a path) or rule text (anything containing a
+        newline or ';'), checked first (a :class:`grammar.errors.RuleError` or
+        ``ChangeRefused`` leaves the job as it is), applied at the next batch. Returns
+        what it does to each rule (``added``, ``replaced``, ``compatible``)."""
+        text = str(rules)
+        if isinstance(rules, str) and ("\n" in text or ";" in text):
+            name = "<deployed>"
+        else:
+            name, text = text, Path(rules).read_text(encoding="utf-8-sig")
+        return rule_changes.deploy(self.workdir, name, text)[1]
+
+    def undeploy(self, *names: str) -> dict[str, str]:
+        """Remove rules from the running job by name, as ``cep undeploy`` does."""
+        return rule_changes.undeploy(self.workdir, list(names))[1]
+
+    def rules(self) -> list[dict]:
+        """The rules the job runs, each with its version and start batch (``cep
+        rules --json``'s ``rules``)."""
+        book = rule_changes.RuleBook.of_run(self.workdir)
+        return rule_changes.running_rules(book,
+                                          rule_changes.ChangeLog(self.workdir).applied()[0])
 
     def __enter__(self) -> StreamingRun:
         return self

@@ -227,3 +227,43 @@ def test_kill_9_while_a_change_applies_then_restart(tmp_path):
     got = job.stop()
     assert got == log_reference(job.run, final=False)
     assert "rising" in {r["rule"] for r in got}
+
+
+def test_the_python_api_deploys_into_its_stream(tmp_path):
+    import threading
+
+    import cep
+
+    folder, run = tmp_path / "in", tmp_path / "run"
+    folder.mkdir()
+    rules = cep.compile_rules(START)
+    got: list[tuple] = []
+    land(folder, "a.jsonl", readings(0, 120))
+    with rules.stream(folder, checkpoint=str(run), engines=2, batch_size=40,
+                      master="local[2]", trigger_s=0.2) as job:
+        reader = threading.Thread(target=lambda: got.extend(
+            (r.rule, r.key, r.seq) for _, frame in job for r in frame.itertuples()))
+        reader.start()
+        wait_until(lambda: batch_total(run, "events_in") >= 120, _Alive(reader), "a")
+        assert job.deploy(ADDED) == {"rising": "added"}
+        wait_until(lambda: _ran_version(run, 1), _Alive(reader), "version 1")
+        land(folder, "b.jsonl", readings(120, 120))
+        wait_until(lambda: batch_total(run, "events_in") >= 240, _Alive(reader), "b")
+        assert [r["rule"] for r in job.rules()] == ["overheating", "silent", "per_window",
+                                                   "rising"]
+        job.stop()
+        reader.join(timeout=300)
+    expected = log_reference(run, final=False)
+    assert got == [(r["rule"], r["key"], r["seq"]) for r in expected]
+    assert "rising" in {rule for rule, _, _ in got}
+
+
+class _Alive:
+    """``wait_until``'s process, for a thread: ``poll`` is None while it runs."""
+
+    def __init__(self, thread) -> None:
+        self.thread = thread
+        self.returncode = "thread ended"
+
+    def poll(self):
+        return None if self.thread.is_alive() else 1
