@@ -102,10 +102,10 @@ def rules_command(args: argparse.Namespace) -> int:
     width = max((len(r["rule"]) for r in rules), default=4)
     print(f"rule set version {version}" + (f"; changes {', '.join(map(str, pending))} "
                                            "wait for the next batch" if pending else ""))
-    print(f"{'rule':<{width}}  version  since batch  first seq  started")
+    print(f"{'rule':<{width}}  version  since batch     first seq  started")
     for r in rules:
         print(f"{r['rule']:<{width}}  {r['version']:>7}  {r['batch']:>11}  "
-              f"{r['first_seq']:>9}  {r['started']}")
+              f"{r['first_seq']:>12}  {r['started']}")
     for number, reason in sorted(refused.items()):
         print(f"change {number} refused: {reason}", file=sys.stderr)
     return 0
