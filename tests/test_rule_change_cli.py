@@ -68,3 +68,29 @@ def test_a_bad_file_is_refused_at_the_command_and_nothing_is_written(tmp_path, c
 def test_a_directory_that_is_no_run_is_said_in_one_line(tmp_path, capsys):
     assert main(["rules", str(tmp_path)]) == 1
     assert "is not the run directory of a cep job" in capsys.readouterr().err
+
+
+def test_a_change_written_behind_the_commands_back_is_refused_by_the_planner(tmp_path):
+    """A change file that cannot apply (written by hand, or checked against a version
+    another change has since replaced) is refused where the job plans: recorded with its
+    reason, the rules staying as they were; the changes after it still apply."""
+    from cep.io.rule_changes import RuleBook
+    from cep.spark.rule_versions import RulePlanner
+
+    run = _run_dir(tmp_path)
+    log = ChangeLog(run)
+    log.append({"kind": "deploy", "source_name": "hand.epl",
+                "text": "@Name('x') SELECT sensr FROM Reading;"})
+    log.append({"kind": "undeploy", "names": ["hot"]})
+    book = RuleBook.of_run(run)
+    planner = RulePlanner(book)
+    assert planner.pending(0)
+    assert planner.plan(batch=3, running=0, first_seq=77) == 2
+    applied, refused = log.applied()
+    assert applied == [Applied(2, 3, 77)]
+    assert refused == {1: "hand.epl:1:19: error: unknown field or variable 'sensr'"}
+    assert list(book.module(1).outputs) == ["hot"] and book.module(2).outputs == ()
+    # a crash before Spark logged batch 3: planned again, the same record
+    assert planner.plan(batch=3, running=0, first_seq=77) == 2
+    assert log.applied()[0] == [Applied(2, 3, 77)]
+    assert planner.version_of(2) == 0 and planner.version_of(9) == 2

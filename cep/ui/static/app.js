@@ -160,9 +160,12 @@
       const g = svg("g", { class: mark.cls || "move" });
       g.append(svg("line", { class: "mark", x1: mx, x2: mx, y1: f.top, y2: f.height - f.bottom }));
       g.append(svg("path", { class: "mark-head", d: `M${mx - 5},${f.top} L${mx + 5},${f.top} L${mx},${f.top + 7} Z` }));
-      if (mx > labelledUpTo) {
-        g.append(svg("text", { class: "mark-label", x: mx + 4, y: f.top + 18 }, mark.label));
-        labelledUpTo = mx + 8 + 7 * mark.label.length;
+      const width = 8 + 7 * mark.label.length;
+      const leftward = mx + width > f.width - f.right; // near the right edge: label to the left
+      if (leftward ? mx - width > labelledUpTo : mx > labelledUpTo) {
+        g.append(svg("text", { class: "mark-label", x: leftward ? mx - 4 : mx + 4, y: f.top + 18,
+                               "text-anchor": leftward ? "end" : "start" }, mark.label));
+        labelledUpTo = leftward ? mx : mx + width;
       }
       g.append(svg("title", {}, mark.title));
       node.append(g);
