@@ -41,14 +41,15 @@ class RulePlanner:
         change written, recorded as applied at this batch (and its refused changes)."""
         version = max(running, self.book.latest())
         applied, refused = self.log.applied()
-        kept = [a for a in applied if a.batch < batch]
+        kept = [a for a in applied if a.batch < batch]  # a later one was never logged
+        now = dict(refused)
         if version > running:
             for entry in self.book.versions(version)[running + 1:]:
-                if entry.refused is not None and entry.number not in refused:
-                    refused[entry.number] = entry.refused
+                if entry.refused is not None:
+                    now.setdefault(entry.number, entry.refused)
             kept.append(Applied(version, batch, first_seq))
-        if kept != applied or len(refused) != len(self.log.applied()[1]):
-            self.log.write_applied(kept, refused)
+        if kept != applied or now != refused:
+            self.log.write_applied(kept, now)
         return version
 
     def version_of(self, batch: int) -> int:
