@@ -198,6 +198,30 @@ def latency_figures(data: dict, _name: str) -> str:
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
+def flink_patterns_figures(data: dict, _name: str) -> str:
+    """flink_mr_compare.py: four sides in interleaved rounds, medians and ratios."""
+    sides = (("cep_spark", "cep on Spark, defaults"), ("cep_local", "cep, local runner"),
+             ("flink_p2", "Flink 2.3, parallelism 2"), ("flink_p1", "Flink 2.3, parallelism 1"))
+    rows = [(label, num(at(data, "median_seconds", key), 2), num(at(data, "events_per_s", key)),
+             ", ".join(f"{rule} {num(n)}" for rule, n in
+                       (at(data, "rows_per_rule", key) or {}).items()))
+            for key, label in sides]
+    same = at(data, "same_rows") or {}
+    verdicts = "; ".join(f"{name.replace('_vs_', ' = ').replace('_', ' ')}: "
+                         f"{'yes' if v is True else 'no'}" for name, v in same.items())
+    ratios = ", ".join(f"{name.replace('_vs_', ' against ').replace('_', ' ')} "
+                       f"{ratio(data.get(name))}" for name in
+                       ("cep_spark_vs_flink_p2", "cep_local_vs_flink_p2",
+                        "cep_spark_vs_flink_p1", "cep_local_vs_flink_p1"))
+    compared = ", ".join(at(data, "rules_compared_with_flink") or [])
+    return (f"`{data.get('rules', '')}`, {num(data.get('copies'))} years of flights "
+            f"({num(data.get('events'))} events), {num(data.get('rounds'))} rounds; "
+            "median seconds of each whole process.\n\n"
+            + table(("side", "seconds", "events/s", "rows"), rows)
+            + f"\n\nRate against Flink (Flink's seconds / cep's): {ratios}.\n\n"
+            f"Same rows ({compared} against Flink): {verdicts}.")
+
+
 def gate_figures(data: dict, _name: str) -> str:
     """bench/gate_summary.py's cells: each strategy against its bench's KG, per setting."""
     rows = [(c.get("order", ""), c.get("moves", ""), c.get("strategy", ""),
@@ -687,6 +711,25 @@ SECTIONS = (
             "Latency is the time from an event's append to its output; first output is "
             "the first event's output after `cep run` started. cep's defaults otherwise "
             "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
+    Section("flink-match-recognize.json", "MATCH_RECOGNIZE beside Apache Flink",
+            "Two MATCH_RECOGNIZE rules per aircraft over the flights "
+            "(`bench/rules/flight_patterns.epl`: `A B+ C` WITHIN 24 hours with SKIP PAST "
+            "LAST ROW, `A+ B` with SKIP TO NEXT ROW and aggregates): cep reads the JSON "
+            "lines, Flink a CSV of the three fields the rules read, both rules as one job "
+            "in batch mode. Flink's batch MATCH_RECOGNIZE ignores ORDER BY (FLINK-33722), "
+            "so at parallelism 2 its tasks match rows in the order they arrive and give "
+            "other rows; at parallelism 1 its rows are cep's.",
+            "python bench/flink_mr_compare.py --copies 10 --rounds 2",
+            flink_patterns_figures, "Flink runs in a virtual environment of its own, which "
+            "`bash bench/flink_env.sh` makes once."),
+    Section("flink-event-patterns.json", "Event patterns beside Apache Flink",
+            "Two event patterns per aircraft over the flights "
+            "(`bench/rules/flight_event_patterns.epl`: `every a -> b WITHIN 24 hours`, and "
+            "an absence by `timer:interval`) against the nearest MATCH_RECOGNIZE Flink runs "
+            "(`A C*? B` and `A N*? T`); the absence fires on a timer in cep and at the next "
+            "row in Flink, so only the first rule's rows are compared.",
+            "python bench/flink_mr_compare.py --workload event_patterns --copies 10 "
+            "--rounds 2", flink_patterns_figures),
     Section("gate-5nodes.json", "Moving keys only when it pays",
             "The Balancer's gate (`--moves pays`, the default) against the DLB paper's "
             "Balancer (`--moves always`) on 5 emulated nodes of 0.4 cores: FSD over "
