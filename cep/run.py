@@ -20,12 +20,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from cep.engine.output import output_records
+from cep.engine.output import output_lines, output_records, rows_per_rule
+from cep.engine.table import nrows
 from cep.io.deadletter import DeadLetter
 from cep.io.inputs import InputError, load_inputs
 from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.io.sinks import write_metrics, write_records
+from cep.io.sinks import write_lines, write_metrics, write_records
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import log_watermark, reference_run
 from cep.run_config import Output, RunConfig, RunResult
@@ -85,20 +86,28 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         if late and config.late == "drop":
             with DeadLetter(config.dead_letter, append=True) as dead:
                 add_late_letters(dead, module, loaded.segments, reference.late)
-    records = output_records(reference.output)
+    table = reference.output
+    # dicts per event only where a caller needs them: JSON lines are built column-wise
+    needs_records = (output.collect or output.fmt == "parquet"
+                     or loaded.truth_ids is not None)
+    records = output_records(table) if needs_records else None
     if not output.collect:
-        write_records(records, output.path, output.fmt)
+        if records is not None:
+            write_records(records, output.path, output.fmt)
+        else:
+            write_lines(output_lines(table), None if output.fmt == "console"
+                        else output.path)
     quality = (precision_recall(records, loaded.truth_ids)
                if loaded.truth_ids is not None else None)
     metrics = reference.batches
     if config.metrics_file:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
-    totals = {"events_in": loaded.accepted, "events_out": len(records),
+    totals = {"events_in": loaded.accepted, "events_out": nrows(table) if table else 0,
               "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped,
               "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
-                     outputs_per_rule=dict(Counter(r["rule"] for r in records)),
+                     outputs_per_rule=rows_per_rule(table),
                      quality=quality, records=records if output.collect else None)
 
 

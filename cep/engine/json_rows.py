@@ -47,6 +47,31 @@ def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
     return object_array(list(map(template.__mod__, zip(*parts, strict=True))))
 
 
+def event_lines_text(rules: np.ndarray, keys: np.ndarray, seq: np.ndarray, ts: np.ndarray,
+                     ts_null: np.ndarray, payload: np.ndarray) -> str:
+    """Complex events as JSON lines, in the given order: ``rule``, ``key``, ``seq``,
+    ``ts``, then the payload's fields. ``keys`` and ``payload`` are JSON texts already
+    (object arrays of ``str``), ``ts`` µs since the epoch.
+
+    Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
+    faster): a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the compiler
+    renames such output columns), so the line is the one ``json.dumps`` of the merged
+    dict gives. The Spark runtime's event parts and the local runner's output file are
+    both written here."""
+    if not len(seq):
+        return ""
+    codes, names = distinct_texts(np.asarray(rules, dtype=object))
+    times = np.where(np.asarray(ts_null, dtype=bool), "null",
+                     '"' + format_timestamps(ts) + '"')
+    payload = np.asarray(payload, dtype=object)
+    rest = np.where(payload == "{}", "}",
+                    "," + pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object))
+    lines = ('{"rule":' + names[codes] + ',"key":' + np.asarray(keys, dtype=object)
+             + ',"seq":' + np.asarray(seq, dtype=np.int64).astype(str).astype(object)
+             + ',"ts":' + times + rest + "\n")
+    return "".join(lines.tolist())
+
+
 def json_values(col: Col, type_name: str) -> list[object]:
     """Values whose ``str`` is the JSON text of each value of the column (NULL → null,
     timestamps → their ISO text, quoted)."""
