@@ -160,6 +160,35 @@ def ship_code(spark) -> None:
 _SHIPPED: set[str] = set()  # applications whose executors have cep's code already
 
 
+def ship_udf_files(spark, paths: tuple[str, ...]) -> None:
+    """Send the modules of a run's user functions to every Python worker, the way PySpark
+    ships code (``addPyFile``: a worker puts them on its ``sys.path`` before a task
+    runs), also on a local master, whose workers do not share the driver's
+    ``sys.path``: a module's ``.py`` file as it is, a package as a zip of its ``.py``
+    files. A file already shipped to this application is not sent again (Spark refuses
+    a second file of the same name)."""
+    context = spark.sparkContext
+    for path in paths:
+        key = (context.applicationId, path)
+        if key in _UDF_SHIPPED:
+            continue
+        source = Path(path)
+        if source.is_dir():
+            directory = Path(tempfile.mkdtemp(prefix="cep-udf-"))
+            target = directory / f"{source.name}.zip"
+            with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+                for file in sorted(source.rglob("*.py")):
+                    archive.write(file, (Path(source.name) / file.relative_to(source))
+                                  .as_posix())
+            context.addPyFile(str(target))
+        else:
+            context.addPyFile(str(source))
+        _UDF_SHIPPED.add(key)
+
+
+_UDF_SHIPPED: set[tuple[str, str]] = set()  # (application, path) already shipped
+
+
 def spark_session(master: str = "local[*]", partitions: int = 5, verbose: bool = False,
                   app_name: str = "cep", conf: Mapping[str, str] | None = None):
     """Get or create the session (the one ``start_in_background`` began, if it was begun
