@@ -101,7 +101,8 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
     totals = {"events_in": loaded.accepted, "events_out": len(records),
-              "dead_lettered": loaded.rejected + failed, "blank_lines": loaded.skipped,
+              "dead_lettered": loaded.rejected,
+              "udf_failures": failed, "blank_lines": loaded.skipped,
               "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
                      outputs_per_rule=dict(Counter(r["rule"] for r in records)),

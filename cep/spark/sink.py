@@ -188,12 +188,13 @@ class BatchSink:
         self.delivery.events(batch_id)
         metrics.update(self.delivery.dead_letters(batch_id))
         # records on which a user function raised: written by the tasks that ran it
-        metrics["dead_lettered"] += metrics.get("dead_letter_kinds", {}).get("udf_error", 0)
+        metrics["udf_failures"] = metrics.get("dead_letter_kinds", {}).get("udf_error", 0)
         metrics["write_s"] = round(time.perf_counter() - collected, 4)
         _write_atomically(self.metrics_dir / f"batch-{batch_id:07d}.json",
                           json.dumps(metrics) + "\n")
         self.delivery.metrics(batch_id, metrics)
-        for name in ("events_in", "events_out", "dead_lettered", "blank_lines", "late_events"):
+        for name in ("events_in", "events_out", "dead_lettered", "blank_lines", "late_events",
+                     "udf_failures"):
             self.totals[name] = self.totals.get(name, 0) + metrics[name]
         self.progress.update(metrics)
 
