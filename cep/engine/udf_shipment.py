@@ -110,14 +110,15 @@ def module_files(module: str) -> str | None:
     if top in OWN_PACKAGES:
         return None
     loaded = sys.modules.get(top)
-    origin = getattr(loaded, "__file__", None)
+    package = list(getattr(loaded, "__path__", []))  # a (namespace) package's directory
+    origin = package[0] if package else getattr(loaded, "__file__", None)
     if origin is None:
         return None
     path = Path(origin).resolve()
     installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
     if any(path.is_relative_to(Path(p).resolve()) for p in installed):
         return None
-    return str(path.parent if hasattr(loaded, "__path__") else path)
+    return str(path)
 
 
 _INSTALLED: set[UdfShipment] = set()  # what this worker process has registered

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from support.spark_runs import reference
 from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
 
@@ -36,3 +37,30 @@ def test_udfs_on_spark_equal_the_reference_and_dead_letter_the_same_records(spar
     assert letters(local_dead) == letters(spark_dead) == FAILING  # once each
     failed = sum(map(len, FAILING.values()))
     assert on_spark.totals["udf_failures"] == local.totals["udf_failures"] == failed
+
+
+def test_python_api_ships_functions_registered_in_process(spark, tmp_path):
+    """``cep.compile_rules(..., udf=[...])`` loads files as ``--udf`` does, and functions
+    registered in this process from an importable module (here ``support``, a directory
+    Spark's workers do not have on their path) reach the workers too."""
+    from support import udf_functions
+
+    import cep
+    from cep.engine.functions import register_udf
+
+    register_udf("spaced", udf_functions.spaced, ["string"], "string")
+    register_udf("halved", udf_functions.halved, ["int"], "double", vectorized=True)
+    udf_file = tmp_path / "udfs_api_sample.py"
+    udf_file.write_text(UDF_TEXT)
+    rules = cep.compile_rules(
+        "CREATE SCHEMA Tweet (id long, ts timestamp, user string, lang string, text string,"
+        " retweets int, topic string) TIMESTAMP ts;\n"
+        "@Name('r') SELECT id, spaced(topic) AS t, halved(retweets) AS h, shout(text) AS s "
+        "FROM Tweet(retweets > 20);", udf=[udf_file])
+    source = str(DATA / "tweets_small.jsonl")
+    local = rules.run(source, runner="local")
+    assert list(local["t"][:1]) == ["s p o r t"] and local["s"].isna().any()
+    on_spark = rules.run(source, runner="spark", engines=2, batch_size=30,
+                         master="local[2]")
+    pd.testing.assert_frame_equal(on_spark, local)
+    assert rules.last_run is not None and rules.last_run.udf_failures > 0
