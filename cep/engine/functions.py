@@ -306,15 +306,40 @@ class UserFunction(ScalarFunction):
             return (np.array(PLACEHOLDERS[self.returns], dtype=DTYPES[self.returns]),
                     np.ones((), dtype=bool), [_message(first)])
         failures: dict[int, str] = {}
-        out = np.full(n, PLACEHOLDERS[self.returns], dtype=DTYPES[self.returns])
         if self.vectorized:
+            out = np.full(n, PLACEHOLDERS[self.returns], dtype=DTYPES[self.returns])
             self._halves(args, 0, n, out, failures)
         else:
-            for i in range(n):
-                self._halves(args, i, i + 1, out, failures)
+            out = self._one_by_one(args, failures)
         failed = np.zeros(n, dtype=bool)
         failed[list(failures)] = True
         return out, failed, [failures[i] for i in sorted(failures)]
+
+    def _one_by_one(self, args: tuple[Any, ...], failures: dict[int, str]) -> np.ndarray:
+        """A scalar ``fn`` called value by value (Python values, as ``impl`` passes
+        them), each call's exception kept; so is a result the result type cannot hold."""
+        converted = tuple(np.asarray(a, dtype=DTYPES[t]) if isinstance(a, np.ndarray) else a
+                          for a, t in zip(args, self.arg_types, strict=True))
+        _, columns = _columns(converted)
+        placeholder = PLACEHOLDERS[self.returns]
+        values: list[Any] = []
+        for i, row in enumerate(zip(*columns, strict=True)):
+            try:
+                values.append(self.fn(*row))
+            except Exception as err:  # the user's code: a dead letter
+                failures[i] = _message(err)
+                values.append(placeholder)
+        dtype = DTYPES[self.returns]
+        try:
+            return np.array(values, dtype=object).astype(dtype)
+        except (TypeError, ValueError):  # some result is not of the result type
+            out = np.full(len(values), placeholder, dtype=dtype)
+            for i, value in enumerate(values):
+                try:
+                    out[i] = value
+                except (TypeError, ValueError) as err:
+                    failures[i] = _message(err)
+            return out
 
     def _halves(self, args: tuple[Any, ...], lo: int, hi: int, out: np.ndarray,
                 failures: dict[int, str]) -> None:

@@ -159,3 +159,14 @@ def test_the_shipment_names_the_called_functions_modules(tmp_path):
         shipment_for(compile_text("CREATE SCHEMA S (k string);\nSELECT from_main(k) AS y "
                                   "FROM S;", "<t>"))
     del FUNCTIONS["from_main"]
+
+
+def test_a_result_the_result_type_cannot_hold_fails_that_value_only():
+    register_udf("half_or_text", lambda x: "many" if x > 100 else x / 2, ["long"], "double")
+    spec = FUNCTIONS["half_or_text"]
+    assert isinstance(spec, UserFunction)
+    out, failed, messages = spec.call(np.array([4, 500, 8]))
+    assert failed is not None and failed.tolist() == [False, True, False]
+    assert out[[0, 2]].tolist() == [2.0, 4.0]
+    assert len(messages) == 1 and messages[0].startswith("ValueError: could not convert")
+    del FUNCTIONS["half_or_text"]
