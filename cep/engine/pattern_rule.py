@@ -131,7 +131,7 @@ class InterpretedPatternOperator(PatternOperator):
 
     def _bound_check(self, condition: ir.TExpr, tag: str, event: Event,
                      bindings: dict) -> bool:
-        env = Env(1)
+        env = Env(1, seq=np.array([event.seq], dtype=np.int64))  # the candidate's record
         _bind_row(env, tag, self.tag_streams[tag], event.row)
         for other, bound in bindings.items():
             stream = self.tag_streams[other]

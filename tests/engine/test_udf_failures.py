@@ -170,3 +170,34 @@ def test_a_result_the_result_type_cannot_hold_fails_that_value_only():
     assert out[[0, 2]].tolist() == [2.0, 4.0]
     assert len(messages) == 1 and messages[0].startswith("ValueError: could not convert")
     del FUNCTIONS["half_or_text"]
+
+
+@pytest.mark.parametrize("followed_by", ["-> b=S(kind = 2 AND over(b.v, a.v))",
+                                         "-> (b=S(kind = 2 AND over(b.v, a.v)) or "
+                                         "c=S(kind = 3))"])
+def test_a_pattern_filter_that_raises_names_the_candidate_record(tmp_path, followed_by):
+    """In a filter over earlier tags (the chain kernel, and the interpreter for the
+    other shape) the failing value's record is the candidate event's."""
+    def over(x: float, y: float) -> bool:
+        if x == 13.0:
+            raise ValueError("unlucky")
+        return x > y
+
+    register_udf("over", over, ["double", "double"], "boolean")
+    module = compile_text(
+        "CREATE SCHEMA S (k string, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
+        f"@Name('p') SELECT a.v AS av FROM PATTERN [every a=S(kind = 1) {followed_by}] "
+        "PARTITION BY k;", "p.epl")
+    events = [{"k": "x", "ts": i, "v": v, "kind": kind}
+              for i, (v, kind) in enumerate([(1.0, 1), (13.0, 2), (14.0, 2), (2.0, 1),
+                                             (3.0, 2)])]
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps(e) for e in events]
+    path.write_text("".join(line + "\n" for line in lines))
+    dead = tmp_path / "dead.jsonl"
+    result = run(module, RunConfig(str(path), runner="local", output=Output(collect=True),
+                                   dead_letter=str(dead)))
+    offsets = np.cumsum([0, *(len(line) + 1 for line in lines)])
+    assert letters(dead) == {int(offsets[1]): {"over() raised ValueError: unlucky"}}
+    assert [r["av"] for r in result.records or []] == [1.0, 2.0]
+    del FUNCTIONS["over"]
