@@ -64,3 +64,54 @@ def test_python_api_ships_functions_registered_in_process(spark, tmp_path):
                          master="local[2]")
     pd.testing.assert_frame_equal(on_spark, local)
     assert rules.last_run is not None and rules.last_run.udf_failures > 0
+
+
+CHAIN_UDFS = '''
+import numpy as np
+from cep.engine.functions import register_udf
+
+
+def grade(symbol):
+    if symbol == "S3":
+        raise LookupError("no grade for " + symbol)
+    return symbol.lower()
+
+
+def ratio(price, mean):
+    if (price > 25).any():
+        raise OverflowError("price above 25")
+    return price / mean
+
+
+register_udf("grade", grade, ["string"], "string")
+register_udf("ratio", ratio, ["double", "double"], "double", vectorized=True)
+'''
+
+
+def test_udfs_in_a_chain_s_later_stage_on_spark_equal_the_reference(spark, tmp_path):
+    """A later stage's stateless rule (run by the chain's reading tasks) and its engine
+    rule call raising functions: the events and the dead letters (the input records the
+    complex events came from) equal the reference runner's."""
+    from support.stock_ticks import SCHEMA, SPIKE, TICKS, write_ticks
+
+    udf_file = tmp_path / "udfs_chain_sample.py"
+    udf_file.write_text(CHAIN_UDFS)
+    load_udf_files([udf_file])
+    module = compile_text(SCHEMA + SPIKE + (
+        "@Name('graded') SELECT symbol, grade(symbol) AS g, ratio(price, mean) AS r "
+        "FROM Spike;\n"
+        "@Name('hot') SELECT sector, count(*) AS spikes, max(ratio(price, mean)) AS top "
+        "FROM Spike#groupwin(sector)#time(5 sec);\n"), "chain.epl")
+    ticks = write_ticks(tmp_path / "ticks.jsonl", TICKS)
+    local_dead, spark_dead = tmp_path / "local.dead.jsonl", tmp_path / "spark.dead.jsonl"
+    local = run(module, RunConfig(str(ticks), runner="local", output=Output(collect=True),
+                                  dead_letter=str(local_dead)))
+    on_spark = run(module, RunConfig(str(ticks), output=Output(collect=True), engines=3,
+                                     batch_size=37, master="local[2]", progress=False,
+                                     dead_letter=str(spark_dead)))
+    assert on_spark.records == local.records
+    found = letters(local_dead)
+    reasons = set().union(*found.values())
+    assert {"grade() raised LookupError: no grade for S3",
+            "ratio() raised OverflowError: price above 25"} <= reasons
+    assert letters(spark_dead) == found
