@@ -6,7 +6,7 @@ values; when the function raises on some of them, their values are NULL (as Espe
 returns null from a single-row function that threw) and the failures are reported here
 with the seq of the record each value was computed for. Whoever runs rules, the
 reference runner or a Spark task, collects them around its work (:func:`collecting`)
-and writes them as dead letters of kind ``udf_error`` (``cep.io.late_letters``).
+and writes them as dead letters of kind ``udf_error`` (``cep.io.udf_letters``).
 
 A failure reported outside any :func:`collecting` block goes to a process-wide list
 that nobody writes out (engines built by hand, tests): it still never raises.
@@ -24,8 +24,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class UdfFailure:
-    """A function that raised on one record: the record's seq (-1: not known, e.g. a
-    value computed from several events of a pattern), the function and the message."""
+    """A function that raised on one record: the record's seq (-1: an evaluation that
+    does not know its rows' records, ``expr.Env.seq``), the function and the message."""
 
     seq: int
     function: str

@@ -5,8 +5,8 @@ the function and the exception's message as its reason.
 Like a late event's, the record is known by its seq and read back from its input by
 whoever found it (``late_letters``: its source, offset and text): the reference runner
 from the segments it read, a Spark task from the run's input log, which holds every
-segment ever read (:func:`logged_segments`). A failure computed from several events (a
-pattern's filter over earlier tags) names no single record: its letter has offset -1.
+segment ever read (:func:`logged_segments`). A failure whose record is not known (an
+evaluation without ``expr.Env.seq``; every operator's sets it) has offset -1.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def add_udf_letters(dead: DeadLetter, module: ir.CompiledModule,
         reason = f"{failure.function}() raised {failure.message}"
         segment = segments.get(failure.seq >> SEQ_SHIFT) if failure.seq >= 0 else None
         if segment is None:
-            dead.add("", -1, "udf_error", f"{reason} (on values of several events)", "")
+            dead.add("", -1, "udf_error", f"{reason} (record not known)", "")
             continue
         offset = segment.start + (failure.seq & OFFSET_MASK)
         dead.add(record_source(segment), offset, "udf_error", reason,
