@@ -330,8 +330,10 @@ class UserFunction(ScalarFunction):
                 failures[i] = _message(err)
                 values.append(placeholder)
         dtype = DTYPES[self.returns]
+        boxed = np.empty(len(values), dtype=object)
+        boxed[:] = values
         try:
-            return np.array(values, dtype=object).astype(dtype)
+            return boxed.astype(dtype)
         except (TypeError, ValueError):  # some result is not of the result type
             out = np.full(len(values), placeholder, dtype=dtype)
             for i, value in enumerate(values):
@@ -379,8 +381,10 @@ def _user_impl(fn: Callable[..., Any], arg_types: list[str], result_type: str,
         ]
         out = np.asarray(fn(*conv) if ufunc is None else ufunc(*conv))
         n = _length(args)
-        if n is not None and out.shape != (n,):
+        if n is not None and out.ndim and out.shape != (n,):  # one value broadcasts
             raise ValueError(f"returned {out.size} value(s) for {n} row(s)")
+        if n is not None and not out.ndim:
+            out = np.full(n, out.item())
         return out.astype(out_dtype, copy=False)
 
     return impl

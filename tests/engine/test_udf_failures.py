@@ -201,3 +201,14 @@ def test_a_pattern_filter_that_raises_names_the_candidate_record(tmp_path, follo
     assert letters(dead) == {int(offsets[1]): {"over() raised ValueError: unlucky"}}
     assert [r["av"] for r in result.records or []] == [1.0, 2.0]
     del FUNCTIONS["over"]
+
+
+def test_a_vectorised_function_may_return_one_value_for_all_rows_not_another_count():
+    register_udf("always_five", lambda x: 5, ["long"], "long", vectorized=True)
+    out, failed, _ = FUNCTIONS["always_five"].call(np.array([1, 2, 3]))
+    assert out.tolist() == [5, 5, 5] and failed is None
+    register_udf("two_values", lambda x: np.array([7, 8]), ["long"], "long", vectorized=True)
+    _, failed, messages = FUNCTIONS["two_values"].call(np.array([1, 2, 3]))
+    assert failed is not None and failed.tolist() == [True, False, False]
+    assert messages == ["ValueError: returned 2 value(s) for 1 row(s)"]
+    del FUNCTIONS["always_five"], FUNCTIONS["two_values"]
