@@ -115,3 +115,40 @@ def test_udfs_in_a_chain_s_later_stage_on_spark_equal_the_reference(spark, tmp_p
     assert {"grade() raised LookupError: no grade for S3",
             "ratio() raised OverflowError: price above 25"} <= reasons
     assert letters(spark_dead) == found
+
+
+def test_sigkill_then_restart_dead_letters_each_failing_record_once(tmp_path):
+    """``cep run --udf`` SIGKILLed inside a batch whose tasks have written udf_error
+    letters (keys moving through MongoDB), and restarted from its checkpoint with the
+    same file: the reference's events, and each failing record's letters once."""
+    from support.faults import cep_run, finish, in_flight, kill_group, start, wait_until
+
+    rules, funcs = tmp_path / "loud.epl", tmp_path / "udfs_kill_sample.py"
+    # a length window keeps the failing records, so batches after the restart evaluate
+    # them again: only what the killed run delivered, remembered, keeps them once
+    text = RULES.replace("#time(10 min)", "#length(40)")
+    rules.write_text(text)
+    funcs.write_text(UDF_TEXT)
+    load_udf_files([funcs])
+    module = compile_text(text, "loud.epl")
+    source = str(DATA / "tweets_small.jsonl")
+    expected = reference(module, source)
+    run_dir, dead = tmp_path / "run", tmp_path / "dead.jsonl"
+    command = cep_run(run_dir, "--batch-size", "10", "--udf", str(funcs),
+                      "--dead-letter", str(dead), rule=rules, source=source)
+    proc = start(command, tmp_path / "killed")
+
+    def writing_letters() -> bool:
+        return any(in_flight(run_dir, b) and any(
+            (run_dir / "dead" / f"batch-{b:07d}").glob("udf-*.jsonl")) for b in range(3, 12))
+
+    wait_until(writing_letters, proc, "a later batch's udf_error letters written")
+    kill_group(proc)
+    resumed = finish(command, tmp_path / "resumed")
+    assert resumed.returncode == 0, resumed.stderr
+    lines = dead.read_text().splitlines()
+    assert len(lines) == len(set(lines)) == sum(map(len, FAILING.values()))
+    assert letters(dead) == FAILING
+    from support.faults import events
+
+    assert events(Path(f"{run_dir}.jsonl")) == expected
