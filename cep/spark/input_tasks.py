@@ -42,7 +42,8 @@ def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir
     with collecting() as failures:
         routed = route_part(stage_module, events, labels, key_grouping(len(labels)), batch,
                             info, time_info=("watermark", watermark))
-    return _with_failures(config, module, batch, f"stage-{stage}", failures, routed)
+    _write_failures(config, module, batch, f"stage-{stage}", failures)
+    return routed
 
 
 def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
@@ -80,16 +81,16 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     first = task["pieces"][0] if task["pieces"] else None
     name = (f"{Segment.from_json(first[0]).ordinal:012d}-{int(first[1]):015d}"
             if first is not None else "none")
-    return _with_failures(config, module, batch, name, failures, routed)
+    _write_failures(config, module, batch, name, failures)
+    return routed
 
 
-def _with_failures(config: SourceConfig, module: ir.CompiledModule, batch: int, name: str,
-                   failures: list[UdfFailure], routed: Routed) -> Routed:
-    """The task's rows, its user functions' failures written as dead letters first
+def _write_failures(config: SourceConfig, module: ir.CompiledModule, batch: int, name: str,
+                    failures: list[UdfFailure]) -> None:
+    """Task ``name``'s user-function failures as its piece of the batch's dead letters
     (the driver counts them as it appends them: ``sink.Delivery.dead_letters``)."""
     write_udf_letters(config.udf_dead_path(batch, name), module, str(config.log_dir),
                       failures)
-    return routed
 
 
 def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,
