@@ -126,6 +126,13 @@ def package_directory(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
+def add_package(archive: zipfile.ZipFile, package: Path, suffixes: tuple[str, ...]) -> None:
+    """The files of ``package`` (a directory) with these suffixes, under its name."""
+    for path in sorted(package.rglob("*")):
+        if path.suffix in suffixes:
+            archive.write(path, (Path(package.name) / path.relative_to(package)).as_posix())
+
+
 def code_archive(directory: Path) -> Path:
     """A zip of cep's own code for executors (``addPyFile``): the packages of
     ``CODE_PACKAGES`` with the grammar (``grammar/epl.lark``), and the example rules as
@@ -134,10 +141,7 @@ def code_archive(directory: Path) -> Path:
     target = directory / "cep-code.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in CODE_PACKAGES:
-            package = package_directory(name)
-            for path in sorted(package.rglob("*")):
-                if path.suffix in (".py", ".lark"):
-                    archive.write(path, (Path(name) / path.relative_to(package)).as_posix())
+            add_package(archive, package_directory(name), (".py", ".lark"))
         archive.writestr("cep/rules/__init__.py", "")
         for entry in importlib.resources.files("cep.rules").iterdir():
             if entry.name.endswith(".epl"):
@@ -177,9 +181,7 @@ def ship_udf_files(spark, paths: tuple[str, ...]) -> None:
             directory = Path(tempfile.mkdtemp(prefix="cep-udf-"))
             target = directory / f"{source.name}.zip"
             with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-                for file in sorted(source.rglob("*.py")):
-                    archive.write(file, (Path(source.name) / file.relative_to(source))
-                                  .as_posix())
+                add_package(archive, source, (".py",))
             context.addPyFile(str(target))
         else:
             context.addPyFile(str(source))
