@@ -629,6 +629,22 @@ def text_figures(data: dict, _name: str) -> str:
             + table(("function", "rate"), rows))
 
 
+def udf_figures(data: dict, _name: str) -> str:
+    names = {"builtin": "`sqrt(v) * 10`, the language's own functions",
+             "scalar": "a scalar Python function",
+             "vectorized": "a vectorised function (`vectorized=True`)",
+             "scalar_raising": "scalar, raising on some records",
+             "vectorized_raising": "vectorised, raising on some records"}
+    rows = [(label, num(at(data, key, "seconds"), 3), num(at(data, key, "events_per_s")),
+             num(at(data, key, "call_s"), 3) if at(data, key, "call_s") is not None else "",
+             num(at(data, key, "failed_records")))
+            for key, label in names.items() if isinstance(data.get(key), dict)]
+    return (f"{num(data.get('events'))} events through the reference evaluator, one "
+            "stateless rule each.\n\n"
+            + table(("the rule calls", "rule s", "events/s", "the function's own s",
+                     "dead letters"), rows))
+
+
 def tweets_figures(data: dict, _name: str) -> str:
     rows = []
     for mode in ("default", "zipf-periodic"):
@@ -827,6 +843,10 @@ SECTIONS = (
     Section("text.json", "The text functions",
             "`lsh_bucket` and `similarity` on synthetic 15-word tweets, one core.",
             "python bench/bench_text.py", text_figures),
+    Section("udf.json", "User functions, scalar and vectorised",
+            "The same computation as the language's functions, a scalar Python function "
+            "and a vectorised one, and the two raising on a few records.",
+            "python bench/bench_udf.py", udf_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "
             "paper's scale.", "python bench/bench_tweets.py", tweets_figures),

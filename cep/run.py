@@ -22,11 +22,13 @@ from pathlib import Path
 
 from cep.engine.output import output_lines, output_records, rows_per_rule
 from cep.engine.table import nrows
+from cep.engine.udf_errors import collecting
 from cep.io.deadletter import DeadLetter
 from cep.io.inputs import InputError, load_inputs
 from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import write_lines, write_metrics, write_records
+from cep.io.udf_letters import add_udf_letters
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import log_watermark, reference_run
 from cep.run_config import Output, RunConfig, RunResult
@@ -80,12 +82,16 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         loaded = load_inputs(module, list(config.inputs), config.dead_letter,
                              max_record_bytes=limit)
         clock = log_watermark(module, loaded.clock, loaded.end_seq)
-        reference = reference_run(module, loaded.tables, config.batch_size, clock,
-                                  config.late, figures=True)
+        with collecting() as failures:  # user functions that raised: dead letters
+            reference = reference_run(module, loaded.tables, config.batch_size, clock,
+                                      config.late, figures=True)
         late = len(reference.late["seq"])
-        if late and config.late == "drop":
+        failed = 0
+        if (late and config.late == "drop") or failures:
             with DeadLetter(config.dead_letter, append=True) as dead:
-                add_late_letters(dead, module, loaded.segments, reference.late)
+                if late and config.late == "drop":
+                    add_late_letters(dead, module, loaded.segments, reference.late)
+                failed = add_udf_letters(dead, module, loaded.segments, failures)
     table = reference.output
     # dicts per event only where a caller needs them: JSON lines are built column-wise
     needs_records = (output.collect or output.fmt == "parquet"
@@ -104,7 +110,8 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
     totals = {"events_in": loaded.accepted, "events_out": nrows(table) if table else 0,
-              "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped,
+              "dead_lettered": loaded.rejected,
+              "udf_failures": failed, "blank_lines": loaded.skipped,
               "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
                      outputs_per_rule=rows_per_rule(table),

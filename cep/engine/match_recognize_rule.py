@@ -241,7 +241,7 @@ class MatchRecognizeOperator(PerKeyState):
                 for n in members:
                     passed[n] = known
                 continue
-            env = Env(len(members))
+            env = Env(len(members), seq=np.full(len(members), row[SEQ], np.int64))  # row i's
             for qual, name in self.refs[var]:
                 values = [self._value(state, threads[n], qual, name, var, i)
                           for n in members]
@@ -267,7 +267,7 @@ class MatchRecognizeOperator(PerKeyState):
         rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
         out = {}
         for var, depth in self.local.items():
-            env = Env(n)
+            env = Env(n, seq=table[SEQ][order])
             for qual, name in self.refs[var]:
                 values = table[name][order]
                 nulls = table.get(name + NULL_SUFFIX)
@@ -333,7 +333,8 @@ class MatchRecognizeOperator(PerKeyState):
         rule = self.rule
         m = len(out)
         content = [o[5] for o in out]
-        env = Env(m)
+        made_at = np.array([o[1] for o in out], dtype=np.int64)  # the rows' seq (stamps)
+        env = Env(m, seq=made_at)
         exprs = [c.expr for c in rule.measures]
         final = set(rule.final)
         # per measure: RUNNING count(*) and FINAL count(*) are one node, two values
@@ -344,7 +345,7 @@ class MatchRecognizeOperator(PerKeyState):
             if (ref.qualifier, ref.name) not in env.columns:
                 values = [measure_value(ref, c) for c in content]
                 env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
-        measures = Env(m)
+        measures = Env(m, seq=made_at)
         if rule.rows == "all":
             for name, _ in self.stream.fields:
                 measures.columns[("", name)] = as_column([c.row.get(name) for c in content],
