@@ -335,9 +335,8 @@ class MatchRecognizeOperator(PerKeyState):
         content = [o[5] for o in out]
         env = Env(m)
         exprs = [c.expr for c in rule.measures]
-        final = set(rule.final)
-        # per measure: RUNNING count(*) and FINAL count(*) are one node, two values
-        aggs = {column.name: {agg: aggregate(agg, content, column.name in final, self.groups)
+        # FINAL is in an aggregate's argument (grammar.row_nav.final_qualifier)
+        aggs = {column.name: {agg: aggregate(agg, content, False, self.groups)
                               for agg in collect_nodes([column.expr], ir.Agg)}
                 for column in rule.measures}
         for ref in collect_nodes(exprs, ir.FieldRef):

@@ -12,7 +12,7 @@ from cep.engine.event_rows import Row, as_column
 from cep.engine.expr import Col
 from cep.engine.row_pattern_nav import position
 from grammar import ir
-from grammar.row_nav import CLASSIFIER, MATCH, Nav
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_qualifier
 
 
 @dataclass(frozen=True)
@@ -55,20 +55,25 @@ def aggregate(agg: ir.Agg, content: list[MatchRow], final: bool,
                groups: dict[str, tuple[str, ...]]) -> Col:
     """One aggregate per output row over its variable's rows of the match (``__all``:
     every row; a SUBSET's name: its variables' rows; NULLs skipped), up to the current
-    row unless ``final``; NULL for a row in no match."""
+    row unless ``final`` or its argument's qualifier says FINAL
+    (``grammar.row_nav.final_qualifier``; the field CLASSIFIER is each row's label);
+    NULL for a row in no match."""
+    qualifier, final_arg = (aggregate_qualifier(agg.arg.qualifier)  # type: ignore[union-attr]
+                            if agg.arg is not None else (ALL, False))
+    wanted = groups.get(qualifier)  # None: every row
     out = []
     for row in content:
         if row.labels is None:  # a row in no match: every measure is NULL
             out.append(None)
             continue
-        upto = len(row.labels) if final else row.current + 1
+        upto = len(row.labels) if final or final_arg else row.current + 1
         labels = row.labels[:upto]
         if agg.arg is None:
             out.append(len(labels))
             continue
         ref = agg.arg
-        wanted = groups.get(ref.qualifier)  # type: ignore[union-attr]  # None: ALL
-        values = [row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
+        values = [v if ref.name == CLASSIFIER  # type: ignore[union-attr]
+                  else row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
                   for k, v in enumerate(labels) if wanted is None or v in wanted]
         values = [x for x in values if x is not None]
         out.append(_reduce(agg.name, values))

@@ -1,15 +1,16 @@
-"""Trino's row pattern recognition cases as cep runs them
-(tests/semantics/test_trino_row_pattern_matching.py), gathered into one rule file and
-one input so that a few runs on Spark cover every case.
+"""The row pattern cases cep runs from Trino's tests
+(tests/semantics/test_trino_row_pattern_matching.py) and for RUNNING / FINAL inside
+expressions (tests/semantics/test_row_pattern_semantics.py), gathered into a rule file
+and one input so that a few runs on Spark cover every case.
 
-The cases are not copied: each test of that module (with each of its parameters) is
+The cases are not copied: each test of those modules (with each of its parameters) is
 called with a ``run_epl`` that runs the reference evaluator and records the rule text and
-events it was given, so a case added there is covered here too. :func:`combined` then
-gives each case its own rule, reading only its own events (a filter on the case number
-``cid``); a case without PARTITION BY is partitioned by ``part``, and its rows are given
-twice, under two keys of its own (``c<k>a``, ``c<k>b``), so that many keys move between
-engines. Partitions are
-independent, so each rule gives its case's rows once per key.
+events it was given (those of streams T and P), so a case added there is covered here
+too. :func:`combined` then gives each case its own rule, reading only its own events (a
+filter on the case number ``cid``); a case without PARTITION BY is partitioned by
+``part``, and its rows are given twice, under two keys of its own (``c<k>a``,
+``c<k>b``), so that many keys move between engines. Partitions are independent, so each
+rule gives its case's rows once per key.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from cep.reference import run_reference
 from grammar.compile import compile_text
 from support.spark_runs import ROOT
 
-TRINO_TESTS = ROOT / "tests" / "semantics" / "test_trino_row_pattern_matching.py"
+#: the test modules whose cases are gathered (their rules read a stream T or P with the
+#: fields id, value and for P part)
+TEST_FILES = (ROOT / "tests" / "semantics" / "test_trino_row_pattern_matching.py",
+              ROOT / "tests" / "semantics" / "test_row_pattern_semantics.py")
 #: the keys a case without PARTITION BY is given its rows under
 REPLICAS = ("a", "b")
 SCHEMAS = ("CREATE SCHEMA T (id int, part string, value int, cid int, ts timestamp) "
@@ -49,8 +53,8 @@ class Case:
     output: tuple[dict, ...]
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("trino_row_pattern_cases", TRINO_TESTS)
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"cases_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -74,7 +78,6 @@ def _calls(test: Callable) -> list[tuple[str, dict]]:
 def trino_cases() -> list[Case]:
     """Every (rule text, events) pair the Trino tests run on the reference evaluator,
     once each (the batch-size reruns left out), in the tests' order."""
-    module = _module()
     cases: dict[tuple[str, str], Case] = {}
     with tempfile.TemporaryDirectory() as tmp:
         counter = itertools.count()
@@ -90,18 +93,19 @@ def trino_cases() -> list[Case]:
                 path.write_text("".join(json.dumps(e) + "\n" for e in events))
                 loaded = load_inputs(module_ir, [str(path)], None)
                 out = output_records(run_reference(module_ir, loaded.tables, batch_size))
-                if events:
+                if events and text.split()[2] in ("T", "P"):
                     cases[key] = Case(f"{name}#{len(cases)}", text, tuple(events),
                                       tuple(out))
                 return out
             return run_epl
 
-        for name, test in inspect.getmembers(module, inspect.isfunction):
-            if not name.startswith("test_") or "run_epl" not in inspect.signature(
-                    test).parameters:
-                continue
-            for call, kwargs in _calls(test):
-                test(run_epl=recorder(call), **kwargs)
+        for path in TEST_FILES:
+            for name, test in inspect.getmembers(_module(path), inspect.isfunction):
+                if not name.startswith("test_") or "run_epl" not in inspect.signature(
+                        test).parameters:
+                    continue
+                for call, kwargs in _calls(test):
+                    test(run_epl=recorder(call), **kwargs)
     return list(cases.values())
 
 
