@@ -1,9 +1,15 @@
-"""RUNNING and FINAL written before a call inside a MATCH_RECOGNIZE expression, as SQL:2016
-and Trino have them: each applies to the navigation or aggregate it is written before
-(``FINAL LAST(A.value) - RUNNING FIRST(A.value)``, ``RUNNING count(*) * 2``,
-``PREV(FINAL LAST(value))``); RUNNING is the default; with ONE ROW PER MATCH the two
-coincide. Hand-checked; each query also runs in batches of one and two events. The
-Spark test tests/spark/test_trino_cases_on_spark.py runs these cases too."""
+"""MATCH_RECOGNIZE's MEASURES as SQL:2016 and Trino read a match:
+
+* RUNNING and FINAL written before a call inside an expression apply to the navigation
+  or aggregate they are written before (``FINAL LAST(A.value) - RUNNING
+  FIRST(A.value)``, ``RUNNING count(*) * 2``, ``PREV(FINAL LAST(value))``); RUNNING is
+  the default; with ONE ROW PER MATCH the two coincide;
+* NEXT reads the partition's rows after the match: the match's report waits for them
+  (at the row NEXT reads) or for the end of the input (NULL past the partition's last
+  row); NEXT in DEFINE is refused.
+
+Hand-checked; each query also runs in batches of one and two events. The Spark test
+tests/spark/test_trino_cases_on_spark.py runs these cases too."""
 
 from __future__ import annotations
 
@@ -93,3 +99,71 @@ def test_semantics_outside_match_recognize_are_refused():
     with pytest.raises(RuleError, match="FINAL applies only in MATCH_RECOGNIZE") as error:
         compile_text(SCHEMA + "SELECT final count(*) AS n FROM T;", "r.epl")
     assert (error.value.pos.line, error.value.pos.column) == (2, 8)
+
+
+NEXT_ROWS = ("SELECT {cols} FROM T MATCH_RECOGNIZE ( MEASURES {nv} AS nv, "
+             "NEXT(CLASSIFIER()) AS nc {rows} PATTERN (A B) "
+             "DEFINE B AS B.value > A.value );")
+
+
+def test_next_past_the_match_waits_for_the_row_it_reads(run_epl):
+    # matches on rows 0-1 and 3-4 (0-based, as seq): each is decided at its last row and
+    # reported when the row after it arrives (CLASSIFIER is NULL outside the match)
+    text = NEXT_ROWS.format(cols="nv, nc", nv="NEXT(B.value)", rows="ONE ROW PER MATCH")
+    out = query(run_epl, text, [1, 2, 7, 3, 4, 9], ("seq", "nv", "nc"))
+    assert out == [(2, 7, None), (5, 9, None)]
+    # with no row after the last match, the input's end reports it (NEXT is NULL)
+    out = query(run_epl, text, [1, 2, 7, 3, 4], ("seq", "nv", "nc"))
+    assert out == [(2, 7, None), ("end", None, None)]
+
+
+def test_next_from_each_row_of_all_rows_per_match(run_epl):
+    # RUNNING NEXT from each output row: inside the match, then the row after it
+    text = NEXT_ROWS.format(cols="id, nv, nc", nv="NEXT(value)", rows="ALL ROWS PER MATCH")
+    out = query(run_epl, text, [1, 2, 7, 3, 4], ("seq", "id", "nv", "nc"))
+    assert out == [(2, 1, 2, "B"), (2, 2, 7, None), ("end", 4, 4, "B"), ("end", 5, None, None)]
+
+
+def test_next_further_past_the_match_and_later_matches_wait_in_order(run_epl):
+    # matches on rows 0-1 and 2-3; NEXT(B.value, 3) of the first is row 4, which
+    # reports it; the second waits for row 6, which never comes: the input's end
+    text = ("SELECT mn, nv FROM T MATCH_RECOGNIZE ( MEASURES MATCH_NUMBER() AS mn, "
+            "NEXT(B.value, 3) AS nv PATTERN (A B) DEFINE B AS B.value > A.value );")
+    out = query(run_epl, text, [1, 2, 5, 6, 8, 1], ("seq", "mn", "nv"))
+    assert out == [(4, 1, 8), ("end", 2, None)]
+    # a match decided while an earlier one waits is reported after it, in match order
+    text = ("SELECT mn, nv FROM T MATCH_RECOGNIZE ( MEASURES MATCH_NUMBER() AS mn, "
+            "NEXT(FIRST(B.value), 3) AS nv PATTERN (A B) DEFINE B AS B.value > A.value );")
+    out = query(run_epl, text, [1, 2, 5, 6, 8, 1, 9], ("seq", "mn", "nv"))
+    assert out == [(4, 1, 8), (6, 2, 9), ("end", 3, None)]
+
+
+def test_next_reads_only_the_key_s_own_rows(run_epl):
+    schema = "CREATE SCHEMA K (k string, value int, ts timestamp) TIMESTAMP ts;\n"
+    text = ("SELECT nv FROM K MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+            "NEXT(B.value) AS nv PATTERN (A B) DEFINE B AS B.value > A.value );")
+    events = [dict(k=k, value=v, ts=i * SEC) for i, (k, v) in enumerate(
+        [("x", 1), ("x", 2), ("y", 50), ("y", 60), ("x", 3), ("y", 70)])]
+    out = run_epl(schema + text, events)
+    for size in (1, 2):
+        assert run_epl(schema + text, events, batch_size=size) == out
+    assert [(r["seq"], r["key"], r["nv"]) for r in out] == [(4, "x", 3), (5, "y", 70)]
+
+
+def test_next_in_define_is_refused_where_written():
+    text = SCHEMA + ("SELECT v FROM T MATCH_RECOGNIZE ( MEASURES A.value AS v "
+                     "PATTERN (A B) DEFINE A AS NEXT(A.value) > A.value );")
+    with pytest.raises(RuleError, match="NEXT\\(\\) is not allowed in DEFINE") as error:
+        compile_text(text, "r.epl")
+    assert (error.value.pos.line, error.value.pos.column) == (2, text.split("\n")[1].index(
+        "NEXT") + 1)
+
+
+def test_a_waiting_match_of_a_within_rule_is_reported_at_the_input_s_end(run_epl):
+    # row 1 still runs a start (WITHIN 10 seconds) when the input ends; the match on
+    # rows 0-1 waits for row 2, which never comes
+    text = ("SELECT mn, nv FROM T MATCH_RECOGNIZE ( MEASURES MATCH_NUMBER() AS mn, "
+            "NEXT(B.value) AS nv PATTERN (A B) WITHIN 10 seconds "
+            "DEFINE B AS B.value > A.value );")
+    assert query(run_epl, text, [1, 2], ("seq", "mn", "nv")) == [("end", 1, None)]
+    assert query(run_epl, text, [1, 2, 0], ("seq", "mn", "nv")) == [(2, 1, 0)]

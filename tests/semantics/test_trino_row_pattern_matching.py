@@ -269,6 +269,8 @@ def test_navigation_functions(run_epl, measure, expected):
     ("PREV(B.value, 4)", NULL),  # before the partition's first row
     ("PREV(B.value, 3)", 10),  # outside the match, inside the partition
     ("PREV(B.value, 2)", 20),
+    ("NEXT(B.value, 1)", 40),  # after the match, inside the partition
+    ("NEXT(B.value, 2)", NULL),  # after the partition's last row
 ])
 def test_navigation_out_of_the_match(run_epl, measure, expected):
     text = (f"SELECT measure FROM T MATCH_RECOGNIZE ( MEASURES {measure} AS measure "

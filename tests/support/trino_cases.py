@@ -93,6 +93,13 @@ def trino_cases() -> list[Case]:
                 path.write_text("".join(json.dumps(e) + "\n" for e in events))
                 loaded = load_inputs(module_ir, [str(path)], None)
                 out = output_records(run_reference(module_ir, loaded.tables, batch_size))
+                # as tests/conftest.py's run_epl: seq as the index of the event it was
+                # made at, or "end"
+                starts = itertools.accumulate((len(json.dumps(e)) + 1 for e in events),
+                                              initial=0)
+                index: dict[int, int | str] = {o: i for i, o in enumerate(starts)}
+                index[loaded.end_seq] = "end"
+                out = [{**r, "seq": index[r["seq"]]} for r in out]
                 if events and text.split()[2] in ("T", "P"):
                     cases[key] = Case(f"{name}#{len(cases)}", text, tuple(events),
                                       tuple(out))
