@@ -13,8 +13,14 @@ tests/spark/test_trino_cases_on_spark.py runs these cases too."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cep.engine.output import output_records
+from cep.engine.table import SEQ, SUB
+from cep.reference import run_reference
 from grammar.compile import compile_text
 from grammar.errors import RuleError
 
@@ -167,3 +173,98 @@ def test_a_waiting_match_of_a_within_rule_is_reported_at_the_input_s_end(run_epl
             "DEFINE B AS B.value > A.value );")
     assert query(run_epl, text, [1, 2], ("seq", "mn", "nv")) == [("end", 1, None)]
     assert query(run_epl, text, [1, 2, 0], ("seq", "mn", "nv")) == [(2, 1, 0)]
+
+
+DIFF_SCHEMA = "CREATE SCHEMA S (k long, id long, value long, ts timestamp) TIMESTAMP ts;\n"
+DIFF_PATTERNS = [
+    ("A B+ C+", "B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)", ""),
+    ("A+? B", "B AS B.value > A.value", ""),
+    ("(A | B)* X", "X AS value = B.value", ""),
+    ("A B*", "B AS B.value >= PREV(B.value)", "AFTER MATCH SKIP TO NEXT ROW"),
+    ("A{2,3} | C*", "A AS value > 2, C AS value = 0", "AFTER MATCH SKIP TO LAST A"),
+]
+
+
+def _diff_rule(pattern: str, define: str, skip: str, extra: str, within: str) -> str:
+    return (DIFF_SCHEMA + "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+            f"MATCH_NUMBER() AS mn, CLASSIFIER() AS c, RUNNING sum(value) AS s{extra} "
+            f"ALL ROWS PER MATCH {skip} PATTERN ({pattern}) {within} DEFINE {define} );")
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+       keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), n=st.integers(1, 3),
+       within=st.sampled_from(["", "WITHIN 4 seconds"]), batch=st.integers(2, 9))
+def test_next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys, n,
+                                                              within, batch):
+    """Against the same rule without NEXT: the same matches and rows; NEXT(value, n) is
+    the key's n-th row after the output row, NEXT(FINAL LAST(value), n) the n-th after
+    the match's last row (NULL where the key has no such row, or the match is empty);
+    every cut of the input gives the same events."""
+    pattern, define, skip = case
+    m = len(values)
+    inputs = {"S": {SEQ: np.arange(m, dtype=np.int64), SUB: np.zeros(m, dtype=np.int64),
+                    "k": np.array(keys[:m], dtype=np.int64),
+                    "id": np.arange(m, dtype=np.int64),
+                    "value": np.array(values, dtype=np.int64),
+                    "ts": np.arange(m, dtype=np.int64) * 1_000_000}}
+    plain = compile_text(_diff_rule(pattern, define, skip, "", within), "plain")
+    module = compile_text(_diff_rule(pattern, define, skip, f", NEXT(value, {n}) AS nv, "
+                                     f"NEXT(FINAL LAST(value), {n}) AS fv", within), "next")
+    base = output_records(run_reference(plain, inputs))
+    out = output_records(run_reference(module, inputs))
+    assert output_records(run_reference(module, inputs, 1)) == out
+    assert output_records(run_reference(module, inputs, batch)) == out
+    columns = ("key", "id", "mn", "c", "s")
+    assert sorted(tuple(r[c] for c in columns) for r in out) == sorted(
+        tuple(r[c] for c in columns) for r in base)
+    ids = {key: [i for i in range(m) if keys[i] == key] for key in set(keys[:m])}
+    last = {}
+    for r in out:
+        if r["c"] is not None:
+            last[r["key"], r["mn"]] = max(last.get((r["key"], r["mn"]), -1), r["id"])
+
+    def after(key: int, row: int) -> object:
+        place = ids[key].index(row) + n
+        return values[ids[key][place]] if place < len(ids[key]) else None
+
+    for r in out:
+        empty = r["c"] is None
+        assert r["nv"] == (None if empty else after(r["key"], r["id"]))
+        assert r["fv"] == (None if empty else after(r["key"], last[r["key"], r["mn"]]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+       keys=st.lists(st.integers(0, 2), min_size=30, max_size=30),
+       rows=st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]))
+def test_semantics_inside_an_expression_combine_whole_measures(case, values, keys, rows):
+    """Against measures that each carry one semantics for all of them (cep's older form,
+    FINAL at the start of a measure): a measure mixing RUNNING and FINAL calls is what
+    those measures combine to."""
+    pattern, define, skip = case
+    m = len(values)
+    inputs = {"S": {SEQ: np.arange(m, dtype=np.int64), SUB: np.zeros(m, dtype=np.int64),
+                    "k": np.array(keys[:m], dtype=np.int64),
+                    "id": np.arange(m, dtype=np.int64),
+                    "value": np.array(values, dtype=np.int64),
+                    "ts": np.arange(m, dtype=np.int64) * 1_000_000}}
+    measures = ("FINAL (LAST(value)) AS fl, LAST(value) AS rl, FINAL (count(*)) AS fc, "
+                "count(*) AS rc, FINAL (sum(value)) AS fs, sum(value) AS rs, "
+                "FINAL (PREV(LAST(value))) AS fp, "
+                "FINAL LAST(value) - RUNNING LAST(value) AS d1, "
+                "FINAL count(*) * 10 + count(*) AS d2, FINAL sum(value) - sum(value) AS d3, "
+                "PREV(FINAL LAST(value)) AS d4")
+    text = (DIFF_SCHEMA + f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+            f"{measures} {rows} {skip} PATTERN ({pattern}) DEFINE {define} );")
+    out = output_records(run_reference(compile_text(text, "mixed"), inputs))
+
+    def minus(a: object, b: object) -> object:
+        return None if a is None or b is None else a - b  # type: ignore[operator]
+
+    for r in out:
+        assert r["d1"] == minus(r["fl"], r["rl"])
+        assert r["d2"] == (None if r["fc"] is None else r["fc"] * 10 + r["rc"])
+        assert r["d3"] == minus(r["fs"], r["rs"])
+        assert r["d4"] == r["fp"]
+        assert r["rc"] <= r["fc"]  # RUNNING counts up to the output row
