@@ -177,13 +177,15 @@ class MatchRecognizeOperator(PerKeyState):
         out: list[Out] = []
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
             seq = clock.reach_one(deadline)
-            ended = deadline == END_OF_TIME or (clock.final and deadline > clock.last)
-            if deadline == END_OF_TIME:  # the input's end: no row can extend a match
+            # a match waiting for the rows NEXT reads after it is reported at the input's
+            # end (END_OF_TIME), even when a WITHIN after the input's end decided it
+            ended = deadline == END_OF_TIME
+            if ended:  # the input's end: no row can extend a match
                 matcher.end_input(self.program, state)
                 at, ts = END_AT, state["rows"][-1].get(self.stream.timestamp or "", 0)
             else:
                 before = self._first_in_time(state, deadline)
-                if ended:  # WITHIN ends after the input
+                if clock.final and deadline > clock.last:  # WITHIN ends after the input
                     matcher.end_input(self.program, state, before)
                 else:
                     matcher.end_starts(state, before)

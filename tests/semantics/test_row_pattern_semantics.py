@@ -167,11 +167,21 @@ def test_next_in_define_is_refused_where_written():
 
 def test_a_waiting_match_of_a_within_rule_is_reported_at_the_input_s_end(run_epl):
     # row 1 still runs a start (WITHIN 10 seconds) when the input ends; the match on
-    # rows 0-1 waits for row 2, which never comes
-    text = ("SELECT mn, nv FROM T MATCH_RECOGNIZE ( MEASURES MATCH_NUMBER() AS mn, "
-            "NEXT(B.value) AS nv PATTERN (A B) WITHIN 10 seconds "
+    # rows 0-1 waits for row 2, which never comes: reported at the input's end with the
+    # time of the key's last row, whether WITHIN runs out after the input's end or, with
+    # more rows of another key, before it
+    schema = "CREATE SCHEMA P (id int, part string, value int, ts timestamp) TIMESTAMP ts;\n"
+    text = ("SELECT mn, nv FROM P MATCH_RECOGNIZE ( PARTITION BY part MEASURES "
+            "MATCH_NUMBER() AS mn, NEXT(B.value) AS nv PATTERN (A B) WITHIN 10 seconds "
             "DEFINE B AS B.value > A.value );")
-    assert query(run_epl, text, [1, 2], ("seq", "mn", "nv")) == [("end", 1, None)]
+    at_end = ("end", "1970-01-01T00:00:02.000Z", 1, None)
+    for tail in ([], [0] * 20):
+        events = [dict(id=i, part="x" if i < 3 else "y", value=v, ts=i * SEC)
+                  for i, v in enumerate([1, 2, *tail], start=1)]
+        out = run_epl(schema + text, events)
+        assert [(r["seq"], r["ts"], r["mn"], r["nv"]) for r in out if r["key"] == "x"] == [
+            at_end]
+    text = text.replace("FROM P MATCH_RECOGNIZE ( PARTITION BY part ", "FROM T MATCH_RECOGNIZE ( ")
     assert query(run_epl, text, [1, 2, 0], ("seq", "mn", "nv")) == [(2, 1, 0)]
 
 

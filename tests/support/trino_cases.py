@@ -1,16 +1,16 @@
 """The row pattern cases cep runs from Trino's tests
-(tests/semantics/test_trino_row_pattern_matching.py) and for RUNNING / FINAL inside
-expressions (tests/semantics/test_row_pattern_semantics.py), gathered into a rule file
-and one input so that a few runs on Spark cover every case.
+(tests/semantics/test_trino_row_pattern_matching.py) and for RUNNING / FINAL and NEXT in
+MEASURES (tests/semantics/test_row_pattern_semantics.py), gathered into rule files and
+one input so that a few runs on Spark cover every case.
 
 The cases are not copied: each test of those modules (with each of its parameters) is
 called with a ``run_epl`` that runs the reference evaluator and records the rule text and
-events it was given (those of streams T and P), so a case added there is covered here
-too. :func:`combined` then gives each case its own rule, reading only its own events (a
-filter on the case number ``cid``); a case without PARTITION BY is partitioned by
-``part``, and its rows are given twice, under two keys of its own (``c<k>a``,
-``c<k>b``), so that many keys move between engines. Partitions are independent, so each
-rule gives its case's rows once per key.
+events it was given (those of streams T and P, without PARTITION BY or partitioned by
+``part``), so a case added there is covered here too. :func:`combined` then gives each
+case its own rule, reading only its own events (a filter on the case number ``cid``); a
+case without PARTITION BY is partitioned by ``part``, and its rows are given twice,
+under two keys of its own (``c<k>a``, ``c<k>b``), so that many keys move between
+engines. Partitions are independent, so each rule gives its case's rows once per key.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def trino_cases() -> list[Case]:
                 index: dict[int, int | str] = {o: i for i, o in enumerate(starts)}
                 index[loaded.end_seq] = "end"
                 out = [{**r, "seq": index[r["seq"]]} for r in out]
-                if events and text.split()[2] in ("T", "P"):
+                if events and text.split()[2] in ("T", "P") and (
+                        "PARTITION BY" not in text or "PARTITION BY part " in text):
                     cases[key] = Case(f"{name}#{len(cases)}", text, tuple(events),
                                       tuple(out))
                 return out
