@@ -130,7 +130,8 @@ class Navigation:
                             hint="write the condition on the later row, with PREV()")
         n = _offset(node.args[1], node.name, 1) if len(node.args) == 2 else 1
         inner = node.args[0]
-        if isinstance(inner, ast.Semantics) and inner.call.name in ("first", "last"):
+        if isinstance(inner, ast.Semantics) and inner.call.name in ("first", "last",
+                                                                    "classifier"):
             return self._semantics(inner, lambda call: self._physical(
                 dataclasses.replace(node, args=(call, *node.args[1:]))))
         if isinstance(inner, ast.Call) and inner.name in ("first", "last"):

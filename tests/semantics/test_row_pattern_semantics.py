@@ -48,6 +48,15 @@ def test_each_call_has_its_own_semantics(run_epl):
         (1, 20, 2, 2, 20, 50), (2, 20, 4, 1, 20, 30), (3, 20, 6, 0, 20, 0)]
 
 
+def test_final_before_classifier_reads_the_match_s_last_row(run_epl):
+    # FINAL CLASSIFIER() is the last row's variable; inside PREV it moves from there
+    text = ("SELECT id, fc, pf FROM T MATCH_RECOGNIZE ( MEASURES FINAL CLASSIFIER() AS fc, "
+            "PREV(FINAL CLASSIFIER()) AS pf, CLASSIFIER() AS c ALL ROWS PER MATCH "
+            "PATTERN (A B+ C) DEFINE B AS B.value > PREV(B.value), C AS C.value < 2 );")
+    assert query(run_epl, text, [1, 2, 3, 1], ("id", "fc", "pf")) == [
+        (1, "C", "B"), (2, "C", "B"), (3, "C", "B"), (4, "C", "B")]
+
+
 def test_running_and_final_coincide_with_one_row_per_match(run_epl):
     text = ("SELECT r, f, z FROM T MATCH_RECOGNIZE ( MEASURES RUNNING count(*) AS r, "
             "FINAL count(*) AS f, RUNNING LAST(value) - FINAL LAST(value) AS z "
