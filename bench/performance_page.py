@@ -732,9 +732,10 @@ SECTIONS = (
             "(`bench/rules/flight_patterns.epl`: `A B+ C` WITHIN 24 hours with SKIP PAST "
             "LAST ROW, `A+ B` with SKIP TO NEXT ROW and aggregates): cep reads the JSON "
             "lines, Flink a CSV of the three fields the rules read, both rules as one job "
-            "in batch mode. Flink's batch MATCH_RECOGNIZE ignores ORDER BY (FLINK-33722), "
-            "so at parallelism 2 its tasks match rows in the order they arrive and give "
-            "other rows; at parallelism 1 its rows are cep's.",
+            "in batch mode. Flink's batch MATCH_RECOGNIZE ignores ORDER BY (FLINK-33722): "
+            "its tasks match rows in the order they arrive, so at parallelism 2 its rows "
+            "can differ from cep's (the last line says whether they did); at parallelism "
+            "1 they are cep's.",
             "python bench/flink_mr_compare.py --copies 10 --rounds 2",
             flink_patterns_figures, "Flink runs in a virtual environment of its own, which "
             "`bash bench/flink_env.sh` makes once."),
