@@ -315,7 +315,8 @@ def test_main_gives_back_the_sigint_disposition_it_found():
 def test_run_with_udf_files_and_their_one_line_errors(tmp_path):
     """``--udf FILE.py``: the functions the file registers are callable from the rules;
     a missing file, or one whose import raises, is one line and exit 1; a rule calling a
-    function no file registered is a rule error at its place."""
+    function no file registered is a rule error at its place, for ``cep check`` too
+    unless it is given the file."""
     from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
 
     rules = tmp_path / "loud.epl"
@@ -348,3 +349,8 @@ def test_run_with_udf_files_and_their_one_line_errors(tmp_path):
                   "--runner", "local")
     assert unknown.returncode == 2
     assert unknown.stderr.startswith(f"{rules}:6:12: error: unknown function 'shout'")
+    checked = cep("check", str(rules), "--udf", str(funcs))
+    assert checked.returncode == 0, checked.stderr
+    unchecked = cep("check", str(rules))
+    assert unchecked.returncode == 2
+    assert unchecked.stderr.startswith(f"{rules}:6:12: error: unknown function 'shout'")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from cep.cli.balancing_options import STRATEGY_NAMES, add_balancing_options, slowdown
-from cep.cli.options import add_set_option, add_state_options, overrides
+from cep.cli.options import add_set_option, add_state_options, add_udf_option, overrides
 from cep.cli.runner_options import add_runner_options
 from cep.cli.summary import balance_text, quality_lines, summary_data, summary_text
 from cep.engine.udf_files import load_udf_files
@@ -83,11 +83,7 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
                             help="where malformed input records go (default: "
                             "OUTPUT.dead.jsonl, or cep-dead-letter.jsonl)")
     add_set_option(run_parser, "override a variable (repeatable)")
-    run_parser.add_argument(
-        "--udf", action="append", default=[], metavar="FILE.py",
-        help="a Python file whose top level registers functions the rules call "
-        "(cep.engine.functions.register_udf); imported before the rules are checked, and "
-        "on Spark in every Python worker (repeatable)")
+    add_udf_option(run_parser, ", and on Spark in every Python worker")
     add_balancing_options(run_parser)
     run_parser.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
                             help="how keys are spread over engines (default kg: key "
