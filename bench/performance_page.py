@@ -222,6 +222,33 @@ def flink_patterns_figures(data: dict, _name: str) -> str:
             f"Same rows ({compared} against Flink): {verdicts}.")
 
 
+def batch_floor_figures(data: dict, _name: str) -> str:
+    """bench_batch_floor.py: a small batch's median time, part by part."""
+    m = data.get("median") or {}
+    spark = m.get("spark_ms") or {}
+    rows = [("trigger (the whole batch)", num(m.get("trigger_ms"))),
+            ("planning", num(spark.get("planning"))),
+            ("offsets and commit logs", num(sum(spark.get(k, 0) for k in
+                                                ("latest_offset", "wal_commit",
+                                                 "commit_offsets")))),
+            ("the batch's job", num(m.get("jobs_ms"))),
+            ("driver after the job (delivery, dead letters, metrics)",
+             num(m.get("driver_after_job_ms"))),
+            ("state stores' commit", num(spark.get("state_commit")))]
+    for name, stage in (m.get("stages") or {}).items():
+        rows.append((f"stage `{name}`: wall ({num(stage.get('tasks'))} tasks)",
+                     num(stage.get("wall_ms"))))
+        rows.append((f"stage `{name}`: tasks' run time, summed", num(stage.get("run_ms"))))
+    rows += [("the engines' state update (Spark's allUpdatesTimeMs, summed)",
+              num(at(m, "state_store", "allUpdatesTimeMs"))),
+             ("cep's own work in the engine tasks, summed", num(m.get("cep_engine_work_ms"))),
+             ("cep's own work in the input tasks, summed", num(m.get("cep_input_work_ms")))]
+    return (f"Batches of {num(data.get('events_per_batch'))} events, "
+            f"{num(data.get('engines'))} engines, `{data.get('master', '')}`; medians over "
+            f"{num(data.get('batches_profiled'))} batches, milliseconds.\n\n"
+            + table(("part", "ms"), rows))
+
+
 def gate_figures(data: dict, _name: str) -> str:
     """bench/gate_summary.py's cells: each strategy against its bench's KG, per setting."""
     rows = [(c.get("order", ""), c.get("moves", ""), c.get("strategy", ""),
@@ -747,6 +774,12 @@ SECTIONS = (
             "row in Flink, so only the first rule's rows are compared.",
             "python bench/flink_mr_compare.py --workload event_patterns --copies 10 "
             "--rounds 2", flink_patterns_figures),
+    Section("batch-floor.json", "Where a small batch's time goes",
+            "A run at cep's defaults for the engines over batches of 1,000 events of a rule "
+            "that costs next to nothing, with Spark's event log on: each batch's trigger "
+            "split into Spark's parts, its job's stages (the tasks' time in the executor) "
+            "and cep's own work inside the tasks, from cep's metrics.",
+            "python bench/bench_batch_floor.py", batch_floor_figures),
     Section("gate-5nodes.json", "Moving keys only when it pays",
             "The Balancer's gate (`--moves pays`, the default) against the DLB paper's "
             "Balancer (`--moves always`) on 5 emulated nodes of 0.4 cores: FSD over "
