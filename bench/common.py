@@ -11,6 +11,8 @@ bench_cli.py          How long does the command line take when it runs nothing
                       (``cep --help``, ``cep check``)? (cli.json)
 bench_text.py         How fast are FSD's text functions (LSH keys, tokens, similarity) on
                       one core? (text.json)
+bench_udf.py          How much faster is a vectorised user function than a scalar one, and
+                      what does one that raises on a few records cost? (udf.json)
 bench_tweets.py       How fast is the ``tweets`` generator, how much memory does it take,
                       and how skewed are its keys in each order? (tweets.json)
 bench_readers.py      How fast do the file readers turn each format into typed events,

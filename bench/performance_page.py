@@ -198,6 +198,57 @@ def latency_figures(data: dict, _name: str) -> str:
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
+def flink_patterns_figures(data: dict, _name: str) -> str:
+    """flink_mr_compare.py: four sides in interleaved rounds, medians and ratios."""
+    sides = (("cep_spark", "cep on Spark, defaults"), ("cep_local", "cep, local runner"),
+             ("flink_p2", "Flink 2.3, parallelism 2"), ("flink_p1", "Flink 2.3, parallelism 1"))
+    rows = [(label, num(at(data, "median_seconds", key), 2), num(at(data, "events_per_s", key)),
+             ", ".join(f"{rule} {num(n)}" for rule, n in
+                       (at(data, "rows_per_rule", key) or {}).items()))
+            for key, label in sides]
+    same = at(data, "same_rows") or {}
+    verdicts = "; ".join(f"{name.replace('_vs_', ' = ').replace('_', ' ')}: "
+                         f"{'yes' if v is True else 'no'}" for name, v in same.items())
+    ratios = ", ".join(f"{name.replace('_vs_', ' against ').replace('_', ' ')} "
+                       f"{ratio(data.get(name))}" for name in
+                       ("cep_spark_vs_flink_p2", "cep_local_vs_flink_p2",
+                        "cep_spark_vs_flink_p1", "cep_local_vs_flink_p1"))
+    compared = ", ".join(at(data, "rules_compared_with_flink") or [])
+    return (f"`{data.get('rules', '')}`, {num(data.get('copies'))} years of flights "
+            f"({num(data.get('events'))} events), {num(data.get('rounds'))} rounds; "
+            "median seconds of each whole process.\n\n"
+            + table(("side", "seconds", "events/s", "rows"), rows)
+            + f"\n\nRate against Flink (Flink's seconds / cep's): {ratios}.\n\n"
+            f"Same rows ({compared} against Flink): {verdicts}.")
+
+
+def batch_floor_figures(data: dict, _name: str) -> str:
+    """bench_batch_floor.py: a small batch's median time, part by part."""
+    m = data.get("median") or {}
+    spark = m.get("spark_ms") or {}
+    rows = [("trigger (the whole batch)", num(m.get("trigger_ms"))),
+            ("planning", num(spark.get("planning"))),
+            ("offsets and commit logs", num(sum(spark.get(k, 0) for k in
+                                                ("latest_offset", "wal_commit",
+                                                 "commit_offsets")))),
+            ("the batch's job", num(m.get("jobs_ms"))),
+            ("driver after the job (delivery, dead letters, metrics)",
+             num(m.get("driver_after_job_ms"))),
+            ("state stores' commit", num(spark.get("state_commit")))]
+    for name, stage in (m.get("stages") or {}).items():
+        rows.append((f"stage `{name}`: wall ({num(stage.get('tasks'))} tasks)",
+                     num(stage.get("wall_ms"))))
+        rows.append((f"stage `{name}`: tasks' run time, summed", num(stage.get("run_ms"))))
+    rows += [("the engines' state update (Spark's allUpdatesTimeMs, summed)",
+              num(at(m, "state_store", "allUpdatesTimeMs"))),
+             ("cep's own work in the engine tasks, summed", num(m.get("cep_engine_work_ms"))),
+             ("cep's own work in the input tasks, summed", num(m.get("cep_input_work_ms")))]
+    return (f"Batches of {num(data.get('events_per_batch'))} events, "
+            f"{num(data.get('engines'))} engines, `{data.get('master', '')}`; medians over "
+            f"{num(data.get('batches_profiled'))} batches, milliseconds.\n\n"
+            + table(("part", "ms"), rows))
+
+
 def gate_figures(data: dict, _name: str) -> str:
     """bench/gate_summary.py's cells: each strategy against its bench's KG, per setting."""
     rows = [(c.get("order", ""), c.get("moves", ""), c.get("strategy", ""),
@@ -605,6 +656,22 @@ def text_figures(data: dict, _name: str) -> str:
             + table(("function", "rate"), rows))
 
 
+def udf_figures(data: dict, _name: str) -> str:
+    names = {"builtin": "`sqrt(v) * 10`, the language's own functions",
+             "scalar": "a scalar Python function",
+             "vectorized": "a vectorised function (`vectorized=True`)",
+             "scalar_raising": "scalar, raising on some records",
+             "vectorized_raising": "vectorised, raising on some records"}
+    rows = [(label, num(at(data, key, "seconds"), 3), num(at(data, key, "events_per_s")),
+             num(at(data, key, "call_s"), 3) if at(data, key, "call_s") is not None else "",
+             num(at(data, key, "failed_records")))
+            for key, label in names.items() if isinstance(data.get(key), dict)]
+    return (f"{num(data.get('events'))} events through the reference evaluator, one "
+            "stateless rule each.\n\n"
+            + table(("the rule calls", "rule s", "events/s", "the function's own s",
+                     "dead letters"), rows))
+
+
 def tweets_figures(data: dict, _name: str) -> str:
     rows = []
     for mode in ("default", "zipf-periodic"):
@@ -687,6 +754,32 @@ SECTIONS = (
             "Latency is the time from an event's append to its output; first output is "
             "the first event's output after `cep run` started. cep's defaults otherwise "
             "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
+    Section("flink-match-recognize.json", "MATCH_RECOGNIZE beside Apache Flink",
+            "Two MATCH_RECOGNIZE rules per aircraft over the flights "
+            "(`bench/rules/flight_patterns.epl`: `A B+ C` WITHIN 24 hours with SKIP PAST "
+            "LAST ROW, `A+ B` with SKIP TO NEXT ROW and aggregates): cep reads the JSON "
+            "lines, Flink a CSV of the three fields the rules read, both rules as one job "
+            "in batch mode. Flink's batch MATCH_RECOGNIZE ignores ORDER BY (FLINK-33722): "
+            "its tasks match rows in the order they arrive, so at parallelism 2 its rows "
+            "can differ from cep's (the last line says whether they did); at parallelism "
+            "1 they are cep's.",
+            "python bench/flink_mr_compare.py --copies 10 --rounds 2",
+            flink_patterns_figures, "Flink runs in a virtual environment of its own, which "
+            "`bash bench/flink_env.sh` makes once."),
+    Section("flink-event-patterns.json", "Event patterns beside Apache Flink",
+            "Two event patterns per aircraft over the flights "
+            "(`bench/rules/flight_event_patterns.epl`: `every a -> b WITHIN 24 hours`, and "
+            "an absence by `timer:interval`) against the nearest MATCH_RECOGNIZE Flink runs "
+            "(`A C*? B` and `A N*? T`); the absence fires on a timer in cep and at the next "
+            "row in Flink, so only the first rule's rows are compared.",
+            "python bench/flink_mr_compare.py --workload event_patterns --copies 10 "
+            "--rounds 2", flink_patterns_figures),
+    Section("batch-floor.json", "Where a small batch's time goes",
+            "A run at cep's defaults for the engines over batches of 1,000 events of a rule "
+            "that costs next to nothing, with Spark's event log on: each batch's trigger "
+            "split into Spark's parts, its job's stages (the tasks' time in the executor) "
+            "and cep's own work inside the tasks, from cep's metrics.",
+            "python bench/bench_batch_floor.py", batch_floor_figures),
     Section("gate-5nodes.json", "Moving keys only when it pays",
             "The Balancer's gate (`--moves pays`, the default) against the DLB paper's "
             "Balancer (`--moves always`) on 5 emulated nodes of 0.4 cores: FSD over "
@@ -784,6 +877,10 @@ SECTIONS = (
     Section("text.json", "The text functions",
             "`lsh_bucket` and `similarity` on synthetic 15-word tweets, one core.",
             "python bench/bench_text.py", text_figures),
+    Section("udf.json", "User functions, scalar and vectorised",
+            "The same computation as the language's functions, a scalar Python function "
+            "and a vectorised one, and the two raising on a few records.",
+            "python bench/bench_udf.py", udf_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "
             "paper's scale.", "python bench/bench_tweets.py", tweets_figures),

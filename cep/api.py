@@ -26,12 +26,13 @@ import json
 import queue
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from cep.engine.udf_files import load_udf_files
 from cep.io import rule_changes
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.run import run
@@ -45,8 +46,9 @@ Source = str | Path | pd.DataFrame | Mapping[str, "str | Path | pd.DataFrame"]
 @dataclass
 class RunCounts:
     events: int
-    dead_lettered: int
+    dead_lettered: int  # malformed input records
     outputs: int
+    udf_failures: int = 0  # records on which a user function raised (dead letters too)
 
 
 class Rules:
@@ -74,7 +76,7 @@ class Rules:
         records = result.records
         assert records is not None  # collected
         self.last_run = RunCounts(result.events, result.totals.get("dead_lettered", 0),
-                                  len(records))
+                                  len(records), result.totals.get("udf_failures", 0))
         return events_frame(records)
 
     def stream(self, source: str | Path | Mapping[str, str | Path], *, follow: bool = True,
@@ -195,8 +197,15 @@ def _frame_of_lines(text: bytes) -> pd.DataFrame:
     return events_frame([json.loads(line) for line in text.decode("utf-8").splitlines()])
 
 
-def compile_rules(rules: str | Path, set: Mapping[str, object] | None = None) -> Rules:
-    """Compile a rule file (a path) or rule text (anything containing a newline or ';')."""
+def compile_rules(rules: str | Path, set: Mapping[str, object] | None = None,
+                  udf: Iterable[str | Path] = ()) -> Rules:
+    """Compile a rule file (a path) or rule text (anything containing a newline or ';').
+
+    ``udf``: Python files whose top level registers functions the rules call, imported
+    first, as ``cep run --udf`` does (``cep.engine.udf_files``). Functions registered in
+    this process from a module of yours need no file: on Spark each worker imports
+    their module (not ``__main__``: a notebook's functions go in a file)."""
+    load_udf_files(list(udf))
     overrides = {k: str(v) for k, v in (set or {}).items()}
     text = str(rules)
     if isinstance(rules, str) and ("\n" in text or ";" in text):

@@ -20,12 +20,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from cep.engine.output import output_records
+from cep.engine.output import output_lines, output_records, rows_per_rule
+from cep.engine.table import nrows
+from cep.engine.udf_errors import collecting
 from cep.io.deadletter import DeadLetter
 from cep.io.inputs import InputError, load_inputs
 from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
-from cep.io.sinks import write_metrics, write_records
+from cep.io.sinks import write_lines, write_metrics, write_records
+from cep.io.udf_letters import add_udf_letters
 from cep.quality import precision_recall, quality_from_metrics
 from cep.reference import log_watermark, reference_run
 from cep.run_config import Output, RunConfig, RunResult
@@ -79,26 +82,39 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         loaded = load_inputs(module, list(config.inputs), config.dead_letter,
                              max_record_bytes=limit)
         clock = log_watermark(module, loaded.clock, loaded.end_seq)
-        reference = reference_run(module, loaded.tables, config.batch_size, clock,
-                                  config.late, figures=True)
+        with collecting() as failures:  # user functions that raised: dead letters
+            reference = reference_run(module, loaded.tables, config.batch_size, clock,
+                                      config.late, figures=True)
         late = len(reference.late["seq"])
-        if late and config.late == "drop":
+        failed = 0
+        if (late and config.late == "drop") or failures:
             with DeadLetter(config.dead_letter, append=True) as dead:
-                add_late_letters(dead, module, loaded.segments, reference.late)
-    records = output_records(reference.output)
+                if late and config.late == "drop":
+                    add_late_letters(dead, module, loaded.segments, reference.late)
+                failed = add_udf_letters(dead, module, loaded.segments, failures)
+    table = reference.output
+    # dicts per event only where a caller needs them: JSON lines are built column-wise
+    needs_records = (output.collect or output.fmt == "parquet"
+                     or loaded.truth_ids is not None)
+    records = output_records(table) if needs_records else None
     if not output.collect:
-        write_records(records, output.path, output.fmt)
+        if records is not None:
+            write_records(records, output.path, output.fmt)
+        else:
+            write_lines(output_lines(table), None if output.fmt == "console"
+                        else output.path)
     quality = (precision_recall(records, loaded.truth_ids)
                if loaded.truth_ids is not None else None)
     metrics = reference.batches
     if config.metrics_file:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
-    totals = {"events_in": loaded.accepted, "events_out": len(records),
-              "dead_lettered": loaded.rejected, "blank_lines": loaded.skipped,
+    totals = {"events_in": loaded.accepted, "events_out": nrows(table) if table else 0,
+              "dead_lettered": loaded.rejected,
+              "udf_failures": failed, "blank_lines": loaded.skipped,
               "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
-                     outputs_per_rule=dict(Counter(r["rule"] for r in records)),
+                     outputs_per_rule=rows_per_rule(table),
                      quality=quality, records=records if output.collect else None)
 
 

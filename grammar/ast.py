@@ -154,9 +154,20 @@ class Call:
     pos: Pos
 
 
+@dataclass(frozen=True)
+class Semantics:
+    """``RUNNING call`` or ``FINAL call`` (``mode`` lower-cased): SQL:2016's semantics of
+    one row pattern navigation or aggregate in MATCH_RECOGNIZE; the checker refuses it
+    anywhere else."""
+
+    mode: str
+    call: Call
+    pos: Pos
+
+
 Expr = Union[  # noqa: UP007 - a runtime alias used in isinstance-free type hints
     Literal, Name, Attr, IndexedAttr, Star, Unary, Binary, InList, Between, Like, IsNull,
-    Case, Call,
+    Case, Call, Semantics,
 ]
 
 # ---------------------------------------------------------------- FROM clause

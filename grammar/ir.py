@@ -403,7 +403,9 @@ class MatchRecognizeRule:
     partition's row n before, and other rows through navigation qualifiers
     (``grammar.row_nav``); ``measures`` read rows through navigation qualifiers and
     aggregate over one variable's rows (``__all``: every row; ``count(*)``: all rows of
-    the match; ``final`` names the measures with FINAL semantics); ``columns`` (the
+    the match), RUNNING or FINAL as each navigation qualifier and aggregate argument
+    says (``grammar.row_nav``); ``final`` names the measures written with FINAL at their
+    start, for describing the rule (their navigations and aggregates say it too); ``columns`` (the
     SELECT list) read the measures, and with ALL ROWS PER MATCH the row's fields.
     ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``, a
     variable or one of SUBSET's ``unions``: name and variables). See

@@ -23,6 +23,21 @@ MATCH_NUMBER = "__match_number"
 CLASSIFIER = "__classifier"
 #: the qualifier of a bare field inside an aggregate: every row of the match
 ALL = "__all"
+#: marks an aggregate argument's qualifier when the aggregate reads the whole match
+FINAL_PREFIX = "__final:"
+
+
+def final_qualifier(qualifier: str) -> str:
+    """The qualifier of an aggregate argument under FINAL semantics."""
+    return FINAL_PREFIX + qualifier
+
+
+def aggregate_qualifier(qualifier: str) -> tuple[str, bool]:
+    """An aggregate argument's variable (or union, or :data:`ALL`) and whether the
+    aggregate is FINAL."""
+    if qualifier.startswith(FINAL_PREFIX):
+        return qualifier[len(FINAL_PREFIX):], True
+    return qualifier, False
 
 
 @dataclass(frozen=True)

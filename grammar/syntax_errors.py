@@ -66,7 +66,7 @@ _CLAUSE_KEYWORDS = frozenset({"where", "group", "having", "partition", ";"})
 # means the bracket was not closed (or the ',' is one too many).
 _BEYOND_BRACKETS = _STATEMENT_STARTS | _CLAUSE_KEYWORDS | {"from", "as", "#", ")", "]", "$END"}
 _EXPRESSION_STARTS = frozenset(
-    {"NAME", "NUMBER", "STRING", "(", "-", "not", "case", "true", "false", "null"}
+    {"NAME", "NUMBER", "STRING", "(", "-", "not", "case", "true", "false", "null", "MR_MODE"}
 )
 _PATTERN_STARTS = frozenset({"NAME", "every", "not", "(", "[", "timer"})
 _COMPARISONS = frozenset({"=", "!=", "<>", "<", "<=", ">", ">="})

@@ -702,6 +702,10 @@ class _Builder(Transformer_NonRecursive):
         arguments = args[0] if args else _Args((), False)
         return ast.Call(name.value.lower(), arguments.items, arguments.distinct, match_pos(meta))
 
+    def mode_call(self, meta: Meta, children: list) -> ast.Semantics:
+        mode, *call = children
+        return ast.Semantics(str(mode).lower(), self.call(meta, call), match_pos(meta))
+
     def star_arg(self, meta: Meta, children: list) -> _Args:
         return _Args((ast.Star(match_pos(meta)),), False)
 

@@ -310,3 +310,47 @@ def test_main_gives_back_the_sigint_disposition_it_found():
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_run_with_udf_files_and_their_one_line_errors(tmp_path):
+    """``--udf FILE.py``: the functions the file registers are callable from the rules;
+    a missing file, or one whose import raises, is one line and exit 1; a rule calling a
+    function no file registered is a rule error at its place, for ``cep check`` too
+    unless it is given the file."""
+    from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
+
+    rules = tmp_path / "loud.epl"
+    rules.write_text(RULES)
+    funcs = tmp_path / "tweet_udfs.py"
+    funcs.write_text(UDF_TEXT)
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    result = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),
+                 "--runner", "local", "--udf", str(funcs), "--output", str(out),
+                 "--dead-letter", str(dead))
+    assert result.returncode == 0, result.stderr
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["loud"] == "EARTHQUAKE HITS THE NORTHERN COAST BUILDINGS LIVE!"
+    assert letters(dead) == FAILING
+    assert "  10 records on which user functions raised dead-lettered to" in result.stderr
+
+    missing = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),
+                  "--runner", "local", "--udf", str(tmp_path / "nope.py"))
+    assert missing.returncode == 1
+    assert missing.stderr == f"cep: {tmp_path / 'nope.py'}: no such file\n"
+    broken = tmp_path / "broken_udfs.py"
+    broken.write_text("from cep.engine.functions import register_udf\n"
+                      "raise RuntimeError('no database here')\n")
+    failed = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),
+                 "--runner", "local", "--udf", str(broken))
+    assert failed.returncode == 1
+    assert failed.stderr == (f"cep: {broken}:2: importing it raised RuntimeError: "
+                             "no database here\n")
+    unknown = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),
+                  "--runner", "local")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith(f"{rules}:6:12: error: unknown function 'shout'")
+    checked = cep("check", str(rules), "--udf", str(funcs))
+    assert checked.returncode == 0, checked.stderr
+    unchecked = cep("check", str(rules))
+    assert unchecked.returncode == 2
+    assert unchecked.stderr.startswith(f"{rules}:6:12: error: unknown function 'shout'")

@@ -8,7 +8,8 @@ import argparse
 import json
 from typing import Any
 
-from cep.cli.options import add_set_option, add_state_options, overrides
+from cep.cli.options import add_set_option, add_state_options, add_udf_option, overrides
+from cep.engine.udf_files import load_udf_files
 from cep.run_config import LATE_POLICIES
 from grammar import ir
 from grammar.compile import compile_file
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .epl rule file")
     add_set_option(parser, "override a variable (repeatable)")
     add_state_options(parser)
+    add_udf_option(parser)
     parser.add_argument("--late", choices=LATE_POLICIES, default="process",
                         help="the late policy to describe, as cep run --late would apply "
                         "it (default process)")
@@ -30,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
+    load_udf_files(args.udf)  # first: the checker must know the functions' signatures
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     data = describe_data(module, args.late)
     print(json.dumps(data, indent=2, default=str) if args.json else describe_text(data))

@@ -25,6 +25,16 @@ def overrides(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def add_udf_option(parser: argparse.ArgumentParser, where: str = "") -> None:
+    """``--udf FILE.py`` (repeatable): a file of ``register_udf`` calls, imported before
+    the rules are checked so that the checker knows the functions' signatures."""
+    parser.add_argument(
+        "--udf", action="append", default=[], metavar="FILE.py",
+        help="a Python file whose top level registers functions the rules call "
+        "(cep.engine.functions.register_udf); imported before the rules are checked"
+        f"{where} (repeatable)")
+
+
 def add_state_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-ttl", type=_duration, default=None, metavar="DURATION",
                         help="bound #keepall windows and patterns without WITHIN to this "

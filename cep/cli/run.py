@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 from cep.cli.balancing_options import STRATEGY_NAMES, add_balancing_options, slowdown
-from cep.cli.options import add_set_option, add_state_options, overrides
+from cep.cli.options import add_set_option, add_state_options, add_udf_option, overrides
 from cep.cli.runner_options import add_runner_options
 from cep.cli.summary import balance_text, quality_lines, summary_data, summary_text
+from cep.engine.udf_files import load_udf_files
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS
@@ -82,6 +83,7 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
                             help="where malformed input records go (default: "
                             "OUTPUT.dead.jsonl, or cep-dead-letter.jsonl)")
     add_set_option(run_parser, "override a variable (repeatable)")
+    add_udf_option(run_parser, ", and on Spark in every Python worker")
     add_balancing_options(run_parser)
     run_parser.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
                             help="how keys are spread over engines (default kg: key "
@@ -104,6 +106,7 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    load_udf_files(args.udf)  # first: the checker must know the functions' signatures
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     if args.follow:
         for line in follow_warnings(module):

@@ -23,6 +23,9 @@ def summary_text(result: RunResult, elapsed: float, dead_path: str) -> str:
     if data["dead_lettered"]:
         parts.append(f"  {count(data['dead_lettered'])} malformed records dead-lettered to "
                      f"{dead_path}")
+    if data["udf_failures"]:
+        parts.append(f"  {count(data['udf_failures'])} records on which user functions raised "
+                     f"dead-lettered to {dead_path} (their values NULL)")
     if data["blank_lines"]:
         parts.append(f"  {count(data['blank_lines'])} blank lines skipped")
     late = data["late_events"]
@@ -49,6 +52,7 @@ def summary_data(result: RunResult, elapsed: float, dead_path: str,
         "per_rule": dict(result.outputs_per_rule or {}),
         "dead_lettered": totals.get("dead_lettered", 0), "dead_letter_file": dead_path,
         "blank_lines": totals.get("blank_lines", 0),
+        "udf_failures": totals.get("udf_failures", 0),
         "late_events": totals.get("late_events", 0),
         "late_dropped": totals.get("late_dropped", 0),
         "quality": result.quality or None,

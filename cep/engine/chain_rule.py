@@ -24,7 +24,7 @@ from cep.engine.column_pattern import (
 from cep.engine.expr import Env, collect_nodes, truth
 from cep.engine.output import TIMER, Stamps, empty_output
 from cep.engine.pattern_chain import NEVER, ChainShape, Check, Instances, Outcome, advance
-from cep.engine.table import Table, nrows
+from cep.engine.table import SEQ, Table, nrows
 from grammar import ir
 
 
@@ -85,7 +85,8 @@ class ChainPatternOperator(ColumnPatternOperator):
         own = wanted.get(atom.tag, set())
 
         def check(which: np.ndarray, cand: np.ndarray) -> np.ndarray:
-            env = Env(len(which))
+            candidates = batch.tables[self.order.index(atom.stream)]
+            env = Env(len(which), seq=candidates[SEQ][batch.local[cand]])  # their records
             for name in own:
                 env.columns[(atom.tag, name)] = self.gather(atom.stream, None, name,
                                                             n_pending + cand, batch, n_pending)

@@ -260,9 +260,7 @@ class ColumnPatternOperator(PatternOperator):
         time = Col(ts) if any(s.timestamp for s in self.streams.values()) else None
         keep = truth(self.rule.where, env)
         if not keep.all():
-            env = Env(int(keep.sum()), {k: Col(c.values[keep], None if c.nulls is None
-                                               else c.nulls[keep])
-                                        for k, c in env.columns.items()})
+            env = env.where(keep)
             keys, stamps = keys[keep], stamps.take(keep)
             time = Col(time.values[keep]) if time is not None else None
         return emit(self.rule.name, self.rule.columns, None, keys, env, {}, time, stamps)

@@ -18,9 +18,10 @@ def emit(rule_name: str, columns: tuple[ir.Column, ...], having: ir.TExpr | None
     ``env`` evaluates over the triggers (one row each), ``aggs`` holds each aggregate's
     value per trigger, ``keys``, ``ts`` and ``stamps`` are the triggers' key, time and
     place in the reference order."""
+    env.seq = stamps.seq  # the record each trigger was made at: a failing function's
     keep = truth(having, env, aggs)
     if not keep.all():
-        env = Env(int(keep.sum()), {k: _take(c, keep) for k, c in env.columns.items()})
+        env = env.where(keep)
         aggs = {a: _take(c, keep) for a, c in aggs.items()}
         keys, stamps = keys[keep], stamps.take(keep)
         ts = _take(ts, keep) if ts is not None else None

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine import functions as function_registry
-from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, Table
+from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, Table
+from cep.engine.udf_errors import report
 from grammar import ir
 
 
@@ -39,14 +40,29 @@ class Col:
 
 
 class Env:
-    """Where field references find their columns: ``(qualifier, name[, index])`` → Col."""
+    """Where field references find their columns: ``(qualifier, name[, index])`` → Col.
 
-    def __init__(self, n: int, columns: Mapping[tuple, Col] | None = None) -> None:
+    ``seq``: the record each row is evaluated for (the first table bound with
+    sequence numbers, or the triggers' ``emit`` sets), which names the record a user
+    function's failure dead-letters (``cep.engine.udf_errors``); None where not known."""
+
+    def __init__(self, n: int, columns: Mapping[tuple, Col] | None = None,
+                 seq: np.ndarray | None = None) -> None:
         self.n = n
         self.columns: dict[tuple, Col] = dict(columns or {})
+        self.seq = seq
+
+    def where(self, keep: np.ndarray) -> Env:
+        """The rows where ``keep`` is true, every column."""
+        return Env(int(keep.sum()), {k: Col(c.values[keep], None if c.nulls is None
+                                            else c.nulls[keep])
+                                     for k, c in self.columns.items()},
+                   self.seq[keep] if self.seq is not None else None)
 
     def bind_table(self, qualifier: str, table: Table, index: int | None = None) -> None:
         """Expose every field of ``table`` under ``qualifier``."""
+        if self.seq is None and SEQ in table:
+            self.seq = table[SEQ]
         for name, values in table.items():
             if name.startswith("__") or name.endswith(NULL_SUFFIX):
                 continue
@@ -230,8 +246,13 @@ def _func(expr: ir.Func, env: Env, aggs: AggValues) -> Col:
     assert spec is not None, expr.name  # the checker resolved it
     args = [evaluate(a, env, aggs) for a in expr.args]
     nulls = _or_nulls(*args)
-    with np.errstate(all="ignore"):
-        values = np.asarray(spec.impl(*(a.values for a in args)))
+    if isinstance(spec, function_registry.UserFunction):
+        values, failed = _user_call(spec, expr.name, args, nulls, env)
+        if failed is not None:
+            nulls = failed if nulls is None else nulls | failed
+    else:
+        with np.errstate(all="ignore"):
+            values = np.asarray(spec.impl(*(a.values for a in args)))
     if values.ndim == 0:
         values = np.full(env.n, values.item())
     values = values.astype(DTYPES[expr.type], copy=False)
@@ -243,6 +264,38 @@ def _func(expr: ir.Func, env: Env, aggs: AggValues) -> Col:
         values = values.copy()
         values[nulls] = PLACEHOLDERS[expr.type]
     return Col(values, nulls)
+
+
+def _user_call(spec: function_registry.UserFunction, name: str, args: list[Col],
+               nulls: np.ndarray | None, env: Env) -> tuple[np.ndarray, np.ndarray | None]:
+    """A user function over the rows whose arguments are all non-NULL (it never sees
+    a NULL's placeholder); the rows where it raised are reported with their records'
+    seq and come back in the mask (NULL there)."""
+    rows = None if nulls is None else ~nulls
+    inputs = [a.values if rows is None or a.values.ndim == 0 else a.values[rows]
+              for a in args]
+    if rows is not None and not rows.any():
+        return np.full(env.n, PLACEHOLDERS[spec.returns],
+                       dtype=DTYPES[spec.returns]), None
+    with np.errstate(all="ignore"):
+        part, failed_part, messages = spec.call(*inputs)
+    m = env.n if rows is None else int(rows.sum())
+    if part.ndim == 0:
+        part = np.full(m, part.item(), dtype=part.dtype)
+        failed_part = (np.full(m, bool(failed_part)) if failed_part is not None else None)
+        messages = messages * m if messages else messages
+    if rows is None:
+        values, failed = part, failed_part
+    else:
+        values = np.full(env.n, PLACEHOLDERS[spec.returns], dtype=part.dtype)
+        values[rows] = part
+        failed = None
+        if failed_part is not None:
+            failed = np.zeros(env.n, dtype=bool)
+            failed[rows] = failed_part
+    if failed is not None:
+        report(name, env.seq[failed] if env.seq is not None else None, messages)
+    return values, failed
 
 
 def _cast(col: Col, t: str) -> Col:

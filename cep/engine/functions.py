@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from cep.engine.table import DTYPES
+from cep.engine.table import DTYPES, PLACEHOLDERS
 from grammar import signatures
 from grammar.signatures import BUILTIN_NAMES, BUILTINS, TYPES, Signature
 
-__all__ = ["BUILTIN_NAMES", "FUNCTIONS", "TYPES", "ScalarFunction", "lookup", "register_udf",
-           "text_module"]
+__all__ = ["BUILTIN_NAMES", "FUNCTIONS", "TYPES", "ScalarFunction", "UserFunction", "lookup",
+           "register_udf", "text_module"]
 
 
 @dataclass(frozen=True)
@@ -277,6 +277,119 @@ def lookup(name: str) -> ScalarFunction | None:
 
 # ---------------------------------------------------------------- user UDFs
 
+
+@dataclass(frozen=True)
+class UserFunction(ScalarFunction):
+    """A user's Python function (:func:`register_udf`): besides ``impl`` (which raises
+    what ``fn`` raises), :meth:`call` finds the values on which ``fn`` raises, so that
+    only their records become dead letters (``cep.engine.udf_errors``)."""
+
+    fn: Callable[..., Any]
+    arg_types: tuple[str, ...]
+    returns: str  # the result type's name (``result_type`` is the typing rule)
+    vectorized: bool
+
+    def call(self, *args: Any) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+        """``fn`` over the arguments: the values (placeholders where it raised), a mask
+        of the positions where it raised (None: nowhere) and their messages, in order.
+
+        One call over the whole batch first, so a function that does not raise costs
+        nothing more. If it raises, a scalar function is called value by value; a
+        vectorised one on halves, recursively, down to the values that raise alone:
+        k bad values in n cost about 2·k·log2(n) calls."""
+        try:
+            return self.impl(*args), None, []
+        except Exception as err:  # any error of the user's code is a dead letter
+            first = err
+        n = _length(args)
+        if n is None:  # constant arguments: every row has the one value that raised
+            return (np.array(PLACEHOLDERS[self.returns], dtype=DTYPES[self.returns]),
+                    np.ones((), dtype=bool), [_message(first)])
+        failures: dict[int, str] = {}
+        if self.vectorized:
+            out = np.full(n, PLACEHOLDERS[self.returns], dtype=DTYPES[self.returns])
+            self._halves(args, 0, n, out, failures)
+        else:
+            out = self._one_by_one(args, failures)
+        failed = np.zeros(n, dtype=bool)
+        failed[list(failures)] = True
+        return out, failed, [failures[i] for i in sorted(failures)]
+
+    def _one_by_one(self, args: tuple[Any, ...], failures: dict[int, str]) -> np.ndarray:
+        """A scalar ``fn`` called value by value (Python values, as ``impl`` passes
+        them), each call's exception kept; so is a result the result type cannot hold."""
+        converted = tuple(np.asarray(a, dtype=DTYPES[t]) if isinstance(a, np.ndarray) else a
+                          for a, t in zip(args, self.arg_types, strict=True))
+        _, columns = _columns(converted)
+        placeholder = PLACEHOLDERS[self.returns]
+        values: list[Any] = []
+        for i, row in enumerate(zip(*columns, strict=True)):
+            try:
+                values.append(self.fn(*row))
+            except Exception as err:  # the user's code: a dead letter
+                failures[i] = _message(err)
+                values.append(placeholder)
+        dtype = DTYPES[self.returns]
+        boxed = np.empty(len(values), dtype=object)
+        boxed[:] = values
+        try:
+            return boxed.astype(dtype)
+        except (TypeError, ValueError):  # some result is not of the result type
+            out = np.full(len(values), placeholder, dtype=dtype)
+            for i, value in enumerate(values):
+                try:
+                    out[i] = value
+                except (TypeError, ValueError) as err:
+                    failures[i] = _message(err)
+            return out
+
+    def _halves(self, args: tuple[Any, ...], lo: int, hi: int, out: np.ndarray,
+                failures: dict[int, str]) -> None:
+        """Fill ``out[lo:hi]``, splitting the range where ``fn`` raises."""
+        part = tuple(a[lo:hi] if isinstance(a, np.ndarray) and a.ndim else a for a in args)
+        try:
+            out[lo:hi] = self.impl(*part)
+            return
+        except Exception as err:  # the user's code: a dead letter
+            if hi - lo == 1:
+                failures[lo] = _message(err)
+                return
+        mid = (lo + hi) // 2
+        self._halves(args, lo, mid, out, failures)
+        self._halves(args, mid, hi, out, failures)
+
+
+def _message(err: BaseException) -> str:
+    """The exception as a dead letter's reason names it: its type and message."""
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _user_impl(fn: Callable[..., Any], arg_types: list[str], result_type: str,
+               vectorized: bool) -> Callable[..., np.ndarray]:
+    """``fn`` as an ``impl``: arguments converted to the parameter types, the result to
+    the result type, as many values as rows (a vectorised ``fn`` that returns another
+    number raises, and is split like one that raised)."""
+    dtypes = [DTYPES[t] for t in arg_types]
+    out_dtype = DTYPES[result_type]
+    ufunc = None if vectorized else np.frompyfunc(fn, len(arg_types), 1)
+
+    def impl(*args: Any) -> np.ndarray:
+        conv = [
+            np.asarray(a, dtype=dt) if isinstance(a, np.ndarray) else a
+            for a, dt in zip(args, dtypes, strict=True)
+        ]
+        out = np.asarray(fn(*conv) if ufunc is None else ufunc(*conv))
+        n = _length(args)
+        if n is not None and out.ndim and out.shape != (n,):  # one value broadcasts
+            raise ValueError(f"returned {out.size} value(s) for {n} row(s)")
+        if n is not None and not out.ndim:
+            out = np.full(n, out.item())
+        return out.astype(out_dtype, copy=False)
+
+    return impl
+
+
 def register_udf(
     name: str,
     fn: Callable[..., Any],
@@ -290,26 +403,20 @@ def register_udf(
     ``arg_types`` fixes the arity and the parameter types (an int argument widens to a
     long or double parameter: it is converted before the call). With ``vectorized=True``
     ``fn`` receives numpy arrays / scalars as described in the module docstring and
-    returns an array; otherwise it is called once per element with Python values. Either
-    way the result is converted to ``result_type``'s dtype. ``fn`` also sees the
-    placeholder values behind nulls, so it must not raise on them.
+    returns an array as long as its array arguments (the fast form: one call per batch);
+    otherwise it is called once per value with Python values. Either way the result is
+    converted to ``result_type``'s dtype. ``fn`` is called only on rows whose arguments
+    are all non-NULL (a NULL argument gives NULL), and where it raises the value is NULL
+    and the record a dead letter of kind ``udf_error`` (``cep.engine.udf_errors``).
 
-    Registering an existing UDF name replaces it; built-in names are refused.
-    For the Spark runtime the compiled rule must carry the function (cloudpickle), so
-    ``fn`` should be importable or picklable.
+    Registering an existing UDF name replaces it; built-in names are refused. On Spark
+    the function's module is imported in every Python worker before rules run
+    (``cep.engine.udf_shipment``): register functions defined in a module (``cep run
+    --udf FILE.py``, or an importable module of yours), not in ``__main__``.
     """
     signature = signatures.udf_signature(name, arg_types, result_type)
-    dtypes = [DTYPES[t] for t in arg_types]
-    out_dtype = DTYPES[result_type]
-    ufunc = None if vectorized else np.frompyfunc(fn, len(arg_types), 1)
-
-    def impl(*args: Any) -> np.ndarray:
-        conv = [
-            np.asarray(a, dtype=dt) if isinstance(a, np.ndarray) else a
-            for a, dt in zip(args, dtypes, strict=True)
-        ]
-        out = fn(*conv) if ufunc is None else ufunc(*conv)
-        return np.asarray(out).astype(out_dtype, copy=False)
-
+    impl = _user_impl(fn, arg_types, result_type, vectorized)
     signatures.register(signature)
-    FUNCTIONS[signature.name] = ScalarFunction.of(signature, impl)
+    FUNCTIONS[signature.name] = UserFunction(
+        signature.name, signature.min_args, signature.max_args, signature.result_type,
+        impl, fn, tuple(arg_types), result_type, vectorized)

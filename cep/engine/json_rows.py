@@ -8,6 +8,16 @@ array operations, a list of Python values whose ``%s`` text is that value's JSON
 (ints and floats as they are, NaN/±infinity, booleans, NULLs, strings and timestamps as
 their JSON text), and ``template % row`` runs in C for every row. The result is the same
 text ``json.dumps`` gives, character for character (the tests compare the two).
+
+Floats are the costly values: Python's ``repr`` of a float takes about 0.5 µs, and an
+output row often has several. A float64 column is written by ``orjson`` (Ryu's shortest
+digits, the same digits ``repr`` picks) as one JSON array and split at its commas, about
+6× faster than ``repr`` per value (1M floats: 0.10 s against 0.66 s, measured on this
+machine while loaded); the two write the same text except in exponent form (``1e+16``
+against ``1e16``, ``1e-05`` against ``0.00001``), so values of magnitude ≥ 1e16 or
+< 1e-4 are written by ``repr``. For ``prev_prior``'s output rows (three doubles, one
+long) this builds the texts 2.7× faster than ``repr`` did (100k rows: 95 ms against
+250 ms, paired medians of 15 rounds in one process).
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from cep.engine.expr import Col
@@ -36,6 +47,31 @@ def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
     return object_array(list(map(template.__mod__, zip(*parts, strict=True))))
 
 
+def event_lines_text(rules: np.ndarray, keys: np.ndarray, seq: np.ndarray, ts: np.ndarray,
+                     ts_null: np.ndarray, payload: np.ndarray) -> str:
+    """Complex events as JSON lines, in the given order: ``rule``, ``key``, ``seq``,
+    ``ts``, then the payload's fields. ``keys`` and ``payload`` are JSON texts already
+    (object arrays of ``str``), ``ts`` µs since the epoch.
+
+    Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
+    faster): a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the compiler
+    renames such output columns), so the line is the one ``json.dumps`` of the merged
+    dict gives. The Spark runtime's event parts and the local runner's output file are
+    both written here."""
+    if not len(seq):
+        return ""
+    codes, names = distinct_texts(np.asarray(rules, dtype=object))
+    times = np.where(np.asarray(ts_null, dtype=bool), "null",
+                     '"' + format_timestamps(ts) + '"')
+    payload = np.asarray(payload, dtype=object)
+    rest = np.where(payload == "{}", "}",
+                    "," + pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object))
+    lines = ('{"rule":' + names[codes] + ',"key":' + np.asarray(keys, dtype=object)
+             + ',"seq":' + np.asarray(seq, dtype=np.int64).astype(str).astype(object)
+             + ',"ts":' + times + rest + "\n")
+    return "".join(lines.tolist())
+
+
 def json_values(col: Col, type_name: str) -> list[object]:
     """Values whose ``str`` is the JSON text of each value of the column (NULL → null,
     timestamps → their ISO text, quoted)."""
@@ -49,9 +85,10 @@ def json_values(col: Col, type_name: str) -> list[object]:
     elif kind == "f":
         finite = np.isfinite(values)
         if finite.all():
-            out = values.tolist()
+            out = float_texts(values)
         else:
             out = values.astype(object)
+            out[finite] = float_texts(values[finite])
             odd = values[~finite]
             out[~finite] = np.where(np.isnan(odd), "NaN",
                                     np.where(odd > 0, "Infinity", "-Infinity"))
@@ -63,6 +100,21 @@ def json_values(col: Col, type_name: str) -> list[object]:
         out = out if isinstance(out, np.ndarray) else object_array(out)
         out[col.nulls] = "null"
     return out.tolist() if isinstance(out, np.ndarray) else out
+
+
+def float_texts(values: np.ndarray) -> list[object]:
+    """``repr`` of each finite float, as a list (``str``, or the float itself where its
+    ``%s`` text is its ``repr``): float64 through ``orjson`` (see the module docstring),
+    other widths as Python floats."""
+    if values.dtype != np.float64 or not len(values):
+        return values.tolist()
+    native = np.ascontiguousarray(values, dtype=np.float64)  # orjson reads C order only
+    texts = orjson.dumps(native, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(",")
+    magnitude = np.abs(values)
+    exponent = (magnitude >= 1e16) | ((magnitude < 1e-4) & (magnitude > 0))
+    for i in np.flatnonzero(exponent).tolist():
+        texts[i] = repr(float(values[i]))
+    return texts
 
 
 def format_timestamps(us: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ matches, the match number) and moves with the key.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -38,7 +39,7 @@ from cep.engine.codec import StateFormatError
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
-from cep.engine.row_pattern_measures import MatchRow, aggregate, measure_value
+from cep.engine.row_pattern_measures import MatchRow, aggregate, first_waiting, measure_value
 from cep.engine.row_pattern_nav import position
 from cep.engine.row_pattern_nav import reads as nav_reads
 from cep.engine.row_pattern_program import build_program
@@ -102,6 +103,9 @@ class MatchRecognizeOperator(PerKeyState):
         # how far PREV in MEASURES reads before a match's first row
         navs = [Nav.parse(r.qualifier) for r in measure_refs]
         self.measure_depth = max([0, *(-n.physical for n in navs if n is not None)])
+        # how far NEXT in MEASURES reads after a match's last row: its report waits for
+        # those rows of the key (or the input's end)
+        self.next_depth = max([0, *(n.physical for n in navs if n is not None)])
 
     # ---- processing
 
@@ -135,19 +139,24 @@ class MatchRecognizeOperator(PerKeyState):
     def due_keys(self, until: int) -> list:
         return self.timers.due(until)
 
-    def _decide(self, state: dict) -> list[MatchRow]:
-        """The output rows of the starts now decided (see :class:`MatchRow`)."""
-        out = []
+    def _decide(self, state: dict, ended: bool = False) -> list[MatchRow]:
+        """The output rows of the starts now decided (see :class:`MatchRow`); none yet
+        while a decided match lacks the rows NEXT reads after it, unless the input
+        ``ended`` (those after it wait too)."""
+        out: list[MatchRow] = []
+        until = math.inf
+        if self.next_depth and not ended:
+            until = first_waiting(state, self.rule.skip, self.skip_to, self.next_depth)
         rows, base = state["rows"], state["base"]
         every = self.rule.rows == "all"
-        for d in matcher.decide(state, self.rule.skip, self.skip_to):
+        for d in matcher.decide(state, self.rule.skip, self.skip_to, until):
             at = d.start - base
             if d.labels is None:
                 if every and self.rule.empty == "unmatched":
                     out.append(MatchRow([rows[at]], 0, None, 0, 0, rows[at]))
                 continue
             lo = max(at - self.measure_depth, 0)
-            match = rows[lo:at + len(d.labels)]
+            match = rows[lo:at + len(d.labels) + self.next_depth]
             before = at - lo
             if not every:
                 out.append(MatchRow(match, before, d.labels, d.number, len(d.labels) - 1,
@@ -168,7 +177,10 @@ class MatchRecognizeOperator(PerKeyState):
         out: list[Out] = []
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
             seq = clock.reach_one(deadline)
-            if deadline == END_OF_TIME:  # the input's end: no row can extend a match
+            # a match waiting for the rows NEXT reads after it is reported at the input's
+            # end (END_OF_TIME), even when a WITHIN after the input's end decided it
+            ended = deadline == END_OF_TIME
+            if ended:  # the input's end: no row can extend a match
                 matcher.end_input(self.program, state)
                 at, ts = END_AT, state["rows"][-1].get(self.stream.timestamp or "", 0)
             else:
@@ -179,7 +191,7 @@ class MatchRecognizeOperator(PerKeyState):
                     matcher.end_starts(state, before)
                 at, ts = 2 * deadline, deadline
             out.extend((key, seq, at, TIMER, ts, m)  # type: ignore[misc]
-                       for m in self._decide(state))
+                       for m in self._decide(state, ended))
             self._trim(state)
         return out
 
@@ -193,9 +205,10 @@ class MatchRecognizeOperator(PerKeyState):
     def _next_deadline(self, state: dict) -> int | None:
         """When the earliest start still running runs out of its WITHIN; without WITHIN
         the input's end (a running thread may still make or grow a match until then);
-        None when no thread runs."""
+        the input's end too for a decided match waiting for the rows NEXT reads after
+        it; None when no thread runs and no match waits."""
         if not state["threads"]:
-            return None
+            return END_OF_TIME if state["found"] else None
         if self.rule.within_us is None:
             return END_OF_TIME
         first = state["threads"][0][0] - state["base"]
@@ -241,7 +254,7 @@ class MatchRecognizeOperator(PerKeyState):
                 for n in members:
                     passed[n] = known
                 continue
-            env = Env(len(members))
+            env = Env(len(members), seq=np.full(len(members), row[SEQ], np.int64))  # row i's
             for qual, name in self.refs[var]:
                 values = [self._value(state, threads[n], qual, name, var, i)
                           for n in members]
@@ -267,7 +280,7 @@ class MatchRecognizeOperator(PerKeyState):
         rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
         out = {}
         for var, depth in self.local.items():
-            env = Env(n)
+            env = Env(n, seq=table[SEQ][order])
             for qual, name in self.refs[var]:
                 values = table[name][order]
                 nulls = table.get(name + NULL_SUFFIX)
@@ -333,18 +346,18 @@ class MatchRecognizeOperator(PerKeyState):
         rule = self.rule
         m = len(out)
         content = [o[5] for o in out]
-        env = Env(m)
+        made_at = np.array([o[1] for o in out], dtype=np.int64)  # the rows' seq (stamps)
+        env = Env(m, seq=made_at)
         exprs = [c.expr for c in rule.measures]
-        final = set(rule.final)
-        # per measure: RUNNING count(*) and FINAL count(*) are one node, two values
-        aggs = {column.name: {agg: aggregate(agg, content, column.name in final, self.groups)
+        # FINAL is in an aggregate's argument (grammar.row_nav.final_qualifier)
+        aggs = {column.name: {agg: aggregate(agg, content, False, self.groups)
                               for agg in collect_nodes([column.expr], ir.Agg)}
                 for column in rule.measures}
         for ref in collect_nodes(exprs, ir.FieldRef):
             if (ref.qualifier, ref.name) not in env.columns:
                 values = [measure_value(ref, c) for c in content]
                 env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
-        measures = Env(m)
+        measures = Env(m, seq=made_at)
         if rule.rows == "all":
             for name, _ in self.stream.fields:
                 measures.columns[("", name)] = as_column([c.row.get(name) for c in content],

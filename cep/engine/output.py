@@ -26,7 +26,13 @@ import numpy as np
 import pandas as pd
 
 from cep.engine.expr import Col
-from cep.engine.json_rows import distinct_texts, format_timestamps, json_texts
+from cep.engine.json_rows import (
+    distinct_texts,
+    event_lines_text,
+    format_timestamps,
+    json_texts,
+    object_texts,
+)
 from cep.engine.table import Table, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
@@ -137,6 +143,23 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     order = order.copy()
     order[tied] = order[tied][np.lexsort((rank, run[tied]))]  # stable: ties keep order
     return order
+
+
+def output_lines(table: Table) -> str:
+    """Output rows as the JSON lines of the file format (what ``json.dumps`` of each
+    :func:`output_records` dict gives, with a newline), built column-wise."""
+    if not table or not len(table["seq"]):
+        return ""
+    return event_lines_text(table["rule"], object_texts(table["key"]), table["seq"],
+                            table["ts"], table["ts__null"], table["values"])
+
+
+def rows_per_rule(table: Table) -> dict[str, int]:
+    """How many output rows each rule made, rules in the order of their first row."""
+    if not table or not len(table["seq"]):
+        return {}
+    codes, rules = pd.factorize(table["rule"])
+    return dict(zip(rules.tolist(), np.bincount(codes).tolist(), strict=True))
 
 
 def output_records(table: Table) -> list[dict]:

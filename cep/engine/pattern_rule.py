@@ -131,7 +131,7 @@ class InterpretedPatternOperator(PatternOperator):
 
     def _bound_check(self, condition: ir.TExpr, tag: str, event: Event,
                      bindings: dict) -> bool:
-        env = Env(1)
+        env = Env(1, seq=np.array([event.seq], dtype=np.int64))  # the candidate's record
         _bind_row(env, tag, self.tag_streams[tag], event.row)
         for other, bound in bindings.items():
             stream = self.tag_streams[other]
@@ -242,9 +242,7 @@ class InterpretedPatternOperator(PatternOperator):
         keys = np.array([k for k, _, _ in matches], dtype=object)
         stamps, ts = self._stamps(matches, clock)
         if not keep.all():
-            env = Env(int(keep.sum()), {k: Col(c.values[keep], None if c.nulls is None
-                                               else c.nulls[keep])
-                                        for k, c in env.columns.items()})
+            env = env.where(keep)
             keys, stamps = keys[keep], stamps.take(keep)
             ts = Col(ts.values[keep]) if ts is not None else None
         return emit(rule.name, rule.columns, None, keys, env, {}, ts, stamps)

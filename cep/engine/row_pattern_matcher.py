@@ -144,15 +144,17 @@ def end_starts(state: dict, before: float) -> None:
     state["threads"] = [t for t in state["threads"] if t[0] >= before]
 
 
-def decide(state: dict, skip: str, skip_to: tuple[str, ...] = ()) -> list[Decided]:
-    """The starts now decided, in start order (those in no match too); applies AFTER
-    MATCH SKIP after each match. ``skip_to`` are the variables of SKIP TO FIRST/LAST
-    (one, or a SUBSET's): their first/last row is where the next match may start (the
-    next row when the match has no such row or it is the match's first: the standard's
-    error, which a stream cannot stop at)."""
+def decide(state: dict, skip: str, skip_to: tuple[str, ...] = (),
+           until: float = math.inf) -> list[Decided]:
+    """The starts now decided, in start order (those in no match too), before row
+    ``until`` (a later start waits: its report needs rows after its match); applies
+    AFTER MATCH SKIP after each match. ``skip_to`` are the variables of SKIP TO
+    FIRST/LAST (one, or a SUBSET's): their first/last row is where the next match may
+    start (the next row when the match has no such row or it is the match's first: the
+    standard's error, which a stream cannot stop at)."""
     out = []
     threads, found = state["threads"], state["found"]
-    end = state["base"] + len(state["rows"])  # the next row to arrive
+    end = min(state["base"] + len(state["rows"]), until)  # the next row to arrive
     while True:
         start = max(state["next"], state["resume"])
         if start >= end or (threads and threads[0][0] <= start):

@@ -115,7 +115,7 @@ class UntilPatternOperator(ColumnPatternOperator):
         if n == 0:
             return empty_output()
         seq, at, origin, ts = self.event_stamps(trigger, batch)
-        env = Env(n)
+        env = Env(n, seq=seq)
         tag = self.shape.repeated.tag
         for i in range(self.width):
             index = b_rows[:, i] if i < self.shape.most else np.full(n, -1, np.int64)

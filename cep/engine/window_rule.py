@@ -91,7 +91,9 @@ class WindowOperator(WindowState):
             keep = following == len(idx)
             trig = np.flatnonzero(merged.is_new & where)
             gathered = gather_unique(merged, following, trig)
-            env = Env(len(gathered.rows))
+            seqs = merged.table.get(SEQ)
+            env = Env(len(gathered.rows),
+                      seq=seqs[gathered.rows] if seqs is not None else None)
             fields = {c: v for c, v in merged.table.items() if not c.startswith("__")}
             env.bind_table("", take(fields, gathered.rows))  # an env reads fields only
             where, lo, hi = where[gathered.rows], gathered.lo, gathered.hi

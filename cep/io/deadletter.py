@@ -45,6 +45,7 @@ KINDS = (
     "bad_timestamp",  # a string that is neither ISO-8601 nor a number
     "too_large",  # a record over the reader's max_record_bytes
     "late",  # below the watermark when it arrived, under the drop policy (late_letters.py)
+    "udf_error",  # a user function raised on it (udf_letters.py)
 )
 
 

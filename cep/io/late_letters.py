@@ -23,7 +23,7 @@ from cep.io.deadletter import RECORD_LIMIT, DeadLetter
 from cep.io.inputlog import KAFKA_KIND, SEQ_SHIFT, TEXT_KINDS, Segment
 from grammar import ir
 
-_OFFSET_MASK = (1 << SEQ_SHIFT) - 1
+OFFSET_MASK = (1 << SEQ_SHIFT) - 1
 
 
 def add_late_letters(dead: DeadLetter, module: ir.CompiledModule,
@@ -37,13 +37,14 @@ def add_late_letters(dead: DeadLetter, module: ir.CompiledModule,
     lateness = module.lateness_us / 1e6
     for seq, ts, mark in zip(late["seq"].tolist(), times, marks, strict=True):
         segment = segments[seq >> SEQ_SHIFT]
-        offset = segment.start + (seq & _OFFSET_MASK)
+        offset = segment.start + (seq & OFFSET_MASK)
         reason = (f"late: timestamp {ts} is below the watermark {mark} (the largest "
                   f"timestamp before it minus the lateness, {lateness:g} s)")
-        dead.add(_source(segment), offset, "late", reason, _record(module, segment, offset))
+        dead.add(record_source(segment), offset, "late", reason,
+                 record_text(module, segment, offset))
 
 
-def _source(segment: Segment) -> str:
+def record_source(segment: Segment) -> str:
     """What a dead letter of this segment names as its source (as its reader does)."""
     if segment.kind == KAFKA_KIND:
         from cep.io.kafka_input import parse_segment_path  # Kafka's client: on demand
@@ -53,7 +54,7 @@ def _source(segment: Segment) -> str:
     return segment.path
 
 
-def _record(module: ir.CompiledModule, segment: Segment, offset: int) -> str:
+def record_text(module: ir.CompiledModule, segment: Segment, offset: int) -> str:
     """The record at ``offset``: its line in a text file, else its fields as JSON."""
     if segment.kind in TEXT_KINDS:
         with open(segment.path, "rb") as fh:

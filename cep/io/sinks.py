@@ -38,6 +38,21 @@ def write_records(records: list[dict], path: str | None, fmt: str) -> None:
     tmp.replace(target)
 
 
+def write_lines(lines: str, path: str | None) -> None:
+    """Write events already formatted as JSON lines (``cep.engine.output.output_lines``)
+    to ``path``, or to standard output when ``path`` is None; a file is written whole
+    under a temporary name and renamed, as :func:`write_records` does."""
+    if path is None:
+        sys.stdout.write(lines)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name("." + target.name + ".tmp")
+    tmp.write_text(lines, encoding="utf-8")
+    tmp.replace(target)
+
+
 def _line(record: dict) -> str:
     """One event as the Spark runtime writes it: compact JSON, keys in record order."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

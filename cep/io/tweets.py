@@ -170,6 +170,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cep.engine.table import sorted_unique
 from cep.io import tweet_layout as lay
 from cep.io.tweet_text import Renderer, slot_keys, stories, tweet_slots
 from cep.io.tweet_world import LANGS, TOPICS, World, n_users, world, zipf_p
@@ -373,7 +374,7 @@ class _DefaultMemo:
         start = max((u for u in points if u <= b), default=0)
         met = [points.get(start, np.zeros(0, dtype=np.int64))]
         met += [layout.follow_counts(u)[0] for u in range(start, b)]
-        seen = np.unique(np.concatenate(met))
+        seen = sorted_unique(np.concatenate(met))
         return seen[lay.birth_block(seen) < 0]
 
     def remember(self, seed: int, b: int, seen: np.ndarray) -> None:

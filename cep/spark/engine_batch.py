@@ -41,8 +41,11 @@ from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, nrows
+from cep.engine.udf_errors import collecting
+from cep.engine.udf_shipment import install_udfs
 from cep.io.event_time import ClockPiece, EventClock
 from cep.io.rule_changes import RuleBook
+from cep.io.udf_letters import write_udf_letters
 from cep.spark.chain_stages import ChainParts, split_rows
 from cep.spark.engine_log import EngineLog
 from cep.spark.engine_task import EngineTask
@@ -65,6 +68,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     """Engine label ``key``'s micro-batch: its rows' payloads through its engine, the
     events written as its part of the batch's output, one ``stats`` row returned.
     ``changes`` is the processor's state variable (``engine_log``)."""
+    install_udfs(p.udfs)  # before any rule runs: the user functions its rules call
     clock = StageClock()
     event_parts = EventParts(*p.parts_at)
     chain_parts = ChainParts(p.chain_at) if p.chain_at is not None else None
@@ -120,7 +124,10 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         imported = import_moved_keys(store, work, engine_index, batch, rules.stage_module)
         moves["imported_keys"] = len(imported)
         clock.lap("import")
-    events = work.process(batch_streams, watermark)
+    with collecting() as failures:
+        events = work.process(batch_streams, watermark)
+    if failures and p.dead_at is not None and p.log_at is not None:
+        write_udf_letters(udf_path(p.dead_at, batch, label), p.module, p.log_at, failures)
     factor = p.slowdown.get(engine_index, 1.0)
     if factor > 1.0:
         time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
@@ -164,6 +171,12 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
              "key_load": load if stage == 0 else {}}
     yield pd.DataFrame({"engine": np.array([engine_index], np.int32),
                         "stats": [json.dumps(stats)]})
+
+
+def udf_path(dead_at: str, batch: int, label: int) -> str:
+    """Where engine ``label`` dead-letters the records its user functions raised on in
+    ``batch`` (beside its late events: ``late_rows.late_path``)."""
+    return os.path.join(dead_at, f"batch-{batch:07d}", f"udf-engine-{label:06d}.jsonl")
 
 
 def event_frame(events: Table) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cep.engine.udf_shipment import UdfShipment
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
     from grammar import ir
@@ -41,15 +42,20 @@ class EngineTask:
     late: str = "process"  # the late-event policy: "drop" leaves late events out
     dead_at: str | None = None  # where late events' dead letters go (late_rows.late_path)
     workdir: str | None = None  # the run directory: its change log has the rule versions
+    udfs: UdfShipment | None = None  # the user functions the rules call (udf_shipment.py)
+    log_at: str | None = None  # the run's input log: the records of failed user functions
 
 
 def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: EventParts,
                 store: StateStore | None = None, slowdown: dict[int, float] | None = None,
                 chain: ChainParts | None = None, late: str = "process",
-                dead_at: str | None = None, workdir: str | None = None) -> EngineTask:
+                dead_at: str | None = None, udfs: UdfShipment | None = None,
+                log_at: str | None = None, workdir: str | None = None) -> EngineTask:
     """The task of engines ``labels[s][e]`` (engine e of stage s) running ``module``, each
     writing its events as ``parts``, a stage's chain rows for the next as ``chain``, late
-    events processed or dropped as ``late`` says, their dead letters under ``dead_at``."""
+    events processed or dropped as ``late`` says, their dead letters under ``dead_at``,
+    the user functions ``udfs`` registered first, the failed ones' records read back
+    from the input log at ``log_at``."""
     return EngineTask(
         module=module,
         stages=module.stage_modules(),
@@ -64,5 +70,7 @@ def engine_task(module: ir.CompiledModule, labels: list[list[int]], parts: Event
         start=uuid.uuid4().hex,
         late=late,
         dead_at=dead_at,
+        udfs=udfs,
+        log_at=log_at,
         workdir=workdir,
     )

@@ -20,7 +20,6 @@ that is NULL in every event of a part is typed ``null`` in that part).
 from __future__ import annotations
 
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ import pyarrow.ipc as ipc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from cep.engine.output import format_timestamps
+from cep.engine.json_rows import event_lines_text
 
 PART_FORMATS = ("jsonl", "parquet")
 
@@ -110,28 +109,12 @@ def records_table(lines: str) -> pa.Table:
 
 def event_lines(events: pd.DataFrame) -> str:
     """JSON lines by seq (events of one seq as they come: an engine's events are in the
-    reference order already): ``rule``, ``key``, ``seq``, ``ts``, then the payload's
-    fields.
-
-    Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
-    faster, and FSD writes a third of its tweets): the key and the payload are JSON
-    already, and a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the
-    compiler renames such output columns)."""
+    reference order already), as :func:`cep.engine.json_rows.event_lines_text` writes
+    them (the key and the payload are JSON texts already)."""
     if events.empty:
         return ""
     rows = events.iloc[np.argsort(events["seq"].to_numpy(), kind="stable")]
-    rules = np.array([json.dumps(r, ensure_ascii=False) for r in rows["rule"].tolist()],
-                     dtype=object)
-    times = np.where(rows["ts_null"].to_numpy(), "null",
-                     '"' + format_timestamps(rows["ts"].to_numpy()) + '"')
-    payload = rows["payload"].to_numpy(dtype=object)
-    rest = np.where(payload == "{}", "}", "," + _after_brace(payload))
-    lines = ('{"rule":' + rules + ',"key":' + rows["key"].to_numpy(dtype=object)
-             + ',"seq":' + rows["seq"].astype(str).to_numpy(dtype=object)
-             + ',"ts":' + times + rest + "\n")
-    return "".join(lines.tolist())
-
-
-def _after_brace(payload: np.ndarray) -> np.ndarray:
-    """Each JSON object text without its opening brace."""
-    return pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object)
+    return event_lines_text(rows["rule"].to_numpy(dtype=object),
+                            rows["key"].to_numpy(dtype=object), rows["seq"].to_numpy(),
+                            rows["ts"].to_numpy(), rows["ts_null"].to_numpy(),
+                            rows["payload"].to_numpy(dtype=object))

@@ -15,10 +15,13 @@ import numpy as np
 import pyarrow as pa
 
 from cep.engine.table import SEQ, Table, concat
+from cep.engine.udf_errors import UdfFailure, collecting
+from cep.engine.udf_shipment import install_udfs
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment
 from cep.io.inputs import frame_to_table, read_segment
+from cep.io.udf_letters import write_udf_letters
 from cep.spark.source_config import SourceConfig
 from grammar import ir
 from splitter.routing import KeyRouter, key_grouping, route_part
@@ -31,12 +34,16 @@ def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir
     """A later stage's task: the complex events the stage before made in the previous
     batch, through the stage's stateless rules (``stage_module``), keyed and routed to
     its engines, which are told the rule set ``version`` of those events' input."""
+    install_udfs(config.udfs)
     started = time.perf_counter()
     events = config.chain.events(module, batch, stage)
     watermark = config.chain.watermark(batch, stage)
     info = {"read": time.perf_counter() - started}
-    return route_part(stage_module, events, labels, key_grouping(len(labels)), batch, info,
-                      time_info=("watermark", watermark, version))
+    with collecting() as failures:
+        routed = route_part(stage_module, events, labels, key_grouping(len(labels)), batch,
+                            info, time_info=("watermark", watermark, version))
+    _write_failures(config, module, batch, f"stage-{stage}", failures)
+    return routed
 
 
 def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
@@ -44,6 +51,7 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     """An input task: its pieces read, through the stateless rules of ``module`` (stage
     0's of rule set ``version``, which the engines are told), keyed and routed by
     ``engine_of``."""
+    install_udfs(config.udfs)
     batch = int(task["batch"])
     started = time.perf_counter()
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
@@ -68,9 +76,23 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     info["truth"] = sum(len(t) for t in truth)
     time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)),
                  version)
-    return route_part(module, tables, labels, engine_of, batch, info,
-                      np.concatenate(truth) if truth else None, time_info,
-                      late=(config.late == "drop", segments))
+    with collecting() as failures:
+        routed = route_part(module, tables, labels, engine_of, batch, info,
+                            np.concatenate(truth) if truth else None, time_info,
+                            late=(config.late == "drop", segments))
+    first = task["pieces"][0] if task["pieces"] else None
+    name = (f"{Segment.from_json(first[0]).ordinal:012d}-{int(first[1]):015d}"
+            if first is not None else "none")
+    _write_failures(config, module, batch, name, failures)
+    return routed
+
+
+def _write_failures(config: SourceConfig, module: ir.CompiledModule, batch: int, name: str,
+                    failures: list[UdfFailure]) -> None:
+    """Task ``name``'s user-function failures as its piece of the batch's dead letters
+    (the driver counts them as it appends them: ``sink.Delivery.dead_letters``)."""
+    write_udf_letters(config.udf_dead_path(batch, name), module, str(config.log_dir),
+                      failures)
 
 
 def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.clock import Watermark, late_mask
-from cep.engine.table import SEQ, Table, take
+from cep.engine.table import SEQ, Table, sorted_unique, take
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import Segment
 from cep.io.late_letters import add_late_letters
@@ -76,7 +76,7 @@ def find_late(pieces: list[Candidates], watermark: Watermark) -> LateRows:
             for text in piece[3]:
                 segment = Segment.from_json(text)
                 segments[segment.ordinal] = segment
-    return LateRows(np.unique(seq[late]),
+    return LateRows(sorted_unique(seq[late]),
                     {"seq": own_seq, "ts": own_ts, "watermark": watermark.just_before(own_seq)},
                     segments)
 

@@ -28,6 +28,7 @@ from cep.spark.engine_task import engine_task
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cep.engine.udf_shipment import UdfShipment
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
     from grammar import ir
@@ -43,9 +44,10 @@ class EngineProcessor(StatefulProcessor):
                  store: StateStore | None = None,
                  slowdown: dict[int, float] | None = None,
                  chain: ChainParts | None = None, late: str = "process",
-                 dead_at: str | None = None, workdir: str | None = None) -> None:
+                 dead_at: str | None = None, udfs: UdfShipment | None = None,
+                 log_at: str | None = None, workdir: str | None = None) -> None:
         self.task = engine_task(module, labels, parts, store, slowdown, chain, late, dead_at,
-                                workdir)
+                                udfs, log_at, workdir)
 
     def init(self, handle) -> None:
         from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA

@@ -126,6 +126,13 @@ def package_directory(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
+def add_package(archive: zipfile.ZipFile, package: Path, suffixes: tuple[str, ...]) -> None:
+    """The files of ``package`` (a directory) with these suffixes, under its name."""
+    for path in sorted(package.rglob("*")):
+        if path.suffix in suffixes:
+            archive.write(path, (Path(package.name) / path.relative_to(package)).as_posix())
+
+
 def code_archive(directory: Path) -> Path:
     """A zip of cep's own code for executors (``addPyFile``): the packages of
     ``CODE_PACKAGES`` with the grammar (``grammar/epl.lark``), and the example rules as
@@ -134,10 +141,7 @@ def code_archive(directory: Path) -> Path:
     target = directory / "cep-code.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in CODE_PACKAGES:
-            package = package_directory(name)
-            for path in sorted(package.rglob("*")):
-                if path.suffix in (".py", ".lark"):
-                    archive.write(path, (Path(name) / path.relative_to(package)).as_posix())
+            add_package(archive, package_directory(name), (".py", ".lark"))
         archive.writestr("cep/rules/__init__.py", "")
         for entry in importlib.resources.files("cep.rules").iterdir():
             if entry.name.endswith(".epl"):
@@ -158,6 +162,33 @@ def ship_code(spark) -> None:
 
 
 _SHIPPED: set[str] = set()  # applications whose executors have cep's code already
+
+
+def ship_udf_files(spark, paths: tuple[str, ...]) -> None:
+    """Send the modules of a run's user functions to every Python worker, the way PySpark
+    ships code (``addPyFile``: a worker puts them on its ``sys.path`` before a task
+    runs), also on a local master, whose workers do not share the driver's
+    ``sys.path``: a module's ``.py`` file as it is, a package as a zip of its ``.py``
+    files. A file already shipped to this application is not sent again (Spark refuses
+    a second file of the same name)."""
+    context = spark.sparkContext
+    for path in paths:
+        key = (context.applicationId, path)
+        if key in _UDF_SHIPPED:
+            continue
+        source = Path(path)
+        if source.is_dir():
+            directory = Path(tempfile.mkdtemp(prefix="cep-udf-"))
+            target = directory / f"{source.name}.zip"
+            with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+                add_package(archive, source, (".py",))
+            context.addPyFile(str(target))
+        else:
+            context.addPyFile(str(source))
+        _UDF_SHIPPED.add(key)
+
+
+_UDF_SHIPPED: set[tuple[str, str]] = set()  # (application, path) already shipped
 
 
 def spark_session(master: str = "local[*]", partitions: int = 5, verbose: bool = False,

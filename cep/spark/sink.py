@@ -33,6 +33,7 @@ from cep.io.deadletter_summary import DeadLetterSummary
 from cep.spark.delivery import AppendLedger, merged_lines
 from cep.spark.event_parts import EventParts, order_path
 from cep.spark.latest import merge_latest
+from cep.spark.udf_seen import SeenFailures
 from cep.transports.outputs import Publisher
 from splitter.policies.stats import rstd
 
@@ -117,6 +118,7 @@ class Delivery:
                       if self.dead_file else None)
         self._metrics = (AppendLedger(self.metrics_file, ledgers / "metrics.json")
                          if self.metrics_file else None)
+        self._udf_seen = SeenFailures(ledgers / "udf-seen")
 
     def events(self, batch: int) -> None:
         if batch < self.lag or not (self._events or self.stdout or self.callback
@@ -145,7 +147,8 @@ class Delivery:
         folder = self.workdir / "dead" / f"batch-{batch:07d}"
         summary = DeadLetterSummary()
         files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-        chunks = (summary.observe(f.read_bytes()) for f in files)
+        chunks = (summary.observe(self._udf_seen.filter(batch, f.read_bytes()))
+                  for f in files)
         if self._dead is not None:
             self._dead.append(batch, chunks)
         else:
@@ -184,11 +187,14 @@ class BatchSink:
             hook(batch_id, stats, metrics)
         self.delivery.events(batch_id)
         metrics.update(self.delivery.dead_letters(batch_id))
+        # records on which a user function raised: written by the tasks that ran it
+        metrics["udf_failures"] = metrics.get("dead_letter_kinds", {}).get("udf_error", 0)
         metrics["write_s"] = round(time.perf_counter() - collected, 4)
         _write_atomically(self.metrics_dir / f"batch-{batch_id:07d}.json",
                           json.dumps(metrics) + "\n")
         self.delivery.metrics(batch_id, metrics)
-        for name in ("events_in", "events_out", "dead_lettered", "blank_lines", "late_events"):
+        for name in ("events_in", "events_out", "dead_lettered", "blank_lines", "late_events",
+                     "udf_failures"):
             self.totals[name] = self.totals.get(name, 0) + metrics[name]
         self.progress.update(metrics)
 

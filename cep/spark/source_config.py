@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cep.engine.udf_shipment import UdfShipment
     from cep.io.inputlog import Segment
     from cep.spark.chain_stages import ChainParts
 
@@ -30,6 +31,7 @@ class SourceConfig:
     max_record_bytes: int
     starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
     late: str = "process"  # the late-event policy: "drop" sends the engines more to check
+    udfs: UdfShipment | None = None  # the user functions the rules call (udf_shipment.py)
 
     @property
     def dead_dir(self) -> str:
@@ -49,6 +51,10 @@ class SourceConfig:
         from cep.spark.chain_stages import ChainParts  # only where a module has a chain
 
         return ChainParts(os.path.join(self.workdir, "chain"))
+
+    def udf_dead_path(self, batch: int, task: str) -> str:
+        """Where a reading task's user-function failures go (``udf_letters.py``)."""
+        return os.path.join(self.dead_dir, f"batch-{batch:07d}", f"udf-{task}.jsonl")
 
     def dead_path(self, batch: int, segment: Segment, lo: int) -> str:
         return os.path.join(self.dead_dir, f"batch-{batch:07d}",

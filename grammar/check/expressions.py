@@ -84,6 +84,12 @@ class ExpressionTyper:
     def _e_Literal(self, node: ast.Literal, scope: Scope) -> ir.TExpr:
         return ir.Const(node.value, node.type)
 
+    def _e_Semantics(self, node: ast.Semantics, scope: Scope) -> ir.TExpr:
+        raise RuleError(f"{node.mode.upper()} applies only in MATCH_RECOGNIZE's MEASURES "
+                        "and DEFINE", node.pos,
+                        hint=f"{node.mode.upper()} chooses which rows of a match "
+                             f"{node.call.name}() reads")
+
     def _e_Star(self, node: ast.Star, scope: Scope) -> ir.TExpr:
         raise RuleError("'*' is only allowed in SELECT and count(*)", node.pos)
 

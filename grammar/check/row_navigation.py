@@ -5,22 +5,38 @@
 
 In DEFINE of V, ``V.f`` and bare ``f`` stay the candidate row and ``PREV(V.f, n)`` /
 ``PREV(f, n)`` the partition's row n before it (``__prev{n}``: the operator reads those
-for a whole batch at once); NEXT is refused (a stream cannot read a row that has not
-arrived). In MEASURES a bare field is the universal variable (every row of the match).
+for a whole batch at once); NEXT is refused (a condition is decided when its row
+arrives). In MEASURES a bare field is the universal variable (every row of the match),
+and NEXT may read past the match (the operator holds the report until the row arrives).
 Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
-row of the match).
+row of the match), marked FINAL (``grammar.row_nav.final_qualifier``) when the aggregate
+reads the whole match.
+
+RUNNING and FINAL (SQL:2016's semantics) apply to the call they are written before:
+``FINAL LAST(A.x) - RUNNING FIRST(A.x)``, ``PREV(FINAL LAST(x))``, ``RUNNING count(*)``.
+Before PREV, NEXT or CLASSIFIER they apply to the row navigation the call makes (Trino
+refuses them there); written at the start of a measure before anything else
+(``FINAL A.x``) they apply to every navigation and aggregate of the measure that has no
+semantics of its own. MATCH_NUMBER() takes neither; DEFINE refuses FINAL (a condition
+reads the match found so far).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TypeVar
 
 from grammar import ast
 from grammar.check.expressions import AGGREGATES
 from grammar.errors import Pos, RuleError
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav, final_qualifier
+
+_T = TypeVar("_T")
 
 MAX_OFFSET = 1_000
+#: the calls RUNNING and FINAL may be written before
+WITH_SEMANTICS = frozenset({"first", "last", "prev", "next", "classifier", *AGGREGATES})
 
 
 @dataclasses.dataclass
@@ -41,6 +57,8 @@ class Navigation:
     depth: int = 0
 
     def rewrite(self, node: object, in_aggregate: bool = False) -> object:
+        if isinstance(node, ast.Semantics):
+            return self._semantics(node, lambda call: self.rewrite(call, in_aggregate))
         if isinstance(node, ast.Call):
             if node.name in ("prev", "next"):
                 return self._physical(node)
@@ -56,8 +74,10 @@ class Navigation:
                                     hint="a match's number is known once it is found")
                 return ast.Attr(MATCH, MATCH_NUMBER, node.pos)
             if node.name in AGGREGATES:
-                return dataclasses.replace(node, args=tuple(
-                    self.rewrite(a, True) for a in node.args))  # type: ignore[arg-type]
+                args = tuple(self.rewrite(a, True) for a in node.args)
+                if self.final:
+                    args = tuple(_final_argument(a) for a in args)
+                return dataclasses.replace(node, args=args)  # type: ignore[arg-type]
         if isinstance(node, ast.Name) and node.name in self.fields:
             if in_aggregate:
                 return ast.Attr(ALL, node.name, node.pos)
@@ -77,6 +97,22 @@ class Navigation:
                 for f in dataclasses.fields(node)})
         return node
 
+    def _semantics(self, node: ast.Semantics, then: Callable[[ast.Call], _T]) -> _T:
+        """``then(call)`` with the call's RUNNING or FINAL semantics."""
+        mode = node.mode.upper()
+        if node.call.name not in WITH_SEMANTICS:
+            raise RuleError(f"{mode} does not apply to {node.call.name}()", node.pos,
+                            hint=f"write {mode} before FIRST, LAST, PREV, NEXT, CLASSIFIER "
+                                 "or an aggregate")
+        if self.define is not None and node.mode == "final":
+            raise RuleError("FINAL is not allowed in DEFINE: a condition reads the rows "
+                            "matched so far", node.pos, hint="write RUNNING, or nothing")
+        outer, self.final = self.final, node.mode == "final"
+        try:
+            return then(node.call)
+        finally:
+            self.final = outer
+
     def _field(self, nav: Nav, name: str, pos: Pos) -> ast.Attr:
         if self.define is not None and nav.physical < 0:
             self.depth = max(self.depth, -nav.physical)
@@ -89,10 +125,15 @@ class Navigation:
         if not 1 <= len(node.args) <= 2:
             raise RuleError(f"wrong arguments for {node.name}()", node.pos, hint=usage)
         if node.name == "next" and self.define is not None:
-            raise RuleError("NEXT() is not allowed in DEFINE: a stream cannot read a row "
-                            "that has not arrived yet", node.pos, hint="compare with PREV()")
+            raise RuleError("NEXT() is not allowed in DEFINE: a condition is decided when "
+                            "its row arrives, before any later row", node.pos,
+                            hint="write the condition on the later row, with PREV()")
         n = _offset(node.args[1], node.name, 1) if len(node.args) == 2 else 1
         inner = node.args[0]
+        if isinstance(inner, ast.Semantics) and inner.call.name in ("first", "last",
+                                                                    "classifier"):
+            return self._semantics(inner, lambda call: self._physical(
+                dataclasses.replace(node, args=(call, *node.args[1:]))))
         if isinstance(inner, ast.Call) and inner.name in ("first", "last"):
             nav, name = self._logical(inner)
         elif isinstance(inner, ast.Call) and inner.name == "classifier":
@@ -142,6 +183,16 @@ class Navigation:
             return Nav(None, final=self.final), node.name
         raise RuleError(f"{function}() navigates to a field of a pattern variable's row",
                         getattr(node, "pos", None), hint=usage)
+
+
+def _final_argument(arg: object) -> object:
+    """An aggregate argument that reads the whole match: ``count(*)`` counts the rows'
+    labels (never NULL), a variable's field gets its FINAL qualifier."""
+    if isinstance(arg, ast.Star):
+        return ast.Attr(final_qualifier(ALL), CLASSIFIER, arg.pos)
+    if isinstance(arg, ast.Attr):
+        return dataclasses.replace(arg, base=final_qualifier(arg.base))
+    return arg
 
 
 def _offset(node: ast.Expr, function: str, low: int) -> int:

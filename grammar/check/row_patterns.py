@@ -19,7 +19,7 @@ from grammar.check.row_navigation import Navigation
 from grammar.check.scope import Scope, single_scope
 from grammar.check.select import columns
 from grammar.errors import Pos, RuleError, did_you_mean
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, final_qualifier
 from grammar.types import schema_type
 
 MAX_PERMUTE = 5
@@ -122,8 +122,10 @@ def _unions(source: ast.RecognizeSource, variables: tuple[str, ...]
 
 def _qualifiers(variables: tuple[str, ...], nav: Navigation, rows: ir.StreamDef
                 ) -> dict[str, tuple[str, ir.StreamDef]]:
-    """What the qualifiers of a rewritten DEFINE or measure mean."""
+    """What the qualifiers of a rewritten DEFINE or measure mean (an aggregate's
+    argument may carry FINAL: ``grammar.row_nav.final_qualifier``)."""
     quals = {v: (v, rows) for v in (*variables, *nav.codes, ALL, MATCH)}
+    quals.update({final_qualifier(v): (final_qualifier(v), rows) for v in (*variables, ALL)})
     return quals
 
 

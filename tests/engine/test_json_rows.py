@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine.expr import Col
-from cep.engine.json_rows import format_timestamps, json_texts
+from cep.engine.json_rows import float_texts, format_timestamps, json_texts
 from cep.engine.table import object_array
 
 
@@ -86,3 +86,19 @@ def test_non_finite_floats_and_nulls_are_written_as_json_dumps_writes_them():
     assert json_texts([("v", "double", values), ("f", "boolean", flags)], 6).tolist() == [
         '{"v":NaN,"f":true}', '{"v":Infinity,"f":false}', '{"v":-Infinity,"f":true}',
         '{"v":-0.0,"f":false}', '{"v":1e+16,"f":true}', '{"v":null,"f":false}']
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_float_texts_are_repr_for_any_float64_bit_pattern(seed):
+    """orjson's digits with repr's exponent form, on every finite float64: random bit
+    patterns (every exponent), values near the 1e-4 and 1e16 switches, zeros, and a
+    strided view."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**64, 20_000, dtype=np.uint64).view(np.float64)
+    near = np.array([1e-4, 9.999999999999999e-05, 1e16, 9999999999999998.0, 0.0, -0.0])
+    scaled = rng.random(20_000) * 10.0 ** rng.integers(-20, 20, 20_000)
+    values = np.concatenate([bits[np.isfinite(bits)], near, -near, scaled])
+    assert float_texts(values) == [repr(v) for v in values.tolist()]
+    strided = values[::3]  # a view, not C-contiguous (a window's column can be one)
+    assert float_texts(strided) == [repr(v) for v in strided.tolist()]

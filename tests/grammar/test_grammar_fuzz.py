@@ -56,6 +56,7 @@ TERMINALS = {  # repeated entries are drawn more often
     "WHOLE": ["0", "1", "2", "3"] * 10 + ["1.5", "99999999999"],  # where a count goes
     "STRING": ["'x'", "'a%b_'", "''", "'it''s'", '"en"', "'\\n'", "'%a%a%a%b'"],
     "UNIT": ["min", "sec", "hours", "ms", "day", "usec"],
+    "MR_MODE": ["RUNNING", "final"],  # a keyword only before a navigation or aggregate
 }
 # What a NAME is, by its place (PLACES) → the pool it is drawn from. A place not listed
 # draws from TERMINALS["NAME"], which has a bit of everything.

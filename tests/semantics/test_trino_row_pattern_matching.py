@@ -269,6 +269,8 @@ def test_navigation_functions(run_epl, measure, expected):
     ("PREV(B.value, 4)", NULL),  # before the partition's first row
     ("PREV(B.value, 3)", 10),  # outside the match, inside the partition
     ("PREV(B.value, 2)", 20),
+    ("NEXT(B.value, 1)", 40),  # after the match, inside the partition
+    ("NEXT(B.value, 2)", NULL),  # after the partition's last row
 ])
 def test_navigation_out_of_the_match(run_epl, measure, expected):
     text = (f"SELECT measure FROM T MATCH_RECOGNIZE ( MEASURES {measure} AS measure "
@@ -310,13 +312,14 @@ def test_running_and_final(run_epl):
                        (5, "C", "C", 200, 200, 90, 90, 70, 70, 200, 200))
 
 
-def test_partitioning(run_epl):
+@pytest.mark.parametrize("val", ["PREV(RUNNING LAST(value))", "RUNNING PREV(LAST(value))"])
+def test_partitioning(run_epl, val):
     # Trino's input is unordered; cep's events come in time order (ts = id). Trino's
-    # PREV(RUNNING LAST(value)) is written RUNNING PREV(LAST(value)): cep takes RUNNING
-    # and FINAL at the start of a measure
+    # PREV(RUNNING LAST(value)) may also be written RUNNING PREV(LAST(value)) in cep:
+    # RUNNING before PREV applies to the navigation inside (Trino refuses that form)
     schema = "CREATE SCHEMA P (id int, part string, value int, ts timestamp) TIMESTAMP ts;\n"
     text = ("SELECT part, id, mn, val, label FROM P MATCH_RECOGNIZE ( PARTITION BY part "
-            "MEASURES MATCH_NUMBER() AS mn, RUNNING PREV(LAST(value)) AS val, CLASSIFIER() AS "
+            f"MEASURES MATCH_NUMBER() AS mn, {val} AS val, CLASSIFIER() AS "
             "label ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (B+) "
             "DEFINE B AS B.value < PREV(B.value) );")
     data = [(1, "p1", 90), (2, "p1", 80), (6, "p1", 80), (2, "p2", 20), (2, "p3", 60),
