@@ -158,18 +158,21 @@ class StreamingRun:
             raise RuntimeError(f"the run ended before it made its run directory: {self.error}")
         return self._workdir
 
-    def deploy(self, rules: str | Path) -> dict[str, str]:
+    def deploy(self, rules: str | Path, udf: Iterable[str | Path] = ()) -> dict[str, str]:
         """Add rules to the running job, or replace its rules of the same names, as
         ``cep deploy`` does: a rule file (a path) or rule text (anything containing a
         newline or ';'), checked first (a :class:`grammar.errors.RuleError` or
-        ``ChangeRefused`` leaves the job as it is), applied at the next batch. Returns
-        what it does to each rule (``added``, ``replaced``, ``compatible``)."""
+        ``ChangeRefused`` leaves the job as it is), applied at the next batch. ``udf``:
+        files of functions the rules call (``cep deploy … --udf``). Returns what it does
+        to each rule (``added``, ``replaced``, ``compatible``)."""
         text = str(rules)
         if isinstance(rules, str) and ("\n" in text or ";" in text):
             name = "<deployed>"
         else:
             name, text = text, Path(rules).read_text(encoding="utf-8-sig")
-        return rule_changes.deploy(self.workdir, name, text)[1]
+        files = [Path(p) for p in udf]
+        load_udf_files(files)  # the rules are checked against the functions' signatures
+        return rule_changes.deploy(self.workdir, name, text, files)[1]
 
     def undeploy(self, *names: str) -> dict[str, str]:
         """Remove rules from the running job by name, as ``cep undeploy`` does."""

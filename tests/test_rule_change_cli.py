@@ -94,3 +94,32 @@ def test_a_change_written_behind_the_commands_back_is_refused_by_the_planner(tmp
     assert planner.plan(batch=3, running=0, first_seq=77) == 2
     assert log.applied()[0] == [Applied(2, 3, 77)]
     assert planner.version_of(2) == 0 and planner.version_of(9) == 2
+
+
+def test_deploy_with_a_function_file_keeps_a_copy_that_any_process_imports(tmp_path, capsys):
+    """``--udf FILE.py``: without it the rules' new function is unknown (file:line:column,
+    nothing written); with it the change is written with a copy of the file in the change
+    log, from which a process that never saw the file compiles the new rule set."""
+    import subprocess
+    import sys
+
+    run = _run_dir(tmp_path)
+    funcs = tmp_path / "cli_units.py"
+    funcs.write_text("from cep.engine.functions import register_udf\n"
+                     "register_udf('to_kelvin', lambda c: c + 273.15, ['double'], 'double')\n")
+    new = tmp_path / "kelvin.epl"
+    new.write_text("@Name('kelvin')\nSELECT sensor, to_kelvin(temp) AS k FROM Reading;\n")
+    assert main(["deploy", str(run), str(new)]) == 2
+    assert capsys.readouterr().err.startswith(f"{new}:2:16: error: unknown function")
+    assert ChangeLog(run).numbers() == []
+    assert main(["deploy", str(run), str(new), "--udf", str(funcs)]) == 0
+    assert "kelvin added" in capsys.readouterr().out
+    [copy] = ChangeLog(run).udf_files()
+    assert copy.read_text() == funcs.read_text() and copy.parent.parent.name == "udf"
+    funcs.unlink()  # the job's processes read the copy, not the user's file
+    script = ("import sys; from cep.io.rule_changes import RuleBook; "
+              "print(list(RuleBook.of_run(sys.argv[1]).module(1).outputs))")
+    done = subprocess.run([sys.executable, "-c", script, str(run)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['hot', 'kelvin']"

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from cep.cli.errors import CommandError
+from cep.cli.options import add_udf_option
+from cep.engine.udf_files import load_udf_files
 from cep.io.rule_changes import (
     ChangeLog,
     ChangeLogError,
@@ -38,6 +40,7 @@ def add_deploy_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the job's --checkpoint directory")
     parser.add_argument("file", metavar="FILE.epl",
                         help="rules to add, or to replace the running rules of their names")
+    add_udf_option(parser, ", and by the job's processes when the change applies")
     parser.set_defaults(handler=deploy_command)
 
 
@@ -67,7 +70,8 @@ def deploy_command(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as err:
         raise RuleError(f"the rule file is not UTF-8 text (byte {err.start})",
                         source_name=str(path)) from None
-    return _said(lambda: deploy(args.run_dir, str(path), text))
+    load_udf_files(args.udf)  # first: the rules are checked against their signatures
+    return _said(lambda: deploy(args.run_dir, str(path), text, args.udf))
 
 
 def undeploy_command(args: argparse.Namespace) -> int:

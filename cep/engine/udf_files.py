@@ -47,12 +47,12 @@ def load_udf_files(paths: list[Path] | list[str]) -> list[UdfFile]:
     return loaded
 
 
-def load_udf_file(path: Path) -> UdfFile:
-    """Import one file as the module named after its stem."""
+def load_udf_file(path: Path, module_name: str | None = None) -> UdfFile:
+    """Import one file as the module named after its stem (or ``module_name``)."""
     if not path.is_file():
         raise UdfFileError(f"{path}: no such file" if not path.exists()
                            else f"{path}: not a file")
-    name = path.stem
+    name = module_name or path.stem
     if path.suffix != ".py" or not name.isidentifier():
         raise UdfFileError(f"{path}: a --udf file is a Python module: NAME.py, NAME an "
                            "identifier")

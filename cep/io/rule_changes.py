@@ -11,6 +11,9 @@ leaves one:
   name and text) or ``cep undeploy`` (the names); the number is the rule set version the
   change makes, claimed with a hard link that fails if the number is taken, so two
   commands at once never write the same one; a change file is never rewritten;
+* ``udf/<digest>/<NAME>.py``: a copy of each ``--udf`` file a deploy brought (the
+  change names it), so that every process that reads the change log, on any node, can
+  import the functions before it compiles the rules that call them;
 * ``applied.json``: written by the planner (``cep.spark.rule_versions``): for each version
   the batch that first ran it and the seq of that batch's first input event, and the
   changes it refused, with the reason.
@@ -24,6 +27,7 @@ of a batch without passing modules around.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -32,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cep.engine.udf_files import UdfFileError, load_udf_file
 from grammar import ir
 from grammar.compile import compile_text
 from grammar.errors import RuleError
@@ -171,6 +176,31 @@ class ChangeLog:
             finally:
                 os.unlink(tmp)
 
+    def udf_files(self, upto: int | None = None) -> list[Path]:
+        """The copies of the ``--udf`` files changes 1..``upto`` brought, in order."""
+        files = []
+        for number in self.numbers():
+            if upto is not None and number > upto:
+                break
+            path = self.dir / f"change-{number:06d}.json"
+            try:
+                names = json.loads(path.read_text()).get("udf", [])
+            except ValueError as err:
+                raise ChangeLogError(f"{path} is damaged ({err})") from None
+            files.extend(self.dir / str(name) for name in names)
+        return files
+
+    def keep_udf_file(self, path: Path) -> str:
+        """Copy a deploy's ``--udf`` file into the log (by its content's digest, once);
+        its name relative to the log."""
+        data = path.read_bytes()
+        relative = f"udf/{hashlib.sha256(data).hexdigest()[:16]}/{path.name}"
+        target = self.dir / relative
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(target, data)
+        return relative
+
     # ---- what applied
 
     def applied(self) -> tuple[list[Applied], dict[int, str]]:
@@ -192,6 +222,37 @@ class ChangeLog:
             "applied": [{"version": a.version, "batch": a.batch, "first_seq": a.first_seq}
                         for a in applied],
             "refused": {str(k): v for k, v in sorted(refused.items())}})
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` whole under a temporary name, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=".udf.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+_LOADED_UDF: set[Path] = set()  # the change log's function files this process imported
+
+
+def load_change_udfs(log: ChangeLog, upto: int | None = None) -> None:
+    """Import the function files changes 1..``upto`` brought, in order and each once per
+    process, so that their functions are registered before the rules that call them
+    compile. Each copy is a module of its own (named by its digest), never in the way of
+    a module of the file's name the process imported already (the run's ``--udf`` file
+    of that name, an earlier version of it): a function a later change defines again
+    replaces the earlier definition for every rule, in every process alike."""
+    for path in log.udf_files(upto):
+        resolved = path.resolve()
+        if resolved in _LOADED_UDF:
+            continue
+        try:
+            load_udf_file(resolved, f"cep_deployed_{resolved.parent.name}_{resolved.stem}")
+        except UdfFileError as err:
+            raise ChangeLogError(str(err)) from None
+        _LOADED_UDF.add(resolved)
 
 
 def version_at(applied: list[Applied], batch: int) -> int:
@@ -229,6 +290,7 @@ class RuleBook:
             if self.start.origin is None or self.start.origin.text != log.origin().text:
                 raise ChangeLogError("the job's rules are not those its change log starts "
                                      "from")
+            load_change_udfs(log, last)
             cached = versions(base, log.changes(last))
             if len(cached) != last + 1:
                 raise ChangeLogError(f"the change log of {self.workdir} lacks changes "
@@ -276,12 +338,17 @@ def running_rules(book: RuleBook, applied: list[Applied]) -> list[dict]:
     return [{"rule": name, **since[name]} for name in rule_names(before)]
 
 
-def deploy(workdir: str | Path, source_name: str, text: str) -> tuple[int, dict[str, str]]:
+def deploy(workdir: str | Path, source_name: str, text: str,
+           udf: list[Path] | list[str] | tuple = ()) -> tuple[int, dict[str, str]]:
     """Write a deploy change of a rule file's text to a job's change log, once it checks
     against the job's newest rule set: its number and what it does to each rule. A rule
     error (with the file, line and column) or :class:`ChangeRefused` leaves the log as it
-    was."""
-    return _write(workdir, {"kind": "deploy", "source_name": source_name, "text": text})
+    was. ``udf``: function files the rules call (``cep deploy … --udf``), imported by
+    the caller already; the log keeps a copy of each for the job's processes."""
+    change = {"kind": "deploy", "source_name": source_name, "text": text}
+    if udf:
+        change["udf_files"] = [Path(p) for p in udf]
+    return _write(workdir, change)
 
 
 def undeploy(workdir: str | Path, names: list[str]) -> tuple[int, dict[str, str]]:
@@ -303,7 +370,11 @@ def _write(workdir: str | Path, change: dict) -> tuple[int, dict[str, str]]:
              if kind != "kept"}
     if not kinds:
         raise ChangeRefused("the change changes no rule")
-    return ChangeLog(workdir).append(change), kinds
+    log = ChangeLog(workdir)
+    files = change.pop("udf_files", [])
+    if files:
+        change["udf"] = [log.keep_udf_file(p) for p in files]
+    return log.append(change), kinds
 
 
 __all__ = ["Applied", "ChangeLog", "ChangeLogError", "ChangeRefused", "RuleBook",

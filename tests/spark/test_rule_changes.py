@@ -136,10 +136,11 @@ class Job:
         wait_until(lambda: batch_total(self.run, "events_in") >= self.fed, self.proc,
                    f"{self.fed} events read")
 
-    def deploy(self, text: str, version: int, name: str = "change.epl") -> None:
+    def deploy(self, text: str, version: int, name: str = "change.epl",
+               udf: tuple[Path, ...] = ()) -> None:
         path = self.tmp / f"{version}-{name}"
         path.write_text(text)
-        _cep("deploy", str(self.run), str(path))
+        _cep("deploy", str(self.run), str(path), *(f"--udf={p}" for p in udf))
         wait_until(lambda: _ran_version(self.run, version), self.proc,
                    f"a batch of rule set version {version}")
 
@@ -227,6 +228,39 @@ def test_kill_9_while_a_change_applies_then_restart(tmp_path):
     got = job.stop()
     assert got == log_reference(job.run, final=False)
     assert "rising" in {r["rule"] for r in got}
+
+
+FAHRENHEIT = """
+from cep.engine.functions import register_udf
+
+
+def fahrenheit(celsius):
+    return celsius * 1.8 + 32.0
+
+
+register_udf("fahrenheit", fahrenheit, ["double"], "double")
+"""
+CALLS_IT = """
+@Name('in_fahrenheit')
+SELECT sensor, fahrenheit(avg(temp)) AS avg_f FROM Reading#groupwin(sensor)#length(3)
+GROUP BY sensor HAVING fahrenheit(avg(temp)) > 95;
+"""
+
+
+def test_a_rule_deployed_with_its_function_file(tmp_path):
+    """``cep deploy RUN_DIR rules.epl --udf FILE.py``: a function the running job never
+    had reaches its processes with the change (the engines compile the new version from
+    the change log, the file's copy in it), on Spark as in the reference."""
+    funcs = tmp_path / "deployed_units.py"
+    funcs.write_text(FAHRENHEIT)
+    job = Job(tmp_path, START, "--engines", "2")
+    job.feed(120)
+    job.deploy(CALLS_IT, 1, udf=(funcs,))
+    job.feed(160)
+    got = job.stop()
+    assert got == log_reference(job.run, final=False)
+    made = [r for r in got if r["rule"] == "in_fahrenheit"]
+    assert made and all(r["avg_f"] > 95 for r in made)
 
 
 def test_the_python_api_deploys_into_its_stream(tmp_path):
