@@ -203,11 +203,12 @@ def rule_scores(frame: pd.DataFrame, truth: np.ndarray | None) -> dict[str, list
     """Per rule: [events, events whose trigger a generator knows to be a first story]."""
     if frame.empty:
         return {}
-    hits = (np.isin(frame["seq"].to_numpy(), truth) if truth is not None
-            else np.zeros(len(frame), dtype=bool))
-    grouped = pd.DataFrame({"rule": frame["rule"].to_numpy(dtype=object), "hit": hits}
-                           ).groupby("rule", sort=False)["hit"].agg(["size", "sum"])
-    return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
+    codes, rules = pd.factorize(frame["rule"].to_numpy(dtype=object))
+    events = np.bincount(codes, minlength=len(rules))
+    hits = (np.bincount(codes[np.isin(frame["seq"].to_numpy(), truth)], minlength=len(rules))
+            if truth is not None else np.zeros(len(rules), dtype=np.int64))
+    return {str(rule): [int(n), int(h)]
+            for rule, n, h in zip(rules.tolist(), events.tolist(), hits.tolist(), strict=True)}
 
 
 def touched_keys(load: dict[str, int], leaving: list[str], due: list[str]) -> list[str]:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cep.io.deadletter import DeadLetter
 from cep.io.deadletter_summary import LATEST_REASONS, DeadLetterSummary
 from cep.io.inputlog import InputLog
-from cep.spark.engine_batch import input_ended
+from cep.spark.engine_batch import input_ended, rule_scores
 from cep.spark.input_progress import InputProgress
 from cep.spark.latest import LATEST_KEPT, LINE_CHARS, engine_latest, merge_latest
 from cep.spark.sink import progress_line
@@ -144,3 +147,43 @@ def test_input_ended_is_read_from_the_input_tasks_time_info():
     assert not input_ended([("pieces", [], False, 0)])
     assert not input_ended([("watermark", None)])
     assert not input_ended([])
+
+
+def _latest_by_groupby(frame: pd.DataFrame) -> dict[str, list]:
+    """The pandas form engine_latest replaced (a groupby and nlargest per rule): the oracle."""
+    from cep.spark.event_parts import event_lines
+    from cep.spark.latest import _cut
+
+    out: dict[str, list] = {}
+    for rule, rows in frame.groupby("rule", sort=False):
+        tail = rows.nlargest(LATEST_KEPT, "seq")
+        lines = event_lines(tail).splitlines()
+        out[str(rule)] = [[int(seq), _cut(line)] for seq, line
+                          in zip(sorted(tail["seq"].tolist()), lines, strict=True)]
+    return out
+
+
+def _scores_by_groupby(frame: pd.DataFrame, truth) -> dict[str, list[int]]:
+    hits = (np.isin(frame["seq"].to_numpy(), truth) if truth is not None
+            else np.zeros(len(frame), dtype=bool))
+    grouped = pd.DataFrame({"rule": frame["rule"].to_numpy(dtype=object), "hit": hits}
+                           ).groupby("rule", sort=False)["hit"].agg(["size", "sum"])
+    return {str(rule): [int(n), int(h)] for rule, n, h in grouped.itertuples()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 6),
+                               st.text(max_size=3)), max_size=25),
+       truth=st.none() | st.lists(st.integers(0, 6), max_size=4))
+def test_latest_and_scores_equal_the_groupby_forms_they_replaced(rows, truth):
+    """Ties in seq, rules interleaved, any payload: the same events in the same order."""
+    frame = pd.DataFrame({"rule": [r for r, _, _ in rows],
+                          "key": [json.dumps(f"k{i}") for i in range(len(rows))],
+                          "seq": pd.array([s for _, s, _ in rows], dtype="int64"),
+                          "ts": [1_000 * s for _, s, _ in rows],
+                          "ts_null": [s % 2 == 0 for _, s, _ in rows],
+                          "payload": [json.dumps({"t": t}) for _, _, t in rows]})
+    assert engine_latest(frame) == _latest_by_groupby(frame)
+    known = None if truth is None else np.array(truth, dtype=np.int64)
+    assert rule_scores(frame, known) == (_scores_by_groupby(frame, known)
+                                         if len(frame) else {})
