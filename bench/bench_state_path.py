@@ -84,7 +84,8 @@ def side(checkout: Path, args: argparse.Namespace, path: Path, workdir: Path,
     """One side's run as a child process: its wall time and per-batch costs."""
     out, report = workdir / f"{name}.jsonl", workdir / f"{name}.json"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(report),
-               "--input", str(path), "--output", str(out), "--rule", str(args.rule)]
+               "--input", str(path), "--output", str(out),
+               "--rule", str(Path(args.rule).resolve())]
     command += [f"--engines={args.engines}"] if args.engines else []
     command += [f"--batch-size={args.batch_size}"] if args.batch_size else []
     env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
