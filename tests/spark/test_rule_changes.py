@@ -130,9 +130,12 @@ class Job:
         self.fed = 0
         self.proc = start(_command(self.rule, self.folder, self.run, *extra), tmp / "job")
 
-    def feed(self, n: int) -> None:
-        land(self.folder, f"part-{self.fed:06d}.jsonl", readings(self.fed, n))
-        self.fed += n
+    def feed(self, n: int, late: int = 0) -> None:
+        """``n`` new readings, and the first ``late`` of them again in the same file
+        after them: behind the watermark by then (a replay of old readings)."""
+        fresh = readings(self.fed, n)
+        land(self.folder, f"part-{self.fed:06d}.jsonl", fresh + fresh[:late])
+        self.fed += n + late
         wait_until(lambda: batch_total(self.run, "events_in") >= self.fed, self.proc,
                    f"{self.fed} events read")
 
@@ -261,6 +264,23 @@ def test_a_rule_deployed_with_its_function_file(tmp_path):
     assert got == log_reference(job.run, final=False)
     made = [r for r in got if r["rule"] == "in_fahrenheit"]
     assert made and all(r["avg_f"] > 95 for r in made)
+
+
+def test_changes_with_late_events_dropped(tmp_path):
+    """``--late drop`` across changes: the late readings of every phase go to the dead
+    letters under every rule set version, and the events equal the reference's with the
+    same policy and change log."""
+    job = Job(tmp_path, START, "--engines", "2", "--late", "drop")
+    job.feed(120, late=15)
+    job.deploy(ADDED, 1)
+    job.feed(120, late=15)
+    job.deploy(INCOMPATIBLE, 2)
+    job.feed(120, late=15)
+    got = job.stop()
+    assert got == log_reference(job.run, final=False, late="drop")
+    assert got != log_reference(job.run, final=False), "the late readings counted"
+    assert batch_total(job.run, "late_events") == 45
+    assert {"rising", "silent"} <= {r["rule"] for r in got}
 
 
 def test_the_python_api_deploys_into_its_stream(tmp_path):

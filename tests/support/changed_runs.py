@@ -22,14 +22,16 @@ def deployed(run: Path) -> list[Deployed]:
     return [Deployed(a.version, a.first_seq, every[a.version].module) for a in applied]
 
 
-def log_reference(run: Path, final: bool = True, changes: bool = True) -> list[dict]:
+def log_reference(run: Path, final: bool = True, changes: bool = True,
+                  late: str = "process") -> list[dict]:
     """The reference's events over the run's input log, with the run's rule changes
     (or, ``changes=False``, with the rules it started with only); ``final``: the input
-    ended (a bounded run), else time stops at its last event (a stopped --follow run)."""
+    ended (a bounded run), else time stops at its last event (a stopped --follow run);
+    ``late``: the run's late policy."""
     module = RuleBook.of_run(run).start
     log = InputLog(run / "input", {}, follow=True)
     with DeadLetter(None) as dead:
         loaded = load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead)
     clock = log_watermark(module, loaded.clock, loaded.end_seq, final)
-    return output_records(reference_run(module, loaded.tables, watermark=clock,
+    return output_records(reference_run(module, loaded.tables, watermark=clock, late=late,
                                         changes=deployed(run) if changes else None).output)
