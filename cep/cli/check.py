@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 from cep.cli.options import add_set_option, add_state_options, add_udf_option, overrides
-from cep.engine.udf_files import load_udf_files
 from cep.run_config import LATE_POLICIES
 from grammar import ir
 from grammar.compile import compile_file
@@ -32,7 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    load_udf_files(args.udf)  # first: the checker must know the functions' signatures
+    if args.udf:  # first: the checker must know the functions' signatures
+        from cep.engine.udf_files import load_udf_files  # numpy: only when asked
+
+        load_udf_files(args.udf)
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)
     data = describe_data(module, args.late)
     print(json.dumps(data, indent=2, default=str) if args.json else describe_text(data))
