@@ -1,0 +1,477 @@
+"""The row pattern matcher compiled: one numba Pike VM over integer program arrays.
+
+Measured gain (``python bench/bench_reference.py --only match_recognize``, 1M events,
+4096 keys, 100k-event batches, one core): see :mod:`cep.engine.match_recognize_kernel`'s
+notes, which hold the figures before and after.
+
+The semantics are :mod:`cep.engine.row_pattern_matcher`'s, step for step (that module is
+the oracle the differential test compares this one with): threads of every start in
+start order and, within a start, in preference order; a thread that reaches ``match``
+records its start's match and ends its less preferred siblings; a start is decided when
+no thread of it or of an earlier start runs; AFTER MATCH SKIP after each match; WITHIN
+ends the starts whose time ran out before the next row is read, deadline by deadline;
+two threads of one start at one instruction are one when the last row of every
+variable a later DEFINE reads agrees (Trino's thread equivalence, the only kind of
+``reads`` this VM takes: the operator gives patterns whose DEFINEs read more to the
+interpreter).
+
+The program is plain arrays, so one compiled function (``cache=True``) serves every
+rule and no batch compiles code:
+
+* ``pvar[pc]``: the variable a ``var`` instruction consumes (-1 elsewhere), ``pmatch[pc]``
+  whether it is ``match``; ``clo_off``/``clo_pc``: each instruction's closure (the
+  ``var``/``match`` instructions reachable without a row, in preference order);
+  ``reads_last[pc, v]``: whether a DEFINE reachable from pc reads v's last row;
+* DEFINE: ``flags[row, v]`` (the conjuncts that read the row and ``PREV`` rows, computed
+  column-wise beforehand) and residual conjuncts ``lhs OP LAST(X.f)`` per variable
+  (``res_off``), their left sides ``res_lhs[row, k]`` and the fields ``res_col[row, f]``.
+
+A thread's labels live in an arena of nodes (variable, parent node): forks share their
+prefix, and a match's labels are read back from its last node when it is decided. A
+key's state between calls is arrays (threads, held matches, the arena compacted to the
+nodes they reach, four counters), handed in and out in CSR form (one segment per key).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: AFTER MATCH SKIP kinds as the VM numbers them
+SKIPS = {"past last row": 0, "to next row": 1, "to current row": 2, "to first": 3,
+         "to last": 4}
+#: comparison operators of residual conjuncts (``lhs OP nav``)
+COMPARES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5}
+#: how a decided match was decided: by a row, by a WITHIN deadline, by the input's end
+BY_ROW, BY_DEADLINE, BY_END = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _compare(a: float, op: int, b: float) -> bool:  # pragma: no cover - compiled
+    if op == 0:
+        return a < b
+    if op == 1:
+        return a <= b
+    if op == 2:
+        return a > b
+    if op == 3:
+        return a >= b
+    if op == 4:
+        return a == b
+    return a != b
+
+
+@njit(cache=True, nogil=True)
+def _grow1(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
+    if need <= len(a):
+        return a
+    out = np.empty(max(need, 2 * len(a)), a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _grow2(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
+    if need <= a.shape[0]:
+        return a
+    out = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def run_keys(seg_lo, new_lo, seg_hi, base0, time,
+             flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
+             res_col, res_col_null,
+             pvar, pmatch, clo_off, clo_pc, reads_last, n_vars,
+             within, skip, skip_set, until, end_of_time, depth,
+             th_off, th_start, th_pc, th_len, th_node, th_last,
+             fd_off, fd_start, fd_len, fd_node,
+             ar_off, ar_var, ar_parent,
+             next0, resume0, number0):  # pragma: no cover - compiled
+    """Walk every key g's rows ``new_lo[g]:seg_hi[g]`` (its buffered rows are
+    ``seg_lo[g]:new_lo[g]``, the first at partition index ``base0[g]``) from its state,
+    and then let event time pass to ``until``.
+
+    Returns the decided matches (key, start index, length, number, how it was decided,
+    the deciding row or the key's last row, the deadline, offset of its labels) with
+    their labels, and each key's state after it: threads, held matches and arena (CSR),
+    the next start to decide, the first row a match may start at, the match number, the
+    first partition index still needed, the next deadline (-1: none)."""
+    n_keys = len(seg_lo)
+    n_rows = len(time)
+    # decided matches: at most one per start, a start per row
+    m_key = np.empty(n_rows, np.int64)
+    m_start = np.empty(n_rows, np.int64)
+    m_len = np.empty(n_rows, np.int64)
+    m_number = np.empty(n_rows, np.int64)
+    m_kind = np.empty(n_rows, np.int64)
+    m_row = np.empty(n_rows, np.int64)
+    m_deadline = np.empty(n_rows, np.int64)
+    m_lab = np.empty(n_rows + 1, np.int64)
+    labels = np.empty(max(n_rows, 16), np.int32)
+    n_matches = 0
+    n_labels = 0
+    # the state after the call
+    o_th_off = np.zeros(n_keys + 1, np.int64)
+    o_th_start = np.empty(16, np.int64)
+    o_th_pc = np.empty(16, np.int32)
+    o_th_len = np.empty(16, np.int64)
+    o_th_node = np.empty(16, np.int64)
+    o_th_last = np.empty((16, n_vars), np.int64)
+    o_fd_off = np.zeros(n_keys + 1, np.int64)
+    o_fd_start = np.empty(16, np.int64)
+    o_fd_len = np.empty(16, np.int64)
+    o_fd_node = np.empty(16, np.int64)
+    o_ar_off = np.zeros(n_keys + 1, np.int64)
+    o_ar_var = np.empty(16, np.int32)
+    o_ar_parent = np.empty(16, np.int64)
+    o_next = np.empty(n_keys, np.int64)
+    o_resume = np.empty(n_keys, np.int64)
+    o_keep = np.empty(n_keys, np.int64)
+    o_deadline = np.empty(n_keys, np.int64)
+    o_number = np.empty(n_keys, np.int64)
+    # working arrays, reused from key to key
+    cap = 16
+    cs = np.empty(cap, np.int64)
+    cp = np.empty(cap, np.int32)
+    cl = np.empty(cap, np.int64)
+    cn = np.empty(cap, np.int64)
+    clast = np.empty((cap, n_vars), np.int64)
+    ns = np.empty(cap, np.int64)
+    np_ = np.empty(cap, np.int32)
+    nl = np.empty(cap, np.int64)
+    nn = np.empty(cap, np.int64)
+    nlast = np.empty((cap, n_vars), np.int64)
+    wa_var = np.empty(64, np.int32)
+    wa_parent = np.empty(64, np.int64)
+    max_clo = 1
+    for pc in range(len(pvar)):
+        max_clo = max(max_clo, clo_off[pc + 1] - clo_off[pc])
+    first_stops = clo_off[1] - clo_off[0]
+
+    for g in range(n_keys):
+        lo = seg_lo[g]
+        hi = seg_hi[g]
+        base = base0[g]
+        n_seg = hi - lo
+        # the key's arena
+        a0 = ar_off[g]
+        n_arena = ar_off[g + 1] - a0
+        wa_var = _grow1(wa_var, n_arena + 16)
+        wa_parent = _grow1(wa_parent, n_arena + 16)
+        for k in range(n_arena):
+            wa_var[k] = ar_var[a0 + k]
+            wa_parent[k] = ar_parent[a0 + k]
+        # its threads
+        t0 = th_off[g]
+        n_cur = th_off[g + 1] - t0
+        if n_cur + first_stops > cap:
+            cap = 2 * (n_cur + first_stops)
+            cs = np.empty(cap, np.int64)
+            cp = np.empty(cap, np.int32)
+            cl = np.empty(cap, np.int64)
+            cn = np.empty(cap, np.int64)
+            clast = np.empty((cap, n_vars), np.int64)
+            ns = np.empty(cap, np.int64)
+            np_ = np.empty(cap, np.int32)
+            nl = np.empty(cap, np.int64)
+            nn = np.empty(cap, np.int64)
+            nlast = np.empty((cap, n_vars), np.int64)
+        for k in range(n_cur):
+            cs[k] = th_start[t0 + k]
+            cp[k] = th_pc[t0 + k]
+            cl[k] = th_len[t0 + k]
+            cn[k] = th_node[t0 + k]
+            for x in range(n_vars):
+                clast[k, x] = th_last[t0 + k, x]
+        # its held matches, by start (offset from base)
+        f_len = np.full(n_seg, -1, np.int64)
+        f_node = np.full(n_seg, -1, np.int64)
+        for k in range(fd_off[g], fd_off[g + 1]):
+            f_len[fd_start[k] - base] = fd_len[k]
+            f_node[fd_start[k] - base] = fd_node[k]
+        nxt = next0[g]
+        resume = resume0[g]
+        number = number0[g]
+        r = new_lo[g]
+        while True:
+            # one event: a WITHIN deadline (or the input's end) due before the next row,
+            # else the next row
+            kind = -1
+            deadline = -1
+            if n_cur > 0:
+                deadline = (time[cs[0] - base + lo] + within if within >= 0
+                            else end_of_time)
+                now = time[r] if r < hi else until
+                if deadline <= now:
+                    if deadline == end_of_time:
+                        n_cur = 0
+                        kind = BY_END
+                    else:
+                        before = cs[0] - base + lo
+                        while before < r and time[before] <= deadline - within:
+                            before += 1
+                        cut = 0
+                        while cut < n_cur and cs[cut] < before - lo + base:
+                            cut += 1
+                        for k in range(cut, n_cur):
+                            cs[k - cut] = cs[k]
+                            cp[k - cut] = cp[k]
+                            cl[k - cut] = cl[k]
+                            cn[k - cut] = cn[k]
+                            for x in range(n_vars):
+                                clast[k - cut, x] = clast[k, x]
+                        n_cur -= cut
+                        kind = BY_DEADLINE
+            if kind < 0:
+                if r >= hi:
+                    break
+                # feed row r: open its start, then move every thread over it
+                need = (n_cur + first_stops) * max_clo
+                if need > cap:
+                    cap = 2 * need
+                    cs = _grow1(cs, cap)
+                    cp = _grow1(cp, cap)
+                    cl = _grow1(cl, cap)
+                    cn = _grow1(cn, cap)
+                    clast = _grow2(clast, cap)
+                    ns = np.empty(cap, np.int64)
+                    np_ = np.empty(cap, np.int32)
+                    nl = np.empty(cap, np.int64)
+                    nn = np.empty(cap, np.int64)
+                    nlast = np.empty((cap, n_vars), np.int64)
+                i = r - lo + base
+                if i >= resume:
+                    for q in range(clo_off[0], clo_off[1]):
+                        pc = clo_pc[q]
+                        if pmatch[pc]:
+                            f_len[i - base] = 0
+                            f_node[i - base] = -1
+                            break
+                        cs[n_cur] = i
+                        cp[n_cur] = pc
+                        cl[n_cur] = 0
+                        cn[n_cur] = -1
+                        for x in range(n_vars):
+                            clast[n_cur, x] = -1
+                        n_cur += 1
+                wa_var = _grow1(wa_var, n_arena + n_cur)
+                wa_parent = _grow1(wa_parent, n_arena + n_cur)
+                n_nxt = 0
+                ended = -1
+                group = -1
+                group_at = 0
+                for t in range(n_cur):
+                    s = cs[t]
+                    if s == ended:
+                        continue
+                    pc = cp[t]
+                    v = pvar[pc]
+                    ok = flags[r, v]
+                    if ok:
+                        for k in range(res_off[v], res_off[v + 1]):
+                            nav = res_nav[k]
+                            if nav == v:
+                                at = r
+                            elif clast[t, nav] < 0:
+                                ok = False
+                                break
+                            else:
+                                at = s - base + lo + clast[t, nav]
+                            f = res_field[k]
+                            if (res_col_null[at, f] or res_lhs_null[r, k]
+                                    or not _compare(res_lhs[r, k], res_op[k],
+                                                    res_col[at, f])):
+                                ok = False
+                                break
+                    if not ok:
+                        continue
+                    node = n_arena
+                    wa_var[node] = v
+                    wa_parent[node] = cn[t]
+                    n_arena += 1
+                    grown = cl[t] + 1
+                    for q in range(clo_off[pc + 1], clo_off[pc + 2]):
+                        npc = clo_pc[q]
+                        if pmatch[npc]:
+                            f_len[s - base] = grown
+                            f_node[s - base] = node
+                            ended = s
+                            break
+                        if s != group:
+                            group = s
+                            group_at = n_nxt
+                        same = False
+                        for u in range(group_at, n_nxt):
+                            if np_[u] != npc:
+                                continue
+                            same = True
+                            for x in range(n_vars):
+                                if reads_last[npc, x]:
+                                    mine = cl[t] if x == v else clast[t, x]
+                                    if nlast[u, x] != mine:
+                                        same = False
+                                        break
+                            if same:
+                                break
+                        if same:
+                            continue
+                        ns[n_nxt] = s
+                        np_[n_nxt] = npc
+                        nl[n_nxt] = grown
+                        nn[n_nxt] = node
+                        for x in range(n_vars):
+                            nlast[n_nxt, x] = clast[t, x]
+                        nlast[n_nxt, v] = cl[t]
+                        n_nxt += 1
+                cs, ns = ns, cs
+                cp, np_ = np_, cp
+                cl, nl = nl, cl
+                cn, nn = nn, cn
+                clast, nlast = nlast, clast
+                n_cur = n_nxt
+                kind = BY_ROW
+                r += 1
+            # decide the starts now decided, in start order
+            end = r - lo + base
+            while True:
+                start = max(nxt, resume)
+                if start >= end or (n_cur > 0 and cs[0] <= start):
+                    break
+                nxt = start + 1
+                length = f_len[start - base]
+                if length < 0:
+                    continue
+                f_len[start - base] = -1
+                number += 1
+                m_key[n_matches] = g
+                m_start[n_matches] = start
+                m_len[n_matches] = length
+                m_number[n_matches] = number
+                m_kind[n_matches] = kind
+                m_row[n_matches] = r - 1
+                m_deadline[n_matches] = deadline
+                m_lab[n_matches] = n_labels
+                labels = _grow1(labels, n_labels + length)
+                node = f_node[start - base]
+                for k in range(length - 1, -1, -1):
+                    labels[n_labels + k] = wa_var[node]
+                    node = wa_parent[node]
+                # AFTER MATCH SKIP
+                last = start + length - 1
+                if length == 0:
+                    again = start + 1
+                elif skip == 0:
+                    again = last + 1
+                elif skip == 1:
+                    again = start + 1
+                elif skip == 2:
+                    again = last
+                else:
+                    again = start
+                    for k in range(length):
+                        kk = k if skip == 3 else length - 1 - k
+                        if skip_set[labels[n_labels + kk]]:
+                            again = start + kk
+                            break
+                    if again <= start:
+                        again = start + 1
+                n_labels += length
+                n_matches += 1
+                resume = max(resume, again)
+                cut = 0
+                while cut < n_cur and cs[cut] < again:
+                    cut += 1
+                if cut:
+                    for k in range(cut, n_cur):
+                        cs[k - cut] = cs[k]
+                        cp[k - cut] = cp[k]
+                        cl[k - cut] = cl[k]
+                        cn[k - cut] = cn[k]
+                        for x in range(n_vars):
+                            clast[k - cut, x] = clast[k, x]
+                    n_cur -= cut
+                for s in range(start + 1, min(again, end)):
+                    f_len[s - base] = -1
+        # the key's state after the call
+        end = hi - lo + base
+        earliest = end
+        if n_cur > 0:
+            earliest = cs[0]
+        for k in range(n_seg):
+            if f_len[k] >= 0:
+                earliest = min(earliest, k + base)
+                break
+        o_keep[g] = max(base, earliest - depth)
+        o_next[g] = nxt
+        o_resume[g] = resume
+        o_number[g] = number
+        if n_cur == 0:
+            o_deadline[g] = -1
+        elif within >= 0:
+            o_deadline[g] = time[cs[0] - base + lo] + within
+        else:
+            o_deadline[g] = end_of_time
+        # the arena's nodes still reached, renumbered in order (parents come first)
+        mark = np.zeros(n_arena, np.bool_)
+        for k in range(n_cur):
+            node = cn[k]
+            while node >= 0 and not mark[node]:
+                mark[node] = True
+                node = wa_parent[node]
+        for k in range(n_seg):
+            if f_len[k] >= 0:
+                node = f_node[k]
+                while node >= 0 and not mark[node]:
+                    mark[node] = True
+                    node = wa_parent[node]
+        renum = np.full(n_arena, -1, np.int64)
+        kept = 0
+        a_out = o_ar_off[g]
+        o_ar_var = _grow1(o_ar_var, a_out + n_arena)
+        o_ar_parent = _grow1(o_ar_parent, a_out + n_arena)
+        for k in range(n_arena):
+            if mark[k]:
+                renum[k] = kept
+                o_ar_var[a_out + kept] = wa_var[k]
+                parent = wa_parent[k]
+                o_ar_parent[a_out + kept] = renum[parent] if parent >= 0 else -1
+                kept += 1
+        o_ar_off[g + 1] = a_out + kept
+        t_out = o_th_off[g]
+        o_th_start = _grow1(o_th_start, t_out + n_cur)
+        o_th_pc = _grow1(o_th_pc, t_out + n_cur)
+        o_th_len = _grow1(o_th_len, t_out + n_cur)
+        o_th_node = _grow1(o_th_node, t_out + n_cur)
+        o_th_last = _grow2(o_th_last, t_out + n_cur)
+        for k in range(n_cur):
+            o_th_start[t_out + k] = cs[k]
+            o_th_pc[t_out + k] = cp[k]
+            o_th_len[t_out + k] = cl[k]
+            o_th_node[t_out + k] = renum[cn[k]] if cn[k] >= 0 else -1
+            for x in range(n_vars):
+                o_th_last[t_out + k, x] = clast[k, x]
+        o_th_off[g + 1] = t_out + n_cur
+        f_out = o_fd_off[g]
+        for k in range(n_seg):
+            if f_len[k] >= 0:
+                o_fd_start = _grow1(o_fd_start, f_out + 1)
+                o_fd_len = _grow1(o_fd_len, f_out + 1)
+                o_fd_node = _grow1(o_fd_node, f_out + 1)
+                o_fd_start[f_out] = k + base
+                o_fd_len[f_out] = f_len[k]
+                o_fd_node[f_out] = renum[f_node[k]] if f_node[k] >= 0 else -1
+                f_out += 1
+        o_fd_off[g + 1] = f_out
+    m_lab[n_matches] = n_labels
+    return (m_key[:n_matches], m_start[:n_matches], m_len[:n_matches],
+            m_number[:n_matches], m_kind[:n_matches], m_row[:n_matches],
+            m_deadline[:n_matches], m_lab[:n_matches + 1], labels[:n_labels],
+            o_th_off, o_th_start[:o_th_off[n_keys]], o_th_pc[:o_th_off[n_keys]],
+            o_th_len[:o_th_off[n_keys]], o_th_node[:o_th_off[n_keys]],
+            o_th_last[:o_th_off[n_keys]],
+            o_fd_off, o_fd_start[:o_fd_off[n_keys]], o_fd_len[:o_fd_off[n_keys]],
+            o_fd_node[:o_fd_off[n_keys]],
+            o_ar_off, o_ar_var[:o_ar_off[n_keys]], o_ar_parent[:o_ar_off[n_keys]],
+            o_next, o_resume, o_number, o_keep, o_deadline)
