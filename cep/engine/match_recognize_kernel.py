@@ -155,7 +155,7 @@ class KernelOperator:
             flags, self.res_off, self.res_nav, self.res_field, self.res_op,
             res_lhs, res_lhs_null, res_col, res_col_null,
             kp.pvar, kp.pmatch, kp.clo_off, kp.clo_pc, kp.reads_last, len(kp.variables),
-            -1 if self.rule.within_us is None else self.rule.within_us, kp.skip,
+            -1 if self.rule.within_us is None else int(self.rule.within_us), kp.skip,
             kp.skip_set, clock.end, END_OF_TIME, self.rule.prev_depth,
             store["th_off"], store["th_start"], store["th_pc"], store["th_len"],
             store["th_node"], store["th_last"],

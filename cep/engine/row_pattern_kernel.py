@@ -149,12 +149,16 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     for pc in range(len(pvar)):
         max_clo = max(max_clo, clo_off[pc + 1] - clo_off[pc])
     first_stops = clo_off[1] - clo_off[0]
+    # held matches by start row (-1: none), and the arena's marks, shared by the keys
+    f_len = np.full(n_rows, -1, np.int64)
+    f_node = np.full(n_rows, -1, np.int64)
+    mark = np.zeros(64, np.bool_)
+    renum = np.empty(64, np.int64)
 
     for g in range(n_keys):
         lo = seg_lo[g]
         hi = seg_hi[g]
         base = base0[g]
-        n_seg = hi - lo
         # the key's arena
         a0 = ar_off[g]
         n_arena = ar_off[g + 1] - a0
@@ -185,12 +189,12 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             cn[k] = th_node[t0 + k]
             for x in range(n_vars):
                 clast[k, x] = th_last[t0 + k, x]
-        # its held matches, by start (offset from base)
-        f_len = np.full(n_seg, -1, np.int64)
-        f_node = np.full(n_seg, -1, np.int64)
+        # its held matches, by start (at the start's row: ``lo - base`` shifts a
+        # partition index to its row)
+        shift = lo - base
         for k in range(fd_off[g], fd_off[g + 1]):
-            f_len[fd_start[k] - base] = fd_len[k]
-            f_node[fd_start[k] - base] = fd_node[k]
+            f_len[fd_start[k] + shift] = fd_len[k]
+            f_node[fd_start[k] + shift] = fd_node[k]
         nxt = next0[g]
         resume = resume0[g]
         number = number0[g]
@@ -246,8 +250,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     for q in range(clo_off[0], clo_off[1]):
                         pc = clo_pc[q]
                         if pmatch[pc]:
-                            f_len[i - base] = 0
-                            f_node[i - base] = -1
+                            f_len[i + shift] = 0
+                            f_node[i + shift] = -1
                             break
                         cs[n_cur] = i
                         cp[n_cur] = pc
@@ -295,8 +299,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     for q in range(clo_off[pc + 1], clo_off[pc + 2]):
                         npc = clo_pc[q]
                         if pmatch[npc]:
-                            f_len[s - base] = grown
-                            f_node[s - base] = node
+                            f_len[s + shift] = grown
+                            f_node[s + shift] = node
                             ended = s
                             break
                         if s != group:
@@ -340,10 +344,10 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 if start >= end or (n_cur > 0 and cs[0] <= start):
                     break
                 nxt = start + 1
-                length = f_len[start - base]
+                length = f_len[start + shift]
                 if length < 0:
                     continue
-                f_len[start - base] = -1
+                f_len[start + shift] = -1
                 number += 1
                 m_key[n_matches] = g
                 m_start[n_matches] = start
@@ -354,7 +358,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 m_deadline[n_matches] = deadline
                 m_lab[n_matches] = n_labels
                 labels = _grow1(labels, n_labels + length)
-                node = f_node[start - base]
+                node = f_node[start + shift]
                 for k in range(length - 1, -1, -1):
                     labels[n_labels + k] = wa_var[node]
                     node = wa_parent[node]
@@ -393,15 +397,15 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             clast[k - cut, x] = clast[k, x]
                     n_cur -= cut
                 for s in range(start + 1, min(again, end)):
-                    f_len[s - base] = -1
+                    f_len[s + shift] = -1
         # the key's state after the call
         end = hi - lo + base
         earliest = end
         if n_cur > 0:
             earliest = cs[0]
-        for k in range(n_seg):
+        for k in range(lo, hi):
             if f_len[k] >= 0:
-                earliest = min(earliest, k + base)
+                earliest = min(earliest, k - shift)
                 break
         o_keep[g] = max(base, earliest - depth)
         o_next[g] = nxt
@@ -414,19 +418,20 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         else:
             o_deadline[g] = end_of_time
         # the arena's nodes still reached, renumbered in order (parents come first)
-        mark = np.zeros(n_arena, np.bool_)
+        mark = _grow1(mark, n_arena)
+        renum = _grow1(renum, n_arena)
+        mark[:n_arena] = False
         for k in range(n_cur):
             node = cn[k]
             while node >= 0 and not mark[node]:
                 mark[node] = True
                 node = wa_parent[node]
-        for k in range(n_seg):
+        for k in range(lo, hi):
             if f_len[k] >= 0:
                 node = f_node[k]
                 while node >= 0 and not mark[node]:
                     mark[node] = True
                     node = wa_parent[node]
-        renum = np.full(n_arena, -1, np.int64)
         kept = 0
         a_out = o_ar_off[g]
         o_ar_var = _grow1(o_ar_var, a_out + n_arena)
@@ -454,12 +459,12 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 o_th_last[t_out + k, x] = clast[k, x]
         o_th_off[g + 1] = t_out + n_cur
         f_out = o_fd_off[g]
-        for k in range(n_seg):
+        for k in range(lo, hi):
             if f_len[k] >= 0:
                 o_fd_start = _grow1(o_fd_start, f_out + 1)
                 o_fd_len = _grow1(o_fd_len, f_out + 1)
                 o_fd_node = _grow1(o_fd_node, f_out + 1)
-                o_fd_start[f_out] = k + base
+                o_fd_start[f_out] = k - shift
                 o_fd_len[f_out] = f_len[k]
                 o_fd_node[f_out] = renum[f_node[k]] if f_node[k] >= 0 else -1
                 f_out += 1
