@@ -100,9 +100,14 @@ class KernelOperator:
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
         """The batch's rows and the deadlines the watermark reaches, for every key."""
         table = tables[self.rule.stream]
-        env = Env(nrows(table))
-        env.bind_table("", table)
-        table = take(table, truth(self.rule.filter, env))
+        # only the columns the rule reads (a batch's text fields are not copied)
+        table = {name: table[name] for name in (KEY, SEQ, SUB, TIME, RELEASE, *self.fields,
+                                                *(f + NULL_SUFFIX for f in self.fields))
+                 if name in table}
+        if self.rule.filter is not None:
+            env = Env(nrows(tables[self.rule.stream]))
+            env.bind_table("", tables[self.rule.stream])
+            table = take(table, truth(self.rule.filter, env))
         store = self.store
         n_old = len(store["keys"])
         if nrows(table):
