@@ -80,6 +80,23 @@ def _grow2(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compil
 
 
 @njit(cache=True, nogil=True)
+def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compiled
+    """The thread arrays with room for ``cap`` threads, the first ``n`` of row ``cur``
+    kept."""
+    out_s = np.empty((2, cap), np.int64)
+    out_p = np.empty((2, cap), np.int32)
+    out_l = np.empty((2, cap), np.int64)
+    out_n = np.empty((2, cap), np.int64)
+    out_last = np.empty((2, cap, tlast_.shape[2]), np.int64)
+    out_s[cur, :n] = ts_[cur, :n]
+    out_p[cur, :n] = tp_[cur, :n]
+    out_l[cur, :n] = tl_[cur, :n]
+    out_n[cur, :n] = tn_[cur, :n]
+    out_last[cur, :n] = tlast_[cur, :n]
+    return out_s, out_p, out_l, out_n, out_last
+
+
+@njit(cache=True, nogil=True)
 def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
              res_col, res_col_null,
@@ -132,17 +149,16 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     o_deadline = np.empty(n_keys, np.int64)
     o_number = np.empty(n_keys, np.int64)
     # working arrays, reused from key to key
+    # threads: row ``cur`` of these holds the running ones, row ``nx`` those a row
+    # moves them to (swapping the two numbers, not the arrays: no reference counting)
     cap = 16
-    cs = np.empty(cap, np.int64)
-    cp = np.empty(cap, np.int32)
-    cl = np.empty(cap, np.int64)
-    cn = np.empty(cap, np.int64)
-    clast = np.empty((cap, n_vars), np.int64)
-    ns = np.empty(cap, np.int64)
-    np_ = np.empty(cap, np.int32)
-    nl = np.empty(cap, np.int64)
-    nn = np.empty(cap, np.int64)
-    nlast = np.empty((cap, n_vars), np.int64)
+    cur = 0
+    nx = 1
+    ts_ = np.empty((2, cap), np.int64)
+    tp_ = np.empty((2, cap), np.int32)
+    tl_ = np.empty((2, cap), np.int64)
+    tn_ = np.empty((2, cap), np.int64)
+    tlast_ = np.empty((2, cap, n_vars), np.int64)
     wa_var = np.empty(64, np.int32)
     wa_parent = np.empty(64, np.int64)
     max_clo = 1
@@ -162,8 +178,10 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         # the key's arena
         a0 = ar_off[g]
         n_arena = ar_off[g + 1] - a0
-        wa_var = _grow1(wa_var, n_arena + 16)
-        wa_parent = _grow1(wa_parent, n_arena + 16)
+        if n_arena + 16 > len(wa_var):
+            wa_var = _grow1(wa_var, n_arena + 16)
+        if n_arena + 16 > len(wa_parent):
+            wa_parent = _grow1(wa_parent, n_arena + 16)
         for k in range(n_arena):
             wa_var[k] = ar_var[a0 + k]
             wa_parent[k] = ar_parent[a0 + k]
@@ -172,23 +190,14 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         n_cur = th_off[g + 1] - t0
         if n_cur + first_stops > cap:
             cap = 2 * (n_cur + first_stops)
-            cs = np.empty(cap, np.int64)
-            cp = np.empty(cap, np.int32)
-            cl = np.empty(cap, np.int64)
-            cn = np.empty(cap, np.int64)
-            clast = np.empty((cap, n_vars), np.int64)
-            ns = np.empty(cap, np.int64)
-            np_ = np.empty(cap, np.int32)
-            nl = np.empty(cap, np.int64)
-            nn = np.empty(cap, np.int64)
-            nlast = np.empty((cap, n_vars), np.int64)
+            ts_, tp_, tl_, tn_, tlast_ = _grown(ts_, tp_, tl_, tn_, tlast_, cur, 0, cap)
         for k in range(n_cur):
-            cs[k] = th_start[t0 + k]
-            cp[k] = th_pc[t0 + k]
-            cl[k] = th_len[t0 + k]
-            cn[k] = th_node[t0 + k]
+            ts_[cur, k] = th_start[t0 + k]
+            tp_[cur, k] = th_pc[t0 + k]
+            tl_[cur, k] = th_len[t0 + k]
+            tn_[cur, k] = th_node[t0 + k]
             for x in range(n_vars):
-                clast[k, x] = th_last[t0 + k, x]
+                tlast_[cur, k, x] = th_last[t0 + k, x]
         # its held matches, by start (at the start's row: ``lo - base`` shifts a
         # partition index to its row)
         shift = lo - base
@@ -205,7 +214,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             kind = -1
             deadline = -1
             if n_cur > 0:
-                deadline = (time[cs[0] - base + lo] + within if within >= 0
+                deadline = (time[ts_[cur, 0] - base + lo] + within if within >= 0
                             else end_of_time)
                 now = time[r] if r < hi else until
                 if deadline <= now:
@@ -213,19 +222,19 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         n_cur = 0
                         kind = BY_END
                     else:
-                        before = cs[0] - base + lo
+                        before = ts_[cur, 0] - base + lo
                         while before < r and time[before] <= deadline - within:
                             before += 1
                         cut = 0
-                        while cut < n_cur and cs[cut] < before - lo + base:
+                        while cut < n_cur and ts_[cur, cut] < before - lo + base:
                             cut += 1
                         for k in range(cut, n_cur):
-                            cs[k - cut] = cs[k]
-                            cp[k - cut] = cp[k]
-                            cl[k - cut] = cl[k]
-                            cn[k - cut] = cn[k]
+                            ts_[cur, k - cut] = ts_[cur, k]
+                            tp_[cur, k - cut] = tp_[cur, k]
+                            tl_[cur, k - cut] = tl_[cur, k]
+                            tn_[cur, k - cut] = tn_[cur, k]
                             for x in range(n_vars):
-                                clast[k - cut, x] = clast[k, x]
+                                tlast_[cur, k - cut, x] = tlast_[cur, k, x]
                         n_cur -= cut
                         kind = BY_DEADLINE
             if kind < 0:
@@ -235,16 +244,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 need = (n_cur + first_stops) * max_clo
                 if need > cap:
                     cap = 2 * need
-                    cs = _grow1(cs, cap)
-                    cp = _grow1(cp, cap)
-                    cl = _grow1(cl, cap)
-                    cn = _grow1(cn, cap)
-                    clast = _grow2(clast, cap)
-                    ns = np.empty(cap, np.int64)
-                    np_ = np.empty(cap, np.int32)
-                    nl = np.empty(cap, np.int64)
-                    nn = np.empty(cap, np.int64)
-                    nlast = np.empty((cap, n_vars), np.int64)
+                    ts_, tp_, tl_, tn_, tlast_ = _grown(ts_, tp_, tl_, tn_, tlast_, cur,
+                                                         n_cur, cap)
                 i = r - lo + base
                 if i >= resume:
                     for q in range(clo_off[0], clo_off[1]):
@@ -253,24 +254,25 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             f_len[i + shift] = 0
                             f_node[i + shift] = -1
                             break
-                        cs[n_cur] = i
-                        cp[n_cur] = pc
-                        cl[n_cur] = 0
-                        cn[n_cur] = -1
+                        ts_[cur, n_cur] = i
+                        tp_[cur, n_cur] = pc
+                        tl_[cur, n_cur] = 0
+                        tn_[cur, n_cur] = -1
                         for x in range(n_vars):
-                            clast[n_cur, x] = -1
+                            tlast_[cur, n_cur, x] = -1
                         n_cur += 1
-                wa_var = _grow1(wa_var, n_arena + n_cur)
-                wa_parent = _grow1(wa_parent, n_arena + n_cur)
+                if n_arena + n_cur > len(wa_var):
+                    wa_var = _grow1(wa_var, n_arena + n_cur)
+                    wa_parent = _grow1(wa_parent, n_arena + n_cur)
                 n_nxt = 0
                 ended = -1
                 group = -1
                 group_at = 0
                 for t in range(n_cur):
-                    s = cs[t]
+                    s = ts_[cur, t]
                     if s == ended:
                         continue
-                    pc = cp[t]
+                    pc = tp_[cur, t]
                     v = pvar[pc]
                     ok = flags[r, v]
                     if ok:
@@ -278,11 +280,11 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             nav = res_nav[k]
                             if nav == v:
                                 at = r
-                            elif clast[t, nav] < 0:
+                            elif tlast_[cur, t, nav] < 0:
                                 ok = False
                                 break
                             else:
-                                at = s - base + lo + clast[t, nav]
+                                at = s - base + lo + tlast_[cur, t, nav]
                             f = res_field[k]
                             if (res_col_null[at, f] or res_lhs_null[r, k]
                                     or not _compare(res_lhs[r, k], res_op[k],
@@ -293,9 +295,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         continue
                     node = n_arena
                     wa_var[node] = v
-                    wa_parent[node] = cn[t]
+                    wa_parent[node] = tn_[cur, t]
                     n_arena += 1
-                    grown = cl[t] + 1
+                    grown = tl_[cur, t] + 1
                     for q in range(clo_off[pc + 1], clo_off[pc + 2]):
                         npc = clo_pc[q]
                         if pmatch[npc]:
@@ -308,32 +310,28 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             group_at = n_nxt
                         same = False
                         for u in range(group_at, n_nxt):
-                            if np_[u] != npc:
+                            if tp_[nx, u] != npc:
                                 continue
                             same = True
                             for x in range(n_vars):
                                 if reads_last[npc, x]:
-                                    mine = cl[t] if x == v else clast[t, x]
-                                    if nlast[u, x] != mine:
+                                    mine = tl_[cur, t] if x == v else tlast_[cur, t, x]
+                                    if tlast_[nx, u, x] != mine:
                                         same = False
                                         break
                             if same:
                                 break
                         if same:
                             continue
-                        ns[n_nxt] = s
-                        np_[n_nxt] = npc
-                        nl[n_nxt] = grown
-                        nn[n_nxt] = node
+                        ts_[nx, n_nxt] = s
+                        tp_[nx, n_nxt] = npc
+                        tl_[nx, n_nxt] = grown
+                        tn_[nx, n_nxt] = node
                         for x in range(n_vars):
-                            nlast[n_nxt, x] = clast[t, x]
-                        nlast[n_nxt, v] = cl[t]
+                            tlast_[nx, n_nxt, x] = tlast_[cur, t, x]
+                        tlast_[nx, n_nxt, v] = tl_[cur, t]
                         n_nxt += 1
-                cs, ns = ns, cs
-                cp, np_ = np_, cp
-                cl, nl = nl, cl
-                cn, nn = nn, cn
-                clast, nlast = nlast, clast
+                cur, nx = nx, cur
                 n_cur = n_nxt
                 kind = BY_ROW
                 r += 1
@@ -341,7 +339,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             end = r - lo + base
             while True:
                 start = max(nxt, resume)
-                if start >= end or (n_cur > 0 and cs[0] <= start):
+                if start >= end or (n_cur > 0 and ts_[cur, 0] <= start):
                     break
                 nxt = start + 1
                 length = f_len[start + shift]
@@ -357,7 +355,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 m_row[n_matches] = r - 1
                 m_deadline[n_matches] = deadline
                 m_lab[n_matches] = n_labels
-                labels = _grow1(labels, n_labels + length)
+                if n_labels + length > len(labels):
+                    labels = _grow1(labels, n_labels + length)
                 node = f_node[start + shift]
                 for k in range(length - 1, -1, -1):
                     labels[n_labels + k] = wa_var[node]
@@ -385,16 +384,16 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 n_matches += 1
                 resume = max(resume, again)
                 cut = 0
-                while cut < n_cur and cs[cut] < again:
+                while cut < n_cur and ts_[cur, cut] < again:
                     cut += 1
                 if cut:
                     for k in range(cut, n_cur):
-                        cs[k - cut] = cs[k]
-                        cp[k - cut] = cp[k]
-                        cl[k - cut] = cl[k]
-                        cn[k - cut] = cn[k]
+                        ts_[cur, k - cut] = ts_[cur, k]
+                        tp_[cur, k - cut] = tp_[cur, k]
+                        tl_[cur, k - cut] = tl_[cur, k]
+                        tn_[cur, k - cut] = tn_[cur, k]
                         for x in range(n_vars):
-                            clast[k - cut, x] = clast[k, x]
+                            tlast_[cur, k - cut, x] = tlast_[cur, k, x]
                     n_cur -= cut
                 for s in range(start + 1, min(again, end)):
                     f_len[s + shift] = -1
@@ -402,7 +401,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         end = hi - lo + base
         earliest = end
         if n_cur > 0:
-            earliest = cs[0]
+            earliest = ts_[cur, 0]
         for k in range(lo, hi):
             if f_len[k] >= 0:
                 earliest = min(earliest, k - shift)
@@ -414,15 +413,17 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         if n_cur == 0:
             o_deadline[g] = -1
         elif within >= 0:
-            o_deadline[g] = time[cs[0] - base + lo] + within
+            o_deadline[g] = time[ts_[cur, 0] - base + lo] + within
         else:
             o_deadline[g] = end_of_time
         # the arena's nodes still reached, renumbered in order (parents come first)
-        mark = _grow1(mark, n_arena)
-        renum = _grow1(renum, n_arena)
+        if n_arena > len(mark):
+            mark = _grow1(mark, n_arena)
+        if n_arena > len(renum):
+            renum = _grow1(renum, n_arena)
         mark[:n_arena] = False
         for k in range(n_cur):
-            node = cn[k]
+            node = tn_[cur, k]
             while node >= 0 and not mark[node]:
                 mark[node] = True
                 node = wa_parent[node]
@@ -434,8 +435,10 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     node = wa_parent[node]
         kept = 0
         a_out = o_ar_off[g]
-        o_ar_var = _grow1(o_ar_var, a_out + n_arena)
-        o_ar_parent = _grow1(o_ar_parent, a_out + n_arena)
+        if a_out + n_arena > len(o_ar_var):
+            o_ar_var = _grow1(o_ar_var, a_out + n_arena)
+        if a_out + n_arena > len(o_ar_parent):
+            o_ar_parent = _grow1(o_ar_parent, a_out + n_arena)
         for k in range(n_arena):
             if mark[k]:
                 renum[k] = kept
@@ -445,25 +448,31 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 kept += 1
         o_ar_off[g + 1] = a_out + kept
         t_out = o_th_off[g]
-        o_th_start = _grow1(o_th_start, t_out + n_cur)
-        o_th_pc = _grow1(o_th_pc, t_out + n_cur)
-        o_th_len = _grow1(o_th_len, t_out + n_cur)
-        o_th_node = _grow1(o_th_node, t_out + n_cur)
-        o_th_last = _grow2(o_th_last, t_out + n_cur)
+        if t_out + n_cur > len(o_th_start):
+            o_th_start = _grow1(o_th_start, t_out + n_cur)
+        if t_out + n_cur > len(o_th_pc):
+            o_th_pc = _grow1(o_th_pc, t_out + n_cur)
+        if t_out + n_cur > len(o_th_len):
+            o_th_len = _grow1(o_th_len, t_out + n_cur)
+        if t_out + n_cur > len(o_th_node):
+            o_th_node = _grow1(o_th_node, t_out + n_cur)
+        if t_out + n_cur > o_th_last.shape[0]:
+            o_th_last = _grow2(o_th_last, t_out + n_cur)
         for k in range(n_cur):
-            o_th_start[t_out + k] = cs[k]
-            o_th_pc[t_out + k] = cp[k]
-            o_th_len[t_out + k] = cl[k]
-            o_th_node[t_out + k] = renum[cn[k]] if cn[k] >= 0 else -1
+            o_th_start[t_out + k] = ts_[cur, k]
+            o_th_pc[t_out + k] = tp_[cur, k]
+            o_th_len[t_out + k] = tl_[cur, k]
+            o_th_node[t_out + k] = renum[tn_[cur, k]] if tn_[cur, k] >= 0 else -1
             for x in range(n_vars):
-                o_th_last[t_out + k, x] = clast[k, x]
+                o_th_last[t_out + k, x] = tlast_[cur, k, x]
         o_th_off[g + 1] = t_out + n_cur
         f_out = o_fd_off[g]
         for k in range(lo, hi):
             if f_len[k] >= 0:
-                o_fd_start = _grow1(o_fd_start, f_out + 1)
-                o_fd_len = _grow1(o_fd_len, f_out + 1)
-                o_fd_node = _grow1(o_fd_node, f_out + 1)
+                if f_out + 1 > len(o_fd_start):
+                    o_fd_start = _grow1(o_fd_start, f_out + 1)
+                    o_fd_len = _grow1(o_fd_len, f_out + 1)
+                    o_fd_node = _grow1(o_fd_node, f_out + 1)
                 o_fd_start[f_out] = k - shift
                 o_fd_len[f_out] = f_len[k]
                 o_fd_node[f_out] = renum[f_node[k]] if f_node[k] >= 0 else -1
