@@ -19,10 +19,7 @@ deadline; CSR segments of its buffered rows, threads, held matches and label are
 One key's state is the same dict for one key: it moves through the codec like any
 other state, never as a pickle.
 
-Measured (``python bench/bench_reference.py --only match_recognize``: 1M events, 4096
-keys, 100k-event batches, ``A B+ C`` WITHIN 10 sec with ``C.v > A.v``, one core of
-this 2-core machine): 24,944 events/s on the interpreter, see the commit message
-and docs/performance.md for the kernel's figure.
+The measured gain is at the top of :mod:`cep.engine.row_pattern_kernel`.
 """
 
 from __future__ import annotations

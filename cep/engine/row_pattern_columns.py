@@ -14,6 +14,7 @@ row is the match's last, so RUNNING and FINAL read the same rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numba import njit
@@ -38,12 +39,12 @@ class Matches:
     labels: np.ndarray
     variables: tuple[str, ...]
 
-    @property
+    @cached_property
     def owner(self) -> np.ndarray:
         """The match of each label."""
         return np.repeat(np.arange(len(self.first)), self.length)
 
-    @property
+    @cached_property
     def rows(self) -> np.ndarray:
         """The column row of each label."""
         starts = np.repeat(self.first - np.cumsum(self.length) + self.length, self.length)
