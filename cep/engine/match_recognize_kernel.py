@@ -45,7 +45,6 @@ from cep.engine.table import (
     Table,
     factorize,
     nrows,
-    take,
 )
 from grammar import ir
 
@@ -97,30 +96,32 @@ class KernelOperator:
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
         """The batch's rows and the deadlines the watermark reaches, for every key."""
         table = tables[self.rule.stream]
-        # only the columns the rule reads (a batch's text fields are not copied)
-        table = {name: table[name] for name in (KEY, SEQ, SUB, TIME, RELEASE, *self.fields,
-                                                *(f + NULL_SUFFIX for f in self.fields))
-                 if name in table}
+        keep = None
         if self.rule.filter is not None:
-            env = Env(nrows(tables[self.rule.stream]))
-            env.bind_table("", tables[self.rule.stream])
-            table = take(table, truth(self.rule.filter, env))
+            env = Env(nrows(table))
+            env.bind_table("", table)
+            keep = truth(self.rule.filter, env)
         store = self.store
         n_old = len(store["keys"])
-        if nrows(table):
+        batch_slot = np.empty(0, np.int64)
+        if nrows(table) and (keep is None or keep.any()):
+            # each distinct key of the batch once against the store's keys: its slot
             codes = factorize(table[KEY])
-            table = take(table, np.lexsort((table[SUB], table[SEQ], table[TIME], codes)))
-            keys = table[KEY]
-            both = np.empty(n_old + len(keys), dtype=object)
-            both[:n_old] = store["keys"]
-            both[n_old:] = keys
-            slot = factorize(both)
-            batch_slot = slot[n_old:]
-            _, first = np.unique(batch_slot, return_index=True)
-            new_keys = _objects(keys[first[batch_slot[first] >= n_old]].tolist())
-            store = _concat([store, self._empty(new_keys)])
+            _, first = np.unique(codes, return_index=True)
+            both = _objects([*store["keys"].tolist(), *table[KEY][first].tolist()])
+            code_slot = factorize(both)[n_old:]
+            store = _concat([store, self._empty(both[n_old:][code_slot >= n_old])])
+            # the rows in processing order (time, seq, sub): the kernel groups them by key
+            order = np.lexsort((table[SUB], table[SEQ], table[TIME]))
+            if keep is not None:
+                order = order[keep[order]]
+            batch_slot = code_slot[codes[order]]
+            # only the columns the rule reads (a batch's text fields are not copied)
+            table = {name: table[name][order]
+                     for name in (SEQ, TIME, RELEASE, *self.fields,
+                                  *(f + NULL_SUFFIX for f in self.fields)) if name in table}
         else:
-            batch_slot = np.empty(0, np.int64)
+            table = {}
         if not len(store["keys"]):
             self.store = store
             return empty_output()
