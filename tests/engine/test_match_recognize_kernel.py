@@ -58,6 +58,8 @@ def _conditions(var: str) -> st.SearchStrategy:
         f"{var}.v > {others[0]}.v",
         f"{var}.v + 1 <= {others[1]}.v AND {var}.kind < 2",
         f"{var}.kind = 2 OR {var}.v IS NULL",
+        f"prev({var}.v) > 2 AND true",
+        "false",
     ])
 
 
