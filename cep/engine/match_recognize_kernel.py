@@ -3,8 +3,8 @@
 :class:`MatchRecognizeOperator` hands a rule here when :func:`plan` admits it (decided
 once, when the operator is made). Per batch, for all keys of the engine at once:
 
-1. the batch's rows are sorted by (key, time, seq) and put after each key's buffered
-   rows (one stable argsort, no loop over keys);
+1. the batch's rows are sorted by (time, seq) and put, key by key, after each key's
+   buffered rows (one stable argsort by key, no loop over keys);
 2. DEFINE's conjuncts that read the row and ``PREV`` rows are evaluated column-wise
    over those rows (one bool per row and variable), and the left sides and fields of
    the conjuncts that compare with another variable's last row;

@@ -22,7 +22,10 @@ stamps them:
   unbounded run such a match waits for a row that decides it.
 
 A key's state is plain data (its buffered rows as dicts, threads as lists, held
-matches, the match number) and moves with the key.
+matches, the match number) and moves with the key. Rules the compiled matcher takes
+(:mod:`cep.engine.match_recognize_plan` decides, once) run there instead
+(:mod:`cep.engine.match_recognize_kernel`), their state arrays; this module's
+interpreter stays for the others and as the semantics the kernel is tested against.
 """
 
 from __future__ import annotations

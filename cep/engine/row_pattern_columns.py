@@ -30,8 +30,7 @@ Columns = dict[str, tuple[np.ndarray, np.ndarray]]
 @dataclass(frozen=True)
 class Matches:
     """Decided matches: per match its first row (an index into the columns), length and
-    number; ``labels`` one variable number per row of every match, match after match
-    (``label_off``: where each match's labels begin)."""
+    number; ``labels`` one variable number per row of every match, match after match."""
 
     first: np.ndarray
     length: np.ndarray

@@ -36,7 +36,8 @@ rule and no batch compiles code:
 A thread's labels live in an arena of nodes (variable, parent node): forks share their
 prefix, and a match's labels are read back from its last node when it is decided. A
 key's state between calls is arrays (threads, held matches, the arena compacted to the
-nodes they reach, four counters), handed in and out in CSR form (one segment per key).
+nodes they reach; the next start to decide, the first row a match may start at, the
+match number), handed in and out in CSR form (one segment per key).
 """
 
 from __future__ import annotations
