@@ -698,7 +698,8 @@ SECTIONS = (
             "(`cep/engine/match_recognize_kernel.py`) and on the interpreter it replaces "
             "for the rules it takes, their rows compared; a rule the kernel does not take "
             "runs on the interpreter at the rate shown for it. The rules: the reference "
-            "bench's `A B+ C`; an ALL ROWS PER MATCH rule with an aggregate in DEFINE; "
+            "bench's `A B+ C`; an ALL ROWS PER MATCH `A B+`, and the same with an "
+            "aggregate in DEFINE (interpreted); "
             "`bench/rules/flights_mr_spiral.epl` and `bench/rules/flights_mr_late_run.epl`.",
             "python bench/bench_match_recognize.py", match_recognize_figures),
     Section("latency.json", "Detection latency",

@@ -31,7 +31,13 @@ from cep.engine.codec import StateFormatError
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
 from cep.engine.match_recognize_plan import KernelPlan
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
-from cep.engine.row_pattern_columns import Matches, aggregate, reference
+from cep.engine.row_pattern_columns import (
+    Matches,
+    aggregate,
+    reference,
+    row_fields,
+    with_current,
+)
 from cep.engine.row_pattern_kernel import BY_DEADLINE, BY_END, BY_ROW, COMPARES, run_keys
 from cep.engine.row_pattern_matcher import new_state
 from cep.engine.table import (
@@ -78,6 +84,8 @@ class KernelOperator:
             names |= {r.name for r in collect_nodes([res.lhs], ir.FieldRef)} | {res.field}
         if stream.timestamp:
             names.add(stream.timestamp)
+        if rule.rows == "all":  # each output row carries its row's fields
+            names |= set(types)
         self.fields = tuple(sorted(names))
         self.columns = (TIME, *self.fields)
         self.dtypes = {TIME: np.dtype(np.int64),
@@ -190,10 +198,13 @@ class KernelOperator:
         self.store = after if alive.all() else _take(after, np.flatnonzero(alive))
         if not len(m_key):
             return empty_output()
-        matches = Matches(m_start - store["base"][m_key] + seg_lo[m_key], m_len, m_number,
-                          labels.astype(np.int64), self.plan.variables)
+        matches = with_current(m_start - store["base"][m_key] + seg_lo[m_key], m_len,
+                               m_number, labels.astype(np.int64), self.plan.variables,
+                               self.rule.rows == "all", self.rule.empty == "show")
         stamps, ts = self._stamps(table, cols, src, m_kind, m_row, m_deadline, clock)
-        return self._output(store["keys"][m_key], stamps, ts, matches, cols)
+        each = matches.match
+        return self._output(store["keys"][m_key][each], stamps.take(each),
+                            Col(ts.values[each]) if ts is not None else None, matches, cols)
 
     def _defines(self, cols: dict[str, tuple[np.ndarray, np.ndarray]], rank: np.ndarray
                  ) -> tuple[np.ndarray, ...]:
@@ -266,10 +277,15 @@ class KernelOperator:
         for ref in collect_nodes(exprs, (ir.FieldRef, ir.Agg)):
             if isinstance(ref, ir.FieldRef):
                 env.columns[(ref.qualifier, ref.name)] = reference(ref, matches, cols)
-        aggs = {agg: aggregate(agg, matches, cols, self.groups)
-                for agg in collect_nodes(exprs, ir.Agg)}
+        final = set(rule.final)
         measures = Env(m)
+        if rule.rows == "all":
+            for name, type_name in self.stream.fields:
+                measures.columns[("", name)] = row_fields(name, type_name, matches, cols)
         for column in rule.measures:
+            # RUNNING and FINAL count(*) are one node, two values
+            aggs = {agg: aggregate(agg, matches, cols, self.groups, column.name in final)
+                    for agg in collect_nodes([column.expr], ir.Agg)}
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
         return build_output(rule.name, keys, stamps, ts, values)

@@ -1,14 +1,19 @@
-"""MATCH_RECOGNIZE's MEASURES for ONE ROW PER MATCH, column-wise over decided matches.
+"""MATCH_RECOGNIZE's MEASURES column-wise over decided matches, for every output row.
 
 The compiled matcher (:mod:`cep.engine.row_pattern_kernel`) gives each match as the row
 index of its first row in the batch's columns, its length and one label (variable
-number) per row. The values :mod:`cep.engine.row_pattern_measures` computes one match at
-a time in Python come out here for all matches at once: a navigation is a gather at the
-row it names (the first/last row of a variable: ``np.minimum.at``/``np.maximum.at`` over
-the rows carrying its label), an aggregate a ``bincount``/``ufunc.at`` over the rows of
-its variables (sums of doubles with :func:`fsum_segments`, CPython's ``math.fsum``
-compiled, so that both paths print the same digits). With ONE ROW PER MATCH the current
-row is the match's last, so RUNNING and FINAL read the same rows.
+number) per row. The values :mod:`cep.engine.row_pattern_measures` computes one output
+row at a time in Python come out here for all output rows at once. An output row is a
+match and its current row (RUNNING semantics read up to it): ONE ROW PER MATCH has one
+per match, at its last row; ALL ROWS PER MATCH one per row of the match (an empty match
+one at -1, where everything but the match number is NULL).
+
+Both reduce to prefixes of each match's labels: a navigation's ``LAST(X)`` is the last
+row labelled X up to the current one (a running maximum over the labels, reset at each
+match), ``FIRST(X)`` the match's first such row; an aggregate is its running value at
+the last row it reads (the current one, or the match's last for FINAL), computed in one
+pass over the labels (:func:`running`: CPython's ``math.fsum`` for sums of doubles,
+compiled, so that both paths print the same digits).
 """
 
 from __future__ import annotations
@@ -25,18 +30,28 @@ from grammar import ir
 from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav
 
 Columns = dict[str, tuple[np.ndarray, np.ndarray]]
+SUM, MIN, MAX = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class Matches:
     """Decided matches: per match its first row (an index into the columns), length and
-    number; ``labels`` one variable number per row of every match, match after match."""
+    number; ``labels`` one variable number per row of every match, match after match.
+    ``match``/``current`` are the output rows: the match of each, and the position in
+    it that RUNNING semantics read up to (-1: an empty match)."""
 
     first: np.ndarray
     length: np.ndarray
     number: np.ndarray
     labels: np.ndarray
     variables: tuple[str, ...]
+    match: np.ndarray
+    current: np.ndarray
+
+    @cached_property
+    def offset(self) -> np.ndarray:
+        """Where each match's labels begin."""
+        return np.cumsum(self.length) - self.length
 
     @cached_property
     def owner(self) -> np.ndarray:
@@ -46,8 +61,14 @@ class Matches:
     @cached_property
     def rows(self) -> np.ndarray:
         """The column row of each label."""
-        starts = np.repeat(self.first - np.cumsum(self.length) + self.length, self.length)
-        return starts + np.arange(len(self.labels))
+        return np.repeat(self.first - self.offset, self.length) + np.arange(len(self.labels))
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Whether each label is its match's first."""
+        out = np.zeros(len(self.labels), bool)
+        out[self.offset[self.length > 0]] = True
+        return out
 
     def carrying(self, names: tuple[str, ...] | None) -> np.ndarray:
         """Which labels are one of ``names`` (None: every label)."""
@@ -56,172 +77,268 @@ class Matches:
         wanted = [self.variables.index(v) for v in names if v in self.variables]
         return np.isin(self.labels, wanted)
 
+    def label_at(self, upto: np.ndarray) -> np.ndarray:
+        """The label index of each output row's position ``upto`` (-1 where < 0)."""
+        return np.where(upto >= 0, self.offset[self.match] + upto, -1)
+
+    def last_upto(self, mask: np.ndarray) -> np.ndarray:
+        """Per label, the label index of the last label of ``mask`` up to it in its
+        match (-1: none)."""
+        marked = np.where(mask, np.arange(len(mask)), -1)
+        best = np.maximum.accumulate(marked) if len(marked) else marked
+        return np.where(best >= self.offset[self.owner] if len(best) else best, best, -1)
+
+
+def with_current(first: np.ndarray, length: np.ndarray, number: np.ndarray,
+                 labels: np.ndarray, variables: tuple[str, ...], every: bool,
+                 show_empty: bool) -> Matches:
+    """The matches with their output rows: one per match at its last row, or (``every``)
+    one per row of it, and one for an empty match where ``show_empty``."""
+    if not every:
+        return Matches(first, length, number, labels, variables,
+                       np.arange(len(first)), length - 1)
+    rows_of = np.where(length > 0, length, 1 if show_empty else 0)
+    match = np.repeat(np.arange(len(first)), rows_of)
+    current = np.arange(len(match)) - np.repeat(np.cumsum(rows_of) - rows_of, rows_of)
+    current = np.where(length[match] > 0, current, -1)
+    return Matches(first, length, number, labels, variables, match, current)
+
+
+def row_fields(name: str, type_name: str, matches: Matches, columns: Columns) -> Col:
+    """ALL ROWS PER MATCH: the field of each output row's own row (an empty match's:
+    its start row)."""
+    values, nulls = columns[name]
+    at = matches.first[matches.match] + np.maximum(matches.current, 0)
+    return _gather(values, nulls, at, np.zeros(len(at), bool), type_name)
+
+
+def _gather(values: np.ndarray, nulls: np.ndarray, at: np.ndarray, missing: np.ndarray,
+            type_name: str) -> Col:
+    safe = np.where(missing, 0, at)
+    if not len(values):
+        out = np.full(len(at), PLACEHOLDERS[type_name], dtype=DTYPES[type_name])
+        return Col(out, np.ones(len(at), bool) if len(at) else None)
+    null = nulls[safe] | missing
+    out = values[safe].copy()
+    if null.any():
+        out[null] = PLACEHOLDERS[type_name]
+    return Col(out.astype(DTYPES[type_name], copy=False), null if null.any() else None)
+
 
 def reference(ref: ir.FieldRef, matches: Matches, columns: Columns) -> Col:
-    """A measure's field reference (outside aggregates), one value per match."""
+    """A measure's field reference (outside aggregates), one value per output row."""
     if ref.qualifier == MATCH:
-        return Col(matches.number.astype(np.int64))
+        return Col(matches.number[matches.match].astype(np.int64))
     nav = Nav.parse(ref.qualifier)
     assert nav is not None and nav.physical == 0  # the plan admits nothing else
-    at = _position(nav, matches)
-    missing = at < 0
-    safe = np.where(missing, 0, at)
+    label = _position(nav, matches)
+    missing = label < 0
     if ref.name == CLASSIFIER:
         names = np.array(matches.variables, dtype=object)
-        label_at = np.full(len(at), -1, np.int64)
-        label_at[~missing] = _label_index(matches, at[~missing], ~missing)
-        values = np.empty(len(at), dtype=object)
+        values = np.empty(len(label), dtype=object)
         values[:] = ""
-        values[~missing] = names[matches.labels[label_at[~missing]]]
+        values[~missing] = names[matches.labels[label[~missing]]]
         return Col(values, missing if missing.any() else None)
     values, nulls = columns[ref.name]
-    if len(values) == 0:
-        values = np.zeros(1, dtype=values.dtype)
-        nulls = np.ones(1, bool)
-    nulls = nulls[safe] | missing
-    out = values[safe].copy()
-    if nulls.any():
-        out[nulls] = PLACEHOLDERS[ref.type]
-    return Col(out.astype(DTYPES[ref.type], copy=False), nulls if nulls.any() else None)
-
-
-def _label_index(matches: Matches, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """The label index of column row ``rows`` in the matches ``which`` selects."""
-    offsets = np.cumsum(matches.length) - matches.length
-    return offsets[which] + rows - matches.first[which]
+    return _gather(values, nulls, matches.rows[np.where(missing, 0, label)]
+                   if len(matches.rows) else label, missing, ref.type)
 
 
 def _position(nav: Nav, matches: Matches) -> np.ndarray:
-    """The column row ``nav`` names in each match (-1: none): a logical offset from the
-    first or last row over every row, or a variable's first or last row."""
-    first, length = matches.first, matches.length
+    """The label index ``nav`` names for each output row (-1: none): a logical offset
+    from the first or the last row over every row, or a variable's first or last row;
+    RUNNING ``LAST`` reads up to the current row, FIRST and FINAL the whole match."""
+    length = matches.length[matches.match]
+    end = length - 1 if nav.final or not nav.last else matches.current
     if nav.labels is None:
-        step = np.where(nav.last, length - 1 - nav.logical, nav.logical)
-        return np.where((step >= 0) & (step < length), first + step, -1)
+        step = end - nav.logical if nav.last else np.full(len(end), nav.logical)
+        return np.where((end >= 0) & (step >= 0) & (step <= end), matches.label_at(step), -1)
     mask = matches.carrying(nav.labels)
-    out = np.full(len(first), -1 if nav.last else np.iinfo(np.int64).max, np.int64)
-    reduce = np.maximum if nav.last else np.minimum
-    reduce.at(out, matches.owner[mask], matches.rows[mask])
-    out[out == np.iinfo(np.int64).max] = -1
-    return out
+    if nav.last:
+        last = matches.last_upto(mask)
+        at = matches.label_at(end)
+        return np.where(at >= 0, last[np.maximum(at, 0)] if len(last) else -1, -1)
+    first = np.full(len(matches.first), -1, np.int64)
+    hits = np.flatnonzero(mask)[::-1]
+    first[matches.owner[hits]] = hits  # reversed: the first label of each match wins
+    out = first[matches.match]
+    return np.where(end >= 0, out, -1)
 
 
 def aggregate(agg: ir.Agg, matches: Matches, columns: Columns,
-              groups: dict[str, tuple[str, ...]]) -> Col:
-    """One aggregate per match over its variables' rows (NULLs skipped)."""
-    n = len(matches.first)
+              groups: dict[str, tuple[str, ...]], final: bool) -> Col:
+    """One aggregate per output row over its variables' rows (NULLs skipped), up to the
+    current row (RUNNING) or over the whole match (``final``)."""
+    length = matches.length[matches.match]
+    upto = length - 1 if final else matches.current
+    at = matches.label_at(upto)
+    valid = at >= 0
+    safe = np.maximum(at, 0)
     if agg.arg is None:
-        return Col(matches.length.astype(np.int64))
+        return Col(np.where(valid, upto + 1, 0).astype(np.int64))
     ref = agg.arg
     assert isinstance(ref, ir.FieldRef)
     wanted = None if ref.qualifier == ALL else groups.get(ref.qualifier)
     values, nulls = columns[ref.name]
     rows = matches.rows
-    mask = matches.carrying(wanted)
-    if len(values):
-        mask &= ~nulls[rows]
-    owner = matches.owner[mask]
-    picked = values[rows[mask]] if len(values) else values[:0]
-    count = np.bincount(owner, minlength=n)
+    keep = matches.carrying(wanted)
+    if len(rows):
+        keep &= ~nulls[rows]
+    count = _segment_cumsum(keep.astype(np.int64), matches.starts)
+    n_out = len(at)
+    counted = np.where(valid, count[safe] if len(count) else 0, 0)
     if agg.name == "count":
-        return Col(count.astype(np.int64))
-    empty = count == 0
-    out = np.full(n, PLACEHOLDERS[agg.type], dtype=DTYPES[agg.type])
+        return Col(counted.astype(np.int64))
+    empty = counted == 0
+    out = np.full(n_out, PLACEHOLDERS[agg.type], dtype=DTYPES[agg.type])
+    picked = values[rows] if len(rows) else values[:0]
     if agg.name in ("first", "last"):
-        at = np.full(n, -1 if agg.name == "last" else len(picked), np.int64)
-        reduce = np.maximum if agg.name == "last" else np.minimum
-        reduce.at(at, owner, np.arange(len(picked)))
-        out[~empty] = picked[at[~empty]]
+        if agg.name == "last":
+            which = matches.last_upto(keep)
+        else:
+            first = np.full(len(matches.first), -1, np.int64)
+            hits = np.flatnonzero(keep)[::-1]
+            first[matches.owner[hits]] = hits
+            which = first[matches.owner] if len(rows) else np.zeros(0, np.int64)
+        chosen = which[safe[~empty]] if len(which) else np.zeros(0, np.int64)
+        out[~empty] = picked[chosen]
     elif agg.name in ("min", "max"):
         if picked.dtype == object:
-            for m in np.flatnonzero(~empty).tolist():
-                part = picked[owner == m].tolist()
-                out[m] = min(part) if agg.name == "min" else max(part)
+            for k in np.flatnonzero(~empty).tolist():
+                lo = matches.offset[matches.match[k]]
+                part = [v for v, ok in zip(picked[lo:at[k] + 1].tolist(),
+                                           keep[lo:at[k] + 1].tolist(), strict=True) if ok]
+                out[k] = min(part) if agg.name == "min" else max(part)
         else:
-            held = np.zeros(n, dtype=picked.dtype)
-            first_at = np.full(n, len(picked), np.int64)
-            np.minimum.at(first_at, owner, np.arange(len(picked)))
-            held[~empty] = picked[first_at[~empty]]
-            (np.minimum if agg.name == "min" else np.maximum).at(held, owner, picked)
-            out[~empty] = held[~empty]
+            kind = MIN if agg.name == "min" else MAX
+            done = running(picked.astype(np.float64), keep, matches.starts, kind) \
+                if picked.dtype.kind == "f" else running_int(picked.astype(np.int64), keep,
+                                                              matches.starts, kind)
+            out[~empty] = done[safe[~empty]]
     else:  # sum, avg
         if picked.dtype.kind == "f":
-            offsets = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
-            total = fsum_segments(picked.astype(np.float64), offsets)
+            total = running(picked.astype(np.float64), keep, matches.starts, SUM)
         else:
-            total = np.zeros(n, np.int64)
-            np.add.at(total, owner, picked.astype(np.int64))
-        if agg.name == "sum":
-            out[~empty] = total[~empty]
-        else:
-            out[~empty] = total[~empty] / count[~empty]
+            total = _segment_cumsum(np.where(keep, picked, 0).astype(np.int64),
+                                    matches.starts)
+        chosen = total[safe[~empty]] if len(total) else total[:0]
+        out[~empty] = chosen if agg.name == "sum" else chosen / counted[~empty]
     return Col(out, empty if empty.any() else None)
 
 
+def _segment_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """A running sum that starts again at every ``starts`` label."""
+    return _reset_cumsum(values.astype(np.int64), starts)
+
+
 @njit(cache=True, nogil=True)
-def fsum_segments(values: np.ndarray, offsets: np.ndarray  # pragma: no cover - compiled
-                  ) -> np.ndarray:
-    """Per segment ``values[offsets[k]:offsets[k+1]]``, the correctly rounded sum:
-    CPython's ``math.fsum`` (Shewchuk's partials, then round-half-even across them);
-    a segment holding an infinity or NaN gets the plain sum."""
-    n = len(offsets) - 1
+def _reset_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:  # pragma: no cover
+    out = np.empty(len(values), np.int64)
+    total = 0
+    for i in range(len(values)):
+        if starts[i]:
+            total = 0
+        total += values[i]
+        out[i] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def running_int(values: np.ndarray, keep: np.ndarray, starts: np.ndarray,
+                kind: int) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`running`'s MIN/MAX of integers."""
+    out = np.zeros(len(values), np.int64)
+    best = 0
+    seen = False
+    for i in range(len(values)):
+        if starts[i]:
+            seen = False
+        if keep[i]:
+            x = values[i]
+            if not seen or (x < best if kind == MIN else x > best):
+                best = x
+            seen = True
+        out[i] = best
+    return out
+
+
+@njit(cache=True, nogil=True)
+def running(values: np.ndarray, keep: np.ndarray, starts: np.ndarray,
+            kind: int) -> np.ndarray:  # pragma: no cover - compiled
+    """Per label, the SUM (correctly rounded: CPython's ``math.fsum``, Shewchuk's
+    partials and its round-half-even across them; the plain sum once an infinity or NaN
+    is in), MIN or MAX of the ``keep`` values up to it in its match (``starts``: a
+    match's first label). Where nothing was kept yet the value is meaningless."""
+    n = len(values)
     out = np.zeros(n, np.float64)
     partials = np.empty(64, np.float64)
-    for k in range(n):
-        lo_at = offsets[k]
-        hi_at = offsets[k + 1]
-        special = False
-        for j in range(lo_at, hi_at):
-            if not np.isfinite(values[j]):
-                special = True
-        if special:
-            total = 0.0
-            for j in range(lo_at, hi_at):
-                total += values[j]
-            out[k] = total
+    m = 0
+    plain = 0.0
+    special = False
+    best = 0.0
+    seen = False
+    for i in range(n):
+        if starts[i]:
+            m = 0
+            plain = 0.0
+            special = False
+            seen = False
+        if keep[i]:
+            x = values[i]
+            if kind != SUM:
+                if not seen or (x < best if kind == MIN else x > best):
+                    best = x
+                seen = True
+            else:
+                plain += x
+                if not np.isfinite(x):
+                    special = True
+                j = 0
+                for q in range(m):
+                    y = partials[q]
+                    if abs(x) < abs(y):
+                        x, y = y, x
+                    hi = x + y
+                    lo = y - (hi - x)
+                    if lo != 0.0:
+                        partials[j] = lo
+                        j += 1
+                    x = hi
+                m = j
+                if x != 0.0:
+                    if m >= len(partials):
+                        grown = np.empty(2 * len(partials), np.float64)
+                        grown[:m] = partials[:m]
+                        partials = grown
+                    partials[m] = x
+                    m += 1
+        if kind != SUM:
+            out[i] = best
             continue
-        m = 0
-        for j in range(lo_at, hi_at):
-            x = values[j]
-            i = 0
-            for q in range(m):
-                y = partials[q]
-                if abs(x) < abs(y):
-                    x, y = y, x
-                hi = x + y
-                lo = y - (hi - x)
-                if lo != 0.0:
-                    partials[i] = lo
-                    i += 1
-                x = hi
-            m = i
-            if x != 0.0:
-                if m >= len(partials):
-                    grown = np.empty(2 * len(partials), np.float64)
-                    grown[:m] = partials[:m]
-                    partials = grown
-                partials[m] = x
-                m += 1
+        if special:
+            out[i] = plain
+            continue
         hi = 0.0
         lo = 0.0
-        if m > 0:
-            m -= 1
-            hi = partials[m]
-            while m > 0:
+        k = m
+        if k > 0:
+            k -= 1
+            hi = partials[k]
+            while k > 0:
                 x = hi
-                m -= 1
-                y = partials[m]
+                k -= 1
+                y = partials[k]
                 hi = x + y
                 yr = hi - x
                 lo = y - yr
                 if lo != 0.0:
                     break
-            if m > 0 and ((lo < 0.0 and partials[m - 1] < 0.0)
-                          or (lo > 0.0 and partials[m - 1] > 0.0)):
+            if k > 0 and ((lo < 0.0 and partials[k - 1] < 0.0)
+                          or (lo > 0.0 and partials[k - 1] > 0.0)):
                 y = lo * 2.0
                 x = hi + y
                 yr = x - hi
                 if y == yr:
                     hi = x
-        out[k] = hi
+        out[i] = hi
     return out

@@ -2,8 +2,9 @@
 
 Random patterns (concatenation, alternation, greedy and reluctant ``*``, ``+``, ``?``,
 ``{n,m}``), random DEFINEs (row conditions, ``PREV``, another variable's last row), every
-AFTER MATCH SKIP, WITH and without WITHIN, random MEASURES of the forms the kernel
-computes; random rows of several keys with ties in time and NULLs. The interpreter
+AFTER MATCH SKIP, WITH and without WITHIN, ONE ROW and ALL ROWS PER MATCH (empty matches
+shown and omitted), random RUNNING and FINAL MEASURES of the forms the kernel computes;
+random rows of several keys with ties in time and NULLs. The interpreter
 (:mod:`cep.engine.row_pattern_matcher`) runs the whole input in one batch; the kernel
 runs it in random batches on two engines, keys moving between them and both restarting
 from their snapshots now and then (the state through the codec's bytes each time), and
@@ -70,7 +71,10 @@ MEASURES = ["MATCH_NUMBER() AS mn", "CLASSIFIER() AS cl", "count(*) AS n",
             "sum({v}.v) AS s{v}", "avg({v}.v) AS a{v}", "min({v}.kind) AS lo{v}",
             "max({v}.v) AS hi{v}", "count({v}.v) AS c{v}", "sum(kind) AS sk",
             "FIRST(v, 1) AS f1", "LAST(kind) AS lk", "last({v}.v) AS z{v}",
-            "first(v) AS fv"]
+            "first(v) AS fv", "FINAL LAST({v}.v) AS fl{v}", "FINAL count(*) AS fn",
+            "FINAL sum({v}.v) AS fs{v}", "LAST(v) AS lv"]
+ROWS = ["", "ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH SHOW EMPTY MATCHES",
+        "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]
 
 
 @st.composite
@@ -91,8 +95,9 @@ def rules(draw: st.DrawFn) -> str:
     measures = [m for n, m in enumerate(measures) if m.split(" AS ")[1] not in names[:n]]
     skip = draw(skips).format(v=draw(st.sampled_from(used)))
     within = draw(st.sampled_from(["", "WITHIN 4 sec", "WITHIN 9 sec"]))
+    rows = draw(st.sampled_from(ROWS))
     return (f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
-            f"{', '.join(measures)} AFTER MATCH SKIP {skip} PATTERN ({pattern}) {within} "
+            f"{', '.join(measures)} {rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) {within} "
             f"DEFINE {', '.join(defines)} );")
 
 
@@ -160,8 +165,8 @@ def test_the_kernel_prints_what_the_interpreter_prints(rule, seed, cuts, movers)
 
 
 @pytest.mark.parametrize(("rule", "why"), [
-    ("MEASURES count(*) AS n ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS A.v > 1",
-     "ALL ROWS PER MATCH"),
+    ("MEASURES count(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B) "
+     "DEFINE A AS A.v > 1", "WITH UNMATCHED ROWS"),
     ("MEASURES count(*) AS n PATTERN (A {- B -} C) DEFINE A AS A.v > 1", "{- -}"),
     ("MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS avg(B.v) > 1", "reads more"),
     ("MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS B.v > FIRST(A.v)", "reads more"),
