@@ -58,7 +58,7 @@ Store = dict[str, np.ndarray]
 #: ``at`` of a match the end of the input decides: after every timer's
 END_AT = (1 << 63) - 1
 #: per-key values of a store, and its CSR families (offsets, member arrays)
-SCALARS = ("keys", "base", "next", "resume", "number", "deadline")
+SCALARS = ("keys", "base", "next", "resume", "number", "deadline", "covered")
 FAMILIES = {"th": ("th_start", "th_pc", "th_len", "th_node", "th_last"),
             "fd": ("fd_start", "fd_len", "fd_node"),
             "ar": ("ar_var", "ar_parent")}
@@ -172,18 +172,19 @@ class KernelOperator:
             store["th_node"], store["th_last"],
             store["fd_off"], store["fd_start"], store["fd_len"], store["fd_node"],
             store["ar_off"], store["ar_var"], store["ar_parent"],
-            store["next"], store["resume"], store["number"])
+            store["next"], store["resume"], store["number"], store["covered"],
+            self.rule.rows == "all" and self.rule.empty == "unmatched")
         (m_key, m_start, m_len, m_number, m_kind, m_row, m_deadline, _, labels,
          th_off, th_start, th_pc, th_len, th_node, th_last,
          fd_off, fd_start, fd_len, fd_node, ar_off, ar_var, ar_parent,
-         o_next, o_resume, o_number, o_keep, o_deadline) = result
+         o_next, o_resume, o_number, o_keep, o_deadline, o_covered) = result
         # the rows each key keeps: from its first still needed on
         keep = (store["base"][np.repeat(np.arange(n_keys), counts)] + rank
                 >= np.repeat(o_keep, counts))
         kept = np.bincount(all_slot[pos][keep], minlength=n_keys)
         after: Store = {
             "keys": store["keys"], "base": o_keep, "next": o_next, "resume": o_resume,
-            "number": o_number, "deadline": o_deadline,
+            "number": o_number, "deadline": o_deadline, "covered": o_covered,
             "row_off": np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
             "th_off": th_off, "th_start": th_start, "th_pc": th_pc.astype(np.int64),
             "th_len": th_len, "th_node": th_node, "th_last": th_last,
@@ -200,7 +201,7 @@ class KernelOperator:
             return empty_output()
         matches = with_current(m_start - store["base"][m_key] + seg_lo[m_key], m_len,
                                m_number, labels.astype(np.int64), self.plan.variables,
-                               self.rule.rows == "all", self.rule.empty == "show")
+                               self.rule.rows == "all", self.rule.empty != "omit")
         stamps, ts = self._stamps(table, cols, src, m_kind, m_row, m_deadline, clock)
         each = matches.match
         return self._output(store["keys"][m_key][each], stamps.take(each),
@@ -276,7 +277,8 @@ class KernelOperator:
         exprs = [c.expr for c in rule.measures]
         for ref in collect_nodes(exprs, (ir.FieldRef, ir.Agg)):
             if isinstance(ref, ir.FieldRef):
-                env.columns[(ref.qualifier, ref.name)] = reference(ref, matches, cols)
+                env.columns[(ref.qualifier, ref.name)] = matches.blank(
+                    reference(ref, matches, cols))
         final = set(rule.final)
         measures = Env(m)
         if rule.rows == "all":
@@ -284,7 +286,8 @@ class KernelOperator:
                 measures.columns[("", name)] = row_fields(name, type_name, matches, cols)
         for column in rule.measures:
             # RUNNING and FINAL count(*) are one node, two values
-            aggs = {agg: aggregate(agg, matches, cols, self.groups, column.name in final)
+            aggs = {agg: matches.blank(aggregate(agg, matches, cols, self.groups,
+                                                 column.name in final))
                     for agg in collect_nodes([column.expr], ir.Agg)}
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]
@@ -380,6 +383,7 @@ class KernelOperator:
                         rows[threads[0][0] - state["base"]][TIME] + self.rule.within_us)
         for name, value in (("base", state["base"]), ("next", state["next"]),
                             ("resume", state["resume"]), ("number", state["number"]),
+                            ("covered", state["covered"]),
                             ("deadline", deadline)):
             out[name] = np.array([value], np.int64)
         del out["keys"]
@@ -420,7 +424,7 @@ def _empty_store(dtypes: dict[str, np.dtype], n_vars: int, keys: np.ndarray | No
     n = len(keys)
     store: Store = {"keys": keys, "base": np.zeros(n, np.int64), "next": np.zeros(n, np.int64),
                     "resume": np.zeros(n, np.int64), "number": np.zeros(n, np.int64),
-                    "deadline": np.full(n, -1, np.int64),
+                    "deadline": np.full(n, -1, np.int64), "covered": np.zeros(n, np.int64),
                     "row_off": np.zeros(n + 1, np.int64)}
     for family, members in FAMILIES.items():
         store[family + "_off"] = np.zeros(n + 1, np.int64)

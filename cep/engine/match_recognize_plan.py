@@ -3,8 +3,8 @@
 Decided once per rule, when its operator is made (never per batch). The kernel
 (:mod:`cep.engine.row_pattern_kernel`) takes a rule when
 
-* it outputs ONE ROW PER MATCH or ALL ROWS PER MATCH (not WITH UNMATCHED ROWS), its
-  pattern has no ``^``, ``$`` or ``{- -}``;
+* its pattern has no ``^``, ``$`` or ``{- -}`` (ONE ROW or ALL ROWS PER MATCH, every
+  way of showing empty matches and unmatched rows);
 * every DEFINE is a conjunction (AND) of conditions that each read only the candidate
   row and ``PREV`` rows of the key (evaluated column-wise for the whole batch), or
   compare such an expression with ``X.f`` (the last row of another variable, a number)
@@ -15,7 +15,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   ``avg``, ``min``, ``max``, ``first`` or ``last`` of a field of one variable, a SUBSET
   or every row (``count(*)`` too).
 
-Everything else (WITH UNMATCHED ROWS, exclusion, anchors, DEFINEs that read running
+Everything else (exclusion, anchors, DEFINEs that read running
 aggregates, FIRST, a navigation's offsets or CLASSIFIER, measures with PREV/NEXT) runs
 on the interpreter (:mod:`cep.engine.row_pattern_matcher`): :func:`plan` says why.
 """
@@ -75,8 +75,6 @@ class KernelPlan:
 def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[str, ...]],
          types: dict[str, str]) -> KernelPlan | str:
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
-    if rule.rows == "all" and rule.empty == "unmatched":
-        return "ALL ROWS PER MATCH WITH UNMATCHED ROWS"
     if program.anchored:
         return "^ or $ in the pattern"
     if any(op[0] == "var" and op[2] for op in program.ops):

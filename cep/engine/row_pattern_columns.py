@@ -38,7 +38,9 @@ class Matches:
     """Decided matches: per match its first row (an index into the columns), length and
     number; ``labels`` one variable number per row of every match, match after match.
     ``match``/``current`` are the output rows: the match of each, and the position in
-    it that RUNNING semantics read up to (-1: an empty match)."""
+    it that RUNNING semantics read up to (-1: an empty match, or a row in no match).
+    ``unmatched``: per match, whether it is a row in no match (WITH UNMATCHED ROWS:
+    its output row's every measure is NULL)."""
 
     first: np.ndarray
     length: np.ndarray
@@ -47,6 +49,14 @@ class Matches:
     variables: tuple[str, ...]
     match: np.ndarray
     current: np.ndarray
+    unmatched: np.ndarray
+
+    def blank(self, col: Col) -> Col:
+        """``col`` with the output rows of rows in no match NULL."""
+        if not self.unmatched.any():
+            return col
+        nulls = col.null_mask() | self.unmatched[self.match]
+        return Col(col.values, nulls if nulls.any() else None)
 
     @cached_property
     def offset(self) -> np.ndarray:
@@ -93,15 +103,18 @@ def with_current(first: np.ndarray, length: np.ndarray, number: np.ndarray,
                  labels: np.ndarray, variables: tuple[str, ...], every: bool,
                  show_empty: bool) -> Matches:
     """The matches with their output rows: one per match at its last row, or (``every``)
-    one per row of it, and one for an empty match where ``show_empty``."""
+    one per row of it, and one for an empty match where ``show_empty``; a length of -1
+    is a row in no match (one output row)."""
+    unmatched = length < 0
+    length = np.maximum(length, 0)
     if not every:
         return Matches(first, length, number, labels, variables,
-                       np.arange(len(first)), length - 1)
-    rows_of = np.where(length > 0, length, 1 if show_empty else 0)
+                       np.arange(len(first)), length - 1, unmatched)
+    rows_of = np.where(length > 0, length, np.where(unmatched | show_empty, 1, 0))
     match = np.repeat(np.arange(len(first)), rows_of)
     current = np.arange(len(match)) - np.repeat(np.cumsum(rows_of) - rows_of, rows_of)
     current = np.where(length[match] > 0, current, -1)
-    return Matches(first, length, number, labels, variables, match, current)
+    return Matches(first, length, number, labels, variables, match, current, unmatched)
 
 
 def row_fields(name: str, type_name: str, matches: Matches, columns: Columns) -> Col:

@@ -115,16 +115,18 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              th_off, th_start, th_pc, th_len, th_node, th_last,
              fd_off, fd_start, fd_len, fd_node,
              ar_off, ar_var, ar_parent,
-             next0, resume0, number0):  # pragma: no cover - compiled
+             next0, resume0, number0, covered0, unmatched):  # pragma: no cover - compiled
     """Walk every key g's rows ``new_lo[g]:seg_hi[g]`` (its buffered rows are
     ``seg_lo[g]:new_lo[g]``, the first at partition index ``base0[g]``) from its state,
     and then let event time pass to ``until``.
 
     Returns the decided matches (key, start index, length, number, how it was decided,
+    with ``unmatched`` also the starts in no match that no match covered, length -1,
     the deciding row or the key's last row, the deadline, offset of its labels) with
     their labels, and each key's state after it: threads, held matches and arena (CSR),
     the next start to decide, the first row a match may start at, the match number, the
-    first partition index still needed, the next deadline (-1: none)."""
+    first partition index still needed, the next deadline (-1: none), the first row no
+    reported match covers."""
     n_keys = len(seg_lo)
     n_rows = len(time)
     # decided matches: at most one per start, a start per row
@@ -155,6 +157,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     o_ar_parent = np.empty(16, np.int64)
     o_next = np.empty(n_keys, np.int64)
     o_resume = np.empty(n_keys, np.int64)
+    o_covered = np.empty(n_keys, np.int64)
     o_keep = np.empty(n_keys, np.int64)
     o_deadline = np.empty(n_keys, np.int64)
     o_number = np.empty(n_keys, np.int64)
@@ -216,6 +219,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             f_node[fd_start[k] + shift] = fd_node[k]
         nxt = next0[g]
         resume = resume0[g]
+        covered = covered0[g]
         number = number0[g]
         r = new_lo[g]
         while True:
@@ -354,6 +358,18 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 nxt = start + 1
                 length = f_len[start + shift]
                 if length < 0:
+                    # a start in no match: with ``unmatched`` its row is reported, when
+                    # no reported match covered it (length -1, number 0, no labels)
+                    if unmatched and start >= covered:
+                        m_key[n_matches] = g
+                        m_start[n_matches] = start
+                        m_len[n_matches] = -1
+                        m_number[n_matches] = 0
+                        m_kind[n_matches] = kind
+                        m_row[n_matches] = r - 1
+                        m_deadline[n_matches] = deadline
+                        m_lab[n_matches] = n_labels
+                        n_matches += 1
                     continue
                 f_len[start + shift] = -1
                 number += 1
@@ -392,6 +408,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         again = start + 1
                 n_labels += length
                 n_matches += 1
+                covered = max(covered, last + 1)
                 resume = max(resume, again)
                 cut = 0
                 while cut < n_cur and ts_[cur, cut] < again:
@@ -419,6 +436,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         o_keep[g] = max(base, earliest - depth)
         o_next[g] = nxt
         o_resume[g] = resume
+        o_covered[g] = covered
         o_number[g] = number
         if n_cur == 0:
             o_deadline[g] = -1
@@ -498,4 +516,4 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             o_fd_off, o_fd_start[:o_fd_off[n_keys]], o_fd_len[:o_fd_off[n_keys]],
             o_fd_node[:o_fd_off[n_keys]],
             o_ar_off, o_ar_var[:o_ar_off[n_keys]], o_ar_parent[:o_ar_off[n_keys]],
-            o_next, o_resume, o_number, o_keep, o_deadline)
+            o_next, o_resume, o_number, o_keep, o_deadline, o_covered)
