@@ -165,7 +165,7 @@ class KernelOperator:
             seg_lo, new_lo, seg_hi, store["base"], cols[TIME][0].astype(np.int64),
             flags, self.res_off, self.res_nav, self.res_field, self.res_op,
             res_lhs, res_lhs_null, res_col, res_col_null,
-            kp.pvar, kp.pmatch, kp.clo_off, kp.clo_pc, kp.reads_last, len(kp.variables),
+            kp.pvar, kp.pmatch, kp.pexcl, kp.clo_off, kp.clo_pc, kp.reads_last, len(kp.variables),
             -1 if self.rule.within_us is None else int(self.rule.within_us), kp.skip,
             kp.skip_set, clock.end, END_OF_TIME, self.rule.prev_depth,
             store["th_off"], store["th_start"], store["th_pc"], store["th_len"],
@@ -174,7 +174,7 @@ class KernelOperator:
             store["ar_off"], store["ar_var"], store["ar_parent"],
             store["next"], store["resume"], store["number"], store["covered"],
             self.rule.rows == "all" and self.rule.empty == "unmatched")
-        (m_key, m_start, m_len, m_number, m_kind, m_row, m_deadline, _, labels,
+        (m_key, m_start, m_len, m_number, m_kind, m_row, m_deadline, _, labels, hidden,
          th_off, th_start, th_pc, th_len, th_node, th_last,
          fd_off, fd_start, fd_len, fd_node, ar_off, ar_var, ar_parent,
          o_next, o_resume, o_number, o_keep, o_deadline, o_covered) = result
@@ -201,7 +201,7 @@ class KernelOperator:
             return empty_output()
         matches = with_current(m_start - store["base"][m_key] + seg_lo[m_key], m_len,
                                m_number, labels.astype(np.int64), self.plan.variables,
-                               self.rule.rows == "all", self.rule.empty != "omit")
+                               self.rule.rows == "all", self.rule.empty != "omit", hidden)
         stamps, ts = self._stamps(table, cols, src, m_kind, m_row, m_deadline, clock)
         each = matches.match
         return self._output(store["keys"][m_key][each], stamps.take(each),
@@ -351,10 +351,15 @@ class KernelOperator:
         arena_var: list[int] = []
         arena_parent: list[int] = []
 
-        def chain(labels: list[str]) -> int:
+        # a node holds the instruction that took its row: any one of its variable and
+        # of its exclusion reads back the same
+        where = {(int(self.plan.pvar[pc]), bool(self.plan.pexcl[pc])): pc
+                 for pc in range(len(self.plan.pvar)) if self.plan.pvar[pc] >= 0}
+
+        def chain(labels: list[str], excluded: list[int]) -> int:
             node = -1
-            for label in labels:
-                arena_var.append(index[label])
+            for k, label in enumerate(labels):
+                arena_var.append(where[(index[label], k in excluded)])
                 arena_parent.append(node)
                 node = len(arena_var) - 1
             return node
@@ -367,12 +372,12 @@ class KernelOperator:
         out.update(th_start=np.array([t[0] for t in threads], np.int64),
                    th_pc=np.array([t[1] for t in threads], np.int64),
                    th_len=np.array([len(t[2]) for t in threads], np.int64),
-                   th_node=np.array([chain(t[2]) for t in threads], np.int64),
+                   th_node=np.array([chain(t[2], t[3]) for t in threads], np.int64),
                    th_last=last, th_off=np.array([0, len(threads)], np.int64))
         found = sorted(state["found"].items())
         out.update(fd_start=np.array([s for s, _ in found], np.int64),
                    fd_len=np.array([len(f[0]) for _, f in found], np.int64),
-                   fd_node=np.array([chain(f[0]) for _, f in found], np.int64),
+                   fd_node=np.array([chain(*f) for _, f in found], np.int64),
                    fd_off=np.array([0, len(found)], np.int64),
                    ar_var=np.array(arena_var, np.int64),
                    ar_parent=np.array(arena_parent, np.int64),

@@ -3,8 +3,8 @@
 Decided once per rule, when its operator is made (never per batch). The kernel
 (:mod:`cep.engine.row_pattern_kernel`) takes a rule when
 
-* its pattern has no ``^``, ``$`` or ``{- -}`` (ONE ROW or ALL ROWS PER MATCH, every
-  way of showing empty matches and unmatched rows);
+* its pattern has no ``^`` or ``$`` (ONE ROW or ALL ROWS PER MATCH, every way of
+  showing empty matches and unmatched rows, ``{- -}``);
 * every DEFINE is a conjunction (AND) of conditions that each read only the candidate
   row and ``PREV`` rows of the key (evaluated column-wise for the whole batch), or
   compare such an expression with ``X.f`` (the last row of another variable, a number)
@@ -15,7 +15,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   ``avg``, ``min``, ``max``, ``first`` or ``last`` of a field of one variable, a SUBSET
   or every row (``count(*)`` too).
 
-Everything else (exclusion, anchors, DEFINEs that read running
+Everything else (anchors, DEFINEs that read running
 aggregates, FIRST, a navigation's offsets or CLASSIFIER, measures with PREV/NEXT) runs
 on the interpreter (:mod:`cep.engine.row_pattern_matcher`): :func:`plan` says why.
 """
@@ -61,6 +61,7 @@ class KernelPlan:
     residuals: tuple[Residual, ...]
     pvar: np.ndarray
     pmatch: np.ndarray
+    pexcl: np.ndarray
     clo_off: np.ndarray
     clo_pc: np.ndarray
     reads_last: np.ndarray
@@ -77,8 +78,6 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
     if program.anchored:
         return "^ or $ in the pattern"
-    if any(op[0] == "var" and op[2] for op in program.ops):
-        return "{- -} in the pattern"
     if any(every or whole for _, every, whole in program.reads):
         return "a DEFINE reads more of the match than each variable's last row"
     variables = tuple(rule.variables)
@@ -103,6 +102,7 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     ops = program.ops
     pvar = np.array([index[op[1]] if op[0] == "var" else -1 for op in ops], np.int64)
     pmatch = np.array([op[0] == "match" for op in ops], np.bool_)
+    pexcl = np.array([op[0] == "var" and op[2] for op in ops], np.bool_)
     sizes = [len(c) for c in program.closures]
     clo_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     clo_pc = np.array([pc for c in program.closures for pc in c], np.int64)
@@ -114,7 +114,7 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     for var in groups.get(rule.skip_var, ()) if rule.skip_var else ():
         skip_set[index[var]] = True
     residuals.sort(key=lambda r: r.var)
-    return KernelPlan(variables, tuple(local), tuple(residuals), pvar, pmatch, clo_off,
+    return KernelPlan(variables, tuple(local), tuple(residuals), pvar, pmatch, pexcl, clo_off,
                       clo_pc, reads_last, SKIPS[rule.skip], skip_set)
 
 

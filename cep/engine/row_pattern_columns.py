@@ -101,10 +101,11 @@ class Matches:
 
 def with_current(first: np.ndarray, length: np.ndarray, number: np.ndarray,
                  labels: np.ndarray, variables: tuple[str, ...], every: bool,
-                 show_empty: bool) -> Matches:
+                 show_empty: bool, hidden: np.ndarray) -> Matches:
     """The matches with their output rows: one per match at its last row, or (``every``)
-    one per row of it, and one for an empty match where ``show_empty``; a length of -1
-    is a row in no match (one output row)."""
+    one per row of it that ``{- -}`` does not hide (``hidden``, per label), and one for
+    an empty match where ``show_empty``; a length of -1 is a row in no match (one output
+    row)."""
     unmatched = length < 0
     length = np.maximum(length, 0)
     if not every:
@@ -114,6 +115,10 @@ def with_current(first: np.ndarray, length: np.ndarray, number: np.ndarray,
     match = np.repeat(np.arange(len(first)), rows_of)
     current = np.arange(len(match)) - np.repeat(np.cumsum(rows_of) - rows_of, rows_of)
     current = np.where(length[match] > 0, current, -1)
+    if hidden.any():
+        offset = np.cumsum(length) - length
+        shown = (current < 0) | ~hidden[np.where(current >= 0, offset[match] + current, 0)]
+        match, current = match[shown], current[shown]
     return Matches(first, length, number, labels, variables, match, current, unmatched)
 
 

@@ -27,16 +27,18 @@ interpreter).
 The program is plain arrays, so one compiled function (``cache=True``) serves every
 rule and no batch compiles code:
 
-* ``pvar[pc]``: the variable a ``var`` instruction consumes (-1 elsewhere), ``pmatch[pc]``
-  whether it is ``match``; ``clo_off``/``clo_pc``: each instruction's closure (the
+* ``pvar[pc]``: the variable a ``var`` instruction consumes (-1 elsewhere), ``pexcl[pc]``
+  whether it is inside ``{- -}``, ``pmatch[pc]`` whether it is ``match``;
+  ``clo_off``/``clo_pc``: each instruction's closure (the
   ``var``/``match`` instructions reachable without a row, in preference order);
   ``reads_last[pc, v]``: whether a DEFINE reachable from pc reads v's last row;
 * DEFINE: ``flags[row, v]`` (the conjuncts that read the row and ``PREV`` rows, computed
   column-wise beforehand) and residual conjuncts ``lhs OP LAST(X.f)`` per variable
   (``res_off``), their left sides ``res_lhs[row, k]`` and the fields ``res_col[row, f]``.
 
-A thread's labels live in an arena of nodes (variable, parent node): forks share their
-prefix, and a match's labels are read back from its last node when it is decided. A
+A thread's labels live in an arena of nodes (the ``var`` instruction that took the row,
+parent node): forks share their prefix, and a match's labels (and which of its rows
+``{- -}`` hides) are read back from its last node when it is decided. A
 key's state between calls is arrays (threads, held matches, the arena compacted to the
 nodes they reach; the next start to decide, the first row a match may start at, the
 match number), handed in and out in CSR form (one segment per key).
@@ -110,7 +112,7 @@ def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compi
 def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
              res_col, res_col_null,
-             pvar, pmatch, clo_off, clo_pc, reads_last, n_vars,
+             pvar, pmatch, pexcl, clo_off, clo_pc, reads_last, n_vars,
              within, skip, skip_set, until, end_of_time, depth,
              th_off, th_start, th_pc, th_len, th_node, th_last,
              fd_off, fd_start, fd_len, fd_node,
@@ -139,6 +141,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     m_deadline = np.empty(n_rows, np.int64)
     m_lab = np.empty(n_rows + 1, np.int64)
     labels = np.empty(max(n_rows, 16), np.int32)
+    hidden = np.empty(max(n_rows, 16), np.bool_)
     n_matches = 0
     n_labels = 0
     # the state after the call
@@ -308,7 +311,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     if not ok:
                         continue
                     node = n_arena
-                    wa_var[node] = v
+                    wa_var[node] = pc
                     wa_parent[node] = tn_[cur, t]
                     n_arena += 1
                     grown = tl_[cur, t] + 1
@@ -383,9 +386,11 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 m_lab[n_matches] = n_labels
                 if n_labels + length > len(labels):
                     labels = _grow1(labels, n_labels + length)
+                    hidden = _grow1(hidden, n_labels + length)
                 node = f_node[start + shift]
                 for k in range(length - 1, -1, -1):
-                    labels[n_labels + k] = wa_var[node]
+                    labels[n_labels + k] = pvar[wa_var[node]]
+                    hidden[n_labels + k] = pexcl[wa_var[node]]
                     node = wa_parent[node]
                 # AFTER MATCH SKIP
                 last = start + length - 1
@@ -510,6 +515,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     return (m_key[:n_matches], m_start[:n_matches], m_len[:n_matches],
             m_number[:n_matches], m_kind[:n_matches], m_row[:n_matches],
             m_deadline[:n_matches], m_lab[:n_matches + 1], labels[:n_labels],
+            hidden[:n_labels],
             o_th_off, o_th_start[:o_th_off[n_keys]], o_th_pc[:o_th_off[n_keys]],
             o_th_len[:o_th_off[n_keys]], o_th_node[:o_th_off[n_keys]],
             o_th_last[:o_th_off[n_keys]],
