@@ -1,17 +1,17 @@
 """The row pattern matcher compiled: one numba Pike VM over integer program arrays.
 
 Measured gain, rows identical (one core of a 2-core machine shared with other work,
-load average 3-5; 100k-event batches, after an untimed warm-up run):
+load average 3-4; 100k-event batches, after an untimed warm-up run):
 
 * ``python bench/bench_reference.py --only match_recognize [--interpreter]`` (1M events,
   4,096 keys, ``A B+ C`` WITHIN 10 sec with ``C.v > A.v``; the bench profiles, which
-  costs the interpreter more): 25,432 events/s on the interpreter, 1,404,878 on this
-  kernel (55×); the window rows of the same run 791,490 and 2,114,800;
+  costs the interpreter more): 26,828 events/s on the interpreter, 1,098,478 on this
+  kernel (41×); the window rows of the same session 1,156,842 and 1,877,878;
 * ``python bench/bench_match_recognize.py --copies 10`` (``bench/results/
-  match_recognize.json``): that rule 51,642 → 1,206,003 events/s (23×); ALL ROWS PER
-  MATCH ``A B+`` 71,335 → 952,331 (13×); ten years of flights (3,342,640 events):
-  ``A B+ C`` WITHIN 24 hours SKIP PAST LAST ROW 64,593 → 1,226,824 (19×), ``A+ B`` SKIP
-  TO NEXT ROW with aggregates 86,838 → 1,270,480 (15×).
+  match_recognize.json``): that rule 49,472 → 1,298,485 events/s (26×); ALL ROWS PER
+  MATCH ``A B+`` 73,646 → 979,210 (13×); ten years of flights (3,342,640 events):
+  ``A B+ C`` WITHIN 24 hours SKIP PAST LAST ROW 62,692 → 1,242,519 (20×), ``A+ B`` SKIP
+  TO NEXT ROW with aggregates 80,290 → 1,373,100 (17×).
 
 The semantics are :mod:`cep.engine.row_pattern_matcher`'s, step for step (that module is
 the oracle the differential test compares this one with): threads of every start in
