@@ -329,7 +329,11 @@ class KernelOperator:
             self.import_states({k: s for k, s in state})
             return
         self._check(state)
-        self.store = {**state}  # type: ignore[dict-item]
+        # arrays the compiled matcher writes to or reads with one signature: contiguous
+        # and writable (a blob's arrays may be read-only views of its bytes)
+        self.store = {name: value if value.dtype == object
+                      else np.require(value, requirements=["C", "W"])
+                      for name, value in state.items()}  # type: ignore[union-attr]
         self.store["keys"] = _objects(list(self.store["keys"]))
 
     def _from_interpreter(self, state: dict) -> Store:
