@@ -165,7 +165,8 @@ class KernelOperator:
             seg_lo, new_lo, seg_hi, store["base"], cols[TIME][0].astype(np.int64),
             flags, self.res_off, self.res_nav, self.res_field, self.res_op,
             res_lhs, res_lhs_null, res_col, res_col_null,
-            kp.pvar, kp.pmatch, kp.pexcl, kp.clo_off, kp.clo_pc, kp.reads_last, len(kp.variables),
+            kp.pvar, kp.pmatch, kp.pexcl, kp.clo_off, kp.clo_pc, kp.clo_start,
+            kp.reads_last, len(kp.variables),
             -1 if self.rule.within_us is None else int(self.rule.within_us), kp.skip,
             kp.skip_set, clock.end, END_OF_TIME, self.rule.prev_depth,
             store["th_off"], store["th_start"], store["th_pc"], store["th_len"],
@@ -195,7 +196,7 @@ class KernelOperator:
             after[ROW + name] = values[keep]
             after[ROW + name + NULL_SUFFIX] = nulls[keep]
         alive = ((kept > 0) | (np.diff(th_off) > 0) | (np.diff(fd_off) > 0)
-                 | ((o_number > 0) & self.numbered))
+                 | ((o_number > 0) & self.numbered) | ((o_next > 0) & self.plan.anchored))
         self.store = after if alive.all() else _take(after, np.flatnonzero(alive))
         if not len(m_key):
             return empty_output()

@@ -3,8 +3,8 @@
 Decided once per rule, when its operator is made (never per batch). The kernel
 (:mod:`cep.engine.row_pattern_kernel`) takes a rule when
 
-* its pattern has no ``^`` or ``$`` (ONE ROW or ALL ROWS PER MATCH, every way of
-  showing empty matches and unmatched rows, ``{- -}``);
+* its pattern has no ``$`` (ONE ROW or ALL ROWS PER MATCH, every way of showing empty
+  matches and unmatched rows, ``{- -}``, ``^``);
 * every DEFINE is a conjunction (AND) of conditions that each read only the candidate
   row and ``PREV`` rows of the key (evaluated column-wise for the whole batch), or
   compare such an expression with ``X.f`` (the last row of another variable, a number)
@@ -15,7 +15,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   ``avg``, ``min``, ``max``, ``first`` or ``last`` of a field of one variable, a SUBSET
   or every row (``count(*)`` too).
 
-Everything else (anchors, DEFINEs that read running
+Everything else (``$``, DEFINEs that read running
 aggregates, FIRST, a navigation's offsets or CLASSIFIER, measures with PREV/NEXT) runs
 on the interpreter (:mod:`cep.engine.row_pattern_matcher`): :func:`plan` says why.
 """
@@ -28,7 +28,7 @@ import numpy as np
 
 from cep.engine.expr import collect_nodes
 from cep.engine.row_pattern_kernel import COMPARES, SKIPS
-from cep.engine.row_pattern_program import Program
+from cep.engine.row_pattern_program import Program, closure
 from grammar import ir
 from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav
 
@@ -64,9 +64,13 @@ class KernelPlan:
     pexcl: np.ndarray
     clo_off: np.ndarray
     clo_pc: np.ndarray
+    clo_start: np.ndarray
     reads_last: np.ndarray
     skip: int
     skip_set: np.ndarray
+    #: whether the pattern has ``^`` (a key's state then stays: its rows keep their
+    #: places, the first at 0)
+    anchored: bool
 
     @property
     def residual_fields(self) -> tuple[str, ...]:
@@ -76,8 +80,8 @@ class KernelPlan:
 def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[str, ...]],
          types: dict[str, str]) -> KernelPlan | str:
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
-    if program.anchored:
-        return "^ or $ in the pattern"
+    if any(op[0] == "end" for op in program.ops):
+        return "$ in the pattern"
     if any(every or whole for _, every, whole in program.reads):
         return "a DEFINE reads more of the match than each variable's last row"
     variables = tuple(rule.variables)
@@ -103,9 +107,15 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     pvar = np.array([index[op[1]] if op[0] == "var" else -1 for op in ops], np.int64)
     pmatch = np.array([op[0] == "match" for op in ops], np.bool_)
     pexcl = np.array([op[0] == "var" and op[2] for op in ops], np.bool_)
-    sizes = [len(c) for c in program.closures]
+    # ^ holds only at the partition's first row: the closures past it end there, but
+    # the first instruction's at that row
+    closures = ([closure(ops, pc, False) for pc in range(len(ops))] if program.anchored
+                else program.closures)
+    clo_start = np.array(closure(ops, 0, True) if program.anchored else closures[0],
+                         np.int64)
+    sizes = [len(c) for c in closures]
     clo_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    clo_pc = np.array([pc for c in program.closures for pc in c], np.int64)
+    clo_pc = np.array([pc for c in closures for pc in c], np.int64)
     reads_last = np.zeros((len(ops), len(variables)), np.bool_)
     for pc, (last, _, _) in enumerate(program.reads):
         for var in last:
@@ -115,7 +125,8 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
         skip_set[index[var]] = True
     residuals.sort(key=lambda r: r.var)
     return KernelPlan(variables, tuple(local), tuple(residuals), pvar, pmatch, pexcl, clo_off,
-                      clo_pc, reads_last, SKIPS[rule.skip], skip_set)
+                      clo_pc, clo_start, reads_last, SKIPS[rule.skip], skip_set,
+                      program.anchored)
 
 
 def _conjuncts(cond: ir.TExpr | None) -> list[ir.TExpr]:

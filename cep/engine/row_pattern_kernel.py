@@ -30,7 +30,9 @@ rule and no batch compiles code:
 * ``pvar[pc]``: the variable a ``var`` instruction consumes (-1 elsewhere), ``pexcl[pc]``
   whether it is inside ``{- -}``, ``pmatch[pc]`` whether it is ``match``;
   ``clo_off``/``clo_pc``: each instruction's closure (the
-  ``var``/``match`` instructions reachable without a row, in preference order);
+  ``var``/``match`` instructions reachable without a row, in preference order; ``^``
+  ends a path), ``clo_start`` the first instruction's at the partition's first row
+  (where ``^`` holds);
   ``reads_last[pc, v]``: whether a DEFINE reachable from pc reads v's last row;
 * DEFINE: ``flags[row, v]`` (the conjuncts that read the row and ``PREV`` rows, computed
   column-wise beforehand) and residual conjuncts ``lhs OP LAST(X.f)`` per variable
@@ -112,7 +114,7 @@ def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compi
 def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
              res_col, res_col_null,
-             pvar, pmatch, pexcl, clo_off, clo_pc, reads_last, n_vars,
+             pvar, pmatch, pexcl, clo_off, clo_pc, clo_start, reads_last, n_vars,
              within, skip, skip_set, until, end_of_time, depth,
              th_off, th_start, th_pc, th_len, th_node, th_last,
              fd_off, fd_start, fd_len, fd_node,
@@ -180,7 +182,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     max_clo = 1
     for pc in range(len(pvar)):
         max_clo = max(max_clo, clo_off[pc + 1] - clo_off[pc])
-    first_stops = clo_off[1] - clo_off[0]
+    first_stops = max(clo_off[1] - clo_off[0], len(clo_start))
     # held matches by start row (-1: none), and the arena's marks, shared by the keys
     f_len = np.full(n_rows, -1, np.int64)
     f_node = np.full(n_rows, -1, np.int64)
@@ -265,8 +267,12 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                                                          n_cur, cap)
                 i = r - lo + base
                 if i >= resume:
-                    for q in range(clo_off[0], clo_off[1]):
-                        pc = clo_pc[q]
+                    # the partition's first row may pass ``^`` (clo_start)
+                    stops = clo_start if i == 0 else clo_pc
+                    q0 = 0 if i == 0 else clo_off[0]
+                    q1 = len(clo_start) if i == 0 else clo_off[1]
+                    for q in range(q0, q1):
+                        pc = stops[q]
                         if pmatch[pc]:
                             f_len[i + shift] = 0
                             f_node[i + shift] = -1
