@@ -182,6 +182,20 @@ def reference_figures(data: dict, _name: str) -> str:
     return head + table(("rule", "batch size", "events/s", "output rows"), rows)
 
 
+def match_recognize_figures(data: dict, _name: str) -> str:
+    """bench_match_recognize.py's shapes: the compiled matcher beside the interpreter."""
+    rows = [(f"`{r.get('shape', '')}`", num(r.get("events")),
+             "kernel" if r.get("on_kernel") else f"interpreter ({r.get('interpreted_because')})",
+             num(r.get("interpreter_events_per_s")), num(r.get("kernel_events_per_s")),
+             num(r.get("gain"), 1, "×"), num(r.get("rows")), yes_no(r.get("identical")))
+            for r in at(data, "results") or [] if isinstance(r, dict)]
+    head = (f"{num(data.get('events'))} events over {num(data.get('keys'))} keys built in "
+            f"memory, and {num(data.get('flight_copies'))} year(s) of flights; batches of "
+            f"{num(data.get('batch_size'))}.\n\n")
+    return head + table(("shape", "events", "runs on", "interpreter events/s",
+                         "kernel events/s", "gain", "rows", "rows identical"), rows)
+
+
 def latency_figures(data: dict, _name: str) -> str:
     """bench_latency.py's cases: latency from an event's append to its output."""
     rows = [(c.get("sink", ""), num(c.get("trigger_s"), 1, " s"), num(c.get("rate")),
@@ -746,6 +760,15 @@ SECTIONS = (
             "Events per second of the in-process reference evaluator, per rule shape, whole "
             "and in batches; the events are built in memory, so the figures are the "
             "evaluator's own.", "python bench/bench_reference.py", reference_figures),
+    Section("match_recognize.json", "MATCH_RECOGNIZE: the compiled matcher",
+            "Each shape on the reference evaluator, on the compiled matcher "
+            "(`cep/engine/match_recognize_kernel.py`) and on the interpreter it replaces "
+            "for the rules it takes, their rows compared; a rule the kernel does not take "
+            "runs on the interpreter at the rate shown for it. The rules: the reference "
+            "bench's `A B+ C`; an ALL ROWS PER MATCH `A B+`, and the same with an "
+            "aggregate in DEFINE (interpreted); "
+            "`bench/rules/flights_mr_spiral.epl` and `bench/rules/flights_mr_late_run.epl`.",
+            "python bench/bench_match_recognize.py", match_recognize_figures),
     Section("latency.json", "Detection latency",
             "A writer appends events at a fixed rate to a file that `cep run --follow` "
             "follows (or produces them to a Kafka topic it reads); a per-key "

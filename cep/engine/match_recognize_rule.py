@@ -22,7 +22,10 @@ stamps them:
   unbounded run such a match waits for a row that decides it.
 
 A key's state is plain data (its buffered rows as dicts, threads as lists, held
-matches, the match number) and moves with the key.
+matches, the match number) and moves with the key. Rules the compiled matcher takes
+(:mod:`cep.engine.match_recognize_plan` decides, once) run there instead
+(:mod:`cep.engine.match_recognize_kernel`), their state arrays; this module's
+interpreter stays for the others and as the semantics the kernel is tested against.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from cep.engine.clock import END_OF_TIME, Watermark
 from cep.engine.codec import StateFormatError
 from cep.engine.event_rows import Row, as_column, field_values, rows_of
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
+from cep.engine.match_recognize_kernel import KernelOperator
+from cep.engine.match_recognize_plan import plan
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
 from cep.engine.row_pattern_measures import MatchRow, aggregate, first_waiting, measure_value
 from cep.engine.row_pattern_nav import position
@@ -69,7 +74,14 @@ END_AT = (1 << 63) - 1
 
 
 class MatchRecognizeOperator(PerKeyState):
-    """Runs one :class:`ir.MatchRecognizeRule` for all keys of an engine."""
+    """Runs one :class:`ir.MatchRecognizeRule` for all keys of an engine: on the
+    compiled matcher (:mod:`cep.engine.match_recognize_kernel`) when its plan admits the
+    rule, decided here once (``kernel``: None, and why not in ``interpreted``), else on
+    this module's interpreter."""
+
+    #: whether rules the kernel admits run on it (False: every rule on the interpreter,
+    #: what the differential tests and the benchmark's before figure compare with)
+    use_kernel = True
 
     def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:
         self.rule = rule
@@ -106,6 +118,12 @@ class MatchRecognizeOperator(PerKeyState):
         # how far NEXT in MEASURES reads after a match's last row: its report waits for
         # those rows of the key (or the input's end)
         self.next_depth = max([0, *(n.physical for n in navs if n is not None)])
+        kernel_plan = plan(rule, self.program, self.groups, dict(stream.fields))
+        self.kernel: KernelOperator | None = None
+        self.interpreted = kernel_plan if isinstance(kernel_plan, str) else ""
+        if self.use_kernel and not isinstance(kernel_plan, str):
+            self.kernel = KernelOperator(rule, stream, kernel_plan, self.groups,
+                                         self.numbered)
 
     # ---- processing
 
@@ -113,6 +131,8 @@ class MatchRecognizeOperator(PerKeyState):
         """The batch's rows, key by key in processing order, and the WITHIN deadlines
         (and at the end of a bounded input, the input's end) the watermark reaches for
         every key that has one."""
+        if self.kernel is not None:
+            return self.kernel.process(tables, clock)
         rows_table = tables[self.rule.stream]
         env = Env(nrows(rows_table))
         env.bind_table("", rows_table)
@@ -137,6 +157,8 @@ class MatchRecognizeOperator(PerKeyState):
         return self._output(out) if out else empty_output()
 
     def due_keys(self, until: int) -> list:
+        if self.kernel is not None:
+            return self.kernel.due_keys(until)
         return self.timers.due(until)
 
     def _decide(self, state: dict, ended: bool = False) -> list[MatchRow]:
@@ -377,14 +399,21 @@ class MatchRecognizeOperator(PerKeyState):
     # ---- per-key state
 
     def keys(self) -> set:
+        if self.kernel is not None:
+            return self.kernel.keys()
         return set(self.states)
 
     def export(self, keys: list) -> dict[object, object]:
+        if self.kernel is not None:
+            return self.kernel.export(keys)
         for key in keys:
             self.timers.set(key, None)
         return {k: self.states.pop(k) for k in keys if k in self.states}
 
     def import_states(self, states: dict[object, object]) -> None:
+        if self.kernel is not None:
+            self.kernel.import_states(states)
+            return
         for state in states.values():
             if not isinstance(state, dict) or set(state) != set(matcher.new_state()):
                 # a key's state from the matcher before SQL:2016's rules (issue 43):
@@ -396,9 +425,14 @@ class MatchRecognizeOperator(PerKeyState):
             self.timers.set(key, self._next_deadline(state))  # type: ignore[arg-type]
 
     def snapshot(self) -> object:
+        if self.kernel is not None:
+            return self.kernel.snapshot()
         return [[k, s] for k, s in self.states.items()]
 
     def restore(self, state: object) -> None:
+        if self.kernel is not None:
+            self.kernel.restore(state)
+            return
         self.states = {}
         self.timers = TimerIndex()
         self.import_states({k: s for k, s in state})  # type: ignore[union-attr]

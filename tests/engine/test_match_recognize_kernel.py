@@ -1,0 +1,209 @@
+"""The compiled MATCH_RECOGNIZE matcher against the interpreter it replaces.
+
+Random patterns (concatenation, alternation, greedy and reluctant ``*``, ``+``, ``?``,
+``{n,m}``, ``{- -}``, ``^``), random DEFINEs (row conditions, ``PREV``, another
+variable's last row), every AFTER MATCH SKIP, WITH and without WITHIN, ONE ROW and ALL
+ROWS PER MATCH (empty matches shown and omitted, rows in no match), random RUNNING and
+FINAL MEASURES of the forms the kernel computes; random rows of several keys with ties in
+time and NULLs. The interpreter (:mod:`cep.engine.row_pattern_matcher`) runs the whole
+input in one batch; the kernel runs it in random batches on two engines, keys moving
+between them and both restarting from their snapshots now and then (the state through
+the codec's bytes each time), and must print the same rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cep.engine.derive import add_keys, derive_streams
+from cep.engine.engine import Engine
+from cep.engine.match_recognize_rule import MatchRecognizeOperator
+from cep.engine.output import empty_output, output_records, sort_output
+from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
+from cep.reference import batch_watermarks, input_watermark, run_reference
+from grammar.compile import compile_text
+
+SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double, kind int) TIMESTAMP ts;\n"
+VARS = ("A", "B", "C")
+N_ROWS = 60
+
+variable = st.sampled_from(VARS)
+
+
+def _combine(children: st.SearchStrategy) -> st.SearchStrategy:
+    pair = st.lists(children, min_size=2, max_size=3)
+    seq = pair.map(" ".join)
+    alt = pair.map(lambda items: "(" + " | ".join(items) + ")")
+    quantifiers = st.sampled_from(["*", "+", "?", "{1,2}", "{2}", "{0,2}", "{2,}"])
+    rep = st.tuples(children, quantifiers, st.booleans()).map(
+        lambda x: f"({x[0]}){x[1]}{'' if x[2] else '?'}")
+    excluded = children.map(lambda x: "{- " + x + " -}")
+    return st.one_of(seq, alt, rep, excluded)
+
+
+patterns = st.recursive(variable, _combine, max_leaves=5)
+# ^: at each key's first row only (the key's row count stays with it)
+patterns = st.one_of(patterns, patterns, patterns.map(lambda p: f"^ {p}"),
+                     st.tuples(patterns, patterns).map(lambda x: f"(^ {x[0]} | {x[1]})"))
+
+
+def _conditions(var: str) -> st.SearchStrategy:
+    others = [v for v in VARS if v != var]
+    return st.sampled_from([
+        None,
+        f"{var}.v > 2",
+        f"{var}.v < prev({var}.v)",
+        f"{var}.kind = 1",
+        f"{var}.v >= prev({var}.v, 2) AND {var}.kind != 0",
+        f"{var}.v > {others[0]}.v",
+        f"{var}.v + 1 <= {others[1]}.v AND {var}.kind < 2",
+        f"{var}.kind = 2 OR {var}.v IS NULL",
+        f"prev({var}.v) > 2 AND true",
+        "false",
+    ])
+
+
+skips = st.sampled_from(["PAST LAST ROW", "TO NEXT ROW", "TO CURRENT ROW", "TO FIRST {v}",
+                         "TO LAST {v}", "TO {v}"])
+MEASURES = ["MATCH_NUMBER() AS mn", "CLASSIFIER() AS cl", "count(*) AS n",
+            "FIRST({v}.v) AS f{v}", "LAST({v}.v) AS l{v}", "{v}.v AS x{v}",
+            "sum({v}.v) AS s{v}", "avg({v}.v) AS a{v}", "min({v}.kind) AS lo{v}",
+            "max({v}.v) AS hi{v}", "count({v}.v) AS c{v}", "sum(kind) AS sk",
+            "FIRST(v, 1) AS f1", "LAST(kind) AS lk", "last({v}.v) AS z{v}",
+            "first(v) AS fv", "FINAL LAST({v}.v) AS fl{v}", "FINAL count(*) AS fn",
+            "FINAL sum({v}.v) AS fs{v}", "LAST(v) AS lv"]
+ROWS = ["", "ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH SHOW EMPTY MATCHES",
+        "ALL ROWS PER MATCH OMIT EMPTY MATCHES", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
+
+
+@st.composite
+def rules(draw: st.DrawFn) -> str:
+    pattern = draw(patterns)
+    used = [v for v in VARS if v in pattern]
+    defines = []
+    for var in used:
+        cond = draw(_conditions(var))
+        if cond is not None and all(other in used or other not in cond
+                                    for other in VARS):
+            defines.append(f"{var} AS {cond}")
+    if not defines:
+        defines.append(f"{used[0]} AS {used[0]}.v > 1")
+    picked = draw(st.lists(st.sampled_from(MEASURES), min_size=1, max_size=5, unique=True))
+    measures = sorted({m.format(v=draw(st.sampled_from(used))) for m in picked})
+    names = [m.split(" AS ")[1] for m in measures]
+    measures = [m for n, m in enumerate(measures) if m.split(" AS ")[1] not in names[:n]]
+    skip = draw(skips).format(v=draw(st.sampled_from(used)))
+    within = draw(st.sampled_from(["", "WITHIN 4 sec", "WITHIN 9 sec"]))
+    rows = draw(st.sampled_from(ROWS))
+    return (f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+            f"{', '.join(measures)} {rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) {within} "
+            f"DEFINE {', '.join(defines)} );")
+
+
+def _events(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    n = N_ROWS
+    return {"S": {
+        SEQ: np.arange(n, dtype=np.int64), SUB: np.zeros(n, dtype=np.int64),
+        "k": rng.integers(0, 3, n).astype(np.int64),
+        "ts": np.cumsum(rng.choice([0, 0, 1000, 2000], n)).astype(np.int64) * 1000,
+        "v": rng.integers(0, 6, n).astype(np.float64) + rng.choice([0.0, 0.1, 0.3], n),
+        "v" + NULL_SUFFIX: rng.random(n) < 0.05,
+        "kind": rng.integers(0, 3, n).astype(np.int64),
+    }}
+
+
+def _interpreted(module, inputs) -> list[dict]:
+    try:
+        MatchRecognizeOperator.use_kernel = False
+        return output_records(run_reference(module, inputs))
+    finally:
+        MatchRecognizeOperator.use_kernel = True
+
+
+def _on_the_kernel(module, inputs, cuts: list[int], movers: int) -> list[dict]:
+    """The input in batches cut at ``cuts`` over two engines; after batch i the keys
+    whose bit is set in ``movers`` move to the other engine, and every other batch
+    both engines restart from their snapshots."""
+    bounds = [0, *sorted(set(cuts)), N_ROWS]
+    clocks = batch_watermarks(input_watermark(module, inputs),
+                              list(itertools.pairwise(bounds)))
+    engines = [Engine(module), Engine(module)]
+    assert engines[0].operators[0][1].kernel is not None, \
+        engines[0].operators[0][1].interpreted
+    owner = dict.fromkeys(range(3), 0)
+    outputs = []
+    for step, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        chunk = {"S": take(inputs["S"], (inputs["S"][SEQ] >= lo) & (inputs["S"][SEQ] < hi))}
+        streams, _ = derive_streams(module, chunk)
+        keyed = add_keys(streams["S"], module.key)
+        for e in (0, 1):
+            mine = np.array([owner[k] == e for k in keyed["__key"].tolist()], dtype=bool)
+            outputs.append(engines[e].process({"S": take(keyed, mine)}, clocks[step]))
+        for k in range(3):
+            if movers >> (step * 3 + k) & 1:
+                src = owner[k]
+                engines[1 - src].import_keys(engines[src].export_keys([k]))
+                owner[k] = 1 - src
+        if step % 2:
+            for e in (0, 1):
+                fresh = Engine(module)
+                fresh.restore(engines[e].snapshot())
+                engines[e] = fresh
+    order = {name: i for i, name in enumerate(module.outputs)}
+    return output_records(sort_output(concat(outputs) or empty_output(), order))
+
+
+@settings(max_examples=400, deadline=None)
+@given(rule=rules(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N_ROWS - 1), max_size=6), movers=st.integers(0, 2**20))
+def test_the_kernel_prints_what_the_interpreter_prints(rule, seed, cuts, movers):
+    module = compile_text(SCHEMA + rule, "mr")
+    inputs = _events(seed)
+    assert _on_the_kernel(module, inputs, cuts, movers) == _interpreted(module, inputs)
+
+
+@pytest.mark.parametrize(("rule", "why"), [
+    ("MEASURES count(*) AS n PATTERN (A B $) DEFINE A AS A.v > 1", "$ in the pattern"),
+    ("MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS avg(B.v) > 1", "reads more"),
+    ("MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS B.v > FIRST(A.v)", "reads more"),
+    ("MEASURES PREV(A.v) AS p PATTERN (A B) DEFINE A AS A.v > 1", "PREV/NEXT"),
+])
+def test_what_the_kernel_does_not_take_runs_on_the_interpreter(rule, why):
+    module = compile_text(SCHEMA + f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k {rule} );")
+    op = Engine(module).operators[0][1]
+    assert op.kernel is None and why in op.interpreted
+
+
+@settings(max_examples=60, deadline=None)
+@given(rule=rules(), seed=st.integers(0, 10_000), cut=st.integers(1, N_ROWS - 1))
+def test_the_kernel_continues_from_the_interpreters_snapshot(rule, seed, cut):
+    # a checkpoint made before the rule ran on the kernel: the interpreter's rows,
+    # threads and held matches, carried on by the kernel
+    module = compile_text(SCHEMA + rule, "mr")
+    inputs = _events(seed)
+    clocks = batch_watermarks(input_watermark(module, inputs), [(0, cut), (cut, N_ROWS)])
+    outputs = []
+    for step, (lo, hi) in enumerate([(0, cut), (cut, N_ROWS)]):
+        chunk = {"S": take(inputs["S"], (inputs["S"][SEQ] >= lo) & (inputs["S"][SEQ] < hi))}
+        streams, _ = derive_streams(module, chunk)
+        keyed = add_keys(streams["S"], module.key)
+        if step == 0:
+            MatchRecognizeOperator.use_kernel = False
+            try:
+                engine = Engine(module)
+            finally:
+                MatchRecognizeOperator.use_kernel = True
+        else:
+            fresh = Engine(module)
+            fresh.restore(engine.snapshot())
+            engine = fresh
+        outputs.append(engine.process({"S": keyed}, clocks[step]))
+    order = {name: i for i, name in enumerate(module.outputs)}
+    got = output_records(sort_output(concat(outputs) or empty_output(), order))
+    assert got == _interpreted(module, inputs)
