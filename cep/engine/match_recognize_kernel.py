@@ -280,15 +280,14 @@ class KernelOperator:
             if isinstance(ref, ir.FieldRef):
                 env.columns[(ref.qualifier, ref.name)] = matches.blank(
                     reference(ref, matches, cols))
-        final = set(rule.final)
         measures = Env(m)
         if rule.rows == "all":
             for name, type_name in self.stream.fields:
                 measures.columns[("", name)] = row_fields(name, type_name, matches, cols)
         for column in rule.measures:
-            # RUNNING and FINAL count(*) are one node, two values
-            aggs = {agg: matches.blank(aggregate(agg, matches, cols, self.groups,
-                                                 column.name in final))
+            # FINAL is in an aggregate's argument (grammar.row_nav.final_qualifier), as
+            # the interpreter reads it
+            aggs = {agg: matches.blank(aggregate(agg, matches, cols, self.groups, False))
                     for agg in collect_nodes([column.expr], ir.Agg)}
             measures.columns[("", column.name)] = evaluate(column.expr, env, aggs)
         values = [(c.name, c.expr.type, evaluate(c.expr, measures)) for c in rule.columns]

@@ -30,7 +30,7 @@ from cep.engine.expr import collect_nodes
 from cep.engine.row_pattern_kernel import COMPARES, SKIPS
 from cep.engine.row_pattern_program import Program, closure
 from grammar import ir
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_qualifier
 
 #: aggregates the kernel computes column-wise
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "first", "last"})
@@ -178,9 +178,13 @@ def _measures_why(rule: ir.MatchRecognizeRule, groups: dict[str, tuple[str, ...]
         arg = agg.arg
         if arg is None:
             continue
-        if not isinstance(arg, ir.FieldRef) or arg.index is not None or not (
-                arg.qualifier == ALL or arg.qualifier in groups):
+        if not isinstance(arg, ir.FieldRef) or arg.index is not None:
             return "an aggregate of an expression in MEASURES"
+        qualifier, _ = aggregate_qualifier(arg.qualifier)  # FINAL inside: same columns
+        if not (qualifier == ALL or qualifier in groups):
+            return "an aggregate of an expression in MEASURES"
+        if arg.name == CLASSIFIER and agg.name != "count":
+            return f"{agg.name}(CLASSIFIER()) in MEASURES"
     if collect_nodes(exprs, ir.Prev):
         return "a window function in MEASURES"
     for ref in collect_nodes(exprs, (ir.FieldRef, ir.Agg)):

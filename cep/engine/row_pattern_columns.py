@@ -27,7 +27,7 @@ from numba import njit
 from cep.engine.expr import Col
 from cep.engine.table import DTYPES, PLACEHOLDERS
 from grammar import ir
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_qualifier
 
 Columns = dict[str, tuple[np.ndarray, np.ndarray]]
 SUM, MIN, MAX = 0, 1, 2
@@ -187,6 +187,9 @@ def aggregate(agg: ir.Agg, matches: Matches, columns: Columns,
               groups: dict[str, tuple[str, ...]], final: bool) -> Col:
     """One aggregate per output row over its variables' rows (NULLs skipped), up to the
     current row (RUNNING) or over the whole match (``final``)."""
+    qualifier, final_arg = ((ALL, False) if agg.arg is None
+                            else aggregate_qualifier(agg.arg.qualifier))  # type: ignore[union-attr]
+    final = final or final_arg  # FINAL written inside the expression travels here
     length = matches.length[matches.match]
     upto = length - 1 if final else matches.current
     at = matches.label_at(upto)
@@ -196,10 +199,13 @@ def aggregate(agg: ir.Agg, matches: Matches, columns: Columns,
         return Col(np.where(valid, upto + 1, 0).astype(np.int64))
     ref = agg.arg
     assert isinstance(ref, ir.FieldRef)
-    wanted = None if ref.qualifier == ALL else groups.get(ref.qualifier)
-    values, nulls = columns[ref.name]
+    wanted = None if qualifier == ALL else groups.get(qualifier)
     rows = matches.rows
     keep = matches.carrying(wanted)
+    if ref.name == CLASSIFIER:  # count(CLASSIFIER): every row of the variables has a label
+        count = _segment_cumsum(keep.astype(np.int64), matches.starts)
+        return Col(np.where(valid, count[safe] if len(count) else 0, 0).astype(np.int64))
+    values, nulls = columns[ref.name]
     if len(rows):
         keep &= ~nulls[rows]
     count = _segment_cumsum(keep.astype(np.int64), matches.starts)

@@ -34,7 +34,7 @@ class Program:
 
     ops: tuple[Instruction, ...]
     #: per instruction, the ``var``/``match`` instructions reachable without a row, in
-    #: preference order (each once: an empty loop iteration adds nothing)
+    #: preference order (each once; no path through an empty optional iteration)
     closures: tuple[tuple[int, ...], ...]
     #: per instruction, what the DEFINEs reachable from it read of a thread's labels:
     #: what tells two threads at that instruction apart
@@ -87,8 +87,11 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
     """The instructions of a row pattern, ending with ``("match",)``."""
     prog: list[Instruction | None] = []
 
-    def split(a: int, b: int, greedy: bool) -> Instruction:
-        return ("split", a, b) if greedy else ("split", b, a)
+    def split(a: int, b: int, greedy: bool, ends: int) -> Instruction:
+        """An optional iteration's split: its body from ``a``, its way round ``b``;
+        ``ends`` is where the body ends (a path that reaches it from the split without
+        a row matched an empty iteration, which :func:`closure` drops)."""
+        return ("split", a, b, ends) if greedy else ("split", b, a, ends)
 
     def emit(node: ir.RPattern, excluded: bool = False) -> None:
         if node.kind == "var":
@@ -120,16 +123,18 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
                 loop = len(prog)
                 prog.append(None)
                 emit(item, excluded)
+                back = len(prog)
                 prog.append(("jmp", loop))
-                prog[loop] = split(loop + 1, len(prog), node.greedy)
+                prog[loop] = split(loop + 1, len(prog), node.greedy, back)
             else:
                 holes = []
                 for _ in range(node.high - node.low):
                     holes.append(len(prog))
                     prog.append(None)
                     emit(item, excluded)
-                for at in holes:
-                    prog[at] = split(at + 1, len(prog), node.greedy)
+                for i, at in enumerate(holes):
+                    ends = holes[i + 1] if i + 1 < len(holes) else len(prog)
+                    prog[at] = split(at + 1, len(prog), node.greedy, ends)
 
     emit(pattern)
     prog.append(("match",))
@@ -139,31 +144,47 @@ def compile_program(pattern: ir.RPattern) -> list[Instruction]:
 def closure(prog: list[Instruction] | tuple[Instruction, ...], pc: int,
             at_start: bool | None = None, at_end: bool = False) -> list[int]:
     """The ``var``/``match`` instructions reachable from ``pc`` without a row, in
-    preference order (depth first, the first branch of a split before the second).
+    preference order (depth first, the first branch of a split before the second), each
+    once.
+
+    An iteration beyond a quantifier's minimum may not match an empty sequence of rows
+    (as in Trino, and the brute-force reading in the tests): a path that enters such an
+    iteration's body here (no row consumed since) and reaches its end is dropped, so
+    ``((A)*?)?`` prefers its one non-empty iteration, ``A``, to the empty match.
 
     Anchors: with ``at_start`` None (the static closure) ``start`` is a stop of its
     own, else it passes where ``at_start`` (a thread at the partition's first row) and
     ends the path elsewhere; ``end`` is a stop (a thread waits there for the input's
     end) unless ``at_end``, where it passes."""
     out: list[int] = []
-    seen: set[int] = set()
-    stack = [pc]
+    found: set[int] = set()
+    seen: set[tuple[int, frozenset[int]]] = set()
+    stack: list[tuple[int, frozenset[int]]] = [(pc, frozenset())]
     while stack:
-        at = stack.pop()
-        if at in seen:
+        at, entered = stack.pop()  # entered: the ends of the bodies this path is in
+        if at in entered:
+            continue  # an empty iteration
+        if (at, entered) in seen:
             continue
-        seen.add(at)
+        seen.add((at, entered))
         ins = prog[at]
         if ins[0] == "jmp":
-            stack.append(ins[1])
+            stack.append((ins[1], entered))
         elif ins[0] == "split":
-            stack.extend((ins[2], ins[1]))  # the first branch is popped first
+            if len(ins) > 3:  # an optional iteration: its body is the branch at + 1
+                body = entered | {ins[3]}
+                first, second = ((ins[1], body if ins[1] == at + 1 else entered),
+                                 (ins[2], body if ins[2] == at + 1 else entered))
+            else:
+                first, second = (ins[1], entered), (ins[2], entered)
+            stack.extend((second, first))  # the first branch is popped first
         elif ins[0] == "start" and at_start is not None:
             if at_start:
-                stack.append(at + 1)
+                stack.append((at + 1, entered))
         elif ins[0] == "end" and at_end:
-            stack.append(at + 1)
-        else:
+            stack.append((at + 1, entered))
+        elif at not in found:
+            found.add(at)
             out.append(at)
     return out
 
