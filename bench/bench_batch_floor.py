@@ -119,6 +119,9 @@ def batch_profile(metrics: dict, jobs: list[dict]) -> dict:
     spark = metrics.get("spark_ms", {})
     stages = [stage_profile(s) for job in sorted(jobs, key=lambda j: j["start"])
               for s in job["stages"]]
+    if len(stages) == 2:  # the input tasks' stage, then the engines' (Spark names both
+        # after the Python call that submitted them)
+        stages[0]["name"], stages[1]["name"] = "input tasks", "engine tasks"
     jobs_ms = sum(j["end"] - j["start"] for j in jobs)
     cep_task_ms = 1000 * sum(metrics["stage_s"].get(s, 0.0) for s in CEP_TASK_STAGES)
     return {"batch": metrics["batch"], "events": metrics["events_in"],
