@@ -6,7 +6,8 @@ whose rules never changed. Cases: a rule added, a rule replaced compatibly (a HA
 threshold through a variable: it keeps its state), a rule replaced incompatibly with a
 timer pending (it starts empty), a rule removed; under key grouping, with DLB-L moving
 keys every batch, with an INSERT INTO chain, and with ``kill -9`` while a change is
-being applied, then a restart (the change applies once, at the same batch).
+being applied, then a restart (the change applies once, at the same batch). Keys move
+every batch under DLB-L, DLB-H and LPTF.
 
 The jobs are real ``cep`` processes fed files while they run (``support.faults``).
 """
@@ -20,6 +21,7 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from support.changed_runs import log_reference
 from support.faults import batch_total, events, kill_group, land, start, wait_until
 
@@ -192,8 +194,9 @@ def test_changes_under_key_grouping_equal_the_reference(tmp_path):
     assert any("version" in r for r in silent) and any("version" not in r for r in silent)
 
 
-def test_changes_while_dlb_l_moves_keys_every_batch(tmp_path):
-    job = Job(tmp_path, START, "--engines", "3", "--strategy", "dlb-l",
+@pytest.mark.parametrize("strategy", ["dlb-l", "dlb-h", "lptf"])
+def test_changes_while_keys_move_every_batch(tmp_path, strategy):
+    job = Job(tmp_path, START, "--engines", "3", "--strategy", strategy,
               "--moves", "always", "--threshold", "1")
     _changes(job)
     got = job.stop()
