@@ -111,6 +111,19 @@ def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
+def _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n):  # pragma: no cover - compiled
+    """Drop the first ``cut`` of the ``n`` threads in row ``cur`` of the thread arrays
+    (those WITHIN ended), keeping the others' order."""
+    for k in range(cut, n):
+        ts_[cur, k - cut] = ts_[cur, k]
+        tp_[cur, k - cut] = tp_[cur, k]
+        tl_[cur, k - cut] = tl_[cur, k]
+        tn_[cur, k - cut] = tn_[cur, k]
+        for x in range(tlast_.shape[2]):
+            tlast_[cur, k - cut, x] = tlast_[cur, k, x]
+
+
+@njit(cache=True, nogil=True)
 def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
              res_col, res_col_null,
@@ -247,13 +260,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         cut = 0
                         while cut < n_cur and ts_[cur, cut] < before - lo + base:
                             cut += 1
-                        for k in range(cut, n_cur):
-                            ts_[cur, k - cut] = ts_[cur, k]
-                            tp_[cur, k - cut] = tp_[cur, k]
-                            tl_[cur, k - cut] = tl_[cur, k]
-                            tn_[cur, k - cut] = tn_[cur, k]
-                            for x in range(n_vars):
-                                tlast_[cur, k - cut, x] = tlast_[cur, k, x]
+                        _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n_cur)
                         n_cur -= cut
                         kind = BY_DEADLINE
             if kind < 0:
@@ -425,13 +432,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 while cut < n_cur and ts_[cur, cut] < again:
                     cut += 1
                 if cut:
-                    for k in range(cut, n_cur):
-                        ts_[cur, k - cut] = ts_[cur, k]
-                        tp_[cur, k - cut] = tp_[cur, k]
-                        tl_[cur, k - cut] = tl_[cur, k]
-                        tn_[cur, k - cut] = tn_[cur, k]
-                        for x in range(n_vars):
-                            tlast_[cur, k - cut, x] = tlast_[cur, k, x]
+                    _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n_cur)
                     n_cur -= cut
                 for s in range(start + 1, min(again, end)):
                     f_len[s + shift] = -1
