@@ -13,12 +13,11 @@ the codec's bytes each time), and must print the same rows.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.moving_engines import run_moving
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
@@ -127,36 +126,11 @@ def _interpreted(module, inputs) -> list[dict]:
 
 
 def _on_the_kernel(module, inputs, cuts: list[int], movers: int) -> list[dict]:
-    """The input in batches cut at ``cuts`` over two engines; after batch i the keys
-    whose bit is set in ``movers`` move to the other engine, and every other batch
-    both engines restart from their snapshots."""
-    bounds = [0, *sorted(set(cuts)), N_ROWS]
-    clocks = batch_watermarks(input_watermark(module, inputs),
-                              list(itertools.pairwise(bounds)))
-    engines = [Engine(module), Engine(module)]
-    assert engines[0].operators[0][1].kernel is not None, \
-        engines[0].operators[0][1].interpreted
-    owner = dict.fromkeys(range(3), 0)
-    outputs = []
-    for step, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        chunk = {"S": take(inputs["S"], (inputs["S"][SEQ] >= lo) & (inputs["S"][SEQ] < hi))}
-        streams, _ = derive_streams(module, chunk)
-        keyed = add_keys(streams["S"], module.key)
-        for e in (0, 1):
-            mine = np.array([owner[k] == e for k in keyed["__key"].tolist()], dtype=bool)
-            outputs.append(engines[e].process({"S": take(keyed, mine)}, clocks[step]))
-        for k in range(3):
-            if movers >> (step * 3 + k) & 1:
-                src = owner[k]
-                engines[1 - src].import_keys(engines[src].export_keys([k]))
-                owner[k] = 1 - src
-        if step % 2:
-            for e in (0, 1):
-                fresh = Engine(module)
-                fresh.restore(engines[e].snapshot())
-                engines[e] = fresh
-    order = {name: i for i, name in enumerate(module.outputs)}
-    return output_records(sort_output(concat(outputs) or empty_output(), order))
+    """The input in batches cut at ``cuts`` over two engines that swap keys (the bits of
+    ``movers``) and restart from their snapshots (``support.moving_engines``)."""
+    operator = Engine(module).operators[0][1]
+    assert operator.kernel is not None, operator.interpreted
+    return run_moving(module, inputs, N_ROWS, cuts, movers, keys=3)
 
 
 @settings(max_examples=400, deadline=None)

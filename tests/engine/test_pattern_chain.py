@@ -12,13 +12,13 @@ then (as on Spark, where keys' state is split off, merged back, moved and restor
 
 from __future__ import annotations
 
-import itertools
 from contextlib import contextmanager
 
 import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from support import moving_engines
 
 import cep.engine.engine as engine_module
 from cep.engine import codec
@@ -26,10 +26,10 @@ from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.column_pattern import ChainState
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
-from cep.engine.output import empty_output, output_records, sort_output
+from cep.engine.output import output_records
 from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import InterpretedPatternOperator
-from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
+from cep.engine.table import NULL_SUFFIX, SEQ, SUB
 from cep.engine.until_rule import UntilPatternOperator, until_shape
 from cep.reference import batch_watermarks, input_watermark, run_reference
 from grammar.compile import compile_text
@@ -124,34 +124,7 @@ def streams(seed: int) -> dict:
 def run_moving(module, inputs: dict, cuts: list[int], movers: int) -> list:
     """The module over ``inputs`` cut at ``cuts``, on two engines that swap keys and
     restart from their snapshots between batches; the output records."""
-    bounds = [0, *sorted(set(cuts)), N]
-    clocks = batch_watermarks(input_watermark(module, inputs),
-                              list(itertools.pairwise(bounds)))
-    engines = [Engine(module), Engine(module)]
-    owner = dict.fromkeys(range(4), 0)
-    outputs = []
-    for step, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        chunk = {name: take(table, (table[SEQ] >= lo) & (table[SEQ] < hi))
-                 for name, table in inputs.items()}
-        derived, _ = derive_streams(module, chunk)
-        keyed = {name: add_keys(table, module.key) for name, table in derived.items()}
-        for e in (0, 1):
-            mine = {name: take(table, np.array([owner[k] == e for k in
-                                                table["__key"].tolist()], dtype=bool))
-                    for name, table in keyed.items()}
-            outputs.append(engines[e].process(mine, clocks[step]))
-        for k in range(4):
-            if movers >> (step * 4 + k) & 1:
-                src = owner[k]
-                engines[1 - src].import_keys(engines[src].export_keys([k]))
-                owner[k] = 1 - src
-        if step % 2:
-            for e in (0, 1):
-                fresh = Engine(module)
-                fresh.restore(engines[e].snapshot())
-                engines[e] = fresh
-    order = {name: i for i, name in enumerate(module.outputs)}
-    return output_records(sort_output(concat(outputs) or empty_output(), order))
+    return moving_engines.run_moving(module, inputs, N, cuts, movers, keys=4)
 
 
 @st.composite
