@@ -210,6 +210,15 @@ def _diff_rule(pattern: str, define: str, skip: str, extra: str, within: str) ->
             f"ALL ROWS PER MATCH {skip} PATTERN ({pattern}) {within} DEFINE {define} );")
 
 
+def _keyed_rows(values: list[int], keys: list[int]) -> dict:
+    """Stream S: row i has id i, ``values[i]``, key ``keys[i]``, one second apart."""
+    m = len(values)
+    return {"S": {SEQ: np.arange(m, dtype=np.int64), SUB: np.zeros(m, dtype=np.int64),
+                  "k": np.array(keys[:m], dtype=np.int64), "id": np.arange(m, dtype=np.int64),
+                  "value": np.array(values, dtype=np.int64),
+                  "ts": np.arange(m, dtype=np.int64) * 1_000_000}}
+
+
 @settings(max_examples=200, deadline=None)
 @given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
        keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), n=st.integers(1, 3),
@@ -222,11 +231,7 @@ def test_next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys
     every cut of the input gives the same events."""
     pattern, define, skip = case
     m = len(values)
-    inputs = {"S": {SEQ: np.arange(m, dtype=np.int64), SUB: np.zeros(m, dtype=np.int64),
-                    "k": np.array(keys[:m], dtype=np.int64),
-                    "id": np.arange(m, dtype=np.int64),
-                    "value": np.array(values, dtype=np.int64),
-                    "ts": np.arange(m, dtype=np.int64) * 1_000_000}}
+    inputs = _keyed_rows(values, keys)
     plain = compile_text(_diff_rule(pattern, define, skip, "", within), "plain")
     module = compile_text(_diff_rule(pattern, define, skip, f", NEXT(value, {n}) AS nv, "
                                      f"NEXT(FINAL LAST(value), {n}) AS fv", within), "next")
@@ -262,12 +267,7 @@ def test_semantics_inside_an_expression_combine_whole_measures(case, values, key
     FINAL at the start of a measure): a measure mixing RUNNING and FINAL calls is what
     those measures combine to."""
     pattern, define, skip = case
-    m = len(values)
-    inputs = {"S": {SEQ: np.arange(m, dtype=np.int64), SUB: np.zeros(m, dtype=np.int64),
-                    "k": np.array(keys[:m], dtype=np.int64),
-                    "id": np.arange(m, dtype=np.int64),
-                    "value": np.array(values, dtype=np.int64),
-                    "ts": np.arange(m, dtype=np.int64) * 1_000_000}}
+    inputs = _keyed_rows(values, keys)
     measures = ("FINAL (LAST(value)) AS fl, LAST(value) AS rl, FINAL (count(*)) AS fc, "
                 "count(*) AS rc, FINAL (sum(value)) AS fs, sum(value) AS rs, "
                 "FINAL (PREV(LAST(value))) AS fp, "
