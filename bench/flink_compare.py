@@ -101,14 +101,14 @@ def run_cep_local(path: Path, out: Path) -> dict:
     return run_cep(path, out, "--runner", "local")
 
 
-def run_cep(path: Path, out: Path, *options: str) -> dict:
-    """``cep run`` of the rule over ``path`` with ``options`` (Spark unless they say
+def run_cep(path: Path, out: Path, *options: str, rule: Path = RULE) -> dict:
+    """``cep run`` of ``rule`` over ``path`` with ``options`` (Spark unless they say
     ``--runner local``), as a subprocess: JVM start and everything else included."""
     out = Path(out)
     out.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(RULE), *options,
+    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(rule), *options,
                          "--input", str(path), "--output", str(out)], env)
     return {"seconds": seconds, "events": count_lines(Path(path)), "rows": count_lines(out)}
 

@@ -45,6 +45,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from flights import write_flights  # a sibling script: bench/ is not a package
 from flink_compare import FLINK_PYTHON, ROOT, _timed, count_lines, result_files
+from flink_compare import run_cep as cep_run
 
 BENCH = Path(__file__).parent
 FLINK_JOB = BENCH / "flink_mr_job.py"
@@ -90,14 +91,10 @@ def flights_csv(jsonl: Path) -> Path:
 
 
 def run_cep(rules: Path, path: Path, out: Path, *options: str) -> dict:
-    """``cep run`` of the rules over ``path`` as a subprocess (Spark unless ``options``
-    say ``--runner local``): interpreter, JVM and everything else included."""
-    out.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    seconds, _ = _timed([sys.executable, "-m", "cep.cli", "run", str(rules), *options,
-                         "--input", str(path), "--output", str(out), "--quiet"], env)
-    return {"seconds": round(seconds, 2), "rows": count_lines(out)}
+    """``cep run`` of ``rules`` over ``path`` as a subprocess (``flink_compare.run_cep``:
+    Spark unless ``options`` say ``--runner local``), its seconds and rows."""
+    run = cep_run(path, out, "--quiet", *options, rule=rules)
+    return {"seconds": round(run["seconds"], 2), "rows": run["rows"]}
 
 
 def run_flink(workload: str, csv: Path, out_dir: Path, parallelism: int) -> dict:
