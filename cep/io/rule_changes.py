@@ -70,13 +70,18 @@ class Applied:
 
 
 def write_json(path: Path, value: object) -> None:
-    """Write a JSON file whole: a temporary file in the same directory, fsynced, then
-    renamed over ``path`` (a reader sees the old file or the new, never a part)."""
+    """Write a JSON file whole (:func:`write_bytes`)."""
+    write_bytes(path, (json.dumps(value, indent=1) + "\n").encode())
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write a file whole: a temporary file in the same directory, fsynced, then renamed
+    over ``path`` (a reader sees the old file or the new, never a part)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.fchmod(fd, 0o644)  # executors, maybe another user on a shared directory, read it
     try:
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps(value, indent=1) + "\n")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -222,16 +227,6 @@ class ChangeLog:
             "applied": [{"version": a.version, "batch": a.batch, "first_seq": a.first_seq}
                         for a in applied],
             "refused": {str(k): v for k, v in sorted(refused.items())}})
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` whole under a temporary name, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=".udf.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
 
 
 _LOADED_UDF: set[Path] = set()  # the change log's function files this process imported
