@@ -22,6 +22,7 @@ import json
 import time
 from pathlib import Path
 
+from flink_job import sql_path  # a sibling script, run by the same Flink venv
 from pyflink.table import EnvironmentSettings, TableEnvironment
 
 SOURCE = """
@@ -105,11 +106,6 @@ FROM flights MATCH_RECOGNIZE (
 
 WORKLOADS = {"match_recognize": (MATCH_RECOGNIZE_SINKS, MATCH_RECOGNIZE_QUERIES),
              "event_patterns": (EVENT_PATTERN_SINKS, EVENT_PATTERN_QUERIES)}
-
-
-def sql_path(path: Path) -> str:
-    """``path`` as a file URI inside a SQL string literal (quotes doubled)."""
-    return path.resolve().as_uri().replace("'", "''")
 
 
 def run(env: TableEnvironment, input_csv: Path, output_dir: Path, workload: str) -> None:
