@@ -98,14 +98,15 @@ _FOLLOWED_BY, _OR, _AND, _UNTIL, _UNARY, _ATOM = range(6)
 
 def pattern_text(node: ir.PNode) -> str:
     """An event pattern in one line, in Esper's syntax: tags, streams, ``every``,
-    ``->``, ``and``, ``or``, ``not``, ``[n:m] … until …`` and ``timer:interval``;
-    without the atoms' filters."""
+    ``->``, ``and``, ``or``, ``not``, ``[n:m] … until …`` and ``timer:interval``, each
+    atom with its filter (``b=Flight((dep_delay > a.dep_delay))``), so that two rules
+    that differ only in a filter read differently."""
     return _pattern(node)[0]
 
 
 def _pattern(node: ir.PNode) -> tuple[str, int]:
     if isinstance(node, ir.PAtom):
-        return f"{node.tag}={node.stream}", _ATOM
+        return f"{node.tag}={node.stream}{_atom_filter(node)}", _ATOM
     if isinstance(node, ir.PTimer):
         return f"timer:interval({duration_text(node.us)})", _ATOM
     if isinstance(node, ir.PFollowedBy | ir.PAnd | ir.POr):
@@ -117,6 +118,17 @@ def _pattern(node: ir.PNode) -> tuple[str, int]:
         word = "every" if isinstance(node, ir.PEvery) else "not"
         return f"{word} {_operand(node.operand, _UNARY)}", _UNARY
     return _repeat(node)
+
+
+def _atom_filter(atom: ir.PAtom) -> str:
+    """``(filter)`` of an atom, its local and bound parts joined by ``and`` (the checker
+    split one filter in two), or nothing for an atom without one."""
+    filters = [f for f in (atom.local_filter, atom.bound_filter) if f is not None]
+    if not filters:
+        return ""
+    if len(filters) == 1 and isinstance(filters[0], ir.Op) and filters[0].op in _INFIX:
+        return expr_text(filters[0])  # already in parentheses
+    return f"({' and '.join(expr_text(f) for f in filters)})"
 
 
 def _repeat(node: ir.PRepeat) -> tuple[str, int]:

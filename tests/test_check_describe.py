@@ -52,7 +52,8 @@ EXAMPLES = {
         "variables:\n"
         "  int late = 60\n"
         + HEAD + "rules:\n"
-        "  delay_streak: pattern [every a=Flight -> b=Flight -> c=Flight WITHIN 24 hours], key "
+        "  delay_streak: pattern [every a=Flight(a.dep_delay > 60) -> "
+        "b=Flight(b.dep_delay > 60) -> c=Flight(c.dep_delay > 60) WITHIN 24 hours], key "
         "tailnum -> output\n"
         "    timer: WITHIN 24 hours discards a partial match that long after its first event"),
     "fsd.epl": FSD,
@@ -122,7 +123,7 @@ FAMILIES = [
       "    timer: timer:interval(10 sec) completes 10 sec after its sub-pattern starts"]),
     ("SELECT a[0].k AS k FROM PATTERN [every ([2:] a=S(v > 1) until b=B) WITHIN 1 hour] "
      "PARTITION BY k",
-     ["  rule1: pattern [every ([2:] a=S until b=B) WITHIN 1 hour], key k -> output",
+     ["  rule1: pattern [every ([2:] a=S(a.v > 1) until b=B) WITHIN 1 hour], key k -> output",
       "    timer: WITHIN 1 hour discards a partial match that long after its first event"]),
     ("SELECT a.k AS k FROM PATTERN [every (a=S or b=B) -> [3] c=S] PARTITION BY k",
      ["  rule1: pattern [every (a=S or b=B) -> [3] c=S], key k -> output"]),
