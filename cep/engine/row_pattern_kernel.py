@@ -75,6 +75,124 @@ def _compare(a: float, op: int, b: float) -> bool:  # pragma: no cover - compile
     return a != b
 
 
+#: a thread's running state of one aggregate: non-NULL rows, the exact sum as an
+#: unevaluated sum of two floats (``SUM_HI`` the correctly rounded sum, what
+#: ``math.fsum`` gives), min, max, and whether two floats no longer hold the sum exactly
+AG_COUNT, SUM_HI, SUM_LO, AG_MIN, AG_MAX, AG_INEXACT = range(6)
+AG_WIDTH = 6
+
+
+@njit(cache=True, nogil=True)
+def _two_sum(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - compiled
+    """``a + b`` as the rounded sum and its exact error (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(cache=True, nogil=True)
+def _fold(st: np.ndarray, x: float) -> None:  # pragma: no cover - compiled
+    """Add a non-NULL value to an aggregate's running state. The sum stays exact
+    (``hi + lo``, ``hi`` its correct rounding) while two floats hold it; else the state
+    says so, and the sum is taken from the thread's rows (:func:`_chain_sum`)."""
+    st[AG_COUNT] += 1.0
+    if x < st[AG_MIN]:
+        st[AG_MIN] = x
+    if x > st[AG_MAX]:
+        st[AG_MAX] = x
+    if st[AG_INEXACT] != 0.0:
+        return
+    s, e = _two_sum(st[SUM_HI], x)
+    t, f = _two_sum(e, st[SUM_LO])
+    hi, lo = _two_sum(s, t)
+    if f != 0.0 or not (np.isfinite(x) and np.isfinite(s) and np.isfinite(hi)):
+        st[AG_INEXACT] = 1.0
+        return
+    st[SUM_HI] = hi
+    st[SUM_LO] = lo
+
+
+@njit(cache=True, nogil=True)
+def _fresh(st: np.ndarray) -> None:  # pragma: no cover - compiled
+    """An aggregate's state over no rows."""
+    st[AG_COUNT] = 0.0
+    st[SUM_HI] = 0.0
+    st[SUM_LO] = 0.0
+    st[AG_MIN] = np.inf
+    st[AG_MAX] = -np.inf
+    st[AG_INEXACT] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _fsum(values: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
+    """``math.fsum`` of ``values[:n]`` (Shewchuk's partials, CPython's final rounding);
+    non-finite values as CPython adds them (its errors, inf - inf, are NaN here)."""
+    partials = np.empty(n + 1, np.float64)
+    m = 0
+    special = 0.0
+    for k in range(n):
+        x = values[k]
+        if not np.isfinite(x):
+            special += x
+            continue
+        i = 0
+        for j in range(m):
+            y = partials[j]
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                partials[i] = lo
+                i += 1
+            x = hi
+        m = i
+        if x != 0.0:
+            partials[m] = x
+            m += 1
+    if special != 0.0 or special != special:
+        return special
+    hi = 0.0
+    if m > 0:
+        m -= 1
+        hi = partials[m]
+        lo = 0.0
+        while m > 0:
+            x = hi
+            m -= 1
+            y = partials[m]
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                break
+        if m > 0 and ((lo < 0.0 and partials[m - 1] < 0.0)
+                      or (lo > 0.0 and partials[m - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            if y == x - hi:
+                hi = x
+    return hi
+
+
+@njit(cache=True, nogil=True)
+def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_vals,
+               ag_nulls, extra):  # pragma: no cover - compiled
+    """The exact sum (``math.fsum``) of field ``col`` over a thread's rows labelled one
+    of ``members`` (its labels the arena chain ending at ``node``, ``length`` rows from
+    row ``row0``), and ``extra`` (NaN: nothing; the candidate row's value)."""
+    values = np.empty(length + 1, np.float64)
+    n = 0
+    if extra == extra:
+        values[0] = extra
+        n = 1
+    for k in range(length - 1, -1, -1):
+        if members[pvar[wa_var[node]]] and not ag_nulls[row0 + k, col]:
+            values[n] = ag_vals[row0 + k, col]
+            n += 1
+        node = wa_parent[node]
+    return _fsum(values, n)
+
+
 @njit(cache=True, nogil=True)
 def _grow1(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
     if need <= len(a):
@@ -94,7 +212,7 @@ def _grow2(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compil
 
 
 @njit(cache=True, nogil=True)
-def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compiled
+def _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur, n, cap):  # pragma: no cover - compiled
     """The thread arrays with room for ``cap`` threads, the first ``n`` of row ``cur``
     kept."""
     out_s = np.empty((2, cap), np.int64)
@@ -102,16 +220,18 @@ def _grown(ts_, tp_, tl_, tn_, tlast_, cur, n, cap):  # pragma: no cover - compi
     out_l = np.empty((2, cap), np.int64)
     out_n = np.empty((2, cap), np.int64)
     out_last = np.empty((2, cap, tlast_.shape[2]), np.int64)
+    out_ag = np.empty((2, cap, tag_.shape[2], AG_WIDTH), np.float64)
     out_s[cur, :n] = ts_[cur, :n]
     out_p[cur, :n] = tp_[cur, :n]
     out_l[cur, :n] = tl_[cur, :n]
     out_n[cur, :n] = tn_[cur, :n]
     out_last[cur, :n] = tlast_[cur, :n]
-    return out_s, out_p, out_l, out_n, out_last
+    out_ag[cur, :n] = tag_[cur, :n]
+    return out_s, out_p, out_l, out_n, out_last, out_ag
 
 
 @njit(cache=True, nogil=True)
-def _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n):  # pragma: no cover - compiled
+def _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n):  # pragma: no cover - compiled
     """Drop the first ``cut`` of the ``n`` threads in row ``cur`` of the thread arrays
     (those WITHIN ended), keeping the others' order."""
     for k in range(cut, n):
@@ -121,12 +241,15 @@ def _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n):  # pragma: no cover - 
         tn_[cur, k - cut] = tn_[cur, k]
         for x in range(tlast_.shape[2]):
             tlast_[cur, k - cut, x] = tlast_[cur, k, x]
+        tag_[cur, k - cut] = tag_[cur, k]
 
 
 @njit(cache=True, nogil=True)
 def run_keys(seg_lo, new_lo, seg_hi, base0, time,
              flags, res_off, res_nav, res_field, res_op, res_lhs, res_lhs_null,
              res_col, res_col_null,
+             ag_off, ag_fn, ag_col, ag_set, ag_op, ag_rhs, ag_rhs_null, ag_nav, ag_navf,
+             ag_vals, ag_nulls, reads_agg,
              pvar, pmatch, pexcl, clo_off, clo_pc, clo_start, reads_last, n_vars,
              within, skip, skip_set, until, end_of_time, depth,
              th_off, th_start, th_pc, th_len, th_node, th_last,
@@ -190,6 +313,10 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     tl_ = np.empty((2, cap), np.int64)
     tn_ = np.empty((2, cap), np.int64)
     tlast_ = np.empty((2, cap, n_vars), np.int64)
+    n_ag = len(ag_fn)
+    tag_ = np.empty((2, cap, n_ag, AG_WIDTH), np.float64)
+    # a moving thread's aggregate states with its row taken
+    nst = np.empty((n_ag, AG_WIDTH), np.float64)
     wa_var = np.empty(64, np.int32)
     wa_parent = np.empty(64, np.int64)
     max_clo = 1
@@ -221,7 +348,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         n_cur = th_off[g + 1] - t0
         if n_cur + first_stops > cap:
             cap = 2 * (n_cur + first_stops)
-            ts_, tp_, tl_, tn_, tlast_ = _grown(ts_, tp_, tl_, tn_, tlast_, cur, 0, cap)
+            ts_, tp_, tl_, tn_, tlast_, tag_ = _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur, 0, cap)
         for k in range(n_cur):
             ts_[cur, k] = th_start[t0 + k]
             tp_[cur, k] = th_pc[t0 + k]
@@ -229,6 +356,18 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             tn_[cur, k] = th_node[t0 + k]
             for x in range(n_vars):
                 tlast_[cur, k, x] = th_last[t0 + k, x]
+            # its aggregates' states, from its rows (they are not part of the key's state)
+            row0 = th_start[t0 + k] - base + lo
+            for a in range(n_ag):
+                _fresh(tag_[cur, k, a])
+                if ag_col[a] < 0:
+                    continue
+                node = th_node[t0 + k]
+                for j in range(th_len[t0 + k] - 1, -1, -1):
+                    if (ag_set[a, pvar[wa_var[node]]]
+                            and not ag_nulls[row0 + j, ag_col[a]]):
+                        _fold(tag_[cur, k, a], ag_vals[row0 + j, ag_col[a]])
+                    node = wa_parent[node]
         # its held matches, by start (at the start's row: ``lo - base`` shifts a
         # partition index to its row)
         shift = lo - base
@@ -260,7 +399,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         cut = 0
                         while cut < n_cur and ts_[cur, cut] < before - lo + base:
                             cut += 1
-                        _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n_cur)
+                        _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
                         n_cur -= cut
                         kind = BY_DEADLINE
             if kind < 0:
@@ -270,7 +409,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 need = (n_cur + first_stops) * max_clo
                 if need > cap:
                     cap = 2 * need
-                    ts_, tp_, tl_, tn_, tlast_ = _grown(ts_, tp_, tl_, tn_, tlast_, cur,
+                    ts_, tp_, tl_, tn_, tlast_, tag_ = _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur,
                                                          n_cur, cap)
                 i = r - lo + base
                 if i >= resume:
@@ -290,6 +429,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         tn_[cur, n_cur] = -1
                         for x in range(n_vars):
                             tlast_[cur, n_cur, x] = -1
+                        for a in range(n_ag):
+                            _fresh(tag_[cur, n_cur, a])
                         n_cur += 1
                 if n_arena + n_cur > len(wa_var):
                     wa_var = _grow1(wa_var, n_arena + n_cur)
@@ -321,6 +462,61 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                                                     res_col[at, f])):
                                 ok = False
                                 break
+                    if ok and n_ag:
+                        # the aggregates with row r taken as v, and v's conditions on them
+                        for a in range(n_ag):
+                            nst[a] = tag_[cur, t, a]
+                            c = ag_col[a]
+                            if c >= 0 and ag_set[a, v] and not ag_nulls[r, c]:
+                                _fold(nst[a], ag_vals[r, c])
+                        for a in range(ag_off[v], ag_off[v + 1]):
+                            c = ag_col[a]
+                            cnt = nst[a, AG_COUNT]
+                            fn = ag_fn[a]
+                            if c < 0:
+                                value = float(tl_[cur, t] + 1)  # count(*)
+                            elif fn == 0:
+                                value = cnt
+                            elif cnt == 0.0:
+                                ok = False  # NULL: no comparison holds
+                                break
+                            elif fn <= 2:
+                                value = nst[a, SUM_HI]
+                                if nst[a, AG_INEXACT] != 0.0:
+                                    cand = np.nan
+                                    if ag_set[a, v] and not ag_nulls[r, c]:
+                                        cand = ag_vals[r, c]
+                                    value = _chain_sum(tn_[cur, t], tl_[cur, t],
+                                                       s - base + lo, c, ag_set[a], pvar,
+                                                       wa_var, wa_parent, ag_vals,
+                                                       ag_nulls, cand)
+                                if fn == 2:
+                                    value = value / cnt
+                            elif fn == 3:
+                                value = nst[a, AG_MIN]
+                            else:
+                                value = nst[a, AG_MAX]
+                            nav = ag_nav[a]
+                            if nav < 0:
+                                if ag_rhs_null[r, a]:
+                                    ok = False
+                                    break
+                                other = ag_rhs[r, a]
+                            else:
+                                if nav == v:
+                                    at = r
+                                elif tlast_[cur, t, nav] < 0:
+                                    ok = False
+                                    break
+                                else:
+                                    at = s - base + lo + tlast_[cur, t, nav]
+                                if res_col_null[at, ag_navf[a]]:
+                                    ok = False
+                                    break
+                                other = res_col[at, ag_navf[a]]
+                            if not _compare(value, ag_op[a], other):
+                                ok = False
+                                break
                     if not ok:
                         continue
                     node = n_arena
@@ -349,6 +545,16 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                                     if tlast_[nx, u, x] != mine:
                                         same = False
                                         break
+                            for a in range(n_ag):
+                                if not same:
+                                    break
+                                if reads_agg[npc, a] and ag_col[a] >= 0:
+                                    if nst[a, AG_INEXACT] != 0.0 or tag_[nx, u, a,
+                                                                          AG_INEXACT] != 0.0:
+                                        same = False
+                                    for z in range(AG_INEXACT):
+                                        if tag_[nx, u, a, z] != nst[a, z]:
+                                            same = False
                             if same:
                                 break
                         if same:
@@ -360,6 +566,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         for x in range(n_vars):
                             tlast_[nx, n_nxt, x] = tlast_[cur, t, x]
                         tlast_[nx, n_nxt, v] = tl_[cur, t]
+                        for a in range(n_ag):
+                            tag_[nx, n_nxt, a] = nst[a]
                         n_nxt += 1
                 cur, nx = nx, cur
                 n_cur = n_nxt
@@ -432,7 +640,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 while cut < n_cur and ts_[cur, cut] < again:
                     cut += 1
                 if cut:
-                    _drop_first(ts_, tp_, tl_, tn_, tlast_, cur, cut, n_cur)
+                    _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
                     n_cur -= cut
                 for s in range(start + 1, min(again, end)):
                     f_len[s + shift] = -1
