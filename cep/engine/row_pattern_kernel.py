@@ -20,9 +20,11 @@ records its start's match and ends its less preferred siblings; a start is decid
 no thread of it or of an earlier start runs; AFTER MATCH SKIP after each match; WITHIN
 ends the starts whose time ran out before the next row is read, deadline by deadline;
 two threads of one start at one instruction are one when the last row of every
-variable a later DEFINE reads agrees (Trino's thread equivalence, the only kind of
-``reads`` this VM takes: the operator gives patterns whose DEFINEs read more to the
-interpreter).
+variable a later DEFINE reads agrees, and the running state of every aggregate a later
+DEFINE compares (Trino's thread equivalence; the interpreter asks for equal positions
+of the aggregated variables' rows instead, which implies equal states: both keep, of
+threads whose futures are the same, the most preferred, so the matches are the same;
+the operator gives patterns whose DEFINEs read more to the interpreter).
 
 The program is plain arrays, so one compiled function (``cache=True``) serves every
 rule and no batch compiles code:
@@ -36,7 +38,26 @@ rule and no batch compiles code:
   ``reads_last[pc, v]``: whether a DEFINE reachable from pc reads v's last row;
 * DEFINE: ``flags[row, v]`` (the conjuncts that read the row and ``PREV`` rows, computed
   column-wise beforehand) and residual conjuncts ``lhs OP LAST(X.f)`` per variable
-  (``res_off``), their left sides ``res_lhs[row, k]`` and the fields ``res_col[row, f]``.
+  (``res_off``), their left sides ``res_lhs[row, k]`` and the fields ``res_col[row, f]``;
+  aggregate conjuncts ``AGG OP rhs`` per variable (``ag_off``): the function
+  (``ag_fn``: count, sum, avg, min, max), the aggregated field (``ag_col``, a column of
+  ``ag_vals``; -1: ``count(*)``), the variables whose rows it takes (``ag_set``), the
+  right side per row (``ag_rhs``) or another variable's last row (``ag_nav``,
+  ``ag_navf``), and ``reads_agg[pc, k]``: whether a DEFINE reachable from pc compares
+  aggregate k.
+
+Each thread carries, per aggregate conjunct, the aggregate's running state over its
+rows (``AG_WIDTH`` floats: the non-NULL rows, the sum, min and max). The candidate row
+counts when its variable is in the aggregate's set (the interpreter's rule: the row
+labelled as the variable tried). ``sum`` and ``avg`` are those of the interpreter, which
+adds floats with ``math.fsum`` (exactly rounded, so independent of the order): the
+state keeps the exact sum as two floats (``hi + lo``, ``hi`` the rounded sum), and when
+two floats cannot hold it (values far apart in magnitude, or not finite) the sum is
+taken again over the thread's rows with Shewchuk's partials (:func:`_fsum`, CPython's
+algorithm). The states are not part of the key's state: they are rebuilt from the
+key's buffered rows and its threads' labels when a call starts, so a key moves,
+restarts and continues from the interpreter's checkpoint with the same arrays as
+before. Int fields are read as float64 (exact within ±2**53, as the residuals).
 
 A thread's labels live in an arena of nodes (the ``var`` instruction that took the row,
 parent node): forks share their prefix, and a match's labels (and which of its rows
@@ -95,11 +116,16 @@ def _fold(st: np.ndarray, x: float) -> None:  # pragma: no cover - compiled
     """Add a non-NULL value to an aggregate's running state. The sum stays exact
     (``hi + lo``, ``hi`` its correct rounding) while two floats hold it; else the state
     says so, and the sum is taken from the thread's rows (:func:`_chain_sum`)."""
-    st[AG_COUNT] += 1.0
-    if x < st[AG_MIN]:
+    # min and max as Python's min() and max() take values in order (a NaN first stays)
+    if st[AG_COUNT] == 0.0:
         st[AG_MIN] = x
-    if x > st[AG_MAX]:
         st[AG_MAX] = x
+    else:
+        if x < st[AG_MIN]:
+            st[AG_MIN] = x
+        if x > st[AG_MAX]:
+            st[AG_MAX] = x
+    st[AG_COUNT] += 1.0
     if st[AG_INEXACT] != 0.0:
         return
     s, e = _two_sum(st[SUM_HI], x)
@@ -118,8 +144,8 @@ def _fresh(st: np.ndarray) -> None:  # pragma: no cover - compiled
     st[AG_COUNT] = 0.0
     st[SUM_HI] = 0.0
     st[SUM_LO] = 0.0
-    st[AG_MIN] = np.inf
-    st[AG_MAX] = -np.inf
+    st[AG_MIN] = 0.0
+    st[AG_MAX] = 0.0
     st[AG_INEXACT] = 0.0
 
 
@@ -260,6 +286,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     ``seg_lo[g]:new_lo[g]``, the first at partition index ``base0[g]``) from its state,
     and then let event time pass to ``until``.
 
+    A thread's aggregate states are rebuilt from its rows when the call starts, and
+    folded on with each row it takes.
+
     Returns the decided matches (key, start index, length, number, how it was decided,
     with ``unmatched`` also the starts in no match that no match covered, length -1,
     the deciding row or the key's last row, the deadline, offset of its labels) with
@@ -317,6 +346,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
     tag_ = np.empty((2, cap, n_ag, AG_WIDTH), np.float64)
     # a moving thread's aggregate states with its row taken
     nst = np.empty((n_ag, AG_WIDTH), np.float64)
+    chain = np.empty(16, np.int64)  # a loaded thread's variables, row by row
     wa_var = np.empty(64, np.int32)
     wa_parent = np.empty(64, np.int64)
     max_clo = 1
@@ -356,18 +386,25 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             tn_[cur, k] = th_node[t0 + k]
             for x in range(n_vars):
                 tlast_[cur, k, x] = th_last[t0 + k, x]
-            # its aggregates' states, from its rows (they are not part of the key's state)
-            row0 = th_start[t0 + k] - base + lo
-            for a in range(n_ag):
-                _fresh(tag_[cur, k, a])
-                if ag_col[a] < 0:
-                    continue
+            # its aggregates' states, from its rows in order (they are not part of the
+            # key's state)
+            if n_ag:
+                length = th_len[t0 + k]
+                if length > len(chain):
+                    chain = np.empty(2 * length, np.int64)
                 node = th_node[t0 + k]
-                for j in range(th_len[t0 + k] - 1, -1, -1):
-                    if (ag_set[a, pvar[wa_var[node]]]
-                            and not ag_nulls[row0 + j, ag_col[a]]):
-                        _fold(tag_[cur, k, a], ag_vals[row0 + j, ag_col[a]])
+                for j in range(length - 1, -1, -1):
+                    chain[j] = pvar[wa_var[node]]
                     node = wa_parent[node]
+                row0 = th_start[t0 + k] - base + lo
+                for a in range(n_ag):
+                    _fresh(tag_[cur, k, a])
+                    c = ag_col[a]
+                    if c < 0:
+                        continue
+                    for j in range(length):
+                        if ag_set[a, chain[j]] and not ag_nulls[row0 + j, c]:
+                            _fold(tag_[cur, k, a], ag_vals[row0 + j, c])
         # its held matches, by start (at the start's row: ``lo - base`` shifts a
         # partition index to its row)
         shift = lo - base
