@@ -19,10 +19,11 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   ``avg``, ``min``, ``max``, ``first`` or ``last`` of a field of one variable, a SUBSET
   or every row (``count(*)`` too).
 
-Everything else (``$``, FIRST, a navigation's offsets or CLASSIFIER in DEFINE, an
-aggregate of an expression or of a non-numeric field in DEFINE, an aggregate inside
-arithmetic (``sum(A.x) / 2 > 1``), measures with PREV/NEXT) runs on the interpreter
-(:mod:`cep.engine.row_pattern_matcher`): :func:`plan` says why.
+Everything else (``$``; FIRST, a navigation's offsets or CLASSIFIER in DEFINE; in
+DEFINE an aggregate of a non-numeric field, two aggregates compared, an aggregate inside
+arithmetic (``sum(A.x) / 2 > 1``) or under OR/NOT; measures with PREV/NEXT) runs on the
+interpreter (:mod:`cep.engine.row_pattern_matcher`, 15-25x slower: the kernel module
+has the figures): :func:`plan` says why.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ def _aggregate(expr: ir.TExpr, var: str, index: dict[str, int],
         if nav >= 0:
             return AggCondition(index[var], agg.name, members, field, op, None, nav,
                                 rhs.name)  # type: ignore[union-attr]
-        if rhs.type in AGG_VALUES and _reads_row_only(rhs, var):
+        if rhs.type in NUMERIC and _reads_row_only(rhs, var):
             return AggCondition(index[var], agg.name, members, field, op, rhs)
     return None
 

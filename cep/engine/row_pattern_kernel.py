@@ -209,13 +209,13 @@ def _fsum(values: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_vals,
-               ag_nulls, extra):  # pragma: no cover - compiled
+               ag_nulls, extra, with_extra):  # pragma: no cover - compiled
     """The exact sum (``math.fsum``) of field ``col`` over a thread's rows labelled one
     of ``members`` (its labels the arena chain ending at ``node``, ``length`` rows from
-    row ``row0``), and ``extra`` (NaN: nothing; the candidate row's value)."""
+    row ``row0``), and, ``with_extra``, ``extra`` (the candidate row's value)."""
     values = np.empty(length + 1, np.float64)
     n = 0
-    if extra == extra:
+    if with_extra:
         values[0] = extra
         n = 1
     for k in range(length - 1, -1, -1):
@@ -527,13 +527,11 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             elif fn <= 2:
                                 value = nst[a, SUM_HI]
                                 if nst[a, AG_INEXACT] != 0.0:
-                                    cand = np.nan
-                                    if ag_set[a, v] and not ag_nulls[r, c]:
-                                        cand = ag_vals[r, c]
                                     value = _chain_sum(tn_[cur, t], tl_[cur, t],
                                                        s - base + lo, c, ag_set[a], pvar,
                                                        wa_var, wa_parent, ag_vals,
-                                                       ag_nulls, cand)
+                                                       ag_nulls, ag_vals[r, c],
+                                                       ag_set[a, v] and not ag_nulls[r, c])
                                 if fn == 2:
                                     value = value / cnt
                             elif fn == 3:
