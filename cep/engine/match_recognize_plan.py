@@ -22,7 +22,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
 Everything else (``$``; FIRST, a navigation's offsets or CLASSIFIER in DEFINE; in
 DEFINE an aggregate of a non-numeric field, two aggregates compared, an aggregate inside
 arithmetic (``sum(A.x) / 2 > 1``) or under OR/NOT; measures with PREV/NEXT) runs on the
-interpreter (:mod:`cep.engine.row_pattern_matcher`, 15-25x slower: the kernel module
+interpreter (:mod:`cep.engine.row_pattern_matcher`, 8-26x slower: the kernel module
 has the figures): :func:`plan` says why.
 """
 
