@@ -765,8 +765,10 @@ SECTIONS = (
             "(`cep/engine/match_recognize_kernel.py`) and on the interpreter it replaces "
             "for the rules it takes, their rows compared; a rule the kernel does not take "
             "runs on the interpreter at the rate shown for it. The rules: the reference "
-            "bench's `A B+ C`; an ALL ROWS PER MATCH `A B+`, and the same with an "
-            "aggregate in DEFINE (interpreted); "
+            "bench's `A B+ C`; an ALL ROWS PER MATCH `A B+`, the same with a running "
+            "aggregate in DEFINE (`avg_define`: `B AS avg(B.v) > 0.3`) and with FIRST in "
+            "DEFINE (`interpreted`: `B AS B.v > FIRST(A.v) - 0.7`, which the kernel does not "
+            "take); "
             "`bench/rules/flights_mr_spiral.epl` and `bench/rules/flights_mr_late_run.epl`.",
             "python bench/bench_match_recognize.py", match_recognize_figures),
     Section("latency.json", "Detection latency",

@@ -7,7 +7,8 @@ once, when the operator is made). Per batch, for all keys of the engine at once:
    buffered rows (one stable argsort by key, no loop over keys);
 2. DEFINE's conjuncts that read the row and ``PREV`` rows are evaluated column-wise
    over those rows (one bool per row and variable), and the left sides and fields of
-   the conjuncts that compare with another variable's last row;
+   the conjuncts that compare with another variable's last row, and the right sides
+   and aggregated fields of those that compare a running aggregate;
 3. one call of :func:`cep.engine.row_pattern_kernel.run_keys` walks every key;
 4. MEASURES and SELECT are computed column-wise from the decided matches' row indices
    (:mod:`cep.engine.row_pattern_columns`), and stamped as the interpreter stamps them
@@ -29,7 +30,7 @@ import numpy as np
 from cep.engine.clock import END_OF_TIME, Watermark
 from cep.engine.codec import StateFormatError
 from cep.engine.expr import Col, Env, collect_nodes, evaluate, truth
-from cep.engine.match_recognize_plan import KernelPlan
+from cep.engine.match_recognize_plan import DEFINE_AGGREGATES, KernelPlan
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
 from cep.engine.row_pattern_columns import (
     Matches,
@@ -82,6 +83,9 @@ class KernelOperator:
             names |= {r.name for r in collect_nodes(list(conjuncts), ir.FieldRef)}
         for res in kplan.residuals:
             names |= {r.name for r in collect_nodes([res.lhs], ir.FieldRef)} | {res.field}
+        for agg in kplan.aggregates:
+            names |= {r.name for r in collect_nodes([agg.rhs], ir.FieldRef)} if agg.rhs else set()
+        names |= set(kplan.aggregate_fields) | set(kplan.residual_fields)
         if stream.timestamp:
             names.add(stream.timestamp)
         if rule.rows == "all":  # each output row carries its row's fields
@@ -98,6 +102,20 @@ class KernelOperator:
         self.res_field = np.array([kplan.residual_fields.index(r.field)
                                    for r in kplan.residuals], np.int64)
         self.res_op = np.array([COMPARES[r.op] for r in kplan.residuals], np.int64)
+        # the aggregate conditions, the same way
+        aggs = kplan.aggregates
+        counts = np.bincount([a.var for a in aggs], minlength=len(kplan.variables))
+        self.ag_off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.ag_fn = np.array([DEFINE_AGGREGATES[a.fn] for a in aggs], np.int64)
+        self.ag_col = np.array([-1 if a.field is None else kplan.aggregate_fields.index(a.field)
+                                for a in aggs], np.int64)
+        self.ag_set = np.zeros((len(aggs), len(kplan.variables)), np.bool_)
+        for k, agg in enumerate(aggs):
+            self.ag_set[k, list(agg.members)] = True
+        self.ag_op = np.array([COMPARES[a.op] for a in aggs], np.int64)
+        self.ag_nav = np.array([a.nav for a in aggs], np.int64)
+        self.ag_navf = np.array([kplan.residual_fields.index(a.nav_field) if a.nav >= 0 else -1
+                                 for a in aggs], np.int64)
 
     # ---- processing
 
@@ -159,12 +177,15 @@ class KernelOperator:
             cols[name] = (values, nulls)
         src = np.concatenate([np.full(n_old, -1, np.int64), np.arange(n_new)])[pos]
         rank = np.arange(len(pos)) - np.repeat(seg_lo, counts)
-        flags, res_lhs, res_lhs_null, res_col, res_col_null = self._defines(cols, rank)
+        (flags, res_lhs, res_lhs_null, res_col, res_col_null, ag_rhs, ag_rhs_null, ag_vals,
+         ag_nulls) = self._defines(cols, rank)
         kp = self.plan
         result = run_keys(
             seg_lo, new_lo, seg_hi, store["base"], cols[TIME][0].astype(np.int64),
             flags, self.res_off, self.res_nav, self.res_field, self.res_op,
             res_lhs, res_lhs_null, res_col, res_col_null,
+            self.ag_off, self.ag_fn, self.ag_col, self.ag_set, self.ag_op, ag_rhs,
+            ag_rhs_null, self.ag_nav, self.ag_navf, ag_vals, ag_nulls, kp.reads_agg,
             kp.pvar, kp.pmatch, kp.pexcl, kp.clo_off, kp.clo_pc, kp.clo_start,
             kp.reads_last, len(kp.variables),
             -1 if self.rule.within_us is None else int(self.rule.within_us), kp.skip,
@@ -210,15 +231,19 @@ class KernelOperator:
 
     def _defines(self, cols: dict[str, tuple[np.ndarray, np.ndarray]], rank: np.ndarray
                  ) -> tuple[np.ndarray, ...]:
-        """Per row, each variable's row-and-PREV conjuncts (True: none), and the left
-        sides and fields of the residual comparisons, as the VM reads them."""
+        """Per row, each variable's row-and-PREV conjuncts (True: none), the left sides
+        and fields of the residual comparisons, and the right sides and aggregated fields
+        of the aggregate comparisons, as the VM reads them."""
         kp = self.plan
         n = len(rank)
         flags = np.ones((n, len(kp.variables)), np.bool_)
         res_lhs = np.zeros((n, len(kp.residuals)), np.float64)
         res_lhs_null = np.zeros((n, len(kp.residuals)), np.bool_)
+        ag_rhs = np.zeros((n, len(kp.aggregates)), np.float64)
+        ag_rhs_null = np.zeros((n, len(kp.aggregates)), np.bool_)
         for v, var in enumerate(kp.variables):
-            exprs = [*kp.local[v], *(r.lhs for r in kp.residuals if r.var == v)]
+            exprs = [*kp.local[v], *(r.lhs for r in kp.residuals if r.var == v),
+                     *(a.rhs for a in kp.aggregates if a.var == v and a.rhs is not None)]
             if not exprs:
                 continue
             env = Env(n)
@@ -235,13 +260,15 @@ class KernelOperator:
                     col = evaluate(res.lhs, env)
                     res_lhs[:, k] = col.values
                     res_lhs_null[:, k] = col.null_mask()
-        fields = kp.residual_fields
-        res_col = np.zeros((n, len(fields)), np.float64)
-        res_col_null = np.zeros((n, len(fields)), np.bool_)
-        for f, name in enumerate(fields):
-            res_col[:, f] = cols[name][0]
-            res_col_null[:, f] = cols[name][1]
-        return flags, res_lhs, res_lhs_null, res_col, res_col_null
+            for k, agg in enumerate(kp.aggregates):
+                if agg.var == v and agg.rhs is not None:
+                    col = evaluate(agg.rhs, env)
+                    ag_rhs[:, k] = np.broadcast_to(col.values, n)
+                    ag_rhs_null[:, k] = np.broadcast_to(col.null_mask(), n)
+        res_col, res_col_null = _float_columns(cols, kp.residual_fields, n)
+        ag_vals, ag_nulls = _float_columns(cols, kp.aggregate_fields, n)
+        return (flags, res_lhs, res_lhs_null, res_col, res_col_null, ag_rhs, ag_rhs_null,
+                ag_vals, ag_nulls)
 
     def _stamps(self, table: Table, cols: dict, src: np.ndarray, kind: np.ndarray,
                 row: np.ndarray, deadline: np.ndarray, clock: Watermark
@@ -408,6 +435,17 @@ class KernelOperator:
             raise StateFormatError("MATCH_RECOGNIZE state of another layout (the "
                                    "interpreter's, or another rule's): start from a new "
                                    "checkpoint")
+
+
+def _float_columns(cols: dict[str, tuple[np.ndarray, np.ndarray]], fields: tuple[str, ...],
+                   n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``fields`` of the rows as float64 (one column each) and their NULLs."""
+    values = np.zeros((n, len(fields)), np.float64)
+    nulls = np.zeros((n, len(fields)), np.bool_)
+    for f, name in enumerate(fields):
+        values[:, f] = cols[name][0]
+        nulls[:, f] = cols[name][1]
+    return values, nulls
 
 
 def _objects(values: list) -> np.ndarray:
