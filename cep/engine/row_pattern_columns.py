@@ -12,8 +12,8 @@ Both reduce to prefixes of each match's labels: a navigation's ``LAST(X)`` is th
 row labelled X up to the current one (a running maximum over the labels, reset at each
 match), ``FIRST(X)`` the match's first such row; an aggregate is its running value at
 the last row it reads (the current one, or the match's last for FINAL), computed in one
-pass over the labels (:func:`running`: CPython's ``math.fsum`` for sums of doubles,
-compiled, so that both paths print the same digits).
+pass over the labels (:func:`running`: sums of doubles as :mod:`cep.engine.exact_sum`
+defines them, compiled, so that both paths print the same digits).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 from numba import njit
 
+from cep.engine.exact_sum import add_partial, overflowed, round_partials
 from cep.engine.expr import Col
 from cep.engine.table import DTYPES, PLACEHOLDERS
 from grammar import ir
@@ -289,23 +290,26 @@ def running_int(values: np.ndarray, keep: np.ndarray, starts: np.ndarray,
 @njit(cache=True, nogil=True)
 def running(values: np.ndarray, keep: np.ndarray, starts: np.ndarray,
             kind: int) -> np.ndarray:  # pragma: no cover - compiled
-    """Per label, the SUM (correctly rounded: CPython's ``math.fsum``, Shewchuk's
-    partials and its round-half-even across them; the plain sum once an infinity or NaN
-    is in), MIN or MAX of the ``keep`` values up to it in its match (``starts``: a
-    match's first label). Where nothing was kept yet the value is meaningless."""
+    """Per label, the SUM (:mod:`cep.engine.exact_sum`'s, the interpreter's), MIN or MAX
+    of the ``keep`` values up to it in its match (``starts``: a match's first label).
+    Where nothing was kept yet the value is meaningless."""
     n = len(values)
     out = np.zeros(n, np.float64)
     partials = np.empty(64, np.float64)
     m = 0
     plain = 0.0
-    special = False
+    special = 0.0
+    has_special = False
+    over = False
     best = 0.0
     seen = False
     for i in range(n):
         if starts[i]:
             m = 0
             plain = 0.0
-            special = False
+            special = 0.0
+            has_special = False
+            over = False
             seen = False
         if keep[i]:
             x = values[i]
@@ -316,53 +320,21 @@ def running(values: np.ndarray, keep: np.ndarray, starts: np.ndarray,
             else:
                 plain += x
                 if not np.isfinite(x):
-                    special = True
-                j = 0
-                for q in range(m):
-                    y = partials[q]
-                    if abs(x) < abs(y):
-                        x, y = y, x
-                    hi = x + y
-                    lo = y - (hi - x)
-                    if lo != 0.0:
-                        partials[j] = lo
-                        j += 1
-                    x = hi
-                m = j
-                if x != 0.0:
-                    if m >= len(partials):
+                    special += x
+                    has_special = True
+                elif not over:
+                    if m + 1 >= len(partials):
                         grown = np.empty(2 * len(partials), np.float64)
                         grown[:m] = partials[:m]
                         partials = grown
-                    partials[m] = x
-                    m += 1
+                    m = add_partial(partials, m, x)
+                    over = overflowed(partials, m)
         if kind != SUM:
             out[i] = best
-            continue
-        if special:
+        elif has_special:
+            out[i] = special
+        elif over:
             out[i] = plain
-            continue
-        hi = 0.0
-        lo = 0.0
-        k = m
-        if k > 0:
-            k -= 1
-            hi = partials[k]
-            while k > 0:
-                x = hi
-                k -= 1
-                y = partials[k]
-                hi = x + y
-                yr = hi - x
-                lo = y - yr
-                if lo != 0.0:
-                    break
-            if k > 0 and ((lo < 0.0 and partials[k - 1] < 0.0)
-                          or (lo > 0.0 and partials[k - 1] > 0.0)):
-                y = lo * 2.0
-                x = hi + y
-                yr = x - hi
-                if y == yr:
-                    hi = x
-        out[i] = hi
+        else:
+            out[i] = round_partials(partials, m)
     return out

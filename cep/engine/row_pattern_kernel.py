@@ -57,12 +57,12 @@ Each thread carries, per aggregate conjunct, the aggregate's running state over 
 rows (``AG_WIDTH`` floats: the non-NULL rows, the sum, min and max). The candidate row
 counts when its variable is in the aggregate's set (the interpreter's rule: the row
 labelled as the variable tried). ``sum`` and ``avg`` are those of the interpreter, which
-adds floats with ``math.fsum`` (exactly rounded, so independent of the order): the
-state keeps the exact sum as two floats (``hi + lo``, ``hi`` the rounded sum), and when
-two floats cannot hold it (values far apart in magnitude, or not finite) the sum is
-taken again over the thread's rows with Shewchuk's partials (:func:`_fsum`, CPython's
-algorithm). The states are not part of the key's state: they are rebuilt from the
-key's buffered rows and its threads' labels when a call starts, so a key moves,
+adds floats exactly rounded (:mod:`cep.engine.exact_sum`, independent of the order):
+the state keeps the exact sum as two floats (``hi + lo``, ``hi`` the rounded sum), and
+when two floats cannot hold it (values far apart in magnitude, or not finite) the sum
+is taken again over the thread's rows (:func:`cep.engine.exact_sum.sum_of`). The
+states are not part of the key's state: they are rebuilt from the key's buffered rows
+and its threads' labels when a call starts, so a key moves,
 restarts and continues from the interpreter's checkpoint with the same arrays as
 before. Int fields are read as float64 (exact within ±2**53, as the residuals).
 
@@ -78,6 +78,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from cep.engine.exact_sum import sum_of
 
 #: AFTER MATCH SKIP kinds as the VM numbers them
 SKIPS = {"past last row": 0, "to next row": 1, "to current row": 2, "to first": 3,
@@ -157,57 +159,6 @@ def _fresh(st: np.ndarray) -> None:  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _fsum(values: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
-    """``math.fsum`` of ``values[:n]`` (Shewchuk's partials, CPython's final rounding);
-    non-finite values as CPython adds them (its errors, inf - inf, are NaN here)."""
-    partials = np.empty(n + 1, np.float64)
-    m = 0
-    special = 0.0
-    for k in range(n):
-        x = values[k]
-        if not np.isfinite(x):
-            special += x
-            continue
-        i = 0
-        for j in range(m):
-            y = partials[j]
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo != 0.0:
-                partials[i] = lo
-                i += 1
-            x = hi
-        m = i
-        if x != 0.0:
-            partials[m] = x
-            m += 1
-    if special != 0.0 or special != special:
-        return special
-    hi = 0.0
-    if m > 0:
-        m -= 1
-        hi = partials[m]
-        lo = 0.0
-        while m > 0:
-            x = hi
-            m -= 1
-            y = partials[m]
-            hi = x + y
-            lo = y - (hi - x)
-            if lo != 0.0:
-                break
-        if m > 0 and ((lo < 0.0 and partials[m - 1] < 0.0)
-                      or (lo > 0.0 and partials[m - 1] > 0.0)):
-            y = lo * 2.0
-            x = hi + y
-            if y == x - hi:
-                hi = x
-    return hi
-
-
-@njit(cache=True, nogil=True)
 def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_vals,
                ag_nulls, extra, with_extra):  # pragma: no cover - compiled
     """The exact sum (``math.fsum``) of field ``col`` over a thread's rows labelled one
@@ -223,7 +174,7 @@ def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_val
             values[n] = ag_vals[row0 + k, col]
             n += 1
         node = wa_parent[node]
-    return _fsum(values, n)
+    return sum_of(values, n)
 
 
 @njit(cache=True, nogil=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cep.engine import row_pattern_matcher as matcher
 from cep.engine.event_rows import Row, as_column
+from cep.engine.exact_sum import float_sum
 from cep.engine.expr import Col
 from cep.engine.row_pattern_nav import position
 from grammar import ir
@@ -92,15 +93,15 @@ def _reduce(name: str, values: list) -> object:
         return values[-1]
     if name in ("min", "max"):
         return min(values) if name == "min" else max(values)
-    total = math.fsum(values) if isinstance(values[0], float) else sum(values)
+    total = float_sum(values) if isinstance(values[0], float) else sum(values)
     if name == "sum":
         return total
     if name == "avg":
         return total / len(values)
     if len(values) < 2:  # stddev (sample)
         return None
-    mean = math.fsum(values) / len(values)
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1))
+    mean = float_sum(values) / len(values)
+    return math.sqrt(float_sum([(x - mean) * (x - mean) for x in values]) / (len(values) - 1))
 
 
 def first_waiting(state: dict, skip: str, skip_to: tuple[str, ...], after: int
