@@ -60,6 +60,12 @@ class Navigation:
         if isinstance(node, ast.Semantics):
             return self._semantics(node, lambda call: self.rewrite(call, in_aggregate))
         if isinstance(node, ast.Call):
+            if in_aggregate and node.name in ("prev", "next", "first", "last"):
+                # an aggregate reads one field of a variable's rows (or of every row)
+                raise RuleError(f"{node.name.upper()}() is not allowed in an aggregate's "
+                                "argument: an aggregate reads a field of a variable's rows",
+                                node.pos, hint="aggregate the field itself (sum(A.price)), "
+                                f"or apply {node.name.upper()}() outside the aggregate")
             if node.name in ("prev", "next"):
                 return self._physical(node)
             if node.name in ("first", "last"):

@@ -110,6 +110,25 @@ def test_misplaced_semantics_are_refused_where_written(rule, message):
     assert (error.value.pos.line, error.value.pos.column) == (2, column)
 
 
+@pytest.mark.parametrize(("rule", "call", "at"), [
+    ("MEASURES sum(PREV(A.value)) AS v PATTERN (A) DEFINE A AS true", "PREV", "PREV("),
+    ("MEASURES max(FIRST(A.value, 1)) AS v PATTERN (A+) DEFINE A AS true", "FIRST",
+     "FIRST("),
+    ("MEASURES A.value AS v PATTERN (A B) DEFINE B AS avg(LAST(A.value)) > 1", "LAST",
+     "LAST("),
+    ("MEASURES A.value AS v PATTERN (A B) DEFINE B AS sum(RUNNING PREV(B.value)) > 1",
+     "PREV", "RUNNING"),
+])
+def test_navigation_inside_an_aggregate_is_refused_where_written(rule, call, at):
+    # an aggregate reads one field of a variable's rows: a navigation in its argument
+    # would be ignored
+    head = "SELECT v FROM T MATCH_RECOGNIZE ( "
+    text = SCHEMA + head + rule + " );"
+    with pytest.raises(RuleError, match=f"{call}\\(\\) is not allowed in an aggregate") as error:
+        compile_text(text, "r.epl")
+    assert (error.value.pos.line, error.value.pos.column) == (2, len(head) + rule.find(at) + 1)
+
+
 def test_semantics_outside_match_recognize_are_refused():
     with pytest.raises(RuleError, match="FINAL applies only in MATCH_RECOGNIZE") as error:
         compile_text(SCHEMA + "SELECT final count(*) AS n FROM T;", "r.epl")
