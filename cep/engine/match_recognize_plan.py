@@ -16,7 +16,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   or every row (``count(*)`` too).
 
 Everything else (``$``, DEFINEs that read running
-aggregates, FIRST, a navigation's offsets or CLASSIFIER, measures with PREV/NEXT) runs
+aggregates, FIRST, a navigation's offsets, NEXT or CLASSIFIER, measures with PREV/NEXT) runs
 on the interpreter (:mod:`cep.engine.row_pattern_matcher`): :func:`plan` says why.
 """
 
@@ -82,6 +82,9 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
     if any(op[0] == "end" for op in program.ops):
         return "$ in the pattern"
+    if any((nav := Nav.parse(ref.qualifier)) is not None and nav.physical > 0
+           for ref in collect_nodes([c for _, c in rule.defines], ir.FieldRef)):
+        return "NEXT in DEFINE (rows wait for the rows it reads after them)"
     if any(every or whole for _, every, whole in program.reads):
         return "a DEFINE reads more of the match than each variable's last row"
     variables = tuple(rule.variables)

@@ -5,9 +5,12 @@
 
 In DEFINE of V, ``V.f`` and bare ``f`` stay the candidate row and ``PREV(V.f, n)`` /
 ``PREV(f, n)`` the partition's row n before it (``__prev{n}``: the operator reads those
-for a whole batch at once); NEXT is refused (a condition is decided when its row
-arrives). In MEASURES a bare field is the universal variable (every row of the match),
-and NEXT may read past the match (the operator holds the report until the row arrives).
+for a whole batch at once); NEXT reads the partition's rows after the row it navigates
+from, past the candidate too (the operator then feeds a row to the matcher only once
+the rows its DEFINEs read after it have arrived; CLASSIFIER is NULL past the candidate,
+whose later rows have no label yet). In MEASURES a bare field is the universal variable
+(every row of the match), and NEXT may read past the match (the operator holds the
+report until the row arrives).
 Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
 row of the match), marked FINAL (``grammar.row_nav.final_qualifier``) when the aggregate
 reads the whole match.
@@ -130,10 +133,6 @@ class Navigation:
         usage = f"write {node.name}(A.field [, n]) or {node.name}(FIRST(A.field, m), n)"
         if not 1 <= len(node.args) <= 2:
             raise RuleError(f"wrong arguments for {node.name}()", node.pos, hint=usage)
-        if node.name == "next" and self.define is not None:
-            raise RuleError("NEXT() is not allowed in DEFINE: a condition is decided when "
-                            "its row arrives, before any later row", node.pos,
-                            hint="write the condition on the later row, with PREV()")
         n = _offset(node.args[1], node.name, 1) if len(node.args) == 2 else 1
         inner = node.args[0]
         if isinstance(inner, ast.Semantics) and inner.call.name in ("first", "last",
