@@ -82,7 +82,8 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
     if any(op[0] == "end" for op in program.ops):
         return "$ in the pattern"
-    if any((nav := Nav.parse(ref.qualifier)) is not None and nav.physical > 0
+    if any(ref.qualifier.startswith("__next")
+           or ((nav := Nav.parse(ref.qualifier)) is not None and nav.physical > 0)
            for ref in collect_nodes([c for _, c in rule.defines], ir.FieldRef)):
         return "NEXT in DEFINE (rows wait for the rows it reads after them)"
     if any(every or whole for _, every, whole in program.reads):

@@ -110,13 +110,13 @@ class MatchRecognizeOperator(PerKeyState):
         self.skip_to = self.groups.get(rule.skip_var, ()) if rule.skip_var else ()
         self.states: dict[object, dict] = {}
         self.timers = TimerIndex()  # each key's next WITHIN deadline (or the input's end)
-        # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
-        # batch at once (with how many earlier rows of the key they need)
+        # DEFINEs that read only the candidate row and the key's rows n before or after
+        # it: evaluated for a whole batch at once (with how many rows of the key before
+        # and after it they need)
         self.aggs = {var: collect_nodes([cond], ir.Agg) for var, cond in self.defines.items()}
-        self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
-                               default=0)
+        self.local = {var: (_around(refs, "__prev"), _around(refs, "__next"))
                       for var, refs in self.refs.items()
-                      if all(q == var or q.startswith("__prev") for q, _ in refs)
+                      if all(q == var or q.startswith(("__prev", "__next")) for q, _ in refs)
                       and not self.aggs[var]}
         measure_refs = collect_nodes([c.expr for c in rule.measures], ir.FieldRef)
         # a key's state stays while it has a match number to continue
@@ -131,7 +131,8 @@ class MatchRecognizeOperator(PerKeyState):
         self.next_depth = max([0, *(n.physical for n in navs if n is not None)])
         # how far NEXT in DEFINE reads after the row it navigates from (at most the
         # candidate row): a row is fed to the matcher once that many rows follow it
-        self.lookahead = max([0, *(n.physical for n in self.navs.values() if n is not None)])
+        self.lookahead = max([0, *(n.physical for n in self.navs.values() if n is not None),
+                              *(_around(refs, "__next") for refs in self.refs.values())])
         kernel_plan = plan(rule, self.program, self.groups, dict(stream.fields))
         self.kernel: KernelOperator | None = None
         self.interpreted = kernel_plan if isinstance(kernel_plan, str) else ""
@@ -367,9 +368,11 @@ class MatchRecognizeOperator(PerKeyState):
         return passed
 
     def _local_flags(self, table: Table) -> dict[str, np.ndarray]:
-        """For each DEFINE that reads only the candidate row and ``prev`` rows, its value
-        on every row of the batch (None where prev reaches before the key's first row of
-        the batch: those rows are judged one by one against the key's buffered rows)."""
+        """For each DEFINE that reads only the candidate row and the rows n before and
+        after it (``__prev{n}``, ``__next{n}``), its value on every row of the batch
+        (None where it reaches before the key's first row of the batch or past its last:
+        those rows are judged one by one against the key's buffered and waiting
+        rows)."""
         n = nrows(table)
         if not self.local or n == 0:
             return {}
@@ -377,19 +380,25 @@ class MatchRecognizeOperator(PerKeyState):
         order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
         sorted_codes = codes[order]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-        rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+        sizes = np.diff(np.append(starts, n))
+        rank = np.arange(n) - np.repeat(starts, sizes)
+        rest = np.repeat(sizes, sizes) - rank - 1  # the key's rows after each in the batch
         out = {}
-        for var, depth in self.local.items():
+        for var, (depth, ahead) in self.local.items():
             env = Env(n, seq=table[SEQ][order])
             for qual, name in self.refs[var]:
                 values = table[name][order]
                 nulls = table.get(name + NULL_SUFFIX)
                 nulls = nulls[order] if nulls is not None else np.zeros(n, dtype=bool)
-                back = 0 if qual == var else int(qual[6:])
-                at = np.maximum(np.arange(n) - back, 0)
-                env.columns[(qual, name)] = Col(values[at], nulls[at] | (rank < back))
+                step = 0 if qual == var else int(qual[6:])
+                if qual.startswith("__prev"):
+                    at, outside = np.maximum(np.arange(n) - step, 0), rank < step
+                else:
+                    at, outside = np.minimum(np.arange(n) + step, n - 1), rest < step
+                env.columns[(qual, name)] = Col(values[at], nulls[at] | outside)
             flag = np.empty(n, dtype=object)
-            flag[order] = np.where(rank >= depth, truth(self.defines[var], env), None)
+            flag[order] = np.where((rank >= depth) & (rest >= ahead),
+                                   truth(self.defines[var], env), None)
             out[f"__ok_{var}"] = flag
         return out
 
@@ -405,6 +414,8 @@ class MatchRecognizeOperator(PerKeyState):
         if qual.startswith("__prev"):
             j = i - int(qual[6:]) - base
             return rows[j].get(name) if j >= 0 else None
+        if qual.startswith("__next"):
+            return _after(state, i + int(qual[6:]), name)
         nav = self.navs[qual]
         start, _, labels, _ = thread
         labels = [*labels, var]
@@ -416,12 +427,7 @@ class MatchRecognizeOperator(PerKeyState):
         j = start + at - base
         if j < 0:
             return None
-        if j < len(rows):
-            return rows[j].get(name)
-        # NEXT past the candidate: a row waiting for its own lookahead (none past the
-        # key's last row, at the end of the input)
-        ahead = state.get("ahead", [])
-        return ahead[j - len(rows)].get(name) if j - len(rows) < len(ahead) else None
+        return rows[j].get(name) if j < len(rows) else _after(state, start + at, name)
 
     def _running_aggregate(self, state: dict, threads: list[list], agg: ir.Agg, var: str
                            ) -> Col:
@@ -536,6 +542,20 @@ def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray
     columns.update({name: field_values(table, name, order) for name, _ in stream.fields})
     return zip(table[KEY][order].tolist(), rows_of(columns), table[RELEASE][order].tolist(),
                strict=True)
+
+
+def _around(refs: list[tuple[str, str]], prefix: str) -> int:
+    """How many rows before (``__prev``) or after (``__next``) the candidate a DEFINE
+    reading ``refs`` reads directly."""
+    return max([int(q[6:]) for q, _ in refs if q.startswith(prefix)], default=0)
+
+
+def _after(state: dict, j: int, name: str) -> object:
+    """Field ``name`` of the key's row j at or after the first row not yet fed: a row
+    waiting for its own lookahead (none past the key's last row, at the input's end)."""
+    ahead = state.get("ahead", [])
+    k = j - state["base"] - len(state["rows"])
+    return ahead[k].get(name) if k < len(ahead) else None
 
 
 def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:
