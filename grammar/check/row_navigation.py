@@ -3,11 +3,15 @@
 ``MATCH_NUMBER()`` rewritten into field references whose qualifier names the row
 (``grammar.row_nav``), before the expression is typed.
 
-In DEFINE of V, ``V.f`` and bare ``f`` stay the candidate row and ``PREV(V.f, n)`` /
-``PREV(f, n)`` the partition's row n before it (``__prev{n}``: the operator reads those
-for a whole batch at once); NEXT is refused (a condition is decided when its row
-arrives). In MEASURES a bare field is the universal variable (every row of the match),
-and NEXT may read past the match (the operator holds the report until the row arrives).
+In DEFINE of V, ``V.f`` and bare ``f`` stay the candidate row, ``PREV(V.f, n)`` /
+``PREV(f, n)`` the partition's row n before it (``__prev{n}``) and ``NEXT(V.f, n)`` /
+``NEXT(f, n)`` the row n after it (``__next{n}``): the operator reads those for a whole
+batch at once. NEXT from another row (``NEXT(A.f)`` in B's DEFINE) reads the
+partition's rows after the row it navigates from, past the candidate too. The operator
+feeds a row to the matcher only once the rows its DEFINEs read after it have arrived;
+CLASSIFIER is NULL past the candidate, whose later rows have no label yet. In MEASURES a
+bare field is the universal variable (every row of the match), and NEXT may read past
+the match (the operator holds the report until the row arrives).
 Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
 row of the match), marked FINAL (``grammar.row_nav.final_qualifier``) when the aggregate
 reads the whole match.
@@ -53,13 +57,21 @@ class Navigation:
     define: str | None = None
     final: bool = False
     codes: set[str] = dataclasses.field(default_factory=set)
-    prevs: set[int] = dataclasses.field(default_factory=set)
+    #: the qualifiers of the candidate's rows before and after (``__prev{n}``,
+    #: ``__next{n}``) the expression reads
+    around: set[str] = dataclasses.field(default_factory=set)
     depth: int = 0
 
     def rewrite(self, node: object, in_aggregate: bool = False) -> object:
         if isinstance(node, ast.Semantics):
             return self._semantics(node, lambda call: self.rewrite(call, in_aggregate))
         if isinstance(node, ast.Call):
+            if in_aggregate and node.name in ("prev", "next", "first", "last"):
+                # an aggregate reads one field of a variable's rows (or of every row)
+                raise RuleError(f"{node.name.upper()}() is not allowed in an aggregate's "
+                                "argument: an aggregate reads a field of a variable's rows",
+                                node.pos, hint="aggregate the field itself (sum(A.price)), "
+                                f"or apply {node.name.upper()}() outside the aggregate")
             if node.name in ("prev", "next"):
                 return self._physical(node)
             if node.name in ("first", "last"):
@@ -124,10 +136,6 @@ class Navigation:
         usage = f"write {node.name}(A.field [, n]) or {node.name}(FIRST(A.field, m), n)"
         if not 1 <= len(node.args) <= 2:
             raise RuleError(f"wrong arguments for {node.name}()", node.pos, hint=usage)
-        if node.name == "next" and self.define is not None:
-            raise RuleError("NEXT() is not allowed in DEFINE: a condition is decided when "
-                            "its row arrives, before any later row", node.pos,
-                            hint="write the condition on the later row, with PREV()")
         n = _offset(node.args[1], node.name, 1) if len(node.args) == 2 else 1
         inner = node.args[0]
         if isinstance(inner, ast.Semantics) and inner.call.name in ("first", "last",
@@ -140,13 +148,14 @@ class Navigation:
             nav, name = self._classifier(inner), CLASSIFIER
         else:
             nav, name = self._target(inner, node.name, usage)
-        if (self.define is not None and node.name == "prev" and nav.last
-                and nav.logical == 0 and nav.labels in (None, (self.define,))
-                and name != CLASSIFIER):
-            # the candidate's row n before: read for a whole batch at once
-            self.prevs.add(n)
-            self.depth = max(self.depth, n)
-            return ast.Attr(f"__prev{n}", name, node.pos)
+        if (self.define is not None and nav.last and nav.logical == 0
+                and nav.labels in (None, (self.define,)) and name != CLASSIFIER):
+            # the candidate's row n before or after: read for a whole batch at once
+            qualifier = f"__{node.name}{n}"
+            self.around.add(qualifier)
+            if node.name == "prev":
+                self.depth = max(self.depth, n)
+            return ast.Attr(qualifier, name, node.pos)
         nav = dataclasses.replace(nav, physical=-n if node.name == "prev" else n)
         return self._field(nav, name, node.pos)
 

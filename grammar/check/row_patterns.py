@@ -59,7 +59,7 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         rewritten = nav.rewrite(cond)
         prev_depth = max(prev_depth, nav.depth)
         quals = _qualifiers((*variables, *unions), nav, rows)
-        quals.update({f"__prev{n}": (f"__prev{n}", rows) for n in nav.prevs})
+        quals.update({q: (q, rows) for q in nav.around})
         scope = Scope(quals, (var,), aggregate=Scope(quals, ()))
         checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
                                       aggregates=True)

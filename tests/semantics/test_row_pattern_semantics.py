@@ -6,7 +6,7 @@
   the default; with ONE ROW PER MATCH the two coincide;
 * NEXT reads the partition's rows after the match: the match's report waits for them
   (at the row NEXT reads) or for the end of the input (NULL past the partition's last
-  row); NEXT in DEFINE is refused.
+  row); NEXT in DEFINE is tested in tests/semantics/test_next_in_define.py.
 
 Hand-checked; each query also runs in batches of one and two events. The Spark test
 tests/spark/test_trino_cases_on_spark.py runs these cases too."""
@@ -110,6 +110,25 @@ def test_misplaced_semantics_are_refused_where_written(rule, message):
     assert (error.value.pos.line, error.value.pos.column) == (2, column)
 
 
+@pytest.mark.parametrize(("rule", "call", "at"), [
+    ("MEASURES sum(PREV(A.value)) AS v PATTERN (A) DEFINE A AS true", "PREV", "PREV("),
+    ("MEASURES max(FIRST(A.value, 1)) AS v PATTERN (A+) DEFINE A AS true", "FIRST",
+     "FIRST("),
+    ("MEASURES A.value AS v PATTERN (A B) DEFINE B AS avg(LAST(A.value)) > 1", "LAST",
+     "LAST("),
+    ("MEASURES A.value AS v PATTERN (A B) DEFINE B AS sum(RUNNING PREV(B.value)) > 1",
+     "PREV", "RUNNING"),
+])
+def test_navigation_inside_an_aggregate_is_refused_where_written(rule, call, at):
+    # an aggregate reads one field of a variable's rows: a navigation in its argument
+    # would be ignored
+    head = "SELECT v FROM T MATCH_RECOGNIZE ( "
+    text = SCHEMA + head + rule + " );"
+    with pytest.raises(RuleError, match=f"{call}\\(\\) is not allowed in an aggregate") as error:
+        compile_text(text, "r.epl")
+    assert (error.value.pos.line, error.value.pos.column) == (2, len(head) + rule.find(at) + 1)
+
+
 def test_semantics_outside_match_recognize_are_refused():
     with pytest.raises(RuleError, match="FINAL applies only in MATCH_RECOGNIZE") as error:
         compile_text(SCHEMA + "SELECT final count(*) AS n FROM T;", "r.epl")
@@ -163,15 +182,6 @@ def test_next_reads_only_the_key_s_own_rows(run_epl):
     for size in (1, 2):
         assert run_epl(schema + text, events, batch_size=size) == out
     assert [(r["seq"], r["key"], r["nv"]) for r in out] == [(4, "x", 3), (5, "y", 70)]
-
-
-def test_next_in_define_is_refused_where_written():
-    text = SCHEMA + ("SELECT v FROM T MATCH_RECOGNIZE ( MEASURES A.value AS v "
-                     "PATTERN (A B) DEFINE A AS NEXT(A.value) > A.value );")
-    with pytest.raises(RuleError, match="NEXT\\(\\) is not allowed in DEFINE") as error:
-        compile_text(text, "r.epl")
-    assert (error.value.pos.line, error.value.pos.column) == (2, text.split("\n")[1].index(
-        "NEXT") + 1)
 
 
 def test_a_waiting_match_of_a_within_rule_is_reported_at_the_input_s_end(run_epl):

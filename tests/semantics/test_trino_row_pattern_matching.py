@@ -15,9 +15,6 @@ from collections import Counter
 
 import pytest
 
-from grammar.compile import compile_text
-from grammar.errors import RuleError
-
 SEC = 1000
 SCHEMA = "CREATE SCHEMA T (id int, value int, ts timestamp) TIMESTAMP ts;\n"
 NULL = None
@@ -366,12 +363,12 @@ def test_kill_thread(run_epl):
     assert query(run_epl, text, [1, 2, 3, 4, 5], ("foo",)) == rows(("foo",))
 
 
-def test_next_in_define_is_refused():
-    # Trino's NEXT(CLASSIFIER()) in DEFINE is always NULL; cep refuses NEXT in DEFINE
-    with pytest.raises(RuleError, match="NEXT\\(\\) is not allowed in DEFINE") as error:
-        compile_text(SCHEMA + "SELECT val FROM T MATCH_RECOGNIZE ( MEASURES value AS val "
-                     "ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS NEXT(CLASSIFIER()) = 'A' );")
-    assert error.value.pos.line == 2
+def test_classifier_function_past_current_row_in_define(run_epl):
+    # testClassifierFunctionPastCurrentRow, second case: in DEFINE no row past the
+    # candidate has a label yet, so NEXT(CLASSIFIER()) is NULL and A never matches
+    text = ("SELECT id, val FROM T MATCH_RECOGNIZE ( MEASURES value AS val ALL ROWS PER MATCH "
+            "PATTERN (A+) DEFINE A AS NEXT(CLASSIFIER()) = 'A' );")
+    assert query(run_epl, text, [90, 80, 70, 80], ("id", "val")) == rows()
 
 
 # ---- TestAggregationsInRowPatternMatching

@@ -37,6 +37,11 @@ RULES = {
                              "ALL ROWS PER MATCH AFTER MATCH SKIP TO LAST U "
                              "PATTERN (A {- B* -} C+) SUBSET U = (A, C) "
                              "DEFINE B AS B.value = PREV(B.value), C AS C.value >= A.value );",
+    # NEXT in DEFINE: each key's rows wait in its state for the two rows after them
+    "next_in_define": "SELECT part, id, mn, label FROM P MATCH_RECOGNIZE ( PARTITION BY part "
+                      "MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS label ALL ROWS PER "
+                      "MATCH PATTERN (A B*) DEFINE A AS NEXT(A.value, 2) >= A.value, "
+                      "B AS NEXT(B.value) IS NULL OR NEXT(B.value) < B.value );",
 }
 
 

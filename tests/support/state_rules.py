@@ -66,6 +66,11 @@ RULES = {
                                 "AFTER MATCH SKIP TO LAST B PATTERN (A {- X? -} B+?) "
                                 "DEFINE A AS A.kind = 1, X AS X.kind = 0, "
                                 "B AS avg(B.v) > 4 );",
+    # NEXT in DEFINE: each key's rows wait in its state for the two rows after them
+    "match_recognize_next": "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                            "MATCH_NUMBER() AS mn, count(*) AS n, NEXT(v) AS nv "
+                            "PATTERN (A B+) WITHIN 7 sec DEFINE A AS NEXT(A.v, 2) > A.v, "
+                            "B AS NEXT(B.v) IS NULL OR B.v <= NEXT(B.v) );",
     "pattern": "SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) -> "
                "b=S(kind = 2 AND v > a.v) WITHIN 6 sec ] PARTITION BY k;",
 }

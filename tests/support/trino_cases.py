@@ -1,7 +1,8 @@
 """The row pattern cases cep runs from Trino's tests
-(tests/semantics/test_trino_row_pattern_matching.py) and for RUNNING / FINAL and NEXT in
-MEASURES (tests/semantics/test_row_pattern_semantics.py), gathered into rule files and
-one input so that a few runs on Spark cover every case.
+(tests/semantics/test_trino_row_pattern_matching.py), for RUNNING / FINAL and NEXT in
+MEASURES (tests/semantics/test_row_pattern_semantics.py) and for NEXT in DEFINE
+(tests/semantics/test_next_in_define.py), gathered into rule files and one input so that
+a few runs on Spark cover every case.
 
 The cases are not copied: each test of those modules (with each of its parameters) is
 called with a ``run_epl`` that runs the reference evaluator and records the rule text and
@@ -33,7 +34,8 @@ from support.spark_runs import ROOT
 #: the test modules whose cases are gathered (their rules read a stream T or P with the
 #: fields id, value and for P part)
 TEST_FILES = (ROOT / "tests" / "semantics" / "test_trino_row_pattern_matching.py",
-              ROOT / "tests" / "semantics" / "test_row_pattern_semantics.py")
+              ROOT / "tests" / "semantics" / "test_row_pattern_semantics.py",
+              ROOT / "tests" / "semantics" / "test_next_in_define.py")
 #: the keys a case without PARTITION BY is given its rows under
 REPLICAS = ("a", "b")
 SCHEMAS = ("CREATE SCHEMA T (id int, part string, value int, cid int, ts timestamp) "
