@@ -38,7 +38,6 @@ from pathlib import Path
 
 from cep.engine.udf_files import UdfFileError, load_udf_file
 from grammar import ir
-from grammar.compile import compile_text
 from grammar.errors import RuleError
 from grammar.rule_set import (
     Change,
@@ -305,6 +304,8 @@ class RuleBook:
     def of_run(cls, workdir: str | Path) -> RuleBook:
         """The rule book of a run directory, its start compiled from what it recorded
         (for commands that are not the job: ``cep deploy``, ``cep rules``)."""
+        from grammar.compile import compile_text  # not in Spark's planning processes
+
         origin = ChangeLog(workdir).origin()
         start = compile_text(origin.text, origin.source_name, dict(origin.overrides),
                              origin.state_ttl_us)

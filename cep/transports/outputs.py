@@ -11,13 +11,16 @@ rule's place in the rule file): one batch at a time, so memory is bounded by a b
 * MongoDB: the events upserted with ``_id`` from (rule, seq, key)
   (``mongo_write.MongoEventWriter``); a replay replaces documents with themselves.
 
-Lines are parsed with :mod:`json`, one per event: outputs are few next to inputs, and
-MongoDB needs the documents anyway.
+MongoDB's documents are the lines parsed with :mod:`json`. A Kafka record needs only its
+key, which :func:`record_keys` cuts out of the lines cep writes instead of parsing each
+whole line (``json.loads`` per line took 0.65-0.97 s of the 1.1-2.1 s that publishing
+200,000 events cost, measured while the machine was loaded).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Protocol
 
 from cep.transports.address import parse_kafka_uri
@@ -54,13 +57,42 @@ class KafkaPublisher:
         if not text:
             return 0
         lines = text.splitlines()
-        keys = [json.loads(line)["key"] for line in lines]
-        records = [(None if k is None else json.dumps(k).encode("utf-8"), line)
-                   for k, line in zip(keys, lines, strict=True)]
+        records = list(zip(record_keys(text, lines), lines, strict=True))
         return self.writer.write(batch, records)
 
     def close(self) -> None:
         self.writer.close()
+
+
+# The start of a line as cep writes it (``cep.engine.json_rows.event_lines_text``): the
+# rule's name as a JSON string, then the key's JSON text up to the first ``,"seq":``.
+_KEY_TEXT = re.compile(rb'^\{"rule":"(?:[^"\\\n]|\\.)*","key":(.*?),"seq":', re.MULTILINE)
+
+
+def record_keys(text: bytes, lines: list[bytes]) -> list[bytes | None]:
+    """The Kafka record key of each line of ``text`` (``lines`` its lines): the ``key``
+    field as ``json.dumps`` writes it (``2134``, ``"alice"``, ``[1, "a"]``), None where
+    it is null. Exactly what ``json.dumps(json.loads(line)["key"])`` gives.
+
+    Fast path, for lines in cep's compact form: one regular-expression pass over the
+    text finds each line's key text, and only the distinct ones are parsed (keys
+    repeat). A cut at the first ``,"seq":`` is the whole key: that text cannot occur
+    inside a JSON string (its quote would be escaped), nor end a list; inside an object
+    the cut leaves the object open, which does not parse. Any line of another form
+    (spaces after the separators, fields in another order) sends the whole text down
+    the slow path, a parse per line."""
+    texts = _KEY_TEXT.findall(text)
+    if len(texts) == len(lines):
+        try:
+            values = {t: json.loads(t) for t in set(texts)}
+        except ValueError:
+            values = None
+        if values is not None and not any(isinstance(v, dict) for v in values.values()):
+            keys = {t: None if v is None else json.dumps(v).encode("utf-8")
+                    for t, v in values.items()}
+            return [keys[t] for t in texts]
+    parsed = (json.loads(line)["key"] for line in lines)
+    return [None if k is None else json.dumps(k).encode("utf-8") for k in parsed]
 
 
 class MongoPublisher:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from hypothesis import given
+from hypothesis import strategies as st
 from pymongo import MongoClient
 
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.transports.outputs import KafkaPublisher, MongoPublisher, is_uri_output
+from cep.transports.outputs import KafkaPublisher, MongoPublisher, is_uri_output, record_keys
 
 EVENTS = [{"rule": "fsd", "key": 5, "seq": 0, "ts": "2026-01-01T00:00:00.000Z", "text": "été"},
           {"rule": "agg", "key": "u1", "seq": 3, "ts": None, "n": 2},
@@ -52,3 +54,43 @@ def test_mongo_publisher_upserts_by_id(mongo: EmbeddedMongo,
     with MongoClient(mongo.uri) as client:
         docs = list(client.cep[collection].find({}, {"_id": 0}).sort("seq", 1))
     assert docs == EVENTS
+
+
+KEYS = st.recursive(
+    st.none() | st.integers() | st.floats(allow_nan=False) | st.text()
+    | st.sampled_from(["seq", ',"seq":', '","seq":', "été", '\\"', "\n"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["seq", "a", "key"]), inner, max_size=3),
+    max_leaves=6)
+RULES = st.text() | st.sampled_from(["pair", 'a","key":1,"seq":', "r\\"])
+
+
+@given(st.lists(st.tuples(RULES, KEYS, st.integers(0, 99)), max_size=8), st.booleans())
+def test_record_keys_are_the_parsed_lines_keys(events: list, compact: bool) -> None:
+    """Cut out of cep's compact lines or parsed from any other form, a record's key is
+    what parsing the whole line and writing its key with ``json.dumps`` gives."""
+    separators = (",", ":") if compact else None
+    text = "".join(json.dumps({"rule": rule, "key": key, "seq": seq, "n": 1},
+                              ensure_ascii=False, separators=separators) + "\n"
+                   for rule, key, seq in events).encode()
+    lines = text.splitlines()
+    expected = [None if json.loads(line)["key"] is None
+                else json.dumps(json.loads(line)["key"]).encode() for line in lines]
+    assert record_keys(text, lines) == expected
+
+
+def test_record_keys_of_cep_lines_take_the_fast_path(monkeypatch) -> None:
+    """cep's own lines (compact, rule then key) need no parse per line: the keys come
+    from the one pass, each distinct key text parsed once."""
+    text = b'{"rule":"r","key":7,"seq":0,"n":1}\n{"rule":"r","key":"u","seq":1}\n' * 3
+    parsed: list[bytes] = []
+    loads = json.loads
+
+    def counting(value: bytes):
+        parsed.append(value)
+        return loads(value)
+
+    monkeypatch.setattr(json, "loads", counting)
+    keys = record_keys(text, text.splitlines())
+    assert keys == [b"7", b'"u"'] * 3
+    assert sorted(parsed) == [b'"u"', b"7"]
