@@ -154,3 +154,22 @@ def group_ends(codes: np.ndarray) -> np.ndarray:
     np.not_equal(codes[:-1], codes[1:], out=boundary[:-1])
     ends = np.flatnonzero(boundary) + 1
     return np.repeat(ends, np.diff(np.concatenate(([0], ends))))
+
+
+def lexsorted(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key primary, stable), but the identity without
+    sorting when the rows are in that order already: the check is one pass over the
+    keys, where a lexsort is a stable sort per key (rate limiting's rows come grouped
+    by key and in time order: 100k rows, five keys, 20 ms of sorting for nothing)."""
+    n = len(keys[0]) if keys else 0
+    if n < 2:
+        return np.arange(n)
+    undecided = np.ones(n - 1, dtype=bool)  # pairs equal on the keys looked at so far
+    for key in keys[::-1]:
+        before, after = key[:-1], key[1:]
+        if (undecided & (after < before)).any():
+            return np.lexsort(keys)
+        undecided &= after == before
+        if not undecided.any():
+            break
+    return np.arange(n)
