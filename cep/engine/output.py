@@ -112,7 +112,7 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     if not table or len(table["seq"]) < 2:
         return table
     rank = _rule_ranks(table["rule"], rule_order)
-    order = lexsorted((rank, table["origin"], table["at"], table["seq"]))
+    order = lexsorted((rank, table["origin"], table["at"], table["seq"]), by_primary=True)
     order = by_key_within_ties(order, (table["seq"], table["at"], table["origin"], rank),
                                table["key"])
     if (order[1:] > order[:-1]).all():  # in order already (batches' sorted outputs)

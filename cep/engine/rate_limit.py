@@ -47,6 +47,7 @@ from cep.engine.table import (
     RELEASE,
     TIME,
     Table,
+    code_order,
     factorize,
     lexsorted,
     object_array,
@@ -140,7 +141,7 @@ class RateLimited:
         """ALL EVERY n EVENTS: each block of n rows of a key leaves at its n-th row."""
         if not out or not len(out["seq"]):
             return empty_output()
-        out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
+        out = take(out, lexsorted((out["origin"], out["at"], out["seq"]), by_primary=True))
         keys, codes = self._batch_keys([out["key"]])
         found = self.columns.find(keys)  # type: ignore[union-attr]
         released, pending, count = every_n_events(
@@ -153,7 +154,7 @@ class RateLimited:
         """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
         ``cep.engine.rate_intervals``)."""
         if out and len(out["seq"]):
-            out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
+            out = take(out, lexsorted((out["origin"], out["at"], out["seq"]), by_primary=True))
         tick_keys, tick_times = self._opening_ticks(args)
         due = self.columns.due(clock.end)  # type: ignore[union-attr]
         n = len(out["seq"]) if out else 0
@@ -180,8 +181,8 @@ class RateLimited:
         if not len(every):
             return every, np.empty(0, dtype=np.int64)
         codes = factorize(every)  # numbered in order of first appearance
-        first = np.full(int(codes.max()) + 1, len(codes), dtype=np.int64)
-        np.minimum.at(first, codes, np.arange(len(codes)))
+        first = np.empty(int(codes.max()) + 1, dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first one wins
         return every[first], codes
 
     def _released_table(self, keys: np.ndarray, rows: Rows) -> Table:
@@ -256,7 +257,8 @@ class RateLimited:
         release = np.concatenate([p[1] for p in parts])
         time = np.concatenate([p[2] for p in parts])
         codes = factorize(keys)
-        order = np.lexsort((release, time, codes))
+        # the events come in time order mostly: by key, stably, is then the order
+        order = lexsorted((release, time, codes), code_order(codes))
         codes, time, keys = codes[order], time[order], keys[order]
         bucket = time // self.limit.period_us
         first = np.r_[True, codes[1:] != codes[:-1]]

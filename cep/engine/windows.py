@@ -29,10 +29,12 @@ from cep.engine.table import (
     SUB,
     TIME,
     Table,
+    code_order,
     concat,
     factorize,
     group_ends,
     group_starts,
+    lexsorted,
     take,
 )
 from grammar import ir
@@ -115,7 +117,7 @@ class KeyedWindow:
         extra = query_keys if query_keys is not None else np.empty(0, dtype=object)
         all_codes = factorize(_concat_keys(keys, extra))
         codes, query_codes = all_codes[: len(keys)], all_codes[len(keys):]
-        order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
+        order = _processing_order(table, codes, n_old)
         table = take(table, order)
         codes = codes[order]
         is_new = is_new[order]
@@ -221,6 +223,22 @@ def key_positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     lookup = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype=np.int64)
     lookup[codes[:len(keys)][::-1]] = np.arange(len(keys) - 1, -1, -1)  # first wins
     return lookup[codes[len(keys):]]
+
+
+def _processing_order(table: Table, codes: np.ndarray, n_old: int) -> np.ndarray:
+    """``np.lexsort((SUB, SEQ, TIME, codes))`` of a merge's rows (the retained rows,
+    then the batch's), found without four sorts where the rows allow: the retained rows
+    are in that order already (a merge's order, kept by ``retain``) and a key's new rows
+    come after its old ones (its effective time never goes back, its seqs grow), so one
+    stable sort by key code (a radix sort) of the retained rows, then the batch's in
+    processing order, gives it. Checked, and sorted in full where it does not hold
+    (rows imported from another engine, out-of-order events). 140k rows: 25 ms of
+    lexsort against about 4 ms."""
+    n = len(codes)
+    new = n_old + lexsorted((table[SUB][n_old:], table[SEQ][n_old:], table[TIME][n_old:]))
+    candidate = np.concatenate((np.arange(n_old), new)) if n_old else new
+    candidate = candidate[code_order(codes[candidate])] if n else candidate
+    return lexsorted((table[SUB], table[SEQ], table[TIME], codes), candidate)
 
 
 def _from_end(codes: np.ndarray, n_keys: int) -> np.ndarray:
