@@ -30,7 +30,7 @@ import orjson
 import pandas as pd
 
 from cep.engine.expr import Col
-from cep.engine.table import object_array
+from cep.engine.table import object_array, repeated
 
 
 def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
@@ -38,7 +38,7 @@ def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
     as an object array of ``str``. A name given twice keeps its first place and its last
     value, as a ``dict`` built from the pairs would."""
     if not columns:
-        return np.full(n, "{}", dtype=object)
+        return repeated("{}", n)
     last = {name: i for i, (name, _, _) in enumerate(columns)}
     names = list(dict.fromkeys(name for name, _, _ in columns))
     template = "{" + ",".join(

@@ -33,7 +33,7 @@ from cep.engine.json_rows import (
     json_texts,
     object_texts,
 )
-from cep.engine.table import Table, lexsorted, take
+from cep.engine.table import Table, lexsorted, repeated, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
 ORDER_COLUMNS = ("at", "origin")  # the reference order within a seq; never written out
@@ -82,7 +82,7 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
     else:
         ts_values, ts_nulls = ts.values.astype(np.int64), ts.null_mask()
     return {
-        "rule": np.full(n, rule, dtype=object),
+        "rule": repeated(rule, n),
         "key": np.asarray(keys, dtype=object),
         "seq": stamps.seq,
         "ts": ts_values,

@@ -51,6 +51,7 @@ from cep.engine.table import (
     factorize,
     lexsorted,
     object_array,
+    repeated,
     take,
 )
 from cep.engine.timers import TimerIndex
@@ -188,7 +189,7 @@ class RateLimited:
     def _released_table(self, keys: np.ndarray, rows: Rows) -> Table:
         if not len(rows):
             return empty_output()
-        return {"rule": np.full(len(rows), self.rule_name, dtype=object),
+        return {"rule": repeated(self.rule_name, len(rows)),
                 "key": keys[rows.key], "seq": rows.seq.astype(np.int64),
                 "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
                 "values": rows.values, "at": rows.at.astype(np.int64),
@@ -270,7 +271,7 @@ class RateLimited:
         if not released:
             return empty_output()
         return {
-            "rule": np.full(len(released), self.rule_name, dtype=object),
+            "rule": repeated(self.rule_name, len(released)),
             "key": object_array([k for k, _ in released]),
             "seq": np.array([r[0] for _, r in released], dtype=np.int64),
             "ts": np.array([r[1] for _, r in released], dtype=np.int64),

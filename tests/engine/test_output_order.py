@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine.output import _rule_ranks, by_key_within_ties
-from cep.engine.table import object_array
+from cep.engine.table import object_array, repeated
 
 
 def oracle(order: np.ndarray, columns: tuple[np.ndarray, ...], keys: np.ndarray
@@ -60,3 +60,10 @@ def test_rule_ranks_are_each_rules_place(rules):
     order = {"b": 0, "a": 1}
     assert _rule_ranks(object_array(rules), order).tolist() == \
         [order.get(r, -1) for r in rules]
+
+
+@given(value=st.text(max_size=5) | st.none() | st.integers(), n=st.integers(0, 20))
+def test_repeated_is_np_full_of_one_shared_value(value, n):
+    out = repeated(value, n)
+    assert out.dtype == object and out.tolist() == np.full(n, value, dtype=object).tolist()
+    assert len({id(v) for v in out.tolist()}) <= 1
