@@ -142,11 +142,11 @@ class RateLimited:
         """ALL EVERY n EVENTS: each block of n rows of a key leaves at its n-th row."""
         if not out or not len(out["seq"]):
             return empty_output()
-        out = take(out, lexsorted((out["origin"], out["at"], out["seq"]), by_primary=True))
         keys, codes = self._batch_keys([out["key"]])
         found = self.columns.find(keys)  # type: ignore[union-attr]
         released, pending, count = every_n_events(
-            self.limit.events, found.count, found.held, _rows(out, codes))  # type: ignore[arg-type]
+            self.limit.events, found.count, found.held,  # type: ignore[arg-type]
+            _made_order(_rows(out, codes)))
         self.columns.store(keys, count, found.open, found.bucket,  # type: ignore[union-attr]
                            found.has_first, found.first_bucket, pending)
         return self._released_table(keys, released)
@@ -154,8 +154,6 @@ class RateLimited:
     def _every_period(self, out: Table, args: tuple, clock: Watermark) -> Table:
         """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
         ``cep.engine.rate_intervals``)."""
-        if out and len(out["seq"]):
-            out = take(out, lexsorted((out["origin"], out["at"], out["seq"]), by_primary=True))
         tick_keys, tick_times = self._opening_ticks(args)
         due = self.columns.due(clock.end)  # type: ignore[union-attr]
         n = len(out["seq"]) if out else 0
@@ -167,7 +165,8 @@ class RateLimited:
         result = every_time(
             self.limit.kind, self.limit.period_us, len(keys),  # type: ignore[arg-type]
             found.open, found.bucket, found.has_first, found.first_bucket, found.held,
-            _rows(out, codes[:n]), codes[n: n + len(tick_keys)], tick_times, clock.end,
+            _made_order(_rows(out, codes[:n])), codes[n: n + len(tick_keys)], tick_times,
+            clock.end,
             lambda deadlines: clock.reach(deadlines)[0])
         self.columns.store(keys, found.count, result.open,  # type: ignore[union-attr]
                            result.bucket, result.has_first, result.first_bucket,
@@ -366,6 +365,17 @@ def _rows(out: Table, codes: np.ndarray) -> Rows:
         return Rows(np.empty(0, np.int64),
                     *(np.empty(0, dtype=dtypes.get(c, np.int64)) for c in ROW_COLUMNS))
     return Rows(codes, *(out[c] for c in ROW_COLUMNS))
+
+
+def _made_order(rows: Rows) -> Rows:
+    """The rows by key index, each key's in the order they were made (seq, at, origin):
+    the intervals' arithmetic reads only the order within a key. Operators give their
+    rows grouped by key (first seen, first numbered) in that order, so this is mostly
+    a check, not a sort and a gather of every column (100k rows: about 10 ms)."""
+    order = lexsorted((rows.origin, rows.at, rows.seq, rows.key))
+    if len(order) < 2 or (order[1:] > order[:-1]).all():
+        return rows
+    return rows.take(order)
 
 
 def _rows_by_key(out: Table) -> dict[object, list[Row]]:
