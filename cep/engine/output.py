@@ -33,7 +33,7 @@ from cep.engine.json_rows import (
     json_texts,
     object_texts,
 )
-from cep.engine.table import Table, take
+from cep.engine.table import Table, lexsorted, repeated, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
 ORDER_COLUMNS = ("at", "origin")  # the reference order within a seq; never written out
@@ -82,7 +82,7 @@ def build_output(rule: str, keys: np.ndarray, stamps: Stamps | np.ndarray, ts: C
     else:
         ts_values, ts_nulls = ts.values.astype(np.int64), ts.null_mask()
     return {
-        "rule": np.full(n, rule, dtype=object),
+        "rule": repeated(rule, n),
         "key": np.asarray(keys, dtype=object),
         "seq": stamps.seq,
         "ts": ts_values,
@@ -111,9 +111,8 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     those keep the order they were made in (see the module notes)."""
     if not table or len(table["seq"]) < 2:
         return table
-    codes, rules = pd.factorize(table["rule"])
-    rank = np.array([rule_order.get(r, -1) for r in rules.tolist()], dtype=np.int64)[codes]
-    order = np.lexsort((rank, table["origin"], table["at"], table["seq"]))
+    rank = _rule_ranks(table["rule"], rule_order)
+    order = lexsorted((rank, table["origin"], table["at"], table["seq"]), by_primary=True)
     order = by_key_within_ties(order, (table["seq"], table["at"], table["origin"], rank),
                                table["key"])
     if (order[1:] > order[:-1]).all():  # in order already (batches' sorted outputs)
@@ -121,12 +120,23 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     return take(table, order)
 
 
+def _rule_ranks(rules: np.ndarray, rule_order: dict[str, int]) -> np.ndarray:
+    """Each row's rule's place in ``rule_order`` (-1: not in it). A table of one rule's
+    rows (the usual case) is told by one comparison per row, which costs a sixth of
+    hashing the names (1M rows: 6.5 ms against 43 ms)."""
+    if (rules == rules[0]).all():
+        return np.full(len(rules), rule_order.get(rules[0], -1), dtype=np.int64)
+    codes, names = pd.factorize(rules)
+    return np.array([rule_order.get(r, -1) for r in names.tolist()], dtype=np.int64)[codes]
+
+
 def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
                        keys: np.ndarray) -> np.ndarray:
     """``order`` (a stable sort by ``columns``) with each run of rows equal on all the
     columns re-sorted, stably, by their key's JSON text: rows of several keys (timers
     at one deadline, later stages' events) then come in the same order whichever engine
-    made them. Each key's text is written once; no Python loop over the runs."""
+    made them. Each key's text is written once; no Python loop over the runs, and one
+    stable sort of (run, key rank) as one int64, not a lexsort's two sorts."""
     n = len(order)
     if n < 2:
         return order
@@ -141,7 +151,8 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     codes, texts = distinct_texts(keys[order[tied]], json.dumps)
     rank = np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
     order = order.copy()
-    order[tied] = order[tied][np.lexsort((rank, run[tied]))]  # stable: ties keep order
+    by_run_then_key = run[tied] * len(texts) + rank  # < n², which an int64 holds
+    order[tied] = order[tied][np.argsort(by_run_then_key, kind="stable")]  # ties keep order
     return order
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.output import TIMER
+from cep.engine.table import code_order
 
 ROW_FIELDS = ("seq", "ts", "ts__null", "values", "at", "origin")
 
@@ -86,7 +87,7 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
     keys = np.concatenate((open_keys, held.key, rows.key, tick_key)).astype(np.int64)
     buckets = np.concatenate((bucket[open_keys], bucket[held.key], row_time // period,
                               np.asarray(tick_time, np.int64) // period)).astype(np.int64)
-    order = np.lexsort((buckets, keys))
+    order = _grouped(keys, buckets)
     k, b = keys[order], buckets[order]
     starts = np.r_[True, (k[1:] != k[:-1]) | (b[1:] != b[:-1])] if len(k) else np.empty(0, bool)
     interval = np.empty(len(k), dtype=np.int64)
@@ -99,7 +100,7 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
     n_held = len(held)
     every = concat_rows([held, rows])
     row_interval = interval[len(open_keys): len(open_keys) + len(every)]
-    by_interval = np.argsort(row_interval, kind="stable")  # intervals are in key order
+    by_interval = code_order(row_interval)  # stable; intervals are in key order
     every, row_interval = every.take(by_interval), row_interval[by_interval]
     first_row = np.r_[True, row_interval[1:] != row_interval[:-1]] if len(every) else \
         np.empty(0, bool)
@@ -130,6 +131,18 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
                              np.full(len(leave), TIMER, np.int64))
     return Released(released, every.take(~shut & keep), new_open, new_bucket, first_bucket,
                     has_first)
+
+
+def _grouped(keys: np.ndarray, buckets: np.ndarray) -> np.ndarray:
+    """An order of the items by (key, interval): only the groups matter, not the order
+    within one, so one plain argsort of both as one int64 where they fit (150k items:
+    about a fifth of a lexsort's two stable sorts)."""
+    if not len(keys):
+        return np.empty(0, dtype=np.int64)
+    low, span = int(buckets.min()), int(buckets.max()) - int(buckets.min()) + 1
+    if (int(keys.max()) + 1) * span >= 2**62:
+        return np.lexsort((buckets, keys))
+    return np.argsort(keys * span + (buckets - low))
 
 
 def every_n_events(n: int, count: np.ndarray, held: Rows, rows: Rows

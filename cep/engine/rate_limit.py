@@ -19,15 +19,17 @@ A released row carries the seq of the input event at which it is released (the n
 row's, or the first whose watermark reaches the interval's end), so outputs stay in the
 reference order in every runtime, and keeps its own ts and values. A limited rule thus
 outputs (re-stamped) rows of the unlimited rule; ALL may output several rows at one
-event. What is pending is per-key state made of plain values (ints, strings, lists)
-that moves with the key; a key with no open interval and nothing pending holds nothing,
-except that SNAPSHOT keeps the key's latest row for the key's next interval.
+event. What is pending is per-key state that moves with the key, as a dict of plain
+values (ints, strings, lists) per key; a key with no open interval and nothing pending
+holds nothing, except that SNAPSHOT keeps the key's latest row for the key's next
+interval.
 
 Every clause but SNAPSHOT EVERY T works on all keys of a batch at once with array
 operations (FIRST/LAST/SNAPSHOT EVERY n EVENTS here, the others in
-``cep.engine.rate_intervals``); the keys' states are read into arrays before and written
-back after, one Python step per key and per pending row, never per result row.
-SNAPSHOT EVERY T, whose closes repeat a row across intervals, walks each key's items.
+``cep.engine.rate_intervals``), its keys' state held as columns between batches
+(``cep.engine.rate_state``: no Python step per key or per pending row in a batch).
+SNAPSHOT EVERY T, whose closes repeat a row across intervals, walks each key's items
+and keeps a dict per key.
 """
 
 from __future__ import annotations
@@ -39,7 +41,19 @@ import numpy as np
 from cep.engine.clock import Watermark
 from cep.engine.output import TIMER, empty_output
 from cep.engine.rate_intervals import ROW_FIELDS, Rows, every_n_events, every_time
-from cep.engine.table import KEY, RELEASE, TIME, Table, factorize, object_array, take
+from cep.engine.rate_state import EMPTY, RateState
+from cep.engine.table import (
+    KEY,
+    RELEASE,
+    TIME,
+    Table,
+    code_order,
+    factorize,
+    lexsorted,
+    object_array,
+    repeated,
+    take,
+)
 from cep.engine.timers import TimerIndex
 from grammar import ir
 
@@ -58,8 +72,16 @@ class RateLimited:
         self.rule_name = rule_name
         self.limit = limit
         self.clock_tables = clock_tables
+        # SNAPSHOT EVERY T: a dict per key, and the end of each key's open interval
         self.states: dict[object, dict] = {}
-        self.timers = TimerIndex()  # the end of each key's open interval (EVERY T)
+        self.timers = TimerIndex()
+        # every other clause: all keys' state as columns
+        self.columns = self._columns()
+
+    def _columns(self) -> RateState | None:
+        if self.limit.events is None and self.limit.kind == "snapshot":
+            return None
+        return RateState(self.limit.period_us, self.limit.events)
 
     # ---- processing
 
@@ -84,13 +106,14 @@ class RateLimited:
 
     def due_keys(self, until: int) -> list:
         inner = self.inner.due_keys(until)  # type: ignore[attr-defined]
-        return list(dict.fromkeys([*inner, *self.timers.due(until)]))
+        mine = (self.timers.due(until) if self.columns is None
+                else self.columns.due(until).tolist())
+        return list(dict.fromkeys([*inner, *mine]))
 
     def _state(self, key: object) -> dict:
         state = self.states.get(key)
         if state is None:
-            state = self.states[key] = {"count": 0, "bucket": None, "first_bucket": None,
-                                        "pending": [], "latest": None}
+            state = self.states[key] = {**EMPTY, "pending": []}
         return state
 
     def _every_nth(self, out: Table) -> Table:
@@ -102,85 +125,71 @@ class RateLimited:
             return empty_output()
         n = self.limit.events
         codes = factorize(out["key"])
-        order = np.lexsort((np.arange(m), out["origin"], out["at"], out["seq"], codes))
+        order = lexsorted((out["origin"], out["at"], out["seq"], codes))  # stable
         sorted_codes = codes[order]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
         sizes = np.diff(np.append(starts, m))
-        keys = out["key"][order][starts].tolist()
-        counted = np.array([self._state(k)["count"] for k in keys], dtype=np.int64)
-        position = np.repeat(counted, sizes) + np.arange(m) - np.repeat(starts, sizes) + 1
+        keys = out["key"][order[starts]]
+        found = self.columns.find(keys)  # type: ignore[union-attr]
+        position = np.repeat(found.count, sizes) + np.arange(m) - np.repeat(starts, sizes) + 1
         hit = position % n == (1 % n if self.limit.kind == "first" else 0)  # type: ignore[operator]
-        for key, total in zip(keys, ((counted + sizes) % n).tolist(), strict=True):  # type: ignore[operator]
-            self.states[key]["count"] = total
-            self._settle(key, self.states[key])
+        self.columns.store(  # type: ignore[union-attr]
+            keys, (found.count + sizes) % n, found.open, found.bucket,  # type: ignore[operator]
+            found.has_first, found.first_bucket, found.held)
         return take(out, np.sort(order[hit]))
 
     def _all_every_n(self, out: Table) -> Table:
         """ALL EVERY n EVENTS: each block of n rows of a key leaves at its n-th row."""
         if not out or not len(out["seq"]):
             return empty_output()
-        out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
-        keys, states, codes = self._batch_keys([out["key"]])
-        rows = _rows(out, codes)
-        count = np.array([s["count"] for s in states], dtype=np.int64)
+        keys, codes = self._batch_keys([out["key"]])
+        found = self.columns.find(keys)  # type: ignore[union-attr]
         released, pending, count = every_n_events(
-            self.limit.events, count, _held(states), rows)  # type: ignore[arg-type]
-        held = _pending_lists(pending, len(keys))
-        for j, (key, state) in enumerate(zip(keys, states, strict=True)):
-            state["count"], state["pending"] = int(count[j]), held[j]
-            self._settle(key, state)
+            self.limit.events, found.count, found.held,  # type: ignore[arg-type]
+            _made_order(_rows(out, codes)))
+        self.columns.store(keys, count, found.open, found.bucket,  # type: ignore[union-attr]
+                           found.has_first, found.first_bucket, pending)
         return self._released_table(keys, released)
 
     def _every_period(self, out: Table, args: tuple, clock: Watermark) -> Table:
         """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
         ``cep.engine.rate_intervals``)."""
-        if out and len(out["seq"]):
-            out = take(out, np.lexsort((out["origin"], out["at"], out["seq"])))
         tick_keys, tick_times = self._opening_ticks(args)
-        due = self.timers.due(clock.end)
+        due = self.columns.due(clock.end)  # type: ignore[union-attr]
         n = len(out["seq"]) if out else 0
-        keys, states, codes = self._batch_keys(
-            [out["key"] if n else object_array([]), tick_keys, object_array(due)])
-        if not keys:
+        keys, codes = self._batch_keys(
+            [out["key"] if n else object_array([]), tick_keys, due])
+        if not len(keys):
             return empty_output()
-        bucket = [s["bucket"] for s in states]
-        first = [s["first_bucket"] for s in states]
+        found = self.columns.find(keys)  # type: ignore[union-attr]
         result = every_time(
             self.limit.kind, self.limit.period_us, len(keys),  # type: ignore[arg-type]
-            np.array([b is not None for b in bucket], dtype=bool),
-            np.array([0 if b is None else b for b in bucket], dtype=np.int64),
-            np.array([f is not None for f in first], dtype=bool),
-            np.array([0 if f is None else f for f in first], dtype=np.int64),
-            _held(states), _rows(out, codes[:n]), codes[n: n + len(tick_keys)], tick_times,
+            found.open, found.bucket, found.has_first, found.first_bucket, found.held,
+            _made_order(_rows(out, codes[:n])), codes[n: n + len(tick_keys)], tick_times,
             clock.end,
             lambda deadlines: clock.reach(deadlines)[0])
-        held = _pending_lists(result.pending, len(keys))
-        for j, (key, state) in enumerate(zip(keys, states, strict=True)):
-            state["bucket"] = int(result.bucket[j]) if result.open[j] else None
-            if result.has_first[j]:
-                state["first_bucket"] = int(result.first_bucket[j])
-            state["pending"] = held[j]
-            self._settle(key, state)
+        self.columns.store(keys, found.count, result.open,  # type: ignore[union-attr]
+                           result.bucket, result.has_first, result.first_bucket,
+                           result.pending)
         return self._released_table(keys, result.rows)
 
-    def _batch_keys(self, parts: list[np.ndarray]) -> tuple[list, list[dict], np.ndarray]:
-        """The keys in ``parts`` in order of first appearance, their states (made where
-        new) and each value's key index."""
+    def _batch_keys(self, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The keys in ``parts`` (an object array) in order of first appearance and each
+        value's key index."""
         every = np.concatenate([object_array(list(p)) if p.dtype != object else p
                                 for p in parts]) if parts else object_array([])
         if not len(every):
-            return [], [], np.empty(0, dtype=np.int64)
+            return every, np.empty(0, dtype=np.int64)
         codes = factorize(every)  # numbered in order of first appearance
-        first = np.full(int(codes.max()) + 1, len(codes), dtype=np.int64)
-        np.minimum.at(first, codes, np.arange(len(codes)))
-        keys = every[first].tolist()
-        return keys, [self._state(k) for k in keys], codes
+        first = np.empty(int(codes.max()) + 1, dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first one wins
+        return every[first], codes
 
-    def _released_table(self, keys: list, rows: Rows) -> Table:
+    def _released_table(self, keys: np.ndarray, rows: Rows) -> Table:
         if not len(rows):
             return empty_output()
-        return {"rule": np.full(len(rows), self.rule_name, dtype=object),
-                "key": object_array(keys)[rows.key], "seq": rows.seq.astype(np.int64),
+        return {"rule": repeated(self.rule_name, len(rows)),
+                "key": keys[rows.key], "seq": rows.seq.astype(np.int64),
                 "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
                 "values": rows.values, "at": rows.at.astype(np.int64),
                 "origin": rows.origin.astype(np.int64)}
@@ -248,7 +257,8 @@ class RateLimited:
         release = np.concatenate([p[1] for p in parts])
         time = np.concatenate([p[2] for p in parts])
         codes = factorize(keys)
-        order = np.lexsort((release, time, codes))
+        # the events come in time order mostly: by key, stably, is then the order
+        order = lexsorted((release, time, codes), code_order(codes))
         codes, time, keys = codes[order], time[order], keys[order]
         bucket = time // self.limit.period_us
         first = np.r_[True, codes[1:] != codes[:-1]]
@@ -260,7 +270,7 @@ class RateLimited:
         if not released:
             return empty_output()
         return {
-            "rule": np.full(len(released), self.rule_name, dtype=object),
+            "rule": repeated(self.rule_name, len(released)),
             "key": object_array([k for k, _ in released]),
             "seq": np.array([r[0] for _, r in released], dtype=np.int64),
             "ts": np.array([r[1] for _, r in released], dtype=np.int64),
@@ -273,7 +283,8 @@ class RateLimited:
     # ---- per-key state: the inner operator's and the pending output
 
     def keys(self) -> set:
-        return self.inner.keys() | set(self.states)  # type: ignore[attr-defined]
+        mine = set(self.states) if self.columns is None else self.columns.held_keys()
+        return self.inner.keys() | mine  # type: ignore[attr-defined]
 
     def export(self, keys: list) -> dict[object, object]:
         inner = self.inner.export(keys)  # type: ignore[attr-defined]
@@ -290,12 +301,17 @@ class RateLimited:
 
     def _take_output(self, keys: list) -> dict[object, dict]:
         """The keys' output state, removed with their interval timers."""
+        if self.columns is not None:
+            return self.columns.take_out(keys)
         for key in keys:
             self.timers.set(key, None)
         return {k: self.states.pop(k) for k in keys if k in self.states}
 
     def _put_output(self, states: dict[object, dict | None]) -> None:
         """Adopt keys' output state (None: a key without), with their timers."""
+        if self.columns is not None:
+            self.columns.put({k: s for k, s in states.items() if s is not None})
+            return
         for key, state in states.items():
             if state is not None:
                 self.states[key] = state
@@ -303,12 +319,14 @@ class RateLimited:
 
     def snapshot(self) -> object:
         return {"operator": self.inner.snapshot(),  # type: ignore[attr-defined]
-                "output": [[k, s] for k, s in self.states.items()]}
+                "output": [[k, s] for k, s in (
+                    self.states if self.columns is None else self.columns.as_dicts()).items()]}
 
     def restore(self, state: object) -> None:
         self.inner.restore(state["operator"])  # type: ignore[attr-defined,index]
         self.states = {}
         self.timers = TimerIndex()
+        self.columns = self._columns()
         self.import_states({k: {"operator": None, "output": s}
                             for k, s in state["output"]})  # type: ignore[index]
 
@@ -349,24 +367,15 @@ def _rows(out: Table, codes: np.ndarray) -> Rows:
     return Rows(codes, *(out[c] for c in ROW_COLUMNS))
 
 
-def _held(states: list[dict]) -> Rows:
-    """The rows the keys' states hold pending, with each one's key index."""
-    rows = [(j, *row) for j, state in enumerate(states) for row in state["pending"]]
-    if not rows:
-        return _rows({}, np.empty(0, np.int64))
-    key, seq, ts, null, values, at, origin = zip(*rows, strict=True)
-    return Rows(np.array(key, np.int64), np.array(seq, np.int64), np.array(ts, np.int64),
-                np.array(null, bool), object_array(list(values)), np.array(at, np.int64),
-                np.array(origin, np.int64))
-
-
-def _pending_lists(rows: Rows, n_keys: int) -> list[list[Row]]:
-    """Per key index, its rows (given in key order) as state rows."""
-    out: list[list[Row]] = [[] for _ in range(n_keys)]
-    columns = [getattr(rows, c).tolist() for c in ROW_COLUMNS]
-    for key, *row in zip(rows.key.tolist(), *columns, strict=True):
-        out[key].append(list(row))
-    return out
+def _made_order(rows: Rows) -> Rows:
+    """The rows by key index, each key's in the order they were made (seq, at, origin):
+    the intervals' arithmetic reads only the order within a key. Operators give their
+    rows grouped by key (first seen, first numbered) in that order, so this is mostly
+    a check, not a sort and a gather of every column (100k rows: about 10 ms)."""
+    order = lexsorted((rows.origin, rows.at, rows.seq, rows.key))
+    if len(order) < 2 or (order[1:] > order[:-1]).all():
+        return rows
+    return rows.take(order)
 
 
 def _rows_by_key(out: Table) -> dict[object, list[Row]]:

@@ -104,6 +104,17 @@ def object_array(values: list[object]) -> np.ndarray:
     return out
 
 
+def repeated(value: object, n: int) -> np.ndarray:
+    """An object array of ``n`` references to one value. ``np.full(n, "name",
+    dtype=object)`` makes a new ``str`` per element (it converts through a numpy
+    string), which costs its making, and every comparison and hash of the column after
+    (1M rule names: 127 ms to compare with one, 247 ms to factorize, against a few ms
+    for one shared object)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
 def factorize(keys: np.ndarray) -> np.ndarray:
     """Dense int codes for key values (equal keys → equal codes; None is a key too)."""
     import pandas as pd
@@ -154,3 +165,47 @@ def group_ends(codes: np.ndarray) -> np.ndarray:
     np.not_equal(codes[:-1], codes[1:], out=boundary[:-1])
     ends = np.flatnonzero(boundary) + 1
     return np.repeat(ends, np.diff(np.concatenate(([0], ends))))
+
+
+def lexsorted(keys: tuple[np.ndarray, ...], candidate: np.ndarray | None = None,
+              by_primary: bool = False) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key primary, stable), but ``candidate`` (by default
+    the rows as they are) without sorting when it is that order: the check is one pass
+    over the keys, where a lexsort is a stable sort per key (rate limiting's rows come
+    grouped by key and in time order: 100k rows, five keys, 20 ms of sorting for
+    nothing). ``by_primary``: else try a plain argsort of the primary key, which is
+    the order wherever rows rarely tie on it (one rule's rows by seq: 100k rows,
+    1.1 ms against 6.4 ms for a lexsort of four keys)."""
+    n = len(keys[0]) if keys else 0
+    order = np.arange(n) if candidate is None else candidate
+    if n < 2 or _in_order(keys, order, candidate is None):
+        return order
+    if by_primary:
+        order = np.argsort(keys[-1])
+        if _in_order(keys, order, False):
+            return order
+    return np.lexsort(keys)
+
+
+def _in_order(keys: tuple[np.ndarray, ...], order: np.ndarray, identity: bool) -> bool:
+    """Whether ``order`` is the stable lexicographic order of ``keys`` (rows equal on
+    every key in increasing index order)."""
+    undecided = np.ones(len(order) - 1, dtype=bool)  # pairs equal on the keys so far
+    for key in keys[::-1]:
+        ordered = key if identity else key[order]
+        before, after = ordered[:-1], ordered[1:]
+        if (undecided & (after < before)).any():
+            return False
+        undecided &= after == before
+        if not undecided.any():
+            return True
+    return identity or not (undecided & (order[1:] < order[:-1])).any()
+
+
+def code_order(codes: np.ndarray) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` of non-negative int codes (``factorize``'s),
+    as 16-bit values where they fit: numpy sorts those by radix, int64 by timsort
+    (140k random codes: 2.6 ms against 24 ms)."""
+    if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    return np.argsort(codes, kind="stable")

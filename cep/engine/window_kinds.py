@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.expr import Env, evaluate
-from cep.engine.table import factorize, sorted_unique
+from cep.engine.table import code_order, factorize, sorted_unique
 from cep.engine.windows import Merged
 from grammar import ir
 
@@ -113,7 +113,7 @@ def unique_next(spec: ir.WindowSpec, merged: Merged) -> np.ndarray:
         code = factorize(values)
         if n:
             group = factorize(group * (int(code.max()) + 1) + code)
-    order = np.lexsort((np.arange(n), group))
+    order = code_order(group)  # by group, stably
     following = np.full(n, n, dtype=np.int64)
     same = group[order[1:]] == group[order[:-1]]
     following[order[:-1][same]] = order[1:][same]
@@ -139,7 +139,7 @@ def gather_unique(merged: Merged, following: np.ndarray, trig: np.ndarray) -> Ga
     count = np.maximum(stop - first, 0)
     rows = np.repeat(np.arange(n), count)
     owner = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(len(rows))
-    order = np.lexsort((rows, owner))
+    order = code_order(owner)  # stable: rows ascend already within each owner
     sizes = np.bincount(owner, minlength=len(trig)).astype(np.int64)
     hi = np.cumsum(sizes)
     return Gathered(rows[order], hi - sizes, hi)

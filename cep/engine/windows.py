@@ -29,10 +29,12 @@ from cep.engine.table import (
     SUB,
     TIME,
     Table,
+    code_order,
     concat,
     factorize,
     group_ends,
     group_starts,
+    lexsorted,
     take,
 )
 from grammar import ir
@@ -61,6 +63,11 @@ def count_before(row_codes: np.ndarray, row_values: tuple[np.ndarray, ...],
     n_rows = len(row_codes)
     if len(query_codes) == 0:
         return np.empty(0, dtype=np.int64)
+    if len(row_values) == 1 and n_rows:
+        found = _count_before_one(row_codes, row_values[0], query_codes, query_values[0],
+                                  inclusive)
+        if found is not None:
+            return found
     codes = np.concatenate((row_codes, query_codes))
     values = [np.concatenate((r, q)) for r, q in zip(row_values, query_values, strict=True)]
     # queries sort before equal rows (exclusive) or after them (inclusive)
@@ -72,6 +79,28 @@ def count_before(row_codes: np.ndarray, row_values: tuple[np.ndarray, ...],
     out = np.empty(len(query_codes), dtype=np.int64)
     out[order[~is_row] - n_rows] = rows_before[~is_row]
     return out
+
+
+def _count_before_one(row_codes: np.ndarray, row_values: np.ndarray,
+                      query_codes: np.ndarray, query_values: np.ndarray,
+                      inclusive: bool) -> np.ndarray | None:
+    """:func:`count_before` of one value column by one binary search: (code, value) as
+    one int64 ``code * span + value`` (values clipped to just outside the rows' range,
+    so a query never reaches into the next key's rows), sorted like the pairs; None
+    where that does not fit an int64. A ``#time`` window's 140k rows and 100k
+    queries: one ``searchsorted`` instead of a three-key lexsort of both together."""
+    if (row_values.dtype.kind not in "iu" or query_values.dtype.kind not in "iu"
+            or row_codes.min() < 0 or query_codes.min() < 0):
+        return None
+    low, high = int(row_values.min()), int(row_values.max())
+    span = high - low + 3  # values at low - 1 and high + 1 stand for below and above
+    if ((int(max(row_codes.max(), query_codes.max())) + 1) * span >= 2**62
+            or low - 1 < -2**63 or high + 1 >= 2**63):
+        return None
+    rows = row_codes.astype(np.int64) * span + (row_values.astype(np.int64) - (low - 1))
+    clipped = np.clip(query_values.astype(np.int64), low - 1, high + 1) - (low - 1)
+    queries = query_codes.astype(np.int64) * span + clipped
+    return np.searchsorted(rows, queries, side="right" if inclusive else "left")
 
 
 @dataclass
@@ -115,7 +144,7 @@ class KeyedWindow:
         extra = query_keys if query_keys is not None else np.empty(0, dtype=object)
         all_codes = factorize(_concat_keys(keys, extra))
         codes, query_codes = all_codes[: len(keys)], all_codes[len(keys):]
-        order = np.lexsort((table[SUB], table[SEQ], table[TIME], codes))
+        order = _processing_order(table, codes, n_old)
         table = take(table, order)
         codes = codes[order]
         is_new = is_new[order]
@@ -221,6 +250,22 @@ def key_positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     lookup = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype=np.int64)
     lookup[codes[:len(keys)][::-1]] = np.arange(len(keys) - 1, -1, -1)  # first wins
     return lookup[codes[len(keys):]]
+
+
+def _processing_order(table: Table, codes: np.ndarray, n_old: int) -> np.ndarray:
+    """``np.lexsort((SUB, SEQ, TIME, codes))`` of a merge's rows (the retained rows,
+    then the batch's), found without four sorts where the rows allow: the retained rows
+    are in that order already (a merge's order, kept by ``retain``) and a key's new rows
+    come after its old ones (its effective time never goes back, its seqs grow), so one
+    stable sort by key code (a radix sort) of the retained rows, then the batch's in
+    processing order, gives it. Checked, and sorted in full where it does not hold
+    (rows imported from another engine, out-of-order events). 140k rows: 25 ms of
+    lexsort against about 4 ms."""
+    n = len(codes)
+    new = n_old + lexsorted((table[SUB][n_old:], table[SEQ][n_old:], table[TIME][n_old:]))
+    candidate = np.concatenate((np.arange(n_old), new)) if n_old else new
+    candidate = candidate[code_order(codes[candidate])] if n else candidate
+    return lexsorted((table[SUB], table[SEQ], table[TIME], codes), candidate)
 
 
 def _from_end(codes: np.ndarray, n_keys: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine.expr import Col
-from cep.engine.json_rows import float_texts, format_timestamps, json_texts
+from cep.engine.json_rows import distinct_texts, float_texts, format_timestamps, json_texts
 from cep.engine.table import object_array
 
 
@@ -102,3 +102,10 @@ def test_float_texts_are_repr_for_any_float64_bit_pattern(seed):
     assert float_texts(values) == [repr(v) for v in values.tolist()]
     strided = values[::3]  # a view, not C-contiguous (a window's column can be one)
     assert float_texts(strided) == [repr(v) for v in strided.tolist()]
+
+
+@given(st.lists(st.integers(-120, 120) | st.integers(-2**70, 2**70), max_size=40))
+def test_distinct_texts_of_ints_are_json_dumps(values):
+    for dumps in (None, json.dumps):
+        codes, texts = distinct_texts(object_array(values), dumps)
+        assert [texts[c] for c in codes.tolist()] == [json.dumps(v) for v in values]

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cep.engine.output import by_key_within_ties
-from cep.engine.table import object_array
+from cep.engine.output import _rule_ranks, by_key_within_ties
+from cep.engine.table import object_array, repeated
 
 
 def oracle(order: np.ndarray, columns: tuple[np.ndarray, ...], keys: np.ndarray
@@ -35,6 +35,7 @@ def oracle(order: np.ndarray, columns: tuple[np.ndarray, ...], keys: np.ndarray
 
 
 KEYS = (st.lists(st.integers(-3, 12), min_size=0, max_size=40)
+        | st.lists(st.integers(-120, 120) | st.integers(-2**70, 2**70), max_size=40)
         | st.lists(st.sampled_from(["a", "b", "é", 'q"', "A", "ab"]), max_size=40)
         | st.lists(st.one_of(st.integers(-2, 2), st.booleans(), st.none(),
                              st.sampled_from([1.0, 0.5, "1", "x"]),
@@ -52,3 +53,17 @@ def test_ties_by_key_text_as_the_loop_ordered_them(keys, data):
     values = object_array(keys)
     assert by_key_within_ties(order, (seq, at), values).tolist() == \
         oracle(order, (seq, at), values).tolist()
+
+
+@given(rules=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=30))
+def test_rule_ranks_are_each_rules_place(rules):
+    order = {"b": 0, "a": 1}
+    assert _rule_ranks(object_array(rules), order).tolist() == \
+        [order.get(r, -1) for r in rules]
+
+
+@given(value=st.text(max_size=5) | st.none() | st.integers(), n=st.integers(0, 20))
+def test_repeated_is_np_full_of_one_shared_value(value, n):
+    out = repeated(value, n)
+    assert out.dtype == object and out.tolist() == np.full(n, value, dtype=object).tolist()
+    assert len({id(v) for v in out.tolist()}) <= 1

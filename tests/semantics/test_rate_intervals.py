@@ -10,19 +10,13 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.rate_bodies import BODIES
 
 from cep.engine.output import output_records
 from cep.engine.table import SEQ, SUB
 from cep.reference import run_reference
 from grammar.compile import compile_text
 
-BODIES = (
-    "SELECT v, count(*) AS n FROM S#groupwin(k)#length(3) WHERE kind > 0 {}",
-    "SELECT LE.v AS v, count(*) AS n FROM S#lastevent AS LE, S#groupwin(k)#length(4) AS TW "
-    "WHERE LE.k = TW.k {}",
-    "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1) -> b=S(kind = 2) "
-    "WITHIN 6 sec] PARTITION BY k {}",
-)
 CLAUSES = st.one_of(
     st.builds("OUTPUT {} EVERY {} sec".format, st.sampled_from(["ALL", "LAST", "FIRST"]),
               st.integers(1, 5)),
