@@ -27,7 +27,9 @@ stamps them:
   input the waiting rows are fed (NEXT past the key's last row reads NULL) and what they
   decide is reported at the input's end. A WITHIN deadline that a waiting row could
   still be in time for is not reached before that row is fed (event time passes only
-  to the first waiting row's time), so a start ends as it would over the whole input.
+  to the first waiting row's time), so a start ends as it would over the whole input;
+  what the deadline decides is reported where the row is fed (the arriving row, or the
+  input's end), wherever the watermark passed it.
 
 A key's state is plain data (its buffered rows as dicts, threads as lists, held
 matches, the match number, the rows waiting for their lookahead) and moves with the
@@ -195,15 +197,19 @@ class MatchRecognizeOperator(PerKeyState):
 
     def _flush(self, key: object, state: dict, clock: Watermark) -> list[Out]:
         """At the end of a bounded input: feed the rows still waiting for their
-        lookahead (NEXT past the key's last row reads NULL); what they decide is reported
-        at the input's end, with the time of the key's last row."""
+        lookahead (NEXT past the key's last row reads NULL), then let the key's time pass
+        to the end; what that decides is reported at the input's end, with the time of
+        the key's last row. The WITHIN deadlines passed after the first waiting row's
+        time are reached here too, not where the watermark reached them: the key's time
+        could not pass that row before it was fed, and which batch an earlier event fell
+        in must not tell where a match is reported."""
         ahead = state["ahead"]
         ts = ahead[-1].get(self.stream.timestamp or "", 0)
         stamp = (clock.end_seq, END_AT, TIMER, ts)
         out: list[Out] = []
         while ahead:
             out.extend(self._step(key, state, ahead.pop(0), stamp, clock, stamp))  # type: ignore[arg-type]
-        return out
+        return out + self._expire(key, state, END_OF_TIME, clock, stamp)  # type: ignore[arg-type]
 
     def _step(self, key: object, state: dict, row: Row, stamp: Stamp, clock: Watermark,
               expire_stamp: Stamp | None) -> list[Out]:

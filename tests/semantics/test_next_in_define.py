@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.moving_engines import run_moving
 
@@ -116,6 +116,30 @@ def test_a_start_is_not_ended_by_the_watermark_while_its_rows_wait(run_epl):
     events.append(dict(id=4, part="x", value=0, ts=21 * SEC))
     out = run_epl(schema + text, events)
     assert [(r["seq"], r["id"], r["c"]) for r in out] == [(4, 0, "A"), (4, 1, "B")]
+
+
+def test_a_deadline_passed_while_a_row_waits_is_reached_at_the_row_s_feeding(run_epl):
+    # x's 0 s row waits for x's next row (NEXT(value) decides whether it is an A); y's
+    # rows move the watermark past the start's WITHIN (4 s) at the 10 s row. x's time
+    # stays at 0 s while the row waits: x has no later row, so the row is fed at the
+    # input's end, and the deadline passes there: the match is reported at the input's
+    # end (with the time of x's last row), not at y's 10 s row, which a run in batches
+    # could not know to be x's last (the input reported it there, batches of one at
+    # y's 11 s row)
+    schema = "CREATE SCHEMA P (id int, part string, value int, ts timestamp) TIMESTAMP ts;\n"
+    text = ("SELECT id, n FROM P MATCH_RECOGNIZE ( PARTITION BY part MEASURES "
+            "FIRST(A.id) AS id, count(*) AS n ONE ROW PER MATCH PATTERN ((A)*) WITHIN 4 sec "
+            "DEFINE A AS NEXT(value) IS NULL OR value = 2 );")
+    rows = [("x", 0, 2), ("y", 1, 0), ("y", 10, 0), ("y", 11, 0)]
+    events = [dict(id=i, part=p, value=v, ts=t * SEC) for i, (p, t, v) in enumerate(rows)]
+    out = run_epl(schema + text, events)
+    for size in (1, 2, 3):
+        assert run_epl(schema + text, events, batch_size=size) == out
+    assert [(r["seq"], r["id"], r["n"], r["ts"]) for r in out if r["key"] == "x"] == [
+        ("end", 0, 1, "1970-01-01T00:00:00.000Z")]
+    # y: empty matches at its rows (NEXT(value) is not NULL), its last row an A
+    assert [(r["seq"], r["id"], r["n"]) for r in out if r["key"] == "y"] == [
+        (2, None, 0), (3, None, 0), ("end", 3, 1)]
 
 
 def test_a_rule_with_next_in_define_runs_on_the_interpreter():
@@ -214,17 +238,23 @@ def rule_pairs(draw: st.DrawFn) -> tuple[str, str]:
             text.replace("{defines}", ", ".join(o for _, o in defines)))
 
 
-def _events(seed: int, late: bool) -> dict:
+def _events(seed: int, late: bool, quiet: tuple[int, int] | None = None) -> dict:
     """Rows of three keys, ties in time, NULLs; with ``late`` out of order by up to
-    three seconds (some late under a LATENESS of two)."""
+    three seconds (some late under a LATENESS of two). ``quiet`` (key, row): that key
+    has no rows from that row on (they go to the next key), so its last rows wait for
+    their lookahead while the other keys' rows move the watermark on."""
     rng = np.random.default_rng(seed)
     n = N_ROWS
     ts = np.cumsum(rng.choice([0, 0, 1000, 2000], n))
     if late:
         ts = np.maximum(ts - rng.choice([0, 0, 0, 1000, 3000], n), 0)
+    keys = rng.integers(0, 3, n).astype(np.int64)
+    if quiet is not None:
+        gone = (keys == quiet[0]) & (np.arange(n) >= quiet[1])
+        keys[gone] = (quiet[0] + 1) % 3
     return {"S": {
         SEQ: np.arange(n, dtype=np.int64), SUB: np.zeros(n, dtype=np.int64),
-        "k": rng.integers(0, 3, n).astype(np.int64), "id": np.arange(n, dtype=np.int64),
+        "k": keys, "id": np.arange(n, dtype=np.int64),
         "ts": ts.astype(np.int64) * 1000,
         "v": rng.integers(0, 6, n).astype(np.float64),
         "v" + NULL_SUFFIX: rng.random(n) < 0.05,
@@ -258,14 +288,28 @@ def _content(records: list[dict]) -> Counter:
                    for r in records)
 
 
+#: a key's last row (21 s) waits for a next row that never comes while other keys move the
+#: watermark past its start's WITHIN (25 s at seq 39): reported at the input's end, the
+#: same with a cut at seq 40 (was seq 39 in one batch, 42 with the cut)
+WAITING_PAST_DEADLINE = (
+    "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES MATCH_NUMBER() AS mn "
+    "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ((A)*) WITHIN 4 sec "
+    "DEFINE {} );")
+
+
 @settings(max_examples=200, deadline=None)
+@example(pair=(WAITING_PAST_DEADLINE.format("A AS NEXT(v) IS NULL OR kind = 2"),
+               WAITING_PAST_DEADLINE.format("A AS n1 IS NULL OR kind = 2")),
+         seed=553, late=False, cuts=[40], movers=0, quiet=None)
 @given(pair=rule_pairs(), seed=st.integers(0, 10_000), late=st.booleans(),
-       cuts=st.lists(st.integers(1, N_ROWS - 1), max_size=6), movers=st.integers(0, 2**20))
-def test_next_in_define_matches_as_over_the_whole_input(pair, seed, late, cuts, movers):
+       cuts=st.lists(st.integers(1, N_ROWS - 1), max_size=6), movers=st.integers(0, 2**20),
+       quiet=st.none() | st.tuples(st.integers(0, 2), st.integers(5, N_ROWS - 5)))
+def test_next_in_define_matches_as_over_the_whole_input(pair, seed, late, cuts, movers,
+                                                        quiet):
     with_next, oracle = (compile_text(DIFF_SCHEMA.format(late=" LATENESS 2 sec" if late
                                                          else "") + text, "mr")
                          for text in pair)
-    inputs = _with_next_columns(with_next, _events(seed, late))
+    inputs = _with_next_columns(with_next, _events(seed, late, quiet))
     whole = output_records(run_reference(with_next, inputs))
     assert run_moving(with_next, inputs, N_ROWS, cuts, movers, keys=3) == whole
     assert _content(whole) == _content(output_records(run_reference(oracle, inputs)))
