@@ -7,8 +7,10 @@ the atoms whose events it holds from batch to batch, one group of columns each. 
 event is a number: below the state's row count it is a state row (its slot's columns),
 else a candidate row of the batch (``n_pending`` + its place in the sorted rows).
 
-A key's state is rows of one table: ``__key``, the number of slots filled (``__step``),
-the first and last bound event's time, the first's seq, and per slot the event's fields.
+A key's state is rows of one table: ``__key``, the number of slots filled (``__step``;
+for a chain with ``or`` steps the number of steps done, and ``__held`` the bits of the
+slots that hold an event), the first and last bound event's time, the first's seq, and
+per slot the event's fields.
 Keys leave and arrive as slices of it; a snapshot is the table itself.
 """
 
@@ -44,6 +46,7 @@ from cep.engine.windows import SUB_RANGE, split_by_key
 from grammar import ir
 
 STEP, FIRST, LAST, ORDER = "__step", "__first", "__last", "__order"
+HELD = "__held"
 
 
 @dataclass(slots=True)
@@ -76,13 +79,14 @@ class ColumnPatternOperator(PatternOperator):
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],
                  checked: tuple[ir.PAtom, ...], slots: tuple[ir.PAtom, ...],
-                 shape: object) -> None:
+                 shape: object, held: bool = False) -> None:
         self.rule = rule
         self.within = rule.horizon_us
         self.streams = {name: streams[name] for name in rule.streams}
         self.order = list(self.streams)
         self.atoms = checked
         self.slots = slots
+        self.held = held  # the state says which slots hold an event (``__held``)
         self.fingerprint = zlib.crc32(f"{type(self).__name__}|{shape!r}|{self.within}"
                                       .encode())
         self.pending: Table = self._empty_state()
@@ -99,7 +103,7 @@ class ColumnPatternOperator(PatternOperator):
 
     def _empty_state(self) -> Table:
         out: Table = {KEY: np.empty(0, dtype=object)}
-        for name in (STEP, FIRST, LAST, ORDER):
+        for name in (STEP, FIRST, LAST, ORDER) + ((HELD,) if self.held else ()):
             out[name] = np.empty(0, dtype=np.int64)
         for j in range(len(self.slots)):
             for name, t in self._slot_fields(j):
@@ -275,7 +279,10 @@ class ColumnPatternOperator(PatternOperator):
         n = len(codes)
         out: Table = {KEY: batch.key_values[codes], STEP: step.copy(), FIRST: first.copy(),
                       LAST: last.copy(),
-                      ORDER: self.first_seqs(bound[0], batch, n_pending)}
+                      ORDER: self.first_seqs(first_bound(bound), batch, n_pending)}
+        if self.held:
+            out[HELD] = ((bound >= 0).astype(np.int64)
+                         << np.arange(len(bound), dtype=np.int64)[:, None]).sum(axis=0)
         for j in range(len(self.slots)):
             has = bound[j] >= 0
             stream = self.slots[j].stream
@@ -333,6 +340,13 @@ class ColumnPatternOperator(PatternOperator):
         rows = state.rows
         return {name: rows[name].astype(expected[name].dtype, copy=False)
                 for name in expected}
+
+
+def first_bound(bound: np.ndarray) -> np.ndarray:
+    """Per partial match (a column of ``bound``: [slots, matches], -1 where a slot is
+    empty), the event of its first filled slot: its first event."""
+    first = (bound >= 0).argmax(axis=0)
+    return bound[first, np.arange(bound.shape[1])]
 
 
 def run_ends(codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:

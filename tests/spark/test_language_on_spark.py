@@ -43,6 +43,10 @@ RULES = {
     "match_until": "SELECT b[0].price AS b0, b[1].price AS b1, c.price AS c FROM PATTERN [every "
                    "([1:3] b=StockTick(vol > 25) until c=StockTick(vol < 5)) WITHIN 30 sec] "
                    "PARTITION BY symbol;",
+    # an `or` step on the chain kernel: the not-taken alternative's tag is NULL
+    "or_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                  "a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
+                  "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
     "timer_absence": "SELECT a.price AS p FROM PATTERN [every a=StockTick(vol > 40) -> "
                      "(timer:interval(3 sec) and not b=StockTick(vol < 10))] PARTITION BY symbol;",
     "match_recognize": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol MEASURES "
