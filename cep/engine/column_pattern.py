@@ -41,6 +41,7 @@ from cep.engine.table import (
     concat,
     factorize,
     nrows,
+    take,
 )
 from cep.engine.windows import SUB_RANGE, split_by_key
 from grammar import ir
@@ -296,6 +297,31 @@ class ColumnPatternOperator(PatternOperator):
                 out[f"{j}:{name}"] = values
                 out[f"{j}:{name}{NULL_SUFFIX}"] = nulls
         return out
+
+    # ---- kernels that walk each key's rows (one instance per key at a time)
+
+    def key_runs(self, batch: Batch, n_pending: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per key with rows in the batch: its first row, one past its last, its code
+        and its state row (-1: none)."""
+        codes = batch.rows.codes
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) \
+            else np.empty(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(codes)).astype(np.int64)
+        group_code = codes[starts]
+        held_of = np.full(len(batch.key_values), -1, dtype=np.int64)
+        held_of[batch.pending_codes] = np.arange(n_pending)
+        return starts, ends, group_code, held_of[group_code]
+
+    def replace_walked(self, walked: Table, held: np.ndarray, end: int) -> None:
+        """The state after a walk: the keys walked (``held``: their old state rows) as
+        ``walked``, the others as they were unless WITHIN ran out by ``end``."""
+        pending = self.pending
+        untouched = np.ones(nrows(pending), dtype=bool)
+        untouched[held[held >= 0]] = False
+        if self.within is not None:
+            untouched &= pending[FIRST] + self.within > end
+        self.pending = concat([take(pending, untouched), walked]) or self._empty_state()
 
     def due_keys(self, until: int) -> list:
         deadline = self.deadlines()

@@ -82,20 +82,20 @@ MOST_OR_SLOTS = 62
 
 def chain_shape(pattern: ir.PNode) -> ChainShape | None:
     """The pattern as a chain, or None when it has another shape (the interpreter's)."""
-    steps = _followed_by_steps(pattern)
+    steps = followed_by_steps(pattern)
     head = steps[0]
     if not isinstance(head, ir.PEvery):
         return None
     body: list[list[ir.PAtom]] = []
     for step in [head.operand, *steps[1:-1]]:
-        alternatives = _alternatives(step)
+        alternatives = alternatives_of(step)
         if alternatives is None:
             return None
         body.append(alternatives)
     last = steps[-1] if len(steps) > 1 else None
     timer_us = absent = None
     if last is not None:
-        alternatives = _alternatives(last)
+        alternatives = alternatives_of(last)
         if alternatives is not None:
             body.append(alternatives)
         elif isinstance(last, ir.PTimer):
@@ -119,21 +119,21 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
     return ChainShape(atoms, timer_us, absent, step_of)  # type: ignore[arg-type]
 
 
-def _alternatives(node: ir.PNode) -> list[ir.PAtom] | None:
+def alternatives_of(node: ir.PNode) -> list[ir.PAtom] | None:
     """An atom, or an ``or`` of atoms, as its atoms left to right; None otherwise."""
     if isinstance(node, ir.PAtom):
         return [node]
     if isinstance(node, ir.POr):
-        left, right = _alternatives(node.left), _alternatives(node.right)
+        left, right = alternatives_of(node.left), alternatives_of(node.right)
         if left is not None and right is not None:
             return left + right
     return None
 
 
-def _followed_by_steps(node: ir.PNode) -> list[ir.PNode]:
+def followed_by_steps(node: ir.PNode) -> list[ir.PNode]:
     """``x -> y -> z`` however it nests, as [x, y, z] (followed-by is associative)."""
     if isinstance(node, ir.PFollowedBy):
-        return _followed_by_steps(node.left) + _followed_by_steps(node.right)
+        return followed_by_steps(node.left) + followed_by_steps(node.right)
     return [node]
 
 

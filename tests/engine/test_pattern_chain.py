@@ -1,10 +1,11 @@
 """The column kernels of pattern rules (``cep.engine.chain_rule``,
-``cep.engine.until_rule``) against the interpreter
+``cep.engine.until_rule``, ``cep.engine.group_rule``) against the interpreter
 (``cep.engine.pattern_rule.InterpretedPatternOperator``), which is their oracle.
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
-a follow-up or absence timer at the end, atoms of two streams) and random match-untils
-(``every ([n:m] b until c)``, bounds, WITHIN) over random streams with ties in time, late
+a follow-up or absence timer at the end, atoms of two streams), chains with ``or`` steps,
+random match-untils (``every ([n:m] b until c)``, bounds, WITHIN) and groups
+(``every (a -> (b or c) -> d)``, WITHIN) over random streams with ties in time, late
 events and NULLs: the interpreter runs the whole input as one batch;
 the kernel runs it cut at random places over two engines, random keys' state moving
 between them through the state codec and the engines restarting from snapshots now and
@@ -27,6 +28,7 @@ from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.column_pattern import ChainState
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
+from cep.engine.group_rule import GroupPatternOperator, group_shape
 from cep.engine.output import output_records
 from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import InterpretedPatternOperator
@@ -142,6 +144,26 @@ def or_chains(draw) -> str:
             f"{where} PARTITION BY k;")
 
 
+@st.composite
+def groups(draw) -> str:
+    """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps of one to three
+    atoms (``or``s), filters on the event alone."""
+    names = iter("abcdefghijkl")
+    tags: list[tuple[str, str]] = []
+    steps = []
+    for width in draw(st.lists(st.integers(1, 3), min_size=2, max_size=4)):
+        alternatives = []
+        for _ in range(width):
+            text, stream = draw(atoms(next(names), []))
+            alternatives.append(text)
+            tags.append((text.split("=")[0], stream))
+        steps.append(alternatives[0] if width == 1 else f"({' or '.join(alternatives)})")
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
+    return (f"{SCHEMA}SELECT {columns} FROM PATTERN [every ({' -> '.join(steps)}){within}]"
+            " PARTITION BY k;")
+
+
 def streams(seed: int) -> dict:
     """Two keyed streams over four keys, times with ties (steps of 0 to 2 s) and now
     and then a late one, some NULL values."""
@@ -213,6 +235,18 @@ def test_or_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
     _same_as_the_interpreter(module, seed, cuts, movers)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=groups(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<group>")
+    (rule,) = module.stateful
+    assert group_shape(rule.pattern) is not None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, GroupPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
 @settings(max_examples=200, deadline=None)
 @given(text=untils(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
@@ -238,7 +272,8 @@ def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) ->
 
 
 @pytest.mark.parametrize("pattern", [
-    "every (a=S(kind = 1) -> b=S(kind = 2))",  # one instance at a time
+    "every (a=S(kind = 1) -> b=S(v > a.v))",  # a group reading an earlier tag
+    "every (a=S(kind = 1) -> b=S(kind = 2)) -> c=S(kind = 0)",  # a group, then more
     "a=S(kind = 1) -> b=S(kind = 2)",  # no every: the first match only
     "every a=S(kind = 1) -> every b=S(kind = 2)",
     "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
@@ -253,6 +288,7 @@ def test_other_shapes_stay_on_the_interpreter(pattern):
     module = compile_text(f"{SCHEMA}SELECT 1 AS one FROM PATTERN [{pattern}] PARTITION BY k;")
     (rule,) = module.stateful
     assert chain_shape(rule.pattern) is None and until_shape(rule.pattern) is None
+    assert group_shape(rule.pattern) is None
     (_, op), = Engine(module).operators
     assert isinstance(op, InterpretedPatternOperator)
 

@@ -47,6 +47,10 @@ RULES = {
     "or_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                   "a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
                   "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
+    # every over a group: one instance per key at a time (the group kernel)
+    "group_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                     "(a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
+                     "c=StockTick(price > 50))) WITHIN 30 sec] PARTITION BY symbol;",
     "timer_absence": "SELECT a.price AS p FROM PATTERN [every a=StockTick(vol > 40) -> "
                      "(timer:interval(3 sec) and not b=StockTick(vol < 10))] PARTITION BY symbol;",
     "match_recognize": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol MEASURES "

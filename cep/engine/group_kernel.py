@@ -1,0 +1,83 @@
+"""Compiled walk of ``every (a -> b [-> c ...]) [WITHIN T]`` over a batch's sorted rows.
+
+``every`` over a followed-by restarts its operand only when the running instance ends,
+so one instance runs per key at a time and each key is a short sequential scan: the
+step reached, the first bound event's time and the rows bound per slot. Steps may be
+``or``s of atoms (several slots per step). One function for every such rule
+(``cache=True``: no code is compiled per rule or per batch), imported only by the rules
+that use it. The semantics are :mod:`cep.engine.patterns`' (see
+:mod:`cep.engine.group_rule`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def scan_group(starts: np.ndarray, ends: np.ndarray, held: np.ndarray, masks: np.ndarray,
+               slot_step: np.ndarray, n_steps: int, times: np.ndarray, step0: np.ndarray,
+               first0: np.ndarray, bound0: np.ndarray, base: int,
+               within: int):  # pragma: no cover - compiled
+    """Walk key g's rows ``starts[g]:ends[g]`` from its state (state row ``held[g]``,
+    -1 for none: waiting for the first step), event by event:
+
+    * an instance past its first step whose first event is ``within`` or more before
+      the event is discarded first, and a fresh one sees the event (``within`` < 0: no
+      WITHIN);
+    * the event binds the instance's next step if one of that step's slots takes it
+      (``masks[slot, row]``; the leftmost such slot, as row ``base + row``);
+    * binding the last step completes the instance; the next starts after the event.
+
+    Returns per match (at most one per row): its key's g, trigger row and bound rows
+    [matches, slots]; and per key its step, first bound event's time and bound rows
+    after the batch."""
+    n_keys = len(starts)
+    n_slots = len(slot_step)
+    cap = 0
+    for g in range(n_keys):
+        cap += ends[g] - starts[g]
+    m_key = np.empty(cap, np.int64)
+    m_trigger = np.empty(cap, np.int64)
+    m_bound = np.full((cap, n_slots), -1, np.int64)
+    step = np.zeros(n_keys, np.int64)
+    first = np.zeros(n_keys, np.int64)
+    bound = np.full((n_keys, n_slots), -1, np.int64)
+    found = 0
+    for g in range(n_keys):
+        s = 0
+        f = 0
+        p = held[g]
+        if p >= 0:
+            s = step0[p]
+            f = first0[p]
+            for j in range(n_slots):
+                bound[g, j] = bound0[p, j]
+        for r in range(starts[g], ends[g]):
+            if s > 0 and within >= 0 and times[r] - f >= within:
+                s = 0
+                for j in range(n_slots):
+                    bound[g, j] = -1
+            taken = -1
+            for j in range(n_slots):
+                if slot_step[j] == s and masks[j, r]:
+                    taken = j
+                    break
+            if taken < 0:
+                continue
+            bound[g, taken] = base + r
+            if s == 0:
+                f = times[r]
+            s += 1
+            if s == n_steps:
+                m_key[found] = g
+                m_trigger[found] = r
+                for j in range(n_slots):
+                    m_bound[found, j] = bound[g, j]
+                    bound[g, j] = -1
+                found += 1
+                s = 0
+        step[g] = s
+        first[g] = f
+    return m_key[:found], m_trigger[:found], m_bound[:found], step, first, bound

@@ -1,0 +1,110 @@
+"""Pattern rules ``every (a -> b [-> c ...]) [WITHIN T]`` (``every`` over a followed-by of
+atoms, any step an ``or`` of atoms) with filters on the event alone, batch at a time.
+
+Under :mod:`cep.engine.patterns`' semantics ``every`` starts a fresh instance of its
+operand only when the running one ends, after the event that ended it: completing (its
+last step bound), or WITHIN discarding it (then the fresh instance sees the event that
+found it expired, or starts at the watermark that did). So one instance runs per key:
+it binds its steps in turn, each to the next event one of the step's atoms takes (the
+leftmost such atom of an ``or``; the others' tags stay NULL). The filters are evaluated
+column-wise for the batch and each key's rows walked by one compiled loop
+(:mod:`cep.engine.group_kernel`); the atoms are slots of the state table
+(:mod:`cep.engine.column_pattern`). The interpreter
+(:class:`cep.engine.pattern_rule.InterpretedPatternOperator`) is the oracle of
+``tests/engine/test_pattern_chain.py``; filters that read earlier tags stay there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cep.engine.clock import Watermark
+from cep.engine.column_pattern import FIRST, HELD, STEP, ColumnPatternOperator
+from cep.engine.expr import Env
+from cep.engine.output import Stamps, empty_output
+from cep.engine.pattern_chain import MOST_OR_SLOTS, NEVER, alternatives_of, followed_by_steps
+from cep.engine.table import Table, nrows
+from grammar import ir
+
+
+@dataclass(frozen=True)
+class GroupShape:
+    """``every (atoms of step 0 -> atoms of step 1 -> ...)``; ``step_of[j]`` is slot j's
+    step (an ``or`` step has several)."""
+
+    atoms: tuple[ir.PAtom, ...]
+    step_of: tuple[int, ...]
+
+    @property
+    def n_steps(self) -> int:
+        return self.step_of[-1] + 1
+
+
+def group_shape(pattern: ir.PNode) -> GroupShape | None:
+    """The pattern as ``every`` over a followed-by of atoms (or ``or``s of atoms) whose
+    filters read the event alone, or None."""
+    if not isinstance(pattern, ir.PEvery) or not isinstance(pattern.operand,
+                                                            ir.PFollowedBy):
+        return None
+    steps = [alternatives_of(step) for step in followed_by_steps(pattern.operand)]
+    if any(step is None for step in steps):
+        return None
+    atoms = tuple(a for step in steps for a in step)  # type: ignore[union-attr]
+    if len(atoms) > MOST_OR_SLOTS or any(a.bound_filter is not None for a in atoms):
+        return None
+    step_of = tuple(i for i, step in enumerate(steps) for _ in step)  # type: ignore[arg-type]
+    return GroupShape(atoms, step_of)
+
+
+class GroupPatternOperator(ColumnPatternOperator):
+    """Runs one :class:`ir.PatternRule` of a group shape for all keys of an engine."""
+
+    def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],
+                 shape: GroupShape) -> None:
+        super().__init__(rule, streams, shape.atoms, shape.atoms, shape, held=True)
+        self.shape = shape
+
+    def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
+        """The batch's events, key by key, and WITHIN's expiries by the watermark."""
+        from cep.engine.group_kernel import scan_group  # numba: only rules that need it
+
+        batch = self.batch(tables)
+        pending, shape = self.pending, self.shape
+        n_pending = nrows(pending)
+        n_slots = len(shape.atoms)
+        starts, ends, group_code, held = self.key_runs(batch, n_pending)
+        bits = pending[HELD][:, None] >> np.arange(n_slots, dtype=np.int64)[None, :] & 1
+        bound0 = np.where(bits == 1, np.arange(n_pending)[:, None], -1).astype(np.int64)
+        m_key, m_trigger, m_bound, step, first, bound = scan_group(
+            starts, ends, held, np.ascontiguousarray(batch.masks),
+            np.array(shape.step_of, dtype=np.int64), shape.n_steps, batch.rows.times,
+            pending[STEP], pending[FIRST], bound0, n_pending,
+            -1 if self.within is None else self.within)
+        out = self._output(group_code[m_key], m_trigger, m_bound, batch, n_pending)
+        live = step > 0
+        if self.within is not None:
+            live &= first + self.within > clock.end
+        keep = np.flatnonzero(live)
+        walked = self.state_rows(group_code[keep], step[keep], first[keep], first[keep],
+                                 bound[keep].T, batch, n_pending)
+        self.replace_walked(walked, held, clock.end)
+        return out
+
+    def _output(self, codes: np.ndarray, trigger: np.ndarray, bound: np.ndarray, batch,
+                n_pending: int) -> Table:
+        n = len(codes)
+        if n == 0:
+            return empty_output()
+        seq, at, origin, ts = self.event_stamps(trigger, batch)
+        env = Env(n, seq=seq)
+        for j, atom in enumerate(self.shape.atoms):
+            self.bind_slot(env, atom.tag, None, j, bound[:, j], batch, n_pending)
+        self.null_tags(env, n, {a.tag for a in self.shape.atoms})
+        return self.emit_rows(env, batch.key_values[codes], Stamps(seq, at, origin), ts)
+
+    def deadlines(self) -> np.ndarray:
+        if self.within is None:
+            return np.full(nrows(self.pending), NEVER, dtype=np.int64)
+        return self.pending[FIRST] + self.within
