@@ -71,6 +71,9 @@ ESPER_RULES = {
     "group_pattern": SCHEMA + """
         SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
             b=S(kind = 2) -> c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "once_pattern": SCHEMA + """
+        SELECT a.v AS av, c.v AS cv FROM PATTERN [ a=S(kind = 1) -> b=S(kind = 2) ->
+            c=S(kind = 3) WITHIN 10 sec ] PARTITION BY k;""",
     "timer_absence": SCHEMA + """
         SELECT a.v AS av FROM PATTERN [ every a=S(kind = 1) ->
             (timer:interval(5 sec) and not b=S(kind = 2)) ] PARTITION BY k;""",

@@ -278,9 +278,12 @@ class ColumnPatternOperator(PatternOperator):
         """Partial matches still pending as state rows: their bound events' fields
         (``bound``: [slots, rows], -1 where a slot is empty)."""
         n = len(codes)
+        first_event = first_bound(bound)
+        order = np.full(n, -1, dtype=np.int64)  # -1: no event held (a key done for good)
+        has = first_event >= 0
+        order[has] = self.first_seqs(first_event[has], batch, n_pending)
         out: Table = {KEY: batch.key_values[codes], STEP: step.copy(), FIRST: first.copy(),
-                      LAST: last.copy(),
-                      ORDER: self.first_seqs(first_bound(bound), batch, n_pending)}
+                      LAST: last.copy(), ORDER: order}
         if self.held:
             out[HELD] = ((bound >= 0).astype(np.int64)
                          << np.arange(len(bound), dtype=np.int64)[:, None]).sum(axis=0)
@@ -313,13 +316,14 @@ class ColumnPatternOperator(PatternOperator):
         held_of[batch.pending_codes] = np.arange(n_pending)
         return starts, ends, group_code, held_of[group_code]
 
-    def replace_walked(self, walked: Table, held: np.ndarray, end: int) -> None:
+    def replace_walked(self, walked: Table, held: np.ndarray, end: int | None) -> None:
         """The state after a walk: the keys walked (``held``: their old state rows) as
-        ``walked``, the others as they were unless WITHIN ran out by ``end``."""
+        ``walked``, the others as they were unless WITHIN ran out by ``end`` (None:
+        the caller sees to it)."""
         pending = self.pending
         untouched = np.ones(nrows(pending), dtype=bool)
         untouched[held[held >= 0]] = False
-        if self.within is not None:
+        if self.within is not None and end is not None:
             untouched &= pending[FIRST] + self.within > end
         self.pending = concat([take(pending, untouched), walked]) or self._empty_state()
 

@@ -18,8 +18,8 @@ from numba import njit
 @njit(cache=True, nogil=True)
 def scan_group(starts: np.ndarray, ends: np.ndarray, held: np.ndarray, masks: np.ndarray,
                slot_step: np.ndarray, n_steps: int, times: np.ndarray, step0: np.ndarray,
-               first0: np.ndarray, bound0: np.ndarray, base: int,
-               within: int):  # pragma: no cover - compiled
+               first0: np.ndarray, bound0: np.ndarray, base: int, within: int,
+               once: bool):  # pragma: no cover - compiled
     """Walk key g's rows ``starts[g]:ends[g]`` from its state (state row ``held[g]``,
     -1 for none: waiting for the first step), event by event:
 
@@ -29,6 +29,9 @@ def scan_group(starts: np.ndarray, ends: np.ndarray, held: np.ndarray, masks: np
     * the event binds the instance's next step if one of that step's slots takes it
       (``masks[slot, row]``; the leftmost such slot, as row ``base + row``);
     * binding the last step completes the instance; the next starts after the event.
+
+    With ``once`` (a pattern without ``every``) there is no next instance: a key whose
+    instance completed or was discarded is done for good (step -1), its rows skipped.
 
     Returns per match (at most one per row): its key's g, trigger row and bound rows
     [matches, slots]; and per key its step, first bound event's time and bound rows
@@ -55,10 +58,14 @@ def scan_group(starts: np.ndarray, ends: np.ndarray, held: np.ndarray, masks: np
             for j in range(n_slots):
                 bound[g, j] = bound0[p, j]
         for r in range(starts[g], ends[g]):
+            if s < 0:
+                break
             if s > 0 and within >= 0 and times[r] - f >= within:
-                s = 0
+                s = -1 if once else 0
                 for j in range(n_slots):
                     bound[g, j] = -1
+                if once:
+                    break
             taken = -1
             for j in range(n_slots):
                 if slot_step[j] == s and masks[j, r]:
@@ -77,7 +84,7 @@ def scan_group(starts: np.ndarray, ends: np.ndarray, held: np.ndarray, masks: np
                     m_bound[found, j] = bound[g, j]
                     bound[g, j] = -1
                 found += 1
-                s = 0
+                s = -1 if once else 0
         step[g] = s
         first[g] = f
     return m_key[:found], m_trigger[:found], m_bound[:found], step, first, bound

@@ -1,5 +1,7 @@
 """Pattern rules ``every (a -> b [-> c ...]) [WITHIN T]`` (``every`` over a followed-by of
-atoms, any step an ``or`` of atoms) with filters on the event alone, batch at a time.
+atoms, any step an ``or`` of atoms) and the same without ``every``
+(``a -> b [-> c ...] [WITHIN T]``, ``a``, ``a or b``) with filters on the event alone,
+batch at a time.
 
 Under :mod:`cep.engine.patterns`' semantics ``every`` starts a fresh instance of its
 operand only when the running one ends, after the event that ended it: completing (its
@@ -9,7 +11,10 @@ it binds its steps in turn, each to the next event one of the step's atoms takes
 leftmost such atom of an ``or``; the others' tags stay NULL). The filters are evaluated
 column-wise for the batch and each key's rows walked by one compiled loop
 (:mod:`cep.engine.group_kernel`); the atoms are slots of the state table
-(:mod:`cep.engine.column_pattern`). The interpreter
+(:mod:`cep.engine.column_pattern`). Without ``every`` the first instance is the only
+one: once it completes or WITHIN discards it the key is done for good (its state row
+says so, step -1, and stays, as the interpreter keeps a finished pattern's state). The
+interpreter
 (:class:`cep.engine.pattern_rule.InterpretedPatternOperator`) is the oracle of
 ``tests/engine/test_pattern_chain.py``; filters that read earlier tags stay there.
 """
@@ -25,17 +30,18 @@ from cep.engine.column_pattern import FIRST, HELD, STEP, ColumnPatternOperator
 from cep.engine.expr import Env
 from cep.engine.output import Stamps, empty_output
 from cep.engine.pattern_chain import MOST_OR_SLOTS, NEVER, alternatives_of, followed_by_steps
-from cep.engine.table import Table, nrows
+from cep.engine.table import Table, nrows, take
 from grammar import ir
 
 
 @dataclass(frozen=True)
 class GroupShape:
-    """``every (atoms of step 0 -> atoms of step 1 -> ...)``; ``step_of[j]`` is slot j's
-    step (an ``or`` step has several)."""
+    """``every (atoms of step 0 -> atoms of step 1 -> ...)``, or without ``every``
+    (``once``); ``step_of[j]`` is slot j's step (an ``or`` step has several)."""
 
     atoms: tuple[ir.PAtom, ...]
     step_of: tuple[int, ...]
+    once: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -44,18 +50,20 @@ class GroupShape:
 
 def group_shape(pattern: ir.PNode) -> GroupShape | None:
     """The pattern as ``every`` over a followed-by of atoms (or ``or``s of atoms) whose
-    filters read the event alone, or None."""
-    if not isinstance(pattern, ir.PEvery) or not isinstance(pattern.operand,
-                                                            ir.PFollowedBy):
-        return None
-    steps = [alternatives_of(step) for step in followed_by_steps(pattern.operand)]
+    filters read the event alone, or as such a followed-by (or one step) without
+    ``every``; None otherwise."""
+    once = not isinstance(pattern, ir.PEvery)
+    body = pattern if once else pattern.operand  # type: ignore[union-attr]
+    if not once and not isinstance(body, ir.PFollowedBy):
+        return None  # every over one step: a chain's (cep.engine.chain_rule)
+    steps = [alternatives_of(step) for step in followed_by_steps(body)]
     if any(step is None for step in steps):
         return None
     atoms = tuple(a for step in steps for a in step)  # type: ignore[union-attr]
     if len(atoms) > MOST_OR_SLOTS or any(a.bound_filter is not None for a in atoms):
         return None
     step_of = tuple(i for i, step in enumerate(steps) for _ in step)  # type: ignore[arg-type]
-    return GroupShape(atoms, step_of)
+    return GroupShape(atoms, step_of, once)
 
 
 class GroupPatternOperator(ColumnPatternOperator):
@@ -81,16 +89,29 @@ class GroupPatternOperator(ColumnPatternOperator):
             starts, ends, held, np.ascontiguousarray(batch.masks),
             np.array(shape.step_of, dtype=np.int64), shape.n_steps, batch.rows.times,
             pending[STEP], pending[FIRST], bound0, n_pending,
-            -1 if self.within is None else self.within)
+            -1 if self.within is None else self.within, shape.once)
         out = self._output(group_code[m_key], m_trigger, m_bound, batch, n_pending)
-        live = step > 0
-        if self.within is not None:
-            live &= first + self.within > clock.end
-        keep = np.flatnonzero(live)
+        keep = np.flatnonzero(step != 0)
         walked = self.state_rows(group_code[keep], step[keep], first[keep], first[keep],
                                  bound[keep].T, batch, n_pending)
-        self.replace_walked(walked, held, clock.end)
+        self.replace_walked(walked, held, None)
+        self._expire(clock.end)
         return out
+
+    def _expire(self, end: int) -> None:
+        """The instances whose WITHIN ran out by ``end``: gone (a fresh one waits, which
+        holds nothing), or without ``every`` their keys done for good."""
+        if self.within is None:
+            return
+        pending = self.pending
+        expired = (pending[STEP] > 0) & (pending[FIRST] + self.within <= end)
+        if not expired.any():
+            return
+        if not self.shape.once:
+            self.pending = take(pending, ~expired)
+            return
+        self.pending = {**pending, STEP: np.where(expired, -1, pending[STEP]),
+                        HELD: np.where(expired, 0, pending[HELD])}
 
     def _output(self, codes: np.ndarray, trigger: np.ndarray, bound: np.ndarray, batch,
                 n_pending: int) -> Table:
@@ -105,6 +126,7 @@ class GroupPatternOperator(ColumnPatternOperator):
         return self.emit_rows(env, batch.key_values[codes], Stamps(seq, at, origin), ts)
 
     def deadlines(self) -> np.ndarray:
+        pending = self.pending
         if self.within is None:
-            return np.full(nrows(self.pending), NEVER, dtype=np.int64)
-        return self.pending[FIRST] + self.within
+            return np.full(nrows(pending), NEVER, dtype=np.int64)
+        return np.where(pending[STEP] > 0, pending[FIRST] + self.within, NEVER)

@@ -35,7 +35,8 @@ class PatternOperator(PerKeyState, ABC):
     take the shapes they can: :class:`cep.engine.chain_rule.ChainPatternOperator` the
     chains (``every a -> (b or c) [-> d] [WITHIN]``, the follow-up and absence timers),
     :class:`cep.engine.until_rule.UntilPatternOperator` the match-untils and
-    :class:`cep.engine.group_rule.GroupPatternOperator` ``every (a -> b ...)``;
+    :class:`cep.engine.group_rule.GroupPatternOperator` ``every (a -> b ...)`` and
+    ``a -> b ...`` without ``every``;
     :class:`InterpretedPatternOperator` runs every shape event by event (the others'
     oracle in their differential tests)."""
 

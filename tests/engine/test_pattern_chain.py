@@ -4,8 +4,9 @@
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
 a follow-up or absence timer at the end, atoms of two streams), chains with ``or`` steps,
-random match-untils (``every ([n:m] b until c)``, bounds, WITHIN) and groups
-(``every (a -> (b or c) -> d)``, WITHIN) over random streams with ties in time, late
+random match-untils (``every ([n:m] b until c)``, bounds, WITHIN), groups
+(``every (a -> (b or c) -> d)``, WITHIN) and the same without ``every`` over random
+streams with ties in time, late
 events and NULLs: the interpreter runs the whole input as one batch;
 the kernel runs it cut at random places over two engines, random keys' state moving
 between them through the state codec and the engines restarting from snapshots now and
@@ -145,13 +146,14 @@ def or_chains(draw) -> str:
 
 
 @st.composite
-def groups(draw) -> str:
+def groups(draw, once: bool = False) -> str:
     """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps of one to three
-    atoms (``or``s), filters on the event alone."""
+    atoms (``or``s), filters on the event alone; with ``once``, the same (one to four
+    steps) without ``every``."""
     names = iter("abcdefghijkl")
     tags: list[tuple[str, str]] = []
     steps = []
-    for width in draw(st.lists(st.integers(1, 3), min_size=2, max_size=4)):
+    for width in draw(st.lists(st.integers(1, 3), min_size=1 if once else 2, max_size=4)):
         alternatives = []
         for _ in range(width):
             text, stream = draw(atoms(next(names), []))
@@ -160,8 +162,8 @@ def groups(draw) -> str:
         steps.append(alternatives[0] if width == 1 else f"({' or '.join(alternatives)})")
     within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
     columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
-    return (f"{SCHEMA}SELECT {columns} FROM PATTERN [every ({' -> '.join(steps)}){within}]"
-            " PARTITION BY k;")
+    pattern = " -> ".join(steps) if once else f"every ({' -> '.join(steps)})"
+    return (f"{SCHEMA}SELECT {columns} FROM PATTERN [{pattern}{within}] PARTITION BY k;")
 
 
 def streams(seed: int) -> dict:
@@ -241,7 +243,22 @@ def test_or_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
 def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<group>")
     (rule,) = module.stateful
-    assert group_shape(rule.pattern) is not None
+    shape = group_shape(rule.pattern)
+    assert shape is not None and not shape.once
+    (_, op), = Engine(module).operators
+    assert isinstance(op, GroupPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=groups(once=True), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_patterns_without_every_on_the_group_kernel_equal_the_interpreter(text, seed, cuts,
+                                                                          movers):
+    module = compile_text(text, "<once>")
+    (rule,) = module.stateful
+    shape = group_shape(rule.pattern)
+    assert shape is not None and shape.once
     (_, op), = Engine(module).operators
     assert isinstance(op, GroupPatternOperator)
     _same_as_the_interpreter(module, seed, cuts, movers)
@@ -274,7 +291,8 @@ def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) ->
 @pytest.mark.parametrize("pattern", [
     "every (a=S(kind = 1) -> b=S(v > a.v))",  # a group reading an earlier tag
     "every (a=S(kind = 1) -> b=S(kind = 2)) -> c=S(kind = 0)",  # a group, then more
-    "a=S(kind = 1) -> b=S(kind = 2)",  # no every: the first match only
+    "a=S(kind = 1) -> b=S(v > a.v)",  # no every, a filter on an earlier tag
+    "a=S(kind = 1) -> every b=S(kind = 2)",  # every inside a pattern without one
     "every a=S(kind = 1) -> every b=S(kind = 2)",
     "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
     "every a=S(kind = 1) -> [2] b=S(kind = 2)",
