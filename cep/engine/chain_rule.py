@@ -6,7 +6,7 @@ shape and is the oracle of ``tests/engine/test_pattern_chain.py``), computed col
 the atoms' own filters for the whole batch, the candidate rows sorted once
 (:mod:`cep.engine.column_pattern`), every partial match advanced with ``searchsorted``,
 and the output's tag columns gathered from the bound rows. A partial match's slots are
-the chain's atoms, the alternatives of an ``or`` step each its own (the absent atom of a
+the chain's atoms, the atoms of an ``or`` or ``and`` step each its own (the absent atom of a
 timer is never held); an alternative not taken leaves its slot empty and its tag
 unbound: NULL in the output, and a filter that reads it is false, as in the interpreter.
 """
@@ -38,7 +38,7 @@ class ChainPatternOperator(ColumnPatternOperator):
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],
                  shape: ChainShape) -> None:
         # the fingerprint of a plain chain stays what it was: states written before load
-        keyed = shape if shape.step_of is None else (shape, shape.step_of)
+        keyed = shape if shape.step_of is None else (shape, shape.step_of, shape.and_steps)
         super().__init__(rule, streams, shape.checked, shape.atoms, keyed,
                          held=shape.step_of is not None)
         self.shape = shape

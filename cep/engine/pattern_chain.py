@@ -11,7 +11,12 @@ the deadline. A step may be an ``or`` of atoms (``every a -> (b or c) -> d``, an
 ``every (a or b) -> c`` at the head): its event is the first after the previous step's
 that any alternative's filter takes, bound to the leftmost alternative that takes it
 (the interpreter offers an event to an ``or``'s operands left to right and the first
-that completes ends the ``or``); the other alternatives' tags stay unbound.
+that completes ends the ``or``); the other alternatives' tags stay unbound. A step
+after the first may be an ``and`` of atoms (``every a -> (b and c) -> d``): each atom's
+event is the first after the previous step's that its filter takes and that no atom
+left of it in the ``and`` binds (the interpreter offers an event to the ``and``'s
+operands left to right, not past the first that binds it), and the step is done at the
+last of them.
 
 With a batch's candidate rows sorted by (key, time, seq), "the first row of atom j after
 row r" is one ``np.searchsorted`` in the sorted positions of atom j's filter, for every
@@ -55,6 +60,7 @@ class ChainShape:
     timer_us: int | None = None
     absent: ir.PAtom | None = None
     step_of: tuple[int, ...] | None = field(default=None, repr=False)
+    and_steps: tuple[int, ...] = field(default=(), repr=False)  # steps that are ``and``s
 
     @property
     def checked(self) -> tuple[ir.PAtom, ...]:
@@ -86,18 +92,19 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
     head = steps[0]
     if not isinstance(head, ir.PEvery):
         return None
-    body: list[list[ir.PAtom]] = []
-    for step in [head.operand, *steps[1:-1]]:
-        alternatives = alternatives_of(step)
-        if alternatives is None:
+    head_atoms = alternatives_of(head.operand)
+    if head_atoms is None:
+        return None
+    body: list[list[ir.PAtom]] = [head_atoms]
+    and_steps: list[int] = []
+    for step in steps[1:-1]:
+        if not _add_step(step, body, and_steps):
             return None
-        body.append(alternatives)
     last = steps[-1] if len(steps) > 1 else None
     timer_us = absent = None
     if last is not None:
-        alternatives = alternatives_of(last)
-        if alternatives is not None:
-            body.append(alternatives)
+        if _add_step(last, body, and_steps):
+            pass
         elif isinstance(last, ir.PTimer):
             timer_us = last.us
         elif isinstance(last, ir.PAnd):
@@ -116,7 +123,34 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
     if len(atoms) > MOST_OR_SLOTS:
         return None
     step_of = tuple(i for i, step in enumerate(body) for _ in step)
-    return ChainShape(atoms, timer_us, absent, step_of)  # type: ignore[arg-type]
+    return ChainShape(atoms, timer_us, absent, step_of,  # type: ignore[arg-type]
+                      tuple(and_steps))
+
+
+def _add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int]) -> bool:
+    """Append a step after the first (an atom, an ``or`` or an ``and`` of atoms) to
+    ``body``; False when ``node`` is none of these."""
+    atoms = alternatives_of(node)
+    if atoms is None:
+        atoms = conjuncts_of(node)
+        if atoms is None:
+            return False
+        and_steps.append(len(body))
+    body.append(atoms)
+    return True
+
+
+def conjuncts_of(node: ir.PNode) -> list[ir.PAtom] | None:
+    """An ``and`` of atoms as its atoms left to right; None otherwise."""
+    if not isinstance(node, ir.PAnd):
+        return None
+    parts = []
+    for side in (node.left, node.right):
+        atoms = [side] if isinstance(side, ir.PAtom) else conjuncts_of(side)
+        if atoms is None:
+            return None
+        parts.extend(atoms)
+    return parts
 
 
 def alternatives_of(node: ir.PNode) -> list[ir.PAtom] | None:
@@ -241,14 +275,19 @@ def advance(shape: ChainShape, within: int | None, inst: Instances,
         if len(sel) == 0:
             continue
         slots = shape.alternatives(step)
-        hits = [first_hits(positions[j], rows, inst.cursor[sel], inst.code[sel],
-                           limit[sel], _restricted(checks[j], sel)) for j in slots]
-        hit, taken = _earliest(hits)
-        for k, j in enumerate(slots):
-            won = (hit >= 0) & (taken == k)
-            inst.bound[j, sel[won]] = row_base + hit[won]
-        found = sel[hit >= 0]
-        r = hit[hit >= 0]
+        if step in shape.and_steps:
+            sel, r = _all_of(slots, sel, inst, positions, rows, limit, row_base, checks)
+            if len(sel) == 0:
+                continue
+        else:
+            hits = [first_hits(positions[j], rows, inst.cursor[sel], inst.code[sel],
+                               limit[sel], _restricted(checks[j], sel)) for j in slots]
+            hit, taken = _earliest(hits)
+            for k, j in enumerate(slots):
+                won = (hit >= 0) & (taken == k)
+                inst.bound[j, sel[won]] = row_base + hit[won]
+            sel, r = sel[hit >= 0], hit[hit >= 0]
+        found = sel
         inst.cursor[found] = r
         inst.last[found] = rows.times[r]
         inst.step[found] = step + 1
@@ -271,6 +310,38 @@ def advance(shape: ChainShape, within: int | None, inst: Instances,
 
 
 _NONE = np.empty(0, dtype=np.int64)
+
+
+def _all_of(slots: list[int], sel: np.ndarray, inst: Instances,
+            positions: list[np.ndarray], rows: Rows, limit: np.ndarray, row_base: int,
+            checks: list[Check | None]) -> tuple[np.ndarray, np.ndarray]:
+    """An ``and`` step of the instances ``sel``: bind each atom not bound yet to its
+    first hit after the step's start that no atom left of it binds (an atom that binds
+    an event keeps it from the atoms right of it). Returns the instances whose every
+    atom is bound now and, for each, the row of the last: the step's end."""
+    cursor, code = inst.cursor[sel], inst.code[sel]
+    for k, j in enumerate(slots):
+        todo = np.flatnonzero(inst.bound[j, sel] < 0)
+        if len(todo) == 0:
+            continue
+        check = _restricted(checks[j], sel)
+        taken = inst.bound[slots[:k]][:, sel[todo]] - row_base  # rows the left ones bind
+        hit = first_hits(positions[j], rows, cursor[todo], code[todo], limit[sel[todo]],
+                         _restricted(check, todo) if check is not None else None)
+        for _ in range(k):  # at most one retry per atom on the left
+            clash = np.flatnonzero((hit >= 0) & (taken == hit[None, :]).any(axis=0))
+            if len(clash) == 0:
+                break
+            hit[clash] = first_hits(positions[j], rows, hit[clash], code[todo[clash]],
+                                    limit[sel[todo[clash]]],
+                                    _restricted(check, todo[clash])
+                                    if check is not None else None)
+        got = hit >= 0
+        inst.bound[j, sel[todo[got]]] = row_base + hit[got]
+    held = inst.bound[slots][:, sel]
+    done = (held >= 0).all(axis=0)
+    last = np.where(held >= row_base, held - row_base, -1).max(axis=0, initial=-1)
+    return sel[done], last[done]
 
 
 def _earliest(hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,8 @@ from grammar import ir
 class PatternOperator(PerKeyState, ABC):
     """Runs one :class:`ir.PatternRule` for all keys of an engine. The column kernels
     take the shapes they can: :class:`cep.engine.chain_rule.ChainPatternOperator` the
-    chains (``every a -> (b or c) [-> d] [WITHIN]``, the follow-up and absence timers),
+    chains (``every a -> (b or c) [-> (d and e)] [WITHIN]``, the follow-up and absence
+    timers),
     :class:`cep.engine.until_rule.UntilPatternOperator` the match-untils and
     :class:`cep.engine.group_rule.GroupPatternOperator` ``every (a -> b ...)`` and
     ``a -> b ...`` without ``every``;

@@ -112,10 +112,11 @@ def chains(draw) -> str:
 
 @st.composite
 def or_chains(draw) -> str:
-    """A rule whose chain has ``or`` steps: ``every (a or b) -> (c or d or e) -> ...``,
-    one to three alternatives per step (at least one step with two), filters on the
-    event alone or on tags of earlier steps (which an alternative not taken leaves
-    unbound), a follow-up or absence timer at the end, WITHIN."""
+    """A rule whose chain has ``or`` or ``and`` steps: ``every (a or b) -> (c or d or e)
+    -> (f and g) ...``, one to three atoms per step (at least one step with two; ``and``
+    after the first step only), filters on the event alone or on tags of earlier steps
+    (which an alternative not taken leaves unbound), a follow-up or absence timer at the
+    end, WITHIN."""
     names = iter("abcdefghijkl")
     tags: list[tuple[str, str]] = []
     steps = []
@@ -129,7 +130,8 @@ def or_chains(draw) -> str:
             text, stream = draw(atoms(next(names), earlier, unbound=True))
             alternatives.append(text)
             tags.append((text.split("=")[0], stream))
-        steps.append(alternatives[0] if width == 1 else f"({' or '.join(alternatives)})")
+        joiner = " or " if not steps or draw(st.booleans()) else " and "
+        steps.append(alternatives[0] if width == 1 else f"({joiner.join(alternatives)})")
     steps[0] = f"every {steps[0]}"
     end = draw(st.sampled_from(["", "", "timer", "absence"]))
     seconds = draw(st.integers(1, 6))
@@ -227,7 +229,7 @@ def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
 @settings(max_examples=300, deadline=None)
 @given(text=or_chains(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_or_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
+def test_or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<or chain>")
     (rule,) = module.stateful
     shape = chain_shape(rule.pattern)

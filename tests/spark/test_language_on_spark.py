@@ -47,6 +47,10 @@ RULES = {
     "or_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                   "a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
                   "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
+    # an `and` step on the chain kernel: both, in either order, each event bound once
+    "and_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                   "a=StockTick(vol > 40) -> (b=StockTick(vol < 20) and "
+                   "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
     # every over a group: one instance per key at a time (the group kernel)
     "group_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                      "(a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
