@@ -74,6 +74,9 @@ ESPER_RULES = {
     "group_pattern": SCHEMA + """
         SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
             b=S(kind = 2) -> c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "group_and_pattern": SCHEMA + """
+        SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
+            (b=S(kind = 2) and c=S(kind = 3))) WITHIN 10 sec ] PARTITION BY k;""",
     "once_pattern": SCHEMA + """
         SELECT a.v AS av, c.v AS cv FROM PATTERN [ a=S(kind = 1) -> b=S(kind = 2) ->
             c=S(kind = 3) WITHIN 10 sec ] PARTITION BY k;""",

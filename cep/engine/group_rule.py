@@ -1,14 +1,16 @@
 """Pattern rules ``every (a -> b [-> c ...]) [WITHIN T]`` (``every`` over a followed-by of
-atoms, any step an ``or`` of atoms) and the same without ``every``
-(``a -> b [-> c ...] [WITHIN T]``, ``a``, ``a or b``) with filters on the event alone,
-batch at a time.
+atoms, any step an ``or`` or an ``and`` of atoms; or over one ``and``) and the same
+without ``every`` (``a -> b [-> c ...] [WITHIN T]``, ``a``, ``a or b``, ``a and b``) with
+filters on the event alone, batch at a time.
 
 Under :mod:`cep.engine.patterns`' semantics ``every`` starts a fresh instance of its
 operand only when the running one ends, after the event that ended it: completing (its
 last step bound), or WITHIN discarding it (then the fresh instance sees the event that
 found it expired, or starts at the watermark that did). So one instance runs per key:
 it binds its steps in turn, each to the next event one of the step's atoms takes (the
-leftmost such atom of an ``or``; the others' tags stay NULL). The filters are evaluated
+leftmost such atom of an ``or``; the others' tags stay NULL; an ``and`` step binds each
+of its atoms to the first such event that no atom left of it binds, and ends at the last;
+WITHIN's clock starts at the first event the instance holds). The filters are evaluated
 column-wise for the batch and each key's rows walked by one compiled loop
 (:mod:`cep.engine.group_kernel`); the atoms are slots of the state table
 (:mod:`cep.engine.column_pattern`). Without ``every`` the first instance is the only
@@ -29,7 +31,13 @@ from cep.engine.clock import Watermark
 from cep.engine.column_pattern import FIRST, HELD, STEP, ColumnPatternOperator
 from cep.engine.expr import Env
 from cep.engine.output import Stamps, empty_output
-from cep.engine.pattern_chain import MOST_OR_SLOTS, NEVER, alternatives_of, followed_by_steps
+from cep.engine.pattern_chain import (
+    MOST_OR_SLOTS,
+    NEVER,
+    alternatives_of,
+    conjuncts_of,
+    followed_by_steps,
+)
 from cep.engine.table import Table, nrows, take
 from grammar import ir
 
@@ -37,11 +45,13 @@ from grammar import ir
 @dataclass(frozen=True)
 class GroupShape:
     """``every (atoms of step 0 -> atoms of step 1 -> ...)``, or without ``every``
-    (``once``); ``step_of[j]`` is slot j's step (an ``or`` step has several)."""
+    (``once``); ``step_of[j]`` is slot j's step (an ``or`` or ``and`` step has
+    several)."""
 
     atoms: tuple[ir.PAtom, ...]
     step_of: tuple[int, ...]
     once: bool = False
+    and_steps: tuple[int, ...] = ()  # steps that are ``and``s of atoms
 
     @property
     def n_steps(self) -> int:
@@ -54,16 +64,22 @@ def group_shape(pattern: ir.PNode) -> GroupShape | None:
     ``every``; None otherwise."""
     once = not isinstance(pattern, ir.PEvery)
     body = pattern if once else pattern.operand  # type: ignore[union-attr]
-    if not once and not isinstance(body, ir.PFollowedBy):
-        return None  # every over one step: a chain's (cep.engine.chain_rule)
-    steps = [alternatives_of(step) for step in followed_by_steps(body)]
-    if any(step is None for step in steps):
-        return None
-    atoms = tuple(a for step in steps for a in step)  # type: ignore[union-attr]
+    if not once and not isinstance(body, ir.PFollowedBy | ir.PAnd):
+        return None  # every over one atom or or: a chain's (cep.engine.chain_rule)
+    steps, and_steps = [], []
+    for i, node in enumerate(followed_by_steps(body)):
+        step = alternatives_of(node)
+        if step is None:
+            step = conjuncts_of(node)
+            and_steps.append(i)
+        if step is None:
+            return None
+        steps.append(step)
+    atoms = tuple(a for step in steps for a in step)
     if len(atoms) > MOST_OR_SLOTS or any(a.bound_filter is not None for a in atoms):
         return None
-    step_of = tuple(i for i, step in enumerate(steps) for _ in step)  # type: ignore[arg-type]
-    return GroupShape(atoms, step_of, once)
+    step_of = tuple(i for i, step in enumerate(steps) for _ in step)
+    return GroupShape(atoms, step_of, once, tuple(and_steps))
 
 
 class GroupPatternOperator(ColumnPatternOperator):
@@ -87,11 +103,13 @@ class GroupPatternOperator(ColumnPatternOperator):
         bound0 = np.where(bits == 1, np.arange(n_pending)[:, None], -1).astype(np.int64)
         m_key, m_trigger, m_bound, step, first, bound = scan_group(
             starts, ends, held, np.ascontiguousarray(batch.masks),
-            np.array(shape.step_of, dtype=np.int64), shape.n_steps, batch.rows.times,
+            np.array(shape.step_of, dtype=np.int64),
+            np.isin(np.arange(shape.n_steps), shape.and_steps), shape.n_steps,
+            batch.rows.times,
             pending[STEP], pending[FIRST], bound0, n_pending,
             -1 if self.within is None else self.within, shape.once)
         out = self._output(group_code[m_key], m_trigger, m_bound, batch, n_pending)
-        keep = np.flatnonzero(step != 0)
+        keep = np.flatnonzero((step != 0) | (bound >= 0).any(axis=1))
         walked = self.state_rows(group_code[keep], step[keep], first[keep], first[keep],
                                  bound[keep].T, batch, n_pending)
         self.replace_walked(walked, held, None)
@@ -104,7 +122,7 @@ class GroupPatternOperator(ColumnPatternOperator):
         if self.within is None:
             return
         pending = self.pending
-        expired = (pending[STEP] > 0) & (pending[FIRST] + self.within <= end)
+        expired = (pending[HELD] != 0) & (pending[FIRST] + self.within <= end)
         if not expired.any():
             return
         if not self.shape.once:
@@ -129,4 +147,4 @@ class GroupPatternOperator(ColumnPatternOperator):
         pending = self.pending
         if self.within is None:
             return np.full(nrows(pending), NEVER, dtype=np.int64)
-        return np.where(pending[STEP] > 0, pending[FIRST] + self.within, NEVER)
+        return np.where(pending[HELD] != 0, pending[FIRST] + self.within, NEVER)

@@ -149,19 +149,23 @@ def or_chains(draw) -> str:
 
 @st.composite
 def groups(draw, once: bool = False) -> str:
-    """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps of one to three
-    atoms (``or``s), filters on the event alone; with ``once``, the same (one to four
-    steps) without ``every``."""
+    """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps (or one
+    ``and``) of one to three atoms (``or``s, ``and``s), filters on the event alone; with
+    ``once``, the same (one to four steps) without ``every``."""
     names = iter("abcdefghijkl")
     tags: list[tuple[str, str]] = []
     steps = []
-    for width in draw(st.lists(st.integers(1, 3), min_size=1 if once else 2, max_size=4)):
+    widths = draw(st.lists(st.integers(1, 3), min_size=1 if once else 2, max_size=4))
+    if not once and draw(st.integers(0, 4)) == 0:
+        widths = [draw(st.integers(2, 3))]  # every (a and b [and c])
+    for width in widths:
         alternatives = []
         for _ in range(width):
             text, stream = draw(atoms(next(names), []))
             alternatives.append(text)
             tags.append((text.split("=")[0], stream))
-        steps.append(alternatives[0] if width == 1 else f"({' or '.join(alternatives)})")
+        joiner = " and " if (len(widths) == 1 and not once) or draw(st.booleans()) else " or "
+        steps.append(alternatives[0] if width == 1 else f"({joiner.join(alternatives)})")
     within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
     columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
     pattern = " -> ".join(steps) if once else f"every ({' -> '.join(steps)})"

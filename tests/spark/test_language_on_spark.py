@@ -55,6 +55,9 @@ RULES = {
     "group_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                      "(a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
                      "c=StockTick(price > 50))) WITHIN 30 sec] PARTITION BY symbol;",
+    "group_and_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN "
+                         "[every (a=StockTick(vol > 40) -> (b=StockTick(vol < 20) and "
+                         "c=StockTick(price > 50))) WITHIN 30 sec] PARTITION BY symbol;",
     # no every: each key's first match only (a key done for good keeps a state row)
     "once_pattern": "SELECT a.price AS p, b.vol AS bv FROM PATTERN [a=StockTick(vol > 40) "
                     "-> b=StockTick(vol < 10) WITHIN 30 sec] PARTITION BY symbol;",
