@@ -70,8 +70,8 @@ class ChainPatternOperator(ColumnPatternOperator):
         pending = self.pending
         starts = np.searchsorted(batch.rows.codes, batch.pending_codes, side="left") - 1
         heads = self.shape.alternatives(0)
-        head_masks = batch.masks[heads]
-        new = np.flatnonzero(head_masks.any(axis=0))
+        head_masks = batch.masks[heads] if len(heads) > 1 else None
+        new = np.flatnonzero(batch.masks[0] if head_masks is None else head_masks.any(axis=0))
         bound = np.full((self.n_atoms, n_pending + len(new)), -1, dtype=np.int64)
         steps = pending[STEP]
         for j in range(self.n_atoms):
@@ -80,10 +80,13 @@ class ChainPatternOperator(ColumnPatternOperator):
             else:
                 held = np.flatnonzero(steps > j)
             bound[j, held] = held
-        taken = head_masks[:, new].argmax(axis=0)
-        for k, j in enumerate(heads):
-            mine = taken == k
-            bound[j, n_pending + np.flatnonzero(mine)] = n_pending + new[mine]
+        if head_masks is None:
+            bound[0, n_pending:] = n_pending + new
+        else:
+            taken = head_masks[:, new].argmax(axis=0)  # the leftmost that takes the row
+            for k, j in enumerate(heads):
+                mine = taken == k
+                bound[j, n_pending + np.flatnonzero(mine)] = n_pending + new[mine]
         t = batch.rows.times[new]
         return Instances(np.concatenate([batch.pending_codes, batch.rows.codes[new]]),
                          np.concatenate([steps, np.ones(len(new), dtype=np.int64)]),

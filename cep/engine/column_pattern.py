@@ -375,6 +375,8 @@ class ColumnPatternOperator(PatternOperator):
 def first_bound(bound: np.ndarray) -> np.ndarray:
     """Per partial match (a column of ``bound``: [slots, matches], -1 where a slot is
     empty), the event of its first filled slot: its first event."""
+    if len(bound) == 0 or (bound[0] >= 0).all():
+        return bound[0] if len(bound) else np.empty(0, dtype=np.int64)
     first = (bound >= 0).argmax(axis=0)
     return bound[first, np.arange(bound.shape[1])]
 

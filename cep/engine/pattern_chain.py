@@ -283,10 +283,13 @@ def advance(shape: ChainShape, within: int | None, inst: Instances,
             hits = [first_hits(positions[j], rows, inst.cursor[sel], inst.code[sel],
                                limit[sel], _restricted(checks[j], sel)) for j in slots]
             hit, taken = _earliest(hits)
-            for k, j in enumerate(slots):
-                won = (hit >= 0) & (taken == k)
-                inst.bound[j, sel[won]] = row_base + hit[won]
             sel, r = sel[hit >= 0], hit[hit >= 0]
+            if len(slots) == 1:
+                inst.bound[slots[0], sel] = row_base + r
+            else:
+                taken = taken[hit >= 0]
+                for k, j in enumerate(slots):
+                    inst.bound[j, sel[taken == k]] = row_base + r[taken == k]
         found = sel
         inst.cursor[found] = r
         inst.last[found] = rows.times[r]
@@ -348,7 +351,7 @@ def _earliest(hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per instance, the earliest of the alternatives' hits (-1: none) and which
     alternative made it: the leftmost of those that hit that row."""
     if len(hits) == 1:
-        return hits[0], np.zeros(len(hits[0]), dtype=np.int64)
+        return hits[0], _NONE  # one alternative: nothing to choose
     stacked = np.stack(hits)
     rank = np.where(stacked >= 0, stacked, NEVER)
     taken = rank.argmin(axis=0)  # argmin's first minimum: the leftmost alternative
