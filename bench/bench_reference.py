@@ -71,6 +71,9 @@ ESPER_RULES = {
     "and_pattern": SCHEMA + """
         SELECT a.v AS av, b.v AS bv, c.v AS cv FROM PATTERN [ every a=S(kind = 1) ->
             (b=S(kind = 2) and c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "repeat_in_chain": SCHEMA + """
+        SELECT a.v AS av, b[1].v AS b1, c.v AS cv FROM PATTERN [ every a=S(kind = 1) ->
+            [2] b=S(kind = 2) -> c=S(kind = 3) WITHIN 10 sec ] PARTITION BY k;""",
     "group_pattern": SCHEMA + """
         SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
             b=S(kind = 2) -> c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",

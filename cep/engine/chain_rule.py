@@ -38,12 +38,19 @@ class ChainPatternOperator(ColumnPatternOperator):
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],
                  shape: ChainShape) -> None:
         # the fingerprint of a plain chain stays what it was: states written before load
-        keyed = shape if shape.step_of is None else (shape, shape.step_of, shape.and_steps)
+        keyed = shape if shape.step_of is None else (shape, shape.step_of, shape.and_steps,
+                                                      shape.iteration)
         super().__init__(rule, streams, shape.checked, shape.atoms, keyed,
                          held=shape.step_of is not None)
         self.shape = shape
         self.n_atoms = len(shape.atoms)
         self.n_steps = shape.n_steps
+        # per repeated tag the output reads, how many b[i] it reads
+        self.read_items: dict[str, int] = {}
+        for ref in collect_nodes([rule.where, *(c.expr for c in rule.columns)], ir.FieldRef):
+            if ref.index is not None:
+                self.read_items[ref.qualifier] = max(self.read_items.get(ref.qualifier, 0),
+                                                     ref.index + 1)
 
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
         """The batch's events and the timers and expiries the watermark reaches, for
@@ -105,8 +112,9 @@ class ChainPatternOperator(ColumnPatternOperator):
         atom = self.atoms[j]
         own = wanted.get(atom.tag, set())
         step = self.shape.slot_step(j) if j < self.n_atoms else self.n_steps
+        # the tags of earlier steps (not earlier iterations of this atom's own repeat)
         earlier = [i for i in range(self.n_atoms) if self.shape.slot_step(i) < step
-                   and self.atoms[i].tag in wanted]
+                   and self.atoms[i].tag in wanted and self.atoms[i].tag != atom.tag]
 
         def check(which: np.ndarray, cand: np.ndarray) -> np.ndarray:
             candidates = batch.tables[self.order.index(atom.stream)]
@@ -117,8 +125,8 @@ class ChainPatternOperator(ColumnPatternOperator):
             index = inst.bound[earlier][:, which]
             unbound = (index < 0).any(axis=0) if earlier else np.zeros(len(which), bool)
             for k, i in enumerate(earlier):
-                self.bind_slot(env, self.atoms[i].tag, None, i, index[k], batch, n_pending,
-                               wanted[self.atoms[i].tag])
+                self.bind_slot(env, self.atoms[i].tag, self.shape.item(i), i, index[k], batch,
+                               n_pending, wanted[self.atoms[i].tag])
             if not unbound.any():
                 return _truth_or_false(condition, env)
             # some pairs lack a tag: evaluated apart, per set of tags they have
@@ -130,8 +138,10 @@ class ChainPatternOperator(ColumnPatternOperator):
                 part = env.where(pattern == bits)
                 for k, i in enumerate(earlier):
                     if not bits >> k & 1:
+                        item = self.shape.item(i)
                         for name in wanted[self.atoms[i].tag]:
-                            part.columns.pop((self.atoms[i].tag, name), None)
+                            part.columns.pop((self.atoms[i].tag, name) if item is None
+                                             else (self.atoms[i].tag, name, item), None)
                 out[rows] = _truth_or_false(condition, part)
             return out
 
@@ -159,7 +169,11 @@ class ChainPatternOperator(ColumnPatternOperator):
         bound = bound[:, order]
         env = Env(n)
         for j, atom in enumerate(self.shape.atoms):
-            self.bind_slot(env, atom.tag, None, j, bound[j], batch, n_pending)
+            self.bind_slot(env, atom.tag, self.shape.item(j), j, bound[j], batch, n_pending)
+        for tag, width in self.read_items.items():  # b[i] past the repeat's n: NULL
+            j = max(i for i, a in enumerate(self.shape.atoms) if a.tag == tag)
+            for item in range(self.shape.item(j) + 1, width):  # type: ignore[operator]
+                self.bind_slot(env, tag, item, j, np.full(n, -1, np.int64), batch, n_pending)
         self.null_tags(env, n, {a.tag for a in self.shape.atoms})
         return self.emit_rows(env, batch.key_values[codes[order]],
                               Stamps(seq[order], at[order], origin[order]), ts[order])

@@ -61,6 +61,14 @@ class ChainShape:
     absent: ir.PAtom | None = None
     step_of: tuple[int, ...] | None = field(default=None, repr=False)
     and_steps: tuple[int, ...] = field(default=(), repr=False)  # steps that are ``and``s
+    #: per slot, its iteration of a ``[n] b`` (-1: not repeated); its tag reads ``b[i]``
+    iteration: tuple[int, ...] = field(default=(), repr=False)
+
+    def item(self, slot: int) -> int | None:
+        """The index ``i`` of ``b[i]`` that slot ``slot`` binds (None: a plain tag)."""
+        if not self.iteration or self.iteration[slot] < 0:
+            return None
+        return self.iteration[slot]
 
     @property
     def checked(self) -> tuple[ir.PAtom, ...]:
@@ -97,13 +105,14 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
         return None
     body: list[list[ir.PAtom]] = [head_atoms]
     and_steps: list[int] = []
+    iteration: list[int] = [-1] * len(head_atoms)
     for step in steps[1:-1]:
-        if not _add_step(step, body, and_steps):
+        if not _add_step(step, body, and_steps, iteration):
             return None
     last = steps[-1] if len(steps) > 1 else None
     timer_us = absent = None
     if last is not None:
-        if _add_step(last, body, and_steps):
+        if _add_step(last, body, and_steps, iteration):
             pass
         elif isinstance(last, ir.PTimer):
             timer_us = last.us
@@ -118,18 +127,34 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
         else:
             return None
     atoms = tuple(a for step in body for a in step)
-    if all(len(step) == 1 for step in body):
+    if all(len(step) == 1 for step in body) and max(iteration) < 0:
         return ChainShape(atoms, timer_us, absent)
     if len(atoms) > MOST_OR_SLOTS:
         return None
     step_of = tuple(i for i, step in enumerate(body) for _ in step)
     return ChainShape(atoms, timer_us, absent, step_of,  # type: ignore[arg-type]
-                      tuple(and_steps))
+                      tuple(and_steps), tuple(iteration))
 
 
-def _add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int]) -> bool:
+#: The most iterations of a ``[n] b`` inside a chain the kernel holds (a slot each).
+MOST_ITERATIONS = 16
+
+
+def _add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int],
+              iteration: list[int]) -> bool:
     """Append a step after the first (an atom, an ``or`` or an ``and`` of atoms) to
-    ``body``; False when ``node`` is none of these."""
+    ``body``, or the n steps of ``[n] b`` (an atom; the interpreter's repeat runs one
+    iteration at a time, each from the event after the previous one's, and its filter
+    sees the tags before the repeat only); False when ``node`` is none of these."""
+    if (isinstance(node, ir.PRepeat) and node.until is None
+            and isinstance(node.operand, ir.PAtom)):
+        most = node.count if node.high == -1 else node.high
+        if most is None or not 1 <= most <= MOST_ITERATIONS:
+            return False
+        for i in range(most):
+            body.append([node.operand])
+            iteration.append(i)
+        return True
     atoms = alternatives_of(node)
     if atoms is None:
         atoms = conjuncts_of(node)
@@ -137,6 +162,7 @@ def _add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int]) 
             return False
         and_steps.append(len(body))
     body.append(atoms)
+    iteration.extend([-1] * len(atoms))
     return True
 
 

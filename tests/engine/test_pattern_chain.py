@@ -4,7 +4,8 @@
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
 a follow-up or absence timer at the end, atoms of two streams), chains with ``or`` steps,
-random match-untils (``every ([n:m] b until c)``, bounds, WITHIN), groups
+chains with a ``[n] b`` step, random match-untils (``every ([n:m] b until c)``, bounds,
+WITHIN), groups
 (``every (a -> (b or c) -> d)``, WITHIN) and the same without ``every`` over random
 streams with ties in time, late
 events and NULLs: the interpreter runs the whole input as one batch;
@@ -148,6 +149,33 @@ def or_chains(draw) -> str:
 
 
 @st.composite
+def repeat_chains(draw) -> str:
+    """A rule ``every a -> [n] b [-> c] [-> timer or absence] [WITHIN T]``: b's filter
+    reads its event or a (never an earlier b), c's may read ``b[i]``, also past n (never
+    bound); the output reads ``b[0]`` to ``b[n]``."""
+    a, a_stream = draw(atoms("a", []))
+    b, b_stream = draw(atoms("b", [("a", a_stream)]))
+    n = draw(st.integers(1, 3))
+    steps = [f"every {a}", f"[{n}] {b}"]
+    columns = [f"a.{_field(a_stream)} AS af"]
+    columns += [f"b[{i}].{_field(b_stream)} AS b{i}f, b[{i}].ts AS b{i}t" for i in range(n + 1)]
+    earlier = [("a", a_stream)] + [(f"b[{i}]", b_stream) for i in range(n + 1)]
+    if draw(st.booleans()):
+        c, c_stream = draw(atoms("c", earlier, unbound=True))
+        steps.append(c)
+        columns.append(f"c.{_field(c_stream)} AS cf")
+    end = draw(st.sampled_from(["", "", "timer", "absence"]))
+    if end == "timer":
+        steps.append(f"timer:interval({draw(st.integers(1, 6))} sec)")
+    elif end == "absence":
+        x, _ = draw(atoms("x", earlier))
+        steps.append(f"(timer:interval({draw(st.integers(1, 6))} sec) and not {x})")
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    return (f"{SCHEMA}SELECT {', '.join(columns)} FROM PATTERN [{' -> '.join(steps)}"
+            f"{within}] PARTITION BY k;")
+
+
+@st.composite
 def groups(draw, once: bool = False) -> str:
     """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps (or one
     ``and``) of one to three atoms (``or``s, ``and``s), filters on the event alone; with
@@ -244,6 +272,20 @@ def test_or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, 
 
 
 @settings(max_examples=300, deadline=None)
+@given(text=repeat_chains(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter(text, seed, cuts,
+                                                                    movers):
+    module = compile_text(text, "<repeat chain>")
+    (rule,) = module.stateful
+    shape = chain_shape(rule.pattern)
+    assert shape is not None and max(shape.iteration) >= 0
+    (_, op), = Engine(module).operators
+    assert isinstance(op, ChainPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=300, deadline=None)
 @given(text=groups(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
 def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
@@ -301,7 +343,8 @@ def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) ->
     "a=S(kind = 1) -> every b=S(kind = 2)",  # every inside a pattern without one
     "every a=S(kind = 1) -> every b=S(kind = 2)",
     "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
-    "every a=S(kind = 1) -> [2] b=S(kind = 2)",
+    "every a=S(kind = 1) -> ([2:] b=S(kind = 2) until c=S(kind = 0))",  # until in a chain
+    "every a=S(kind = 1) -> [20] b=S(kind = 2)",  # more iterations than the kernel holds
     "every ([2:] b=S(kind = 1) until c=S(kind = 2))",  # no upper bound
     "every ([2] (b=S(kind = 1) -> c=S(kind = 2)))",
     "every ([20] b=S(kind = 1))",  # more b's than the state's slots

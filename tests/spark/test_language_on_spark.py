@@ -51,6 +51,11 @@ RULES = {
     "and_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                    "a=StockTick(vol > 40) -> (b=StockTick(vol < 20) and "
                    "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
+    # [n] inside a chain: n slots b[0]..b[n-1]; b[2] is never bound (NULL)
+    "repeat_in_chain": "SELECT a.price AS p, b[0].vol AS b0, b[1].price AS b1, b[2].vol AS b2 "
+                       "FROM PATTERN [every a=StockTick(vol > 40) -> [2] b=StockTick(vol < "
+                       "20) -> c=StockTick(price > b[1].price) WITHIN 30 sec] "
+                       "PARTITION BY symbol;",
     # every over a group: one instance per key at a time (the group kernel)
     "group_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
                      "(a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
