@@ -45,12 +45,6 @@ class ChainPatternOperator(ColumnPatternOperator):
         self.shape = shape
         self.n_atoms = len(shape.atoms)
         self.n_steps = shape.n_steps
-        # per repeated tag the output reads, how many b[i] it reads
-        self.read_items: dict[str, int] = {}
-        for ref in collect_nodes([rule.where, *(c.expr for c in rule.columns)], ir.FieldRef):
-            if ref.index is not None:
-                self.read_items[ref.qualifier] = max(self.read_items.get(ref.qualifier, 0),
-                                                     ref.index + 1)
 
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:
         """The batch's events and the timers and expiries the watermark reaches, for
@@ -168,13 +162,7 @@ class ChainPatternOperator(ColumnPatternOperator):
         order = np.lexsort((first_seq, origin, at, seq, codes))
         bound = bound[:, order]
         env = Env(n)
-        for j, atom in enumerate(self.shape.atoms):
-            self.bind_slot(env, atom.tag, self.shape.item(j), j, bound[j], batch, n_pending)
-        for tag, width in self.read_items.items():  # b[i] past the repeat's n: NULL
-            j = max(i for i, a in enumerate(self.shape.atoms) if a.tag == tag)
-            for item in range(self.shape.item(j) + 1, width):  # type: ignore[operator]
-                self.bind_slot(env, tag, item, j, np.full(n, -1, np.int64), batch, n_pending)
-        self.null_tags(env, n, {a.tag for a in self.shape.atoms})
+        self.bind_matches(env, bound, self.shape.iteration, batch, n_pending)
         return self.emit_rows(env, batch.key_values[codes[order]],
                               Stamps(seq[order], at[order], origin[order]), ts[order])
 

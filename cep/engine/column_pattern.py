@@ -24,7 +24,7 @@ import numpy as np
 
 from cep.engine import codec
 from cep.engine.emit import emit
-from cep.engine.expr import Col, Env, truth
+from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import Stamps
 from cep.engine.pattern_chain import Rows
 from cep.engine.pattern_rule import PatternOperator
@@ -214,6 +214,25 @@ class ColumnPatternOperator(PatternOperator):
                 nulls[bound] = part.null_mask()
                 col = Col(values, nulls)
             env.columns[(tag, name) if item is None else (tag, name, item)] = col
+
+    def bind_matches(self, env: Env, bound: np.ndarray, items: tuple[int, ...],
+                     batch: Batch, n_pending: int) -> None:
+        """The tags of matches (``bound``: [slots, matches]) in ``env``: slot j as its
+        tag, or as ``tag[items[j]]`` where ``items[j]`` >= 0 (an iteration of
+        ``[n] b``); a ``b[i]`` the rule reads past the last iteration is NULL, and so
+        is every tag no slot binds."""
+        n = bound.shape[1]
+        for j, atom in enumerate(self.slots):
+            item = items[j] if items and items[j] >= 0 else None
+            self.bind_slot(env, atom.tag, item, j, bound[j], batch, n_pending)
+        for ref in collect_nodes([self.rule.where, *(c.expr for c in self.rule.columns)],
+                                 ir.FieldRef):
+            if ref.index is not None and (ref.qualifier, ref.name, ref.index) not in \
+                    env.columns:
+                j = max(i for i, a in enumerate(self.slots) if a.tag == ref.qualifier)
+                self.bind_slot(env, ref.qualifier, ref.index, j, np.full(n, -1, np.int64),
+                               batch, n_pending, {ref.name})
+        self.null_tags(env, n, {a.tag for a in self.slots})
 
     def first_seqs(self, index: np.ndarray, batch: Batch, n_pending: int) -> np.ndarray:
         """The seq of the events at ``index`` (their slots' first is slot 0)."""

@@ -1,7 +1,7 @@
 """Pattern rules ``every (a -> b [-> c ...]) [WITHIN T]`` (``every`` over a followed-by of
-atoms, any step an ``or`` or an ``and`` of atoms; or over one ``and``) and the same
-without ``every`` (``a -> b [-> c ...] [WITHIN T]``, ``a``, ``a or b``, ``a and b``) with
-filters on the event alone, batch at a time.
+atoms, any step an ``or`` or an ``and`` of atoms or ``[n] b``; or over one ``and``) and
+the same without ``every`` (``a -> b [-> c ...] [WITHIN T]``, ``a``, ``a or b``,
+``a and b``) with filters on the event alone, batch at a time.
 
 Under :mod:`cep.engine.patterns`' semantics ``every`` starts a fresh instance of its
 operand only when the running one ends, after the event that ended it: completing (its
@@ -31,13 +31,7 @@ from cep.engine.clock import Watermark
 from cep.engine.column_pattern import FIRST, HELD, STEP, ColumnPatternOperator
 from cep.engine.expr import Env
 from cep.engine.output import Stamps, empty_output
-from cep.engine.pattern_chain import (
-    MOST_OR_SLOTS,
-    NEVER,
-    alternatives_of,
-    conjuncts_of,
-    followed_by_steps,
-)
+from cep.engine.pattern_chain import MOST_OR_SLOTS, NEVER, add_step, followed_by_steps
 from cep.engine.table import Table, nrows, take
 from grammar import ir
 
@@ -52,6 +46,7 @@ class GroupShape:
     step_of: tuple[int, ...]
     once: bool = False
     and_steps: tuple[int, ...] = ()  # steps that are ``and``s of atoms
+    iteration: tuple[int, ...] = ()  # per slot, its iteration of a ``[n] b`` (-1: none)
 
     @property
     def n_steps(self) -> int:
@@ -66,20 +61,17 @@ def group_shape(pattern: ir.PNode) -> GroupShape | None:
     body = pattern if once else pattern.operand  # type: ignore[union-attr]
     if not once and not isinstance(body, ir.PFollowedBy | ir.PAnd):
         return None  # every over one atom or or: a chain's (cep.engine.chain_rule)
-    steps, and_steps = [], []
-    for i, node in enumerate(followed_by_steps(body)):
-        step = alternatives_of(node)
-        if step is None:
-            step = conjuncts_of(node)
-            and_steps.append(i)
-        if step is None:
+    steps: list[list[ir.PAtom]] = []
+    and_steps: list[int] = []
+    iteration: list[int] = []
+    for node in followed_by_steps(body):
+        if not add_step(node, steps, and_steps, iteration):
             return None
-        steps.append(step)
     atoms = tuple(a for step in steps for a in step)
     if len(atoms) > MOST_OR_SLOTS or any(a.bound_filter is not None for a in atoms):
         return None
     step_of = tuple(i for i, step in enumerate(steps) for _ in step)
-    return GroupShape(atoms, step_of, once, tuple(and_steps))
+    return GroupShape(atoms, step_of, once, tuple(and_steps), tuple(iteration))
 
 
 class GroupPatternOperator(ColumnPatternOperator):
@@ -138,9 +130,7 @@ class GroupPatternOperator(ColumnPatternOperator):
             return empty_output()
         seq, at, origin, ts = self.event_stamps(trigger, batch)
         env = Env(n, seq=seq)
-        for j, atom in enumerate(self.shape.atoms):
-            self.bind_slot(env, atom.tag, None, j, bound[:, j], batch, n_pending)
-        self.null_tags(env, n, {a.tag for a in self.shape.atoms})
+        self.bind_matches(env, bound.T, self.shape.iteration, batch, n_pending)
         return self.emit_rows(env, batch.key_values[codes], Stamps(seq, at, origin), ts)
 
     def deadlines(self) -> np.ndarray:

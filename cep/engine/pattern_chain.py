@@ -107,12 +107,12 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
     and_steps: list[int] = []
     iteration: list[int] = [-1] * len(head_atoms)
     for step in steps[1:-1]:
-        if not _add_step(step, body, and_steps, iteration):
+        if not add_step(step, body, and_steps, iteration):
             return None
     last = steps[-1] if len(steps) > 1 else None
     timer_us = absent = None
     if last is not None:
-        if _add_step(last, body, and_steps, iteration):
+        if add_step(last, body, and_steps, iteration):
             pass
         elif isinstance(last, ir.PTimer):
             timer_us = last.us
@@ -140,10 +140,10 @@ def chain_shape(pattern: ir.PNode) -> ChainShape | None:
 MOST_ITERATIONS = 16
 
 
-def _add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int],
+def add_step(node: ir.PNode, body: list[list[ir.PAtom]], and_steps: list[int],
               iteration: list[int]) -> bool:
-    """Append a step after the first (an atom, an ``or`` or an ``and`` of atoms) to
-    ``body``, or the n steps of ``[n] b`` (an atom; the interpreter's repeat runs one
+    """Append a step (an atom, an ``or`` or an ``and`` of atoms) to ``body``, or the n
+    steps of ``[n] b`` (an atom; the interpreter's repeat runs one
     iteration at a time, each from the event after the previous one's, and its filter
     sees the tags before the repeat only); False when ``node`` is none of these."""
     if (isinstance(node, ir.PRepeat) and node.until is None

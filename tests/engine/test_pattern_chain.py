@@ -178,10 +178,11 @@ def repeat_chains(draw) -> str:
 @st.composite
 def groups(draw, once: bool = False) -> str:
     """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps (or one
-    ``and``) of one to three atoms (``or``s, ``and``s), filters on the event alone; with
-    ``once``, the same (one to four steps) without ``every``."""
+    ``and``) of one to three atoms (``or``s, ``and``s) or ``[n] b``, filters on the event
+    alone; with ``once``, the same (one to four steps) without ``every``."""
     names = iter("abcdefghijkl")
     tags: list[tuple[str, str]] = []
+    columns = []
     steps = []
     widths = draw(st.lists(st.integers(1, 3), min_size=1 if once else 2, max_size=4))
     if not once and draw(st.integers(0, 4)) == 0:
@@ -193,9 +194,16 @@ def groups(draw, once: bool = False) -> str:
             alternatives.append(text)
             tags.append((text.split("=")[0], stream))
         joiner = " and " if (len(widths) == 1 and not once) or draw(st.booleans()) else " or "
+        if width == 1 and (len(widths) > 1 or once) and draw(st.integers(0, 3)) == 0:
+            tag, stream = tags.pop()
+            n = draw(st.integers(1, 3))
+            steps.append(f"[{n}] {alternatives[0]}")
+            columns += [f"{tag}[{i}].{_field(stream)} AS {tag}{i}f" for i in range(n + 1)]
+            continue
         steps.append(alternatives[0] if width == 1 else f"({joiner.join(alternatives)})")
     within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
-    columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
+    columns += [f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags]
+    columns = ", ".join(columns)
     pattern = " -> ".join(steps) if once else f"every ({' -> '.join(steps)})"
     return (f"{SCHEMA}SELECT {columns} FROM PATTERN [{pattern}{within}] PARTITION BY k;")
 
