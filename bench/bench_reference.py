@@ -14,8 +14,9 @@ Writes bench/results/reference.json (only when every row runs).
     python bench/bench_reference.py --only match_recognize [--interpreter]
 
 ``--only`` runs the named rows (repeatable) and prints them; ``--interpreter`` runs
-MATCH_RECOGNIZE on the interpreter even where the compiled matcher would take the
-rule (the figure before ``cep.engine.match_recognize_kernel``).
+MATCH_RECOGNIZE and event patterns on their interpreters even where a compiled matcher
+or a column kernel would take the rule (the figures before
+``cep.engine.match_recognize_kernel`` and ``cep.engine.chain_rule``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from common import make_events, write_results
 
+import cep.engine.engine as engine_module
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.table import SEQ
 from cep.reference import run_reference
@@ -63,6 +65,24 @@ ESPER_RULES = {
     "dependent_pattern": SCHEMA + """
         SELECT a.v AS av, b.v AS bv FROM PATTERN [ every a=S(kind = 1) ->
             b=S(kind = 2 AND v > a.v) WITHIN 10 sec ] PARTITION BY k;""",
+    "or_pattern": SCHEMA + """
+        SELECT a.v AS av, b.v AS bv, c.v AS cv FROM PATTERN [ every a=S(kind = 1) ->
+            (b=S(kind = 2) or c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "and_pattern": SCHEMA + """
+        SELECT a.v AS av, b.v AS bv, c.v AS cv FROM PATTERN [ every a=S(kind = 1) ->
+            (b=S(kind = 2) and c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "repeat_in_chain": SCHEMA + """
+        SELECT a.v AS av, b[1].v AS b1, c.v AS cv FROM PATTERN [ every a=S(kind = 1) ->
+            [2] b=S(kind = 2) -> c=S(kind = 3) WITHIN 10 sec ] PARTITION BY k;""",
+    "group_pattern": SCHEMA + """
+        SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
+            b=S(kind = 2) -> c=S(kind = 3)) WITHIN 10 sec ] PARTITION BY k;""",
+    "group_and_pattern": SCHEMA + """
+        SELECT a.v AS av, c.v AS cv FROM PATTERN [ every (a=S(kind = 1) ->
+            (b=S(kind = 2) and c=S(kind = 3))) WITHIN 10 sec ] PARTITION BY k;""",
+    "once_pattern": SCHEMA + """
+        SELECT a.v AS av, c.v AS cv FROM PATTERN [ a=S(kind = 1) -> b=S(kind = 2) ->
+            c=S(kind = 3) WITHIN 10 sec ] PARTITION BY k;""",
     "timer_absence": SCHEMA + """
         SELECT a.v AS av FROM PATTERN [ every a=S(kind = 1) ->
             (timer:interval(5 sec) and not b=S(kind = 2)) ] PARTITION BY k;""",
@@ -112,9 +132,11 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=[*RULES, *ESPER_RULES],
                         help="run only this row (repeatable); nothing is written")
     parser.add_argument("--interpreter", action="store_true",
-                        help="MATCH_RECOGNIZE on the interpreter, not the compiled matcher")
+                        help="MATCH_RECOGNIZE and event patterns on the interpreters, "
+                        "not the compiled matcher and the pattern kernels")
     args = parser.parse_args()
     MatchRecognizeOperator.use_kernel = not args.interpreter
+    engine_module.PATTERN_KERNEL = not args.interpreter
     events = make_events(args.events, args.keys)
     results = []
     for name, text in RULES.items():

@@ -7,8 +7,10 @@ the atoms whose events it holds from batch to batch, one group of columns each. 
 event is a number: below the state's row count it is a state row (its slot's columns),
 else a candidate row of the batch (``n_pending`` + its place in the sorted rows).
 
-A key's state is rows of one table: ``__key``, the number of slots filled (``__step``),
-the first and last bound event's time, the first's seq, and per slot the event's fields.
+A key's state is rows of one table: ``__key``, the number of slots filled (``__step``;
+for a chain with ``or`` steps the number of steps done, and ``__held`` the bits of the
+slots that hold an event), the first and last bound event's time, the first's seq, and
+per slot the event's fields.
 Keys leave and arrive as slices of it; a snapshot is the table itself.
 """
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from cep.engine import codec
 from cep.engine.emit import emit
-from cep.engine.expr import Col, Env, truth
+from cep.engine.expr import Col, Env, collect_nodes, truth
 from cep.engine.output import Stamps
 from cep.engine.pattern_chain import Rows
 from cep.engine.pattern_rule import PatternOperator
@@ -39,11 +41,13 @@ from cep.engine.table import (
     concat,
     factorize,
     nrows,
+    take,
 )
 from cep.engine.windows import SUB_RANGE, split_by_key
 from grammar import ir
 
 STEP, FIRST, LAST, ORDER = "__step", "__first", "__last", "__order"
+HELD = "__held"
 
 
 @dataclass(slots=True)
@@ -76,13 +80,14 @@ class ColumnPatternOperator(PatternOperator):
 
     def __init__(self, rule: ir.PatternRule, streams: dict[str, ir.StreamDef],
                  checked: tuple[ir.PAtom, ...], slots: tuple[ir.PAtom, ...],
-                 shape: object) -> None:
+                 shape: object, held: bool = False) -> None:
         self.rule = rule
         self.within = rule.horizon_us
         self.streams = {name: streams[name] for name in rule.streams}
         self.order = list(self.streams)
         self.atoms = checked
         self.slots = slots
+        self.held = held  # the state says which slots hold an event (``__held``)
         self.fingerprint = zlib.crc32(f"{type(self).__name__}|{shape!r}|{self.within}"
                                       .encode())
         self.pending: Table = self._empty_state()
@@ -99,7 +104,7 @@ class ColumnPatternOperator(PatternOperator):
 
     def _empty_state(self) -> Table:
         out: Table = {KEY: np.empty(0, dtype=object)}
-        for name in (STEP, FIRST, LAST, ORDER):
+        for name in (STEP, FIRST, LAST, ORDER) + ((HELD,) if self.held else ()):
             out[name] = np.empty(0, dtype=np.int64)
         for j in range(len(self.slots)):
             for name, t in self._slot_fields(j):
@@ -210,6 +215,25 @@ class ColumnPatternOperator(PatternOperator):
                 col = Col(values, nulls)
             env.columns[(tag, name) if item is None else (tag, name, item)] = col
 
+    def bind_matches(self, env: Env, bound: np.ndarray, items: tuple[int, ...],
+                     batch: Batch, n_pending: int) -> None:
+        """The tags of matches (``bound``: [slots, matches]) in ``env``: slot j as its
+        tag, or as ``tag[items[j]]`` where ``items[j]`` >= 0 (an iteration of
+        ``[n] b``); a ``b[i]`` the rule reads past the last iteration is NULL, and so
+        is every tag no slot binds."""
+        n = bound.shape[1]
+        for j, atom in enumerate(self.slots):
+            item = items[j] if items and items[j] >= 0 else None
+            self.bind_slot(env, atom.tag, item, j, bound[j], batch, n_pending)
+        for ref in collect_nodes([self.rule.where, *(c.expr for c in self.rule.columns)],
+                                 ir.FieldRef):
+            if ref.index is not None and (ref.qualifier, ref.name, ref.index) not in \
+                    env.columns:
+                j = max(i for i, a in enumerate(self.slots) if a.tag == ref.qualifier)
+                self.bind_slot(env, ref.qualifier, ref.index, j, np.full(n, -1, np.int64),
+                               batch, n_pending, {ref.name})
+        self.null_tags(env, n, {a.tag for a in self.slots})
+
     def first_seqs(self, index: np.ndarray, batch: Batch, n_pending: int) -> np.ndarray:
         """The seq of the events at ``index`` (their slots' first is slot 0)."""
         out = np.empty(len(index), dtype=np.int64)
@@ -273,9 +297,15 @@ class ColumnPatternOperator(PatternOperator):
         """Partial matches still pending as state rows: their bound events' fields
         (``bound``: [slots, rows], -1 where a slot is empty)."""
         n = len(codes)
+        first_event = first_bound(bound)
+        order = np.full(n, -1, dtype=np.int64)  # -1: no event held (a key done for good)
+        has = first_event >= 0
+        order[has] = self.first_seqs(first_event[has], batch, n_pending)
         out: Table = {KEY: batch.key_values[codes], STEP: step.copy(), FIRST: first.copy(),
-                      LAST: last.copy(),
-                      ORDER: self.first_seqs(bound[0], batch, n_pending)}
+                      LAST: last.copy(), ORDER: order}
+        if self.held:
+            out[HELD] = ((bound >= 0).astype(np.int64)
+                         << np.arange(len(bound), dtype=np.int64)[:, None]).sum(axis=0)
         for j in range(len(self.slots)):
             has = bound[j] >= 0
             stream = self.slots[j].stream
@@ -289,6 +319,32 @@ class ColumnPatternOperator(PatternOperator):
                 out[f"{j}:{name}"] = values
                 out[f"{j}:{name}{NULL_SUFFIX}"] = nulls
         return out
+
+    # ---- kernels that walk each key's rows (one instance per key at a time)
+
+    def key_runs(self, batch: Batch, n_pending: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per key with rows in the batch: its first row, one past its last, its code
+        and its state row (-1: none)."""
+        codes = batch.rows.codes
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) \
+            else np.empty(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(codes)).astype(np.int64)
+        group_code = codes[starts]
+        held_of = np.full(len(batch.key_values), -1, dtype=np.int64)
+        held_of[batch.pending_codes] = np.arange(n_pending)
+        return starts, ends, group_code, held_of[group_code]
+
+    def replace_walked(self, walked: Table, held: np.ndarray, end: int | None) -> None:
+        """The state after a walk: the keys walked (``held``: their old state rows) as
+        ``walked``, the others as they were unless WITHIN ran out by ``end`` (None:
+        the caller sees to it)."""
+        pending = self.pending
+        untouched = np.ones(nrows(pending), dtype=bool)
+        untouched[held[held >= 0]] = False
+        if self.within is not None and end is not None:
+            untouched &= pending[FIRST] + self.within > end
+        self.pending = concat([take(pending, untouched), walked]) or self._empty_state()
 
     def due_keys(self, until: int) -> list:
         deadline = self.deadlines()
@@ -333,6 +389,15 @@ class ColumnPatternOperator(PatternOperator):
         rows = state.rows
         return {name: rows[name].astype(expected[name].dtype, copy=False)
                 for name in expected}
+
+
+def first_bound(bound: np.ndarray) -> np.ndarray:
+    """Per partial match (a column of ``bound``: [slots, matches], -1 where a slot is
+    empty), the event of its first filled slot: its first event."""
+    if len(bound) == 0 or (bound[0] >= 0).all():
+        return bound[0] if len(bound) else np.empty(0, dtype=np.int64)
+    first = (bound >= 0).argmax(axis=0)
+    return bound[first, np.arange(bound.shape[1])]
 
 
 def run_ends(codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ import numpy as np
 from cep.engine import codec
 from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.clock import Watermark, effective_times, release_seqs
+from cep.engine.group_rule import GroupPatternOperator, group_shape
 from cep.engine.join_rule import JoinOperator
 from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output, sort_output
@@ -406,5 +407,8 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
         repeat = until_shape(rule.pattern)
         if repeat is not None:
             return UntilPatternOperator(rule, module.streams, repeat)
+        group = group_shape(rule.pattern)
+        if group is not None:
+            return GroupPatternOperator(rule, module.streams, group)
     return InterpretedPatternOperator(rule, module.streams)
 

@@ -31,11 +31,15 @@ from grammar import ir
 
 
 class PatternOperator(PerKeyState, ABC):
-    """Runs one :class:`ir.PatternRule` for all keys of an engine. Two implementations:
-    :class:`cep.engine.chain_rule.ChainPatternOperator`, column-wise, for the chain
-    shapes (``every a -> b [-> c] [WITHIN]``, the follow-up and absence timers), and
-    :class:`InterpretedPatternOperator`, event by event, for every shape (the oracle of
-    the first one's differential tests)."""
+    """Runs one :class:`ir.PatternRule` for all keys of an engine. The column kernels
+    take the shapes they can: :class:`cep.engine.chain_rule.ChainPatternOperator` the
+    chains (``every a -> (b or c) [-> (d and e)] [WITHIN]``, the follow-up and absence
+    timers),
+    :class:`cep.engine.until_rule.UntilPatternOperator` the match-untils and
+    :class:`cep.engine.group_rule.GroupPatternOperator` ``every (a -> b ...)`` and
+    ``a -> b ...`` without ``every``;
+    :class:`InterpretedPatternOperator` runs every shape event by event (the others'
+    oracle in their differential tests)."""
 
     @abstractmethod
     def process(self, tables: dict[str, Table], clock: Watermark) -> Table:

@@ -23,7 +23,7 @@ from cep.engine.column_pattern import FIRST, STEP, ColumnPatternOperator
 from cep.engine.expr import Env, collect_nodes
 from cep.engine.output import Stamps, empty_output
 from cep.engine.pattern_chain import NEVER
-from cep.engine.table import Table, concat, nrows, take
+from cep.engine.table import Table, nrows
 from grammar import ir
 
 #: The most b's a kernel partial match holds (each is a group of state columns); a
@@ -79,19 +79,14 @@ class UntilPatternOperator(ColumnPatternOperator):
         batch = self.batch(tables)
         pending, shape = self.pending, self.shape
         n_pending = nrows(pending)
-        codes = batch.rows.codes
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) \
-            else np.empty(0, dtype=np.int64)
-        ends = np.append(starts[1:], len(codes)).astype(np.int64)
-        group_code = codes[starts]
-        held_of = np.full(len(batch.key_values), -1, dtype=np.int64)
-        held_of[batch.pending_codes] = np.arange(n_pending)
+        starts, ends, group_code, held = self.key_runs(batch, n_pending)
         count0 = pending[STEP]
         slots0 = np.where(np.arange(shape.most)[None, :] < count0[:, None],
                           np.arange(n_pending)[:, None], -1).astype(np.int64)
-        is_c = batch.masks[1] if shape.until is not None else np.zeros(len(codes), bool)
+        is_c = batch.masks[1] if shape.until is not None else np.zeros(len(batch.rows.codes),
+                                                                         bool)
         m_key, m_count, m_c, m_trigger, m_slots, count, first, slots = scan_until(
-            starts, ends, held_of[group_code], batch.masks[0], is_c, batch.rows.times,
+            starts, ends, held, batch.masks[0], is_c, batch.rows.times,
             count0, pending[FIRST], slots0, n_pending, shape.least, shape.most,
             -1 if self.within is None else self.within, shape.until is not None)
         out = self._output(group_code[m_key], m_count, m_c, m_trigger, m_slots, batch,
@@ -102,11 +97,7 @@ class UntilPatternOperator(ColumnPatternOperator):
         keep = np.flatnonzero(live)
         walked = self.state_rows(group_code[keep], count[keep], first[keep], first[keep],
                                  slots[keep].T, batch, n_pending)
-        untouched = np.ones(n_pending, dtype=bool)
-        untouched[held_of[group_code][held_of[group_code] >= 0]] = False
-        if self.within is not None:
-            untouched &= pending[FIRST] + self.within > clock.end
-        self.pending = concat([take(pending, untouched), walked]) or self._empty_state()
+        self.replace_walked(walked, held, clock.end)
         return out
 
     def _output(self, codes: np.ndarray, count: np.ndarray, c_rows: np.ndarray,

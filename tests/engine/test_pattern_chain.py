@@ -1,10 +1,13 @@
 """The column kernels of pattern rules (``cep.engine.chain_rule``,
-``cep.engine.until_rule``) against the interpreter
+``cep.engine.until_rule``, ``cep.engine.group_rule``) against the interpreter
 (``cep.engine.pattern_rule.InterpretedPatternOperator``), which is their oracle.
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
-a follow-up or absence timer at the end, atoms of two streams) and random match-untils
-(``every ([n:m] b until c)``, bounds, WITHIN) over random streams with ties in time, late
+a follow-up or absence timer at the end, atoms of two streams), chains with ``or`` steps,
+chains with a ``[n] b`` step, random match-untils (``every ([n:m] b until c)``, bounds,
+WITHIN), groups
+(``every (a -> (b or c) -> d)``, WITHIN) and the same without ``every`` over random
+streams with ties in time, late
 events and NULLs: the interpreter runs the whole input as one batch;
 the kernel runs it cut at random places over two engines, random keys' state moving
 between them through the state codec and the engines restarting from snapshots now and
@@ -12,6 +15,7 @@ then (as on Spark, where keys' state is split off, merged back, moved and restor
 
 from __future__ import annotations
 
+import zlib
 from contextlib import contextmanager
 
 import numpy as np
@@ -26,6 +30,7 @@ from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.column_pattern import ChainState
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
+from cep.engine.group_rule import GroupPatternOperator, group_shape
 from cep.engine.output import output_records
 from cep.engine.pattern_chain import chain_shape
 from cep.engine.pattern_rule import InterpretedPatternOperator
@@ -54,8 +59,11 @@ def _field(stream: str) -> str:
 
 
 @st.composite
-def atoms(draw, tag: str, earlier: list[tuple[str, str]]) -> tuple[str, str]:
-    """``tag=Stream(filter)`` and its stream; the filter may read earlier tags."""
+def atoms(draw, tag: str, earlier: list[tuple[str, str]],
+          unbound: bool = False) -> tuple[str, str]:
+    """``tag=Stream(filter)`` and its stream; the filter may read earlier tags (given
+    ``unbound``, also as filters that tell an unbound tag from a NULL: ``IS NULL``, and a
+    ``coalesce`` that reads the tag only where the event's value is NULL)."""
     stream = draw(st.sampled_from("SSR"))
     mine = _field(stream)
     local = [f"kind = {draw(st.integers(0, 2))}", f"kind != {draw(st.integers(0, 2))}",
@@ -66,6 +74,9 @@ def atoms(draw, tag: str, earlier: list[tuple[str, str]]) -> tuple[str, str]:
         op = draw(st.sampled_from(["<", ">", ">=", "="]))
         options += [f"{mine} {op} {other}.{_field(other_stream)}",
                     f"kind = {draw(st.integers(0, 2))} and {mine} {op} {other}.kind"]
+        if unbound:
+            options += [f"{other}.{_field(other_stream)} IS NULL",
+                        f"coalesce({mine}, {other}.kind) > {draw(st.integers(0, 2))}"]
     condition = draw(st.sampled_from(options))
     return (f"{tag}={stream}({condition})" if condition else f"{tag}={stream}"), stream
 
@@ -98,6 +109,103 @@ def chains(draw) -> str:
         "TIMESTAMP ts;", "TIMESTAMP ts LATENESS 2 sec;")
     return (f"{schema}SELECT {columns} FROM PATTERN [{pattern}{within}]{where} "
             f"PARTITION BY k;")
+
+
+@st.composite
+def or_chains(draw) -> str:
+    """A rule whose chain has ``or`` or ``and`` steps: ``every (a or b) -> (c or d or e)
+    -> (f and g) ...``, one to three atoms per step (at least one step with two; ``and``
+    after the first step only), filters on the event alone or on tags of earlier steps
+    (which an alternative not taken leaves unbound), a follow-up or absence timer at the
+    end, WITHIN."""
+    names = iter("abcdefghijkl")
+    tags: list[tuple[str, str]] = []
+    steps = []
+    widths = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    if max(widths) == 1:
+        widths[draw(st.integers(0, len(widths) - 1))] = 2
+    for width in widths:
+        earlier = list(tags)
+        alternatives = []
+        for _ in range(width):
+            text, stream = draw(atoms(next(names), earlier, unbound=True))
+            alternatives.append(text)
+            tags.append((text.split("=")[0], stream))
+        joiner = " or " if not steps or draw(st.booleans()) else " and "
+        steps.append(alternatives[0] if width == 1 else f"({joiner.join(alternatives)})")
+    steps[0] = f"every {steps[0]}"
+    end = draw(st.sampled_from(["", "", "timer", "absence"]))
+    seconds = draw(st.integers(1, 6))
+    if end == "timer":
+        steps.append(f"timer:interval({seconds} sec)")
+    elif end == "absence":
+        text, stream = draw(atoms("x", list(tags), unbound=True))
+        steps.append(f"(timer:interval({seconds} sec) and not {text})")
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    columns = ", ".join(f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags)
+    where = draw(st.sampled_from(["", " WHERE b.kind IS NULL OR b.kind != 2"]))
+    return (f"{SCHEMA}SELECT {columns} FROM PATTERN [{' -> '.join(steps)}{within}]"
+            f"{where} PARTITION BY k;")
+
+
+@st.composite
+def repeat_chains(draw) -> str:
+    """A rule ``every a -> [n] b [-> c] [-> timer or absence] [WITHIN T]``: b's filter
+    reads its event or a (never an earlier b), c's may read ``b[i]``, also past n (never
+    bound); the output reads ``b[0]`` to ``b[n]``."""
+    a, a_stream = draw(atoms("a", []))
+    b, b_stream = draw(atoms("b", [("a", a_stream)]))
+    n = draw(st.integers(1, 3))
+    steps = [f"every {a}", f"[{n}] {b}"]
+    columns = [f"a.{_field(a_stream)} AS af"]
+    columns += [f"b[{i}].{_field(b_stream)} AS b{i}f, b[{i}].ts AS b{i}t" for i in range(n + 1)]
+    earlier = [("a", a_stream)] + [(f"b[{i}]", b_stream) for i in range(n + 1)]
+    if draw(st.booleans()):
+        c, c_stream = draw(atoms("c", earlier, unbound=True))
+        steps.append(c)
+        columns.append(f"c.{_field(c_stream)} AS cf")
+    end = draw(st.sampled_from(["", "", "timer", "absence"]))
+    if end == "timer":
+        steps.append(f"timer:interval({draw(st.integers(1, 6))} sec)")
+    elif end == "absence":
+        x, _ = draw(atoms("x", earlier))
+        steps.append(f"(timer:interval({draw(st.integers(1, 6))} sec) and not {x})")
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    return (f"{SCHEMA}SELECT {', '.join(columns)} FROM PATTERN [{' -> '.join(steps)}"
+            f"{within}] PARTITION BY k;")
+
+
+@st.composite
+def groups(draw, once: bool = False) -> str:
+    """A rule ``every (a -> b [-> c ...]) [WITHIN T]``: two to four steps (or one
+    ``and``) of one to three atoms (``or``s, ``and``s) or ``[n] b``, filters on the event
+    alone; with ``once``, the same (one to four steps) without ``every``."""
+    names = iter("abcdefghijkl")
+    tags: list[tuple[str, str]] = []
+    columns = []
+    steps = []
+    widths = draw(st.lists(st.integers(1, 3), min_size=1 if once else 2, max_size=4))
+    if not once and draw(st.integers(0, 4)) == 0:
+        widths = [draw(st.integers(2, 3))]  # every (a and b [and c])
+    for width in widths:
+        alternatives = []
+        for _ in range(width):
+            text, stream = draw(atoms(next(names), []))
+            alternatives.append(text)
+            tags.append((text.split("=")[0], stream))
+        joiner = " and " if (len(widths) == 1 and not once) or draw(st.booleans()) else " or "
+        if width == 1 and (len(widths) > 1 or once) and draw(st.integers(0, 3)) == 0:
+            tag, stream = tags.pop()
+            n = draw(st.integers(1, 3))
+            steps.append(f"[{n}] {alternatives[0]}")
+            columns += [f"{tag}[{i}].{_field(stream)} AS {tag}{i}f" for i in range(n + 1)]
+            continue
+        steps.append(alternatives[0] if width == 1 else f"({joiner.join(alternatives)})")
+    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    columns += [f"{t}.{_field(s)} AS {t}f, {t}.ts AS {t}t" for t, s in tags]
+    columns = ", ".join(columns)
+    pattern = " -> ".join(steps) if once else f"every ({' -> '.join(steps)})"
+    return (f"{SCHEMA}SELECT {columns} FROM PATTERN [{pattern}{within}] PARTITION BY k;")
 
 
 def streams(seed: int) -> dict:
@@ -158,6 +266,60 @@ def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
     _same_as_the_interpreter(module, seed, cuts, movers)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=or_chains(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<or chain>")
+    (rule,) = module.stateful
+    shape = chain_shape(rule.pattern)
+    assert shape is not None and shape.step_of is not None
+    (_, op), = Engine(module).operators
+    assert isinstance(op, ChainPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=repeat_chains(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter(text, seed, cuts,
+                                                                    movers):
+    module = compile_text(text, "<repeat chain>")
+    (rule,) = module.stateful
+    shape = chain_shape(rule.pattern)
+    assert shape is not None and max(shape.iteration) >= 0
+    (_, op), = Engine(module).operators
+    assert isinstance(op, ChainPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=groups(), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
+    module = compile_text(text, "<group>")
+    (rule,) = module.stateful
+    shape = group_shape(rule.pattern)
+    assert shape is not None and not shape.once
+    (_, op), = Engine(module).operators
+    assert isinstance(op, GroupPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=groups(once=True), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
+def test_patterns_without_every_on_the_group_kernel_equal_the_interpreter(text, seed, cuts,
+                                                                          movers):
+    module = compile_text(text, "<once>")
+    (rule,) = module.stateful
+    shape = group_shape(rule.pattern)
+    assert shape is not None and shape.once
+    (_, op), = Engine(module).operators
+    assert isinstance(op, GroupPatternOperator)
+    _same_as_the_interpreter(module, seed, cuts, movers)
+
+
 @settings(max_examples=200, deadline=None)
 @given(text=untils(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
@@ -183,12 +345,14 @@ def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) ->
 
 
 @pytest.mark.parametrize("pattern", [
-    "every (a=S(kind = 1) -> b=S(kind = 2))",  # one instance at a time
-    "a=S(kind = 1) -> b=S(kind = 2)",  # no every: the first match only
+    "every (a=S(kind = 1) -> b=S(v > a.v))",  # a group reading an earlier tag
+    "every (a=S(kind = 1) -> b=S(kind = 2)) -> c=S(kind = 0)",  # a group, then more
+    "a=S(kind = 1) -> b=S(v > a.v)",  # no every, a filter on an earlier tag
+    "a=S(kind = 1) -> every b=S(kind = 2)",  # every inside a pattern without one
     "every a=S(kind = 1) -> every b=S(kind = 2)",
-    "every a=S(kind = 1) -> (b=S(kind = 2) or c=S(kind = 0))",
     "every a=S(kind = 1) -> (b=S(kind = 2) and not c=S(kind = 0))",
-    "every a=S(kind = 1) -> [2] b=S(kind = 2)",
+    "every a=S(kind = 1) -> ([2:] b=S(kind = 2) until c=S(kind = 0))",  # until in a chain
+    "every a=S(kind = 1) -> [20] b=S(kind = 2)",  # more iterations than the kernel holds
     "every ([2:] b=S(kind = 1) until c=S(kind = 2))",  # no upper bound
     "every ([2] (b=S(kind = 1) -> c=S(kind = 2)))",
     "every ([20] b=S(kind = 1))",  # more b's than the state's slots
@@ -199,8 +363,25 @@ def test_other_shapes_stay_on_the_interpreter(pattern):
     module = compile_text(f"{SCHEMA}SELECT 1 AS one FROM PATTERN [{pattern}] PARTITION BY k;")
     (rule,) = module.stateful
     assert chain_shape(rule.pattern) is None and until_shape(rule.pattern) is None
+    assert group_shape(rule.pattern) is None
     (_, op), = Engine(module).operators
     assert isinstance(op, InterpretedPatternOperator)
+
+
+def test_a_plain_chain_keeps_its_state_fingerprint():
+    """States written before ``or`` steps came to the kernel still load: a chain
+    without them is fingerprinted as it was; one with them differs from the plain chain
+    of the same atoms."""
+    plain = compile_text(SCHEMA + "SELECT 1 AS one FROM PATTERN [every a=S(kind = 1) -> "
+                         "b=S(kind = 2) -> c=S(kind = 0)] PARTITION BY k;")
+    (_, op), = Engine(plain).operators
+    assert op.fingerprint == zlib.crc32(f"ChainPatternOperator|{op.shape!r}|None".encode())
+    assert "__held" not in op.pending
+    either = compile_text(SCHEMA + "SELECT 1 AS one FROM PATTERN [every a=S(kind = 1) -> "
+                          "(b=S(kind = 2) or c=S(kind = 0))] PARTITION BY k;")
+    (_, or_op), = Engine(either).operators
+    assert isinstance(or_op, ChainPatternOperator) and "__held" in or_op.pending
+    assert or_op.fingerprint != op.fingerprint
 
 
 def test_key_state_is_columns_in_the_codec_format():

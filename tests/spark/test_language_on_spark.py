@@ -43,6 +43,29 @@ RULES = {
     "match_until": "SELECT b[0].price AS b0, b[1].price AS b1, c.price AS c FROM PATTERN [every "
                    "([1:3] b=StockTick(vol > 25) until c=StockTick(vol < 5)) WITHIN 30 sec] "
                    "PARTITION BY symbol;",
+    # an `or` step on the chain kernel: the not-taken alternative's tag is NULL
+    "or_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                  "a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
+                  "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
+    # an `and` step on the chain kernel: both, in either order, each event bound once
+    "and_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                   "a=StockTick(vol > 40) -> (b=StockTick(vol < 20) and "
+                   "c=StockTick(price > a.price)) WITHIN 30 sec] PARTITION BY symbol;",
+    # [n] inside a chain: n slots b[0]..b[n-1]; b[2] is never bound (NULL)
+    "repeat_in_chain": "SELECT a.price AS p, b[0].vol AS b0, b[1].price AS b1, b[2].vol AS b2 "
+                       "FROM PATTERN [every a=StockTick(vol > 40) -> [2] b=StockTick(vol < "
+                       "20) -> c=StockTick(price > b[1].price) WITHIN 30 sec] "
+                       "PARTITION BY symbol;",
+    # every over a group: one instance per key at a time (the group kernel)
+    "group_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN [every "
+                     "(a=StockTick(vol > 40) -> (b=StockTick(vol < 10) or "
+                     "c=StockTick(price > 50))) WITHIN 30 sec] PARTITION BY symbol;",
+    "group_and_pattern": "SELECT a.price AS p, b.vol AS bv, c.price AS cp FROM PATTERN "
+                         "[every (a=StockTick(vol > 40) -> (b=StockTick(vol < 20) and "
+                         "c=StockTick(price > 50))) WITHIN 30 sec] PARTITION BY symbol;",
+    # no every: each key's first match only (a key done for good keeps a state row)
+    "once_pattern": "SELECT a.price AS p, b.vol AS bv FROM PATTERN [a=StockTick(vol > 40) "
+                    "-> b=StockTick(vol < 10) WITHIN 30 sec] PARTITION BY symbol;",
     "timer_absence": "SELECT a.price AS p FROM PATTERN [every a=StockTick(vol > 40) -> "
                      "(timer:interval(3 sec) and not b=StockTick(vol < 10))] PARTITION BY symbol;",
     "match_recognize": "SELECT * FROM StockTick MATCH_RECOGNIZE ( PARTITION BY symbol MEASURES "
