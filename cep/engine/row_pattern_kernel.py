@@ -178,6 +178,19 @@ def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_val
 
 
 @njit(cache=True, nogil=True)
+def _nav_row(nav: int, v: int, r: int, last: np.ndarray, start: int) -> int:  # pragma: no cover
+    """The row a condition of variable ``v`` on candidate row ``r`` reads for variable
+    ``nav``: ``r`` itself, else ``nav``'s last row in the thread (``last``, relative to
+    the thread's first row ``start``), or -1 before ``nav`` matched (the comparison is
+    then NULL, so false)."""
+    if nav == v:
+        return r
+    if last[nav] < 0:
+        return -1
+    return start + last[nav]
+
+
+@njit(cache=True, nogil=True)
 def _grow1(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
     if need <= len(a):
         return a
@@ -444,13 +457,10 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     if ok:
                         for k in range(res_off[v], res_off[v + 1]):
                             nav = res_nav[k]
-                            if nav == v:
-                                at = r
-                            elif tlast_[cur, t, nav] < 0:
+                            at = _nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
+                            if at < 0:
                                 ok = False
                                 break
-                            else:
-                                at = s - base + lo + tlast_[cur, t, nav]
                             f = res_field[k]
                             if (res_col_null[at, f] or res_lhs_null[r, k]
                                     or not _compare(res_lhs[r, k], res_op[k],
@@ -496,14 +506,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                                     break
                                 other = ag_rhs[r, a]
                             else:
-                                if nav == v:
-                                    at = r
-                                elif tlast_[cur, t, nav] < 0:
-                                    ok = False
-                                    break
-                                else:
-                                    at = s - base + lo + tlast_[cur, t, nav]
-                                if res_col_null[at, ag_navf[a]]:
+                                at = _nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
+                                if at < 0 or res_col_null[at, ag_navf[a]]:
                                     ok = False
                                     break
                                 other = res_col[at, ag_navf[a]]
