@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from grammar import ast
-from grammar.check.expressions import AGGREGATES
+from grammar.check.expressions import AGGREGATES, ROW_PATTERN_AGGREGATES
 from grammar.errors import Pos, RuleError
 from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav, final_qualifier
 
@@ -40,7 +40,8 @@ _T = TypeVar("_T")
 
 MAX_OFFSET = 1_000
 #: the calls RUNNING and FINAL may be written before
-WITH_SEMANTICS = frozenset({"first", "last", "prev", "next", "classifier", *AGGREGATES})
+WITH_SEMANTICS = frozenset({"first", "last", "prev", "next", "classifier", *AGGREGATES,
+                            *ROW_PATTERN_AGGREGATES})
 
 
 @dataclasses.dataclass
@@ -72,6 +73,11 @@ class Navigation:
                                 "argument: an aggregate reads a field of a variable's rows",
                                 node.pos, hint="aggregate the field itself (sum(A.price)), "
                                 f"or apply {node.name.upper()}() outside the aggregate")
+            if in_aggregate and node.name == "classifier":
+                # the label of each row the aggregate reads
+                self._classifier(node)
+                base = node.args[0].name if node.args else ALL  # type: ignore[union-attr]
+                return ast.Attr(base, CLASSIFIER, node.pos)
             if node.name in ("prev", "next"):
                 return self._physical(node)
             if node.name in ("first", "last"):
@@ -85,11 +91,8 @@ class Navigation:
                     raise RuleError("MATCH_NUMBER() is not allowed in DEFINE", node.pos,
                                     hint="a match's number is known once it is found")
                 return ast.Attr(MATCH, MATCH_NUMBER, node.pos)
-            if node.name in AGGREGATES:
-                args = tuple(self.rewrite(a, True) for a in node.args)
-                if self.final:
-                    args = tuple(_final_argument(a) for a in args)
-                return dataclasses.replace(node, args=args)  # type: ignore[arg-type]
+            if node.name in AGGREGATES or node.name in ROW_PATTERN_AGGREGATES:
+                return self._aggregate(node)
         if isinstance(node, ast.Name) and node.name in self.fields:
             if in_aggregate:
                 return ast.Attr(ALL, node.name, node.pos)
@@ -108,6 +111,21 @@ class Navigation:
                 f.name: self.rewrite(getattr(node, f.name), in_aggregate)
                 for f in dataclasses.fields(node)})
         return node
+
+    def _aggregate(self, node: ast.Call) -> ast.Call:
+        """An aggregate's arguments, read on each row it aggregates (``count()`` is
+        ``count(*)``); under FINAL every row reference says so."""
+        args = node.args
+        if node.name == "count" and not args:
+            args = (ast.Star(node.pos),)
+        args = tuple(self.rewrite(a, True) for a in args)
+        if any(not isinstance(a, ast.Star) and not _reads_rows(a) for a in args):
+            raise RuleError(f"{node.name}() in MATCH_RECOGNIZE aggregates what the rows "
+                            "hold: its argument must read a field, CLASSIFIER() or "
+                            "MATCH_NUMBER()", node.pos, hint="count rows with count(*)")
+        if self.final:
+            args = tuple(_final_argument(a) for a in args)
+        return dataclasses.replace(node, args=args)
 
     def _semantics(self, node: ast.Semantics, then: Callable[[ast.Call], _T]) -> _T:
         """``then(call)`` with the call's RUNNING or FINAL semantics."""
@@ -196,12 +214,30 @@ class Navigation:
 
 def _final_argument(arg: object) -> object:
     """An aggregate argument that reads the whole match: ``count(*)`` counts the rows'
-    labels (never NULL), a variable's field gets its FINAL qualifier."""
+    labels (never NULL), every row reference (a variable's field, CLASSIFIER(),
+    MATCH_NUMBER()) gets its FINAL qualifier."""
     if isinstance(arg, ast.Star):
         return ast.Attr(final_qualifier(ALL), CLASSIFIER, arg.pos)
     if isinstance(arg, ast.Attr):
         return dataclasses.replace(arg, base=final_qualifier(arg.base))
+    if isinstance(arg, tuple):
+        return tuple(_final_argument(x) for x in arg)
+    if dataclasses.is_dataclass(arg) and not isinstance(arg, Pos):
+        return dataclasses.replace(arg, **{  # type: ignore[type-var]
+            f.name: _final_argument(getattr(arg, f.name)) for f in dataclasses.fields(arg)})
     return arg
+
+
+def _reads_rows(node: object) -> bool:
+    """Whether a rewritten aggregate argument reads a row (a field, a label, the match
+    number): a constant one would not say which rows, nor FINAL from RUNNING."""
+    if isinstance(node, ast.Attr | ast.Name):
+        return True
+    if isinstance(node, tuple):
+        return any(_reads_rows(x) for x in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
+        return any(_reads_rows(getattr(node, f.name)) for f in dataclasses.fields(node))
+    return False
 
 
 def _offset(node: ast.Expr, function: str, low: int) -> int:

@@ -19,7 +19,14 @@ from grammar.check.row_navigation import Navigation
 from grammar.check.scope import Scope, single_scope
 from grammar.check.select import columns
 from grammar.errors import Pos, RuleError, did_you_mean
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, final_qualifier
+from grammar.row_nav import (
+    ALL,
+    CLASSIFIER,
+    MATCH,
+    MATCH_NUMBER,
+    aggregate_variables,
+    final_qualifier,
+)
 from grammar.types import schema_type
 
 MAX_PERMUTE = 5
@@ -60,7 +67,7 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         prev_depth = max(prev_depth, nav.depth)
         quals = _qualifiers((*variables, *unions), nav, rows)
         quals.update({q: (q, rows) for q in nav.around})
-        scope = Scope(quals, (var,), aggregate=Scope(quals, ()))
+        scope = Scope(quals, (var,), aggregate=Scope(quals, ()), row_pattern=True)
         checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
                                       aggregates=True)
         _one_variable_aggregates(checked, where[var])
@@ -125,7 +132,8 @@ def _qualifiers(variables: tuple[str, ...], nav: Navigation, rows: ir.StreamDef
     """What the qualifiers of a rewritten DEFINE or measure mean (an aggregate's
     argument may carry FINAL: ``grammar.row_nav.final_qualifier``)."""
     quals = {v: (v, rows) for v in (*variables, *nav.codes, ALL, MATCH)}
-    quals.update({final_qualifier(v): (final_qualifier(v), rows) for v in (*variables, ALL)})
+    quals.update({final_qualifier(v): (final_qualifier(v), rows)
+                  for v in (*variables, ALL, MATCH)})
     return quals
 
 
@@ -177,7 +185,7 @@ def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, .
         nav = Navigation(variables, fields, unions, final=semantics == "final")
         rewritten = nav.rewrite(expr)
         quals = _qualifiers((*variables, *unions), nav, rows)
-        scope = Scope(quals, (), aggregate=Scope(quals, ()))
+        scope = Scope(quals, (), aggregate=Scope(quals, ()), row_pattern=True)
         scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
         checked = ctx.types.expr(rewritten, scope)  # type: ignore[arg-type]
         _one_variable_aggregates(checked, pos)
@@ -190,10 +198,16 @@ def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, .
 
 
 def _one_variable_aggregates(expr: ir.TExpr, pos: Pos) -> None:
+    """An aggregate's arguments are read on each row of one variable (or union), or of
+    every row (SQL:2016: the labels an aggregate's arguments name must agree)."""
     if isinstance(expr, ir.Agg):
-        if expr.arg is not None and not isinstance(expr.arg, ir.FieldRef):
-            raise RuleError(f"{expr.name}() in MEASURES takes a variable's field, e.g. "
-                            f"{expr.name}(B.price)", pos)
+        names = aggregate_variables(expr)
+        if len(names) > 1:
+            shown = ", ".join(sorted("every row" if n == ALL else n for n in names))
+            raise RuleError(f"{expr.name}() reads the rows of one pattern variable (or of "
+                            f"every row), but its arguments name {shown}", pos,
+                            hint=f"e.g. {expr.name}(A.price * A.qty), or one aggregate "
+                            "per variable")
         return
     for child in ir.children(expr):
         _one_variable_aggregates(child, pos)
