@@ -14,7 +14,8 @@ bare field is the universal variable (every row of the match), and NEXT may read
 the match (the operator holds the report until the row arrives).
 Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
 row of the match), marked FINAL (``grammar.row_nav.final_qualifier``) when the aggregate
-reads the whole match.
+reads the whole match; inside them ``CLASSIFIER([V])`` is the field ``CLASSIFIER`` of V
+(or ``__all``): the label of each row aggregated, and ``count()`` is ``count(*)``.
 
 RUNNING and FINAL (SQL:2016's semantics) apply to the call they are written before:
 ``FINAL LAST(A.x) - RUNNING FIRST(A.x)``, ``PREV(FINAL LAST(x))``, ``RUNNING count(*)``.

@@ -711,3 +711,15 @@ def test_label_and_column_names(run_epl):
         assert run_epl(text, events, batch_size=size) == out
     assert Counter(tuple(r[c] for c in ("id", "classy", "m1", "m2", "m3")) for r in out) == rows(
         (1, "A", 1, 1, 1), (2, "B", 1, 2, 1), (3, "A", 1, 2, 2), (4, "A", 2, 3, 3))
+
+
+def test_forking_threads(run_epl):
+    # Trino's DEFINE X AS array_agg(CLASSIFIER()) = ARRAY['C', 'A', 'B', 'X'] is the same
+    # condition on the four labels, read with FIRST(CLASSIFIER(), n); its RUNNING
+    # array_agg(CLASSIFIER()) measure is each row's label and the count so far
+    text = ("SELECT id, classy, n FROM T MATCH_RECOGNIZE ( MEASURES CLASSIFIER() AS classy, "
+            "RUNNING count() AS n ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN ((A | B | C)* X) DEFINE X AS count(*) = 4 AND FIRST(CLASSIFIER()) = 'C' "
+            "AND FIRST(CLASSIFIER(), 1) = 'A' AND FIRST(CLASSIFIER(), 2) = 'B' );")
+    assert query(run_epl, text, [0] * 4, ("id", "classy", "n")) == rows(
+        (1, "C", 1), (2, "A", 2), (3, "B", 3), (4, "X", 4))
