@@ -45,12 +45,6 @@ def aggregate_rows(agg: ir.Agg) -> tuple[str, bool]:
     return (names.pop() if len(names) == 1 else ALL), final
 
 
-def aggregate_variables(agg: ir.Agg) -> set[str]:
-    """The variables (or unions, or :data:`ALL`) an aggregate's arguments name."""
-    return {aggregate_qualifier(ref.qualifier)[0]
-            for ref in _field_refs([x for x in (agg.arg, agg.by) if x is not None])} - {MATCH}
-
-
 def _field_refs(exprs: list[ir.TExpr]) -> list[ir.FieldRef]:
     out: list[ir.FieldRef] = []
     for expr in exprs:

@@ -69,10 +69,11 @@ class Navigation:
             return self._semantics(node, lambda call: self.rewrite(call, in_aggregate))
         if isinstance(node, ast.Call):
             if in_aggregate and node.name in ("prev", "next", "first", "last"):
-                # an aggregate reads one field of a variable's rows (or of every row)
+                # an aggregate's argument is read on each row it covers, not navigated
                 raise RuleError(f"{node.name.upper()}() is not allowed in an aggregate's "
-                                "argument: an aggregate reads a field of a variable's rows",
-                                node.pos, hint="aggregate the field itself (sum(A.price)), "
+                                "argument: the argument is read on each row the aggregate "
+                                "covers", node.pos,
+                                hint="aggregate the row's own fields (sum(A.price * 2)), "
                                 f"or apply {node.name.upper()}() outside the aggregate")
             if in_aggregate and node.name == "classifier":
                 # the label of each row the aggregate reads
@@ -120,6 +121,13 @@ class Navigation:
         if node.name == "count" and not args:
             args = (ast.Star(node.pos),)
         args = tuple(self.rewrite(a, True) for a in args)
+        names = {a.base for a in _attributes(args)} - {MATCH}
+        if len(names) > 1:  # SQL:2016: the labels an aggregate's arguments name agree
+            shown = ", ".join(sorted("every row" if n == ALL else n for n in names))
+            raise RuleError(f"{node.name}() reads the rows of one pattern variable (or of "
+                            f"every row), but its arguments name {shown}", node.pos,
+                            hint=f"e.g. {node.name}(A.price * A.qty), or one aggregate "
+                            "per variable")
         if any(not isinstance(a, ast.Star) and not _reads_rows(a) for a in args):
             raise RuleError(f"{node.name}() in MATCH_RECOGNIZE aggregates what the rows "
                             "hold: its argument must read a field, CLASSIFIER() or "
@@ -232,13 +240,22 @@ def _final_argument(arg: object) -> object:
 def _reads_rows(node: object) -> bool:
     """Whether a rewritten aggregate argument reads a row (a field, a label, the match
     number): a constant one would not say which rows, nor FINAL from RUNNING."""
-    if isinstance(node, ast.Attr | ast.Name):
-        return True
+    return bool(_attributes(node)) or any(isinstance(n, ast.Name) for n in _nodes(node))
+
+
+def _attributes(node: object) -> list[ast.Attr]:
+    """The ``base.name`` references in a rewritten expression."""
+    return [n for n in _nodes(node) if isinstance(n, ast.Attr)]
+
+
+def _nodes(node: object) -> list[object]:
+    """Every AST node of an expression (tuples of them too), depth first."""
     if isinstance(node, tuple):
-        return any(_reads_rows(x) for x in node)
+        return [n for x in node for n in _nodes(x)]
     if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
-        return any(_reads_rows(getattr(node, f.name)) for f in dataclasses.fields(node))
-    return False
+        return [node, *(n for f in dataclasses.fields(node)
+                        for n in _nodes(getattr(node, f.name)))]
+    return []
 
 
 def _offset(node: ast.Expr, function: str, low: int) -> int:

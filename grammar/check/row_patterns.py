@@ -18,15 +18,8 @@ from grammar.check.context import Context, ttl_needs_time
 from grammar.check.row_navigation import Navigation
 from grammar.check.scope import Scope, single_scope
 from grammar.check.select import columns
-from grammar.errors import Pos, RuleError, did_you_mean
-from grammar.row_nav import (
-    ALL,
-    CLASSIFIER,
-    MATCH,
-    MATCH_NUMBER,
-    aggregate_variables,
-    final_qualifier,
-)
+from grammar.errors import RuleError, did_you_mean
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, final_qualifier
 from grammar.types import schema_type
 
 MAX_PERMUTE = 5
@@ -43,7 +36,6 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     stream = ctx.stream(source.stream, source.pos)
     variables = _variables(source.pattern)
     defined: dict[str, ast.Expr] = {}
-    where = {var: pos for var, _, pos in source.defines}
     for var, cond, pos in source.defines:
         if var not in variables:
             raise RuleError(f"DEFINE names '{var}', which the PATTERN does not use", pos,
@@ -70,7 +62,6 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         scope = Scope(quals, (var,), aggregate=Scope(quals, ()), row_pattern=True)
         checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
                                       aggregates=True)
-        _one_variable_aggregates(checked, where[var])
         defines.append((var, checked))
     measures, final = _measures(ctx, source, variables, fields, rows, unions)
     within_us = None
@@ -188,26 +179,9 @@ def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, .
         scope = Scope(quals, (), aggregate=Scope(quals, ()), row_pattern=True)
         scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
         checked = ctx.types.expr(rewritten, scope)  # type: ignore[arg-type]
-        _one_variable_aggregates(checked, pos)
         if any(c.name == alias for c in columns):
             raise RuleError(f"measure '{alias}' is defined twice", pos)
         columns.append(ir.Column(alias, checked))
         if semantics == "final":
             final.append(alias)
     return tuple(columns), tuple(final)
-
-
-def _one_variable_aggregates(expr: ir.TExpr, pos: Pos) -> None:
-    """An aggregate's arguments are read on each row of one variable (or union), or of
-    every row (SQL:2016: the labels an aggregate's arguments name must agree)."""
-    if isinstance(expr, ir.Agg):
-        names = aggregate_variables(expr)
-        if len(names) > 1:
-            shown = ", ".join(sorted("every row" if n == ALL else n for n in names))
-            raise RuleError(f"{expr.name}() reads the rows of one pattern variable (or of "
-                            f"every row), but its arguments name {shown}", pos,
-                            hint=f"e.g. {expr.name}(A.price * A.qty), or one aggregate "
-                            "per variable")
-        return
-    for child in ir.children(expr):
-        _one_variable_aggregates(child, pos)
