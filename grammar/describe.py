@@ -222,7 +222,8 @@ def expr_text(expr: ir.TExpr) -> str:
         name = expr.name if isinstance(expr, ir.Func) else "coalesce"
         return f"{name}({', '.join(expr_text(a) for a in expr.args)})"
     if isinstance(expr, ir.Agg):
-        return f"{expr.name}({'*' if expr.arg is None else expr_text(expr.arg)})"
+        args = "*" if expr.arg is None else expr_text(expr.arg)
+        return f"{expr.name}({args}{'' if expr.by is None else ', ' + expr_text(expr.by)})"
     if isinstance(expr, ir.Prev):
         if expr.kind == "prevcount":
             return f"prevcount({expr_text(expr.arg)})"

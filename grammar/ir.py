@@ -57,11 +57,14 @@ class Coalesce:
 
 @dataclass(frozen=True)
 class Agg:
-    """An aggregate over the rule's window rows; ``arg`` is None for ``count(*)``."""
+    """An aggregate over the rule's window rows; ``arg`` is None for ``count(*)``;
+    ``by`` is the second argument of MATCH_RECOGNIZE's ``max_by(arg, by)`` and
+    ``min_by`` (the value that picks the row whose ``arg`` is the result)."""
 
     name: str
     arg: TExpr | None
     type: str
+    by: TExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def children(expr: TExpr) -> list[TExpr]:
     if isinstance(expr, Func | Coalesce | Op):
         return list(expr.args)
     if isinstance(expr, Agg):
-        return [expr.arg] if expr.arg is not None else []
+        return [x for x in (expr.arg, expr.by) if x is not None]
     if isinstance(expr, Prev):
         return [expr.arg]
     if isinstance(expr, InList):

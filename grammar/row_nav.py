@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grammar import ir
+
 PREFIX = "__nav:"
 #: the qualifier of MATCH_NUMBER()
 MATCH = "__match"
@@ -30,6 +32,26 @@ FINAL_PREFIX = "__final:"
 def final_qualifier(qualifier: str) -> str:
     """The qualifier of an aggregate argument under FINAL semantics."""
     return FINAL_PREFIX + qualifier
+
+
+def aggregate_rows(agg: ir.Agg) -> tuple[str, bool]:
+    """The rows an aggregate reads: its arguments' variable (or union; :data:`ALL` when
+    they name none: every row) and whether it reads the whole match (FINAL). The checker
+    lets the arguments name one variable only; MATCH_NUMBER() names none."""
+    quals = {aggregate_qualifier(ref.qualifier)
+             for ref in _field_refs([x for x in (agg.arg, agg.by) if x is not None])}
+    final = any(f for _, f in quals)
+    names = {q for q, _ in quals} - {MATCH}
+    return (names.pop() if len(names) == 1 else ALL), final
+
+
+def _field_refs(exprs: list[ir.TExpr]) -> list[ir.FieldRef]:
+    out: list[ir.FieldRef] = []
+    for expr in exprs:
+        if isinstance(expr, ir.FieldRef):
+            out.append(expr)
+        out.extend(_field_refs(ir.children(expr)))
+    return out
 
 
 def aggregate_qualifier(qualifier: str) -> tuple[str, bool]:

@@ -21,7 +21,9 @@ Decided once per rule, when its operator is made (never per batch). The kernel
 
 Everything else (``$``; FIRST, a navigation's offsets, NEXT or CLASSIFIER in DEFINE; in
 DEFINE an aggregate of a non-numeric field, two aggregates compared, an aggregate inside
-arithmetic (``sum(A.x) / 2 > 1``) or under OR/NOT; measures with PREV/NEXT) runs on the
+arithmetic (``sum(A.x) / 2 > 1``) or under OR/NOT; an aggregate of an expression
+(``max(A.x + 1)``, ``sum(MATCH_NUMBER())``), ``arbitrary``, ``max_by``, ``min_by`` and
+``min`` / ``max`` of strings anywhere; measures with PREV/NEXT) runs on the
 interpreter (:mod:`cep.engine.row_pattern_matcher`, 8-26x slower: the kernel module
 has the figures): :func:`plan` says why.
 """
@@ -278,6 +280,8 @@ def _measures_why(rule: ir.MatchRecognizeRule, groups: dict[str, tuple[str, ...]
             return "an aggregate of an expression in MEASURES"
         if arg.name == CLASSIFIER and agg.name != "count":
             return f"{agg.name}(CLASSIFIER()) in MEASURES"
+        if agg.name in ("min", "max") and agg.type not in AGG_VALUES | {"timestamp"}:
+            return f"{agg.name} of a {agg.type} in MEASURES"
     if collect_nodes(exprs, ir.Prev):
         return "a window function in MEASURES"
     for ref in collect_nodes(exprs, (ir.FieldRef, ir.Agg)):

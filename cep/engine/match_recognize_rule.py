@@ -74,7 +74,7 @@ from cep.engine.table import (
 from cep.engine.timers import TimerIndex
 from cep.engine.windows import PerKeyState
 from grammar import ir
-from grammar.row_nav import CLASSIFIER, MATCH, Nav
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_rows
 
 # an output row: its key, the seq it is reported at, its place in the reference order
 # (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
@@ -575,11 +575,18 @@ def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg],
                   ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """What a DEFINE reading ``refs`` and aggregating ``aggs`` reads of a thread's
     labels (see ``row_pattern_program.Reads``); an aggregate over one variable reads all
-    of its rows, one over every row (or ``count(*)``) none in particular."""
+    of its rows, one over every row (or ``count(*)``) none in particular, unless its
+    arguments read each row's label (``max(CLASSIFIER())``): then every label."""
     last: set[str] = set()
-    every: set[str] = {var for agg in aggs if agg.arg is not None
-                       for var in groups.get(agg.arg.qualifier, ())}  # type: ignore[union-attr]
+    every: set[str] = set()
     whole = False
+    for agg in aggs:
+        if agg.arg is None:
+            continue
+        rows, _ = aggregate_rows(agg)
+        every.update(groups.get(rows, ()))
+        whole = whole or (rows == ALL and any(
+            ref.name == CLASSIFIER for ref in collect_nodes([agg.arg, agg.by], ir.FieldRef)))
     for qual, name in refs:
         nav = Nav.parse(qual)
         if nav is None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from cep.engine import row_pattern_matcher as matcher
 from cep.engine.event_rows import Row, as_column
 from cep.engine.exact_sum import float_sum
-from cep.engine.expr import Col
+from cep.engine.expr import Col, Env, collect_nodes, evaluate
 from cep.engine.row_pattern_nav import position
 from grammar import ir
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_qualifier
+from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav, aggregate_rows
 
 
 @dataclass(frozen=True)
@@ -54,40 +56,74 @@ def measure_value(ref: ir.FieldRef, row: MatchRow) -> object:
 
 
 def aggregate(agg: ir.Agg, content: list[MatchRow], final: bool,
-               groups: dict[str, tuple[str, ...]]) -> Col:
+              groups: dict[str, tuple[str, ...]]) -> Col:
     """One aggregate per output row over its variable's rows of the match (``__all``:
     every row; a SUBSET's name: its variables' rows; NULLs skipped), up to the current
     row unless ``final`` or its argument's qualifier says FINAL
-    (``grammar.row_nav.final_qualifier``; the field CLASSIFIER is each row's label);
-    NULL for a row in no match."""
-    qualifier, final_arg = (aggregate_qualifier(agg.arg.qualifier)  # type: ignore[union-attr]
-                            if agg.arg is not None else (ALL, False))
+    (``grammar.row_nav.final_qualifier``); NULL for a row in no match. Its arguments are
+    evaluated on each of those rows, for the whole batch at once: a field is the row's,
+    CLASSIFIER the row's label, MATCH_NUMBER the match's number."""
+    qualifier, final_arg = aggregate_rows(agg) if agg.arg is not None else (ALL, False)
     wanted = groups.get(qualifier)  # None: every row
-    out = []
+    covered: list[tuple[MatchRow, list[int]] | None] = []
     for row in content:
         if row.labels is None:  # a row in no match: every measure is NULL
-            out.append(None)
+            covered.append(None)
             continue
         upto = len(row.labels) if final or final_arg else row.current + 1
-        labels = row.labels[:upto]
-        if agg.arg is None:
-            out.append(len(labels))
+        covered.append((row, [k for k, v in enumerate(row.labels[:upto])
+                              if wanted is None or v in wanted]))
+    if agg.arg is None:
+        return as_column([None if c is None else len(c[1]) for c in covered], agg.type)
+    args = [_per_row(x, covered) for x in (agg.arg, agg.by) if x is not None]
+    out, at = [], 0
+    for c in covered:
+        if c is None:
+            out.append(None)
             continue
-        ref = agg.arg
-        values = [v if ref.name == CLASSIFIER  # type: ignore[union-attr]
-                  else row.rows[row.before + k].get(ref.name)  # type: ignore[union-attr]
-                  for k, v in enumerate(labels) if wanted is None or v in wanted]
-        values = [x for x in values if x is not None]
-        out.append(_reduce(agg.name, values))
+        n = len(c[1])
+        out.append(_reduce(agg.name, *(a[at:at + n] for a in args)))
+        at += n
     return as_column(out, agg.type)
 
 
-def _reduce(name: str, values: list) -> object:
+def _per_row(expr: ir.TExpr, covered: list[tuple[MatchRow, list[int]] | None]) -> list:
+    """``expr`` on every row each output row's aggregate covers, one after the other
+    (None for NULL)."""
+    flat = [(row, k) for c in covered if c is not None for row in (c[0],) for k in c[1]]
+    env = Env(len(flat))
+    for ref in collect_nodes([expr], ir.FieldRef):
+        if ref.name == CLASSIFIER:
+            values = [row.labels[k] for row, k in flat]  # type: ignore[index]
+        elif ref.name == MATCH_NUMBER:
+            values = [row.number for row, _ in flat]
+        else:
+            values = [row.rows[row.before + k].get(ref.name) for row, k in flat]
+        env.columns[(ref.qualifier, ref.name)] = as_column(values, ref.type)
+    col = evaluate(expr, env)
+    values = col.values.tolist()
+    if col.nulls is not None:
+        for i in np.flatnonzero(col.nulls).tolist():
+            values[i] = None
+    return values
+
+
+def _reduce(name: str, values: list, by: list | None = None) -> object:
+    """The aggregate of one output row's values (None for NULL); ``by`` is max_by's
+    and min_by's ordering values, row by row."""
+    if by is not None:  # x of the first row with the largest (smallest) non-null y
+        pairs = [(y, x) for x, y in zip(values, by, strict=True) if y is not None]
+        if not pairs:
+            return None
+        pick = max if name == "max_by" else min
+        best = pick(y for y, _ in pairs)
+        return next(x for y, x in pairs if y == best)
+    values = [x for x in values if x is not None]
     if name == "count":
         return len(values)
     if not values:
         return None
-    if name == "first":
+    if name in ("first", "arbitrary"):  # arbitrary: the first non-null in match order
         return values[0]
     if name == "last":
         return values[-1]

@@ -27,6 +27,12 @@ from grammar.types import (
 )
 
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "stddev", "first", "last"})
+#: aggregates only MATCH_RECOGNIZE's DEFINE and MEASURES have (Trino's): ``arbitrary(x)``
+#: (the first non-null x in match order), ``max_by(x, y)`` / ``min_by(x, y)`` (x of the
+#: first row, in match order, with the largest / smallest non-null y)
+ROW_PATTERN_AGGREGATES = frozenset({"arbitrary", "max_by", "min_by"})
+#: what min, max and the ordering argument of max_by / min_by compare in MATCH_RECOGNIZE
+ROW_ORDERED = NUMERIC | {"timestamp", "string", "null"}
 # Esper's data-window functions: (fewest, most) arguments; with two the first is n.
 WINDOW_FUNCTIONS = {"prev": (1, 2), "prevtail": (1, 2), "prevcount": (1, 1), "prior": (2, 2)}
 MICROS_PER_SECOND = 1_000_000
@@ -259,8 +265,11 @@ class ExpressionTyper:
 
     def _e_Call(self, node: ast.Call, scope: Scope) -> ir.TExpr:
         name = node.name
-        if name in AGGREGATES:
+        if name in AGGREGATES or (name in ROW_PATTERN_AGGREGATES and scope.row_pattern):
             return self._aggregate(node, scope)
+        if name in ROW_PATTERN_AGGREGATES:
+            raise RuleError(f"{name}() is an aggregate of MATCH_RECOGNIZE's DEFINE and "
+                            "MEASURES only", node.pos)
         if name in WINDOW_FUNCTIONS:
             return self._window_function(node, scope)
         if node.distinct:
@@ -343,6 +352,8 @@ class ExpressionTyper:
         inner = without_aggregates(scope.aggregate, "an aggregate's argument")
         if name == "count" and len(node.args) == 1 and isinstance(node.args[0], ast.Star):
             return ir.Agg("count", None, "long")
+        if name in ("max_by", "min_by"):
+            return self._aggregate_by(node, inner)
         if len(node.args) != 1:
             raise RuleError(f"{name}() takes one argument", node.pos)
         arg = self.expr(node.args[0], inner)
@@ -355,9 +366,21 @@ class ExpressionTyper:
             if name == "sum":
                 return ir.Agg("sum", arg, "long" if t in INTEGRAL else "double")
             return ir.Agg(name, arg, "double")
-        if name in ("min", "max") and t not in NUMERIC | {"timestamp", "null"}:
+        if name in ("min", "max") and t not in NUMERIC | {"timestamp", "null"} and not (
+                scope.row_pattern and t in ROW_ORDERED):
             raise RuleError(f"{name}() needs a number or timestamp, not {t}", node.args[0].pos)
         return ir.Agg(name, arg, t)
+
+    def _aggregate_by(self, node: ast.Call, inner: Scope) -> ir.TExpr:
+        """``max_by(x, y)`` / ``min_by(x, y)``: x's type; y must be ordered."""
+        if len(node.args) != 2:
+            raise RuleError(f"{node.name}() takes two arguments", node.pos,
+                            hint=f"write {node.name}(value, ordering)")
+        arg, by = (self.expr(a, inner) for a in node.args)
+        if by.type not in ROW_ORDERED:
+            raise RuleError(f"{node.name}() orders by a number, timestamp or string, not "
+                            f"{by.type}", node.args[1].pos)
+        return ir.Agg(node.name, arg, arg.type, by)
 
 
 def _expect(expr: ir.TExpr, types: tuple[str, ...], pos: Pos, what: str) -> None:

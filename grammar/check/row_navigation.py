@@ -14,7 +14,8 @@ bare field is the universal variable (every row of the match), and NEXT may read
 the match (the operator holds the report until the row arrives).
 Aggregate arguments keep their variable as qualifier (``__all`` for a bare field: every
 row of the match), marked FINAL (``grammar.row_nav.final_qualifier``) when the aggregate
-reads the whole match.
+reads the whole match; inside them ``CLASSIFIER([V])`` is the field ``CLASSIFIER`` of V
+(or ``__all``): the label of each row aggregated, and ``count()`` is ``count(*)``.
 
 RUNNING and FINAL (SQL:2016's semantics) apply to the call they are written before:
 ``FINAL LAST(A.x) - RUNNING FIRST(A.x)``, ``PREV(FINAL LAST(x))``, ``RUNNING count(*)``.
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from grammar import ast
-from grammar.check.expressions import AGGREGATES
+from grammar.check.expressions import AGGREGATES, ROW_PATTERN_AGGREGATES
 from grammar.errors import Pos, RuleError
 from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, Nav, final_qualifier
 
@@ -40,7 +41,8 @@ _T = TypeVar("_T")
 
 MAX_OFFSET = 1_000
 #: the calls RUNNING and FINAL may be written before
-WITH_SEMANTICS = frozenset({"first", "last", "prev", "next", "classifier", *AGGREGATES})
+WITH_SEMANTICS = frozenset({"first", "last", "prev", "next", "classifier", *AGGREGATES,
+                            *ROW_PATTERN_AGGREGATES})
 
 
 @dataclasses.dataclass
@@ -67,11 +69,17 @@ class Navigation:
             return self._semantics(node, lambda call: self.rewrite(call, in_aggregate))
         if isinstance(node, ast.Call):
             if in_aggregate and node.name in ("prev", "next", "first", "last"):
-                # an aggregate reads one field of a variable's rows (or of every row)
+                # an aggregate's argument is read on each row it covers, not navigated
                 raise RuleError(f"{node.name.upper()}() is not allowed in an aggregate's "
-                                "argument: an aggregate reads a field of a variable's rows",
-                                node.pos, hint="aggregate the field itself (sum(A.price)), "
+                                "argument: the argument is read on each row the aggregate "
+                                "covers", node.pos,
+                                hint="aggregate the row's own fields (sum(A.price * 2)), "
                                 f"or apply {node.name.upper()}() outside the aggregate")
+            if in_aggregate and node.name == "classifier":
+                # the label of each row the aggregate reads
+                self._classifier(node)
+                base = node.args[0].name if node.args else ALL  # type: ignore[union-attr]
+                return ast.Attr(base, CLASSIFIER, node.pos)
             if node.name in ("prev", "next"):
                 return self._physical(node)
             if node.name in ("first", "last"):
@@ -85,11 +93,8 @@ class Navigation:
                     raise RuleError("MATCH_NUMBER() is not allowed in DEFINE", node.pos,
                                     hint="a match's number is known once it is found")
                 return ast.Attr(MATCH, MATCH_NUMBER, node.pos)
-            if node.name in AGGREGATES:
-                args = tuple(self.rewrite(a, True) for a in node.args)
-                if self.final:
-                    args = tuple(_final_argument(a) for a in args)
-                return dataclasses.replace(node, args=args)  # type: ignore[arg-type]
+            if node.name in AGGREGATES or node.name in ROW_PATTERN_AGGREGATES:
+                return self._aggregate(node)
         if isinstance(node, ast.Name) and node.name in self.fields:
             if in_aggregate:
                 return ast.Attr(ALL, node.name, node.pos)
@@ -108,6 +113,28 @@ class Navigation:
                 f.name: self.rewrite(getattr(node, f.name), in_aggregate)
                 for f in dataclasses.fields(node)})
         return node
+
+    def _aggregate(self, node: ast.Call) -> ast.Call:
+        """An aggregate's arguments, read on each row it aggregates (``count()`` is
+        ``count(*)``); under FINAL every row reference says so."""
+        args = node.args
+        if node.name == "count" and not args:
+            args = (ast.Star(node.pos),)
+        args = tuple(self.rewrite(a, True) for a in args)
+        names = {a.base for a in _attributes(args)} - {MATCH}
+        if len(names) > 1:  # SQL:2016: the labels an aggregate's arguments name agree
+            shown = ", ".join(sorted("every row" if n == ALL else n for n in names))
+            raise RuleError(f"{node.name}() reads the rows of one pattern variable (or of "
+                            f"every row), but its arguments name {shown}", node.pos,
+                            hint=f"e.g. {node.name}(A.price * A.qty), or one aggregate "
+                            "per variable")
+        if any(not isinstance(a, ast.Star) and not _reads_rows(a) for a in args):
+            raise RuleError(f"{node.name}() in MATCH_RECOGNIZE aggregates what the rows "
+                            "hold: its argument must read a field, CLASSIFIER() or "
+                            "MATCH_NUMBER()", node.pos, hint="count rows with count(*)")
+        if self.final:
+            args = tuple(_final_argument(a) for a in args)
+        return dataclasses.replace(node, args=args)
 
     def _semantics(self, node: ast.Semantics, then: Callable[[ast.Call], _T]) -> _T:
         """``then(call)`` with the call's RUNNING or FINAL semantics."""
@@ -196,12 +223,39 @@ class Navigation:
 
 def _final_argument(arg: object) -> object:
     """An aggregate argument that reads the whole match: ``count(*)`` counts the rows'
-    labels (never NULL), a variable's field gets its FINAL qualifier."""
+    labels (never NULL), every row reference (a variable's field, CLASSIFIER(),
+    MATCH_NUMBER()) gets its FINAL qualifier."""
     if isinstance(arg, ast.Star):
         return ast.Attr(final_qualifier(ALL), CLASSIFIER, arg.pos)
     if isinstance(arg, ast.Attr):
         return dataclasses.replace(arg, base=final_qualifier(arg.base))
+    if isinstance(arg, tuple):
+        return tuple(_final_argument(x) for x in arg)
+    if dataclasses.is_dataclass(arg) and not isinstance(arg, Pos):
+        return dataclasses.replace(arg, **{  # type: ignore[type-var]
+            f.name: _final_argument(getattr(arg, f.name)) for f in dataclasses.fields(arg)})
     return arg
+
+
+def _reads_rows(node: object) -> bool:
+    """Whether a rewritten aggregate argument reads a row (a field, a label, the match
+    number): a constant one would not say which rows, nor FINAL from RUNNING."""
+    return bool(_attributes(node)) or any(isinstance(n, ast.Name) for n in _nodes(node))
+
+
+def _attributes(node: object) -> list[ast.Attr]:
+    """The ``base.name`` references in a rewritten expression."""
+    return [n for n in _nodes(node) if isinstance(n, ast.Attr)]
+
+
+def _nodes(node: object) -> list[object]:
+    """Every AST node of an expression (tuples of them too), depth first."""
+    if isinstance(node, tuple):
+        return [n for x in node for n in _nodes(x)]
+    if dataclasses.is_dataclass(node) and not isinstance(node, Pos):
+        return [node, *(n for f in dataclasses.fields(node)
+                        for n in _nodes(getattr(node, f.name)))]
+    return []
 
 
 def _offset(node: ast.Expr, function: str, low: int) -> int:

@@ -18,7 +18,7 @@ from grammar.check.context import Context, ttl_needs_time
 from grammar.check.row_navigation import Navigation
 from grammar.check.scope import Scope, single_scope
 from grammar.check.select import columns
-from grammar.errors import Pos, RuleError, did_you_mean
+from grammar.errors import RuleError, did_you_mean
 from grammar.row_nav import ALL, CLASSIFIER, MATCH, MATCH_NUMBER, final_qualifier
 from grammar.types import schema_type
 
@@ -36,7 +36,6 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
     stream = ctx.stream(source.stream, source.pos)
     variables = _variables(source.pattern)
     defined: dict[str, ast.Expr] = {}
-    where = {var: pos for var, _, pos in source.defines}
     for var, cond, pos in source.defines:
         if var not in variables:
             raise RuleError(f"DEFINE names '{var}', which the PATTERN does not use", pos,
@@ -60,10 +59,9 @@ def recognize_rule(ctx: Context, stmt: ast.SelectStatement, name: str,
         prev_depth = max(prev_depth, nav.depth)
         quals = _qualifiers((*variables, *unions), nav, rows)
         quals.update({q: (q, rows) for q in nav.around})
-        scope = Scope(quals, (var,), aggregate=Scope(quals, ()))
+        scope = Scope(quals, (var,), aggregate=Scope(quals, ()), row_pattern=True)
         checked = ctx.types.condition(rewritten, scope, "DEFINE",  # type: ignore[arg-type]
                                       aggregates=True)
-        _one_variable_aggregates(checked, where[var])
         defines.append((var, checked))
     measures, final = _measures(ctx, source, variables, fields, rows, unions)
     within_us = None
@@ -125,7 +123,8 @@ def _qualifiers(variables: tuple[str, ...], nav: Navigation, rows: ir.StreamDef
     """What the qualifiers of a rewritten DEFINE or measure mean (an aggregate's
     argument may carry FINAL: ``grammar.row_nav.final_qualifier``)."""
     quals = {v: (v, rows) for v in (*variables, *nav.codes, ALL, MATCH)}
-    quals.update({final_qualifier(v): (final_qualifier(v), rows) for v in (*variables, ALL)})
+    quals.update({final_qualifier(v): (final_qualifier(v), rows)
+                  for v in (*variables, ALL, MATCH)})
     return quals
 
 
@@ -177,23 +176,12 @@ def _measures(ctx: Context, source: ast.RecognizeSource, variables: tuple[str, .
         nav = Navigation(variables, fields, unions, final=semantics == "final")
         rewritten = nav.rewrite(expr)
         quals = _qualifiers((*variables, *unions), nav, rows)
-        scope = Scope(quals, (), aggregate=Scope(quals, ()))
+        scope = Scope(quals, (), aggregate=Scope(quals, ()), row_pattern=True)
         scope.aggregate_hint = "aggregates in MEASURES read one variable's rows"
         checked = ctx.types.expr(rewritten, scope)  # type: ignore[arg-type]
-        _one_variable_aggregates(checked, pos)
         if any(c.name == alias for c in columns):
             raise RuleError(f"measure '{alias}' is defined twice", pos)
         columns.append(ir.Column(alias, checked))
         if semantics == "final":
             final.append(alias)
     return tuple(columns), tuple(final)
-
-
-def _one_variable_aggregates(expr: ir.TExpr, pos: Pos) -> None:
-    if isinstance(expr, ir.Agg):
-        if expr.arg is not None and not isinstance(expr.arg, ir.FieldRef):
-            raise RuleError(f"{expr.name}() in MEASURES takes a variable's field, e.g. "
-                            f"{expr.name}(B.price)", pos)
-        return
-    for child in ir.children(expr):
-        _one_variable_aggregates(child, pos)

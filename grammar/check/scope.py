@@ -28,6 +28,9 @@ class Scope:
     outside_aggregate_only: frozenset[str] = frozenset()
     forbidden_hint: dict[str, str] = field(default_factory=dict)
     window_functions: bool = False  # prev(), prior() ...: SELECT/HAVING of a window rule
+    #: MATCH_RECOGNIZE's DEFINE and MEASURES: its own aggregates (ROW_PATTERN_AGGREGATES)
+    #: and min/max of strings, which only its interpreter computes
+    row_pattern: bool = False
 
     def stream_of(self, qualifier: str) -> ir.StreamDef:
         for q, stream in self.qualifiers.values():

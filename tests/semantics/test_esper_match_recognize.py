@@ -97,11 +97,12 @@ def test_alternation_prefers_the_left_branch_and_aggregates(run_epl):
      "DEFINE A AS A.v > 1 );", "is empty"),
     ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A B) "
      "DEFINE B AS B.v > prev(B.v, 0) );", "row offset of prev()"),
-    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES sum(A.v * 2) AS a PATTERN (A) "
-     "DEFINE A AS A.v > 1 );", "takes a variable's field"),
+    # an aggregate's argument may be an expression (sum(A.v * 2)), of one variable's rows
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES sum(A.v * B.v) AS a PATTERN (A B) "
+     "DEFINE A AS A.v > 1 );", "reads the rows of one pattern variable"),
     # SQL:2016 allows aggregates in DEFINE (issue 43): count(*) > 1 is no misuse now
-    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A) "
-     "DEFINE A AS sum(A.v * 2) > 1 );", "takes a variable's field"),
+    ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A B) "
+     "DEFINE A AS sum(A.v * B.v) > 1 );", "reads the rows of one pattern variable"),
     # SQL:2016 allows NEXT in DEFINE (issue 43): next(A.v) is no misuse now, nested is
     ("SELECT a FROM S MATCH_RECOGNIZE ( MEASURES A.v AS a PATTERN (A B) "
      "DEFINE B AS B.v > next(next(A.v)) );", "navigates to a field"),

@@ -297,3 +297,83 @@ def test_semantics_inside_an_expression_combine_whole_measures(case, values, key
         assert r["d3"] == minus(r["fs"], r["rs"])
         assert r["d4"] == r["fp"]
         assert r["rc"] <= r["fc"]  # RUNNING counts up to the output row
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+       keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), batch=st.integers(1, 9))
+def test_aggregate_arguments_are_read_on_each_row_they_cover(case, values, keys, batch):
+    """Aggregates of expressions in MEASURES against a brute-force computation over the
+    output rows of each match: the argument is evaluated on every row the aggregate
+    covers (RUNNING: up to the output row; FINAL: the whole match), CLASSIFIER() being
+    that row's label and MATCH_NUMBER() the match's number."""
+    pattern, define, skip = case
+    var = next(ch for ch in pattern if ch.isalpha())  # the pattern's first variable
+    inputs = _keyed_rows(values, keys)
+    measures = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS c, "
+                "RUNNING sum(value * 2 + 1) AS e1, FINAL max(value - MATCH_NUMBER()) AS e2, "
+                "RUNNING max_by(value, CLASSIFIER()) AS e3, "
+                "FINAL min(lower(CLASSIFIER())) AS e4, RUNNING arbitrary(value + id) AS e5, "
+                f"RUNNING sum({var}.value * 3) AS e6, FINAL count() AS e7, "
+                "FINAL min_by(id, value) AS e8")
+    text = (DIFF_SCHEMA + f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+            f"{measures} ALL ROWS PER MATCH {skip} PATTERN ({pattern}) DEFINE {define} );")
+    module = compile_text(text, "args")
+    out = output_records(run_reference(module, inputs))
+    assert output_records(run_reference(module, inputs, batch)) == out
+    matches: dict[tuple, list[dict]] = {}
+    for r in out:
+        if r["c"] is not None:
+            matches.setdefault((r["key"], r["mn"]), []).append(r)
+
+    def first_best(rows: list[dict], by: str, pick) -> object:
+        best = pick(x[by] for x in rows)
+        return next(x for x in rows if x[by] == best)
+
+    for r in out:
+        if r["c"] is None:  # an empty match: no row to aggregate
+            assert [r[f"e{k}"] for k in (1, 2, 3, 5, 6, 8)] == [None] * 6
+            continue
+        whole = sorted(matches[r["key"], r["mn"]], key=lambda x: x["id"])
+        upto = [x for x in whole if x["id"] <= r["id"]]
+        assert r["e1"] == sum(2 * x["value"] + 1 for x in upto)
+        assert r["e2"] == max(x["value"] for x in whole) - r["mn"]
+        assert r["e3"] == first_best(upto, "c", max)["value"]
+        assert r["e4"] == min(x["c"].lower() for x in whole)
+        assert r["e5"] == upto[0]["value"] + upto[0]["id"]
+        bs = [3 * x["value"] for x in upto if x["c"] == var]
+        assert r["e6"] == (sum(bs) if bs else None)
+        assert r["e7"] == len(whole)
+        assert r["e8"] == first_best(whole, "value", min)["id"]
+
+
+AGG_DEFINES = [
+    ("(A | B)* X", "X AS sum(A.value * 2) > value + 3",
+     "X AS 2 * sum(A.value) > value + 3"),
+    ("A (B | C)+", "B AS max(B.value + 1) <= 5, C AS count(C.value > 2) < 3",
+     "B AS max(B.value) + 1 <= 5, C AS count(C.value) < 3"),
+    ("A B* C", "B AS min(B.value - 1) >= 1, C AS avg(value * 2) > 5",
+     "B AS min(B.value) - 1 >= 1, C AS 2 * avg(value) > 5"),
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=st.sampled_from(AGG_DEFINES), values=st.lists(st.integers(0, 5), max_size=30),
+       keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), batch=st.integers(1, 9))
+def test_define_aggregates_of_expressions_equal_their_rewriting(case, values, keys, batch):
+    """A DEFINE aggregating an expression of the row (no NULLs here) against the same
+    condition with the arithmetic moved out of the aggregate (``sum(A.value * 2)`` is
+    ``2 * sum(A.value)``): the same events. (An argument naming two variables,
+    ``min(B.value - A.value)``, is refused, as SQL:2016 says.)"""
+    pattern, with_expr, rewritten = case
+    inputs = _keyed_rows(values, keys)
+
+    def run(define: str, size: int | None = None) -> list[dict]:
+        text = (DIFF_SCHEMA + "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
+                "MATCH_NUMBER() AS mn, CLASSIFIER() AS c ALL ROWS PER MATCH "
+                f"PATTERN ({pattern}) DEFINE {define} );")
+        return output_records(run_reference(compile_text(text, "define"), inputs, size))
+
+    out = run(with_expr)
+    assert run(with_expr, batch) == out
+    assert out == run(rewritten)

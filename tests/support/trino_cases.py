@@ -6,7 +6,7 @@ a few runs on Spark cover every case.
 
 The cases are not copied: each test of those modules (with each of its parameters) is
 called with a ``run_epl`` that runs the reference evaluator and records the rule text and
-events it was given (those of streams T and P, without PARTITION BY or partitioned by
+events it was given (those of the streams in STREAMS, without PARTITION BY or partitioned by
 ``part``), so a case added there is covered here too. :func:`combined` then gives each
 case its own rule, reading only its own events (a filter on the case number ``cid``); a
 case without PARTITION BY is partitioned by ``part``, and its rows are given twice,
@@ -31,17 +31,20 @@ from cep.reference import run_reference
 from grammar.compile import compile_text
 from support.spark_runs import ROOT
 
-#: the test modules whose cases are gathered (their rules read a stream T or P with the
-#: fields id, value and for P part)
+#: the test modules whose cases are gathered (each rule file a schema line, then one rule
+#: reading that stream, one of :data:`STREAMS`; without PARTITION BY, or partitioned by
+#: ``part``)
 TEST_FILES = (ROOT / "tests" / "semantics" / "test_trino_row_pattern_matching.py",
               ROOT / "tests" / "semantics" / "test_row_pattern_semantics.py",
               ROOT / "tests" / "semantics" / "test_next_in_define.py")
+#: the streams whose cases are gathered (schema lines ``CREATE SCHEMA X (...) TIMESTAMP
+#: ts;``): T and P, and L, whose field A is also a pattern variable's name
+STREAMS = ("T", "P", "L")
 #: the keys a case without PARTITION BY is given its rows under
 REPLICAS = ("a", "b")
-SCHEMAS = ("CREATE SCHEMA T (id int, part string, value int, cid int, ts timestamp) "
-           "TIMESTAMP ts;\n"
-           "CREATE SCHEMA P (id int, part string, value int, cid int, ts timestamp) "
-           "TIMESTAMP ts;\n")
+#: the fields every stream of the combined file has besides its cases' own: the key
+#: each case's rows are given under, and the case's number
+ADDED_FIELDS = ("part string", "cid int")
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def trino_cases() -> list[Case]:
                 index: dict[int, int | str] = {o: i for i, o in enumerate(starts)}
                 index[loaded.end_seq] = "end"
                 out = [{**r, "seq": index[r["seq"]]} for r in out]
-                if events and text.split()[2] in ("T", "P") and (
+                if events and text.split()[2] in STREAMS and (
                         "PARTITION BY" not in text or "PARTITION BY part " in text):
                     cases[key] = Case(f"{name}#{len(cases)}", text, tuple(events),
                                       tuple(out))
@@ -121,11 +124,18 @@ def trino_cases() -> list[Case]:
 
 def combined(cases: list[Case]) -> tuple[str, list[dict]]:
     """One rule file with a rule per case (case k reads the events whose ``cid`` is k)
-    and the events of every case, in time order (ts, then case, then key)."""
-    rules, events = [SCHEMAS], []
+    and the events of every case, in time order (ts, then case, then key). Each stream
+    has the fields its cases' schemas declare, and :data:`ADDED_FIELDS`."""
+    rules, events = [], []
+    fields: dict[str, dict[str, str]] = {}
     for k, case in enumerate(cases):
         schema, rule = case.text.split("\n", 1)
         stream = schema.split()[2]
+        declared = schema[schema.index("(") + 1:schema.index(")")].split(",")
+        own = fields.setdefault(stream, {})
+        for decl in [*declared, *ADDED_FIELDS]:
+            name, kind = decl.split()
+            assert own.setdefault(name, kind) == kind, (case.name, name)
         partitioned = "PARTITION BY" in rule
         head = f"FROM {stream} MATCH_RECOGNIZE ("
         assert rule.count(head) == 1, case.name
@@ -136,4 +146,6 @@ def combined(cases: list[Case]) -> tuple[str, list[dict]]:
             for part in [event["part"]] if partitioned else [f"c{k}{r}" for r in REPLICAS]:
                 events.append({**event, "part": part, "cid": k, "stream": stream})
     events.sort(key=lambda e: (e["ts"], e["cid"], e["part"]))
-    return "".join(rules), events
+    schemas = [f"CREATE SCHEMA {stream} ({', '.join(f'{n} {t}' for n, t in own.items())}) "
+               "TIMESTAMP ts;\n" for stream, own in fields.items()]
+    return "".join(schemas + rules), events
