@@ -6,8 +6,9 @@ functions, the further windows, output rate limiting, an INSERT INTO chain), in 
 batches (patterns: match-until, a filter reading an earlier tag, timer absence;
 MATCH_RECOGNIZE). Events are built in memory (typed columns, as the input reader
 produces them), so the figures are the evaluator's own; where the time goes is printed
-from cProfile's top entries, of a second run (the timed one runs without the profiler). Each rule first runs once, untimed, on the first 1,000
-events (a running engine's start-up costs are not its throughput).
+from cProfile's top entries, of a second run (the timed one runs without the profiler).
+Each rule first runs once, untimed, on the first 1,000 events (a running engine's
+start-up costs are not its throughput).
 Writes bench/results/reference.json (only when every row runs).
 
     python bench/bench_reference.py [--events 1000000] [--keys 4096]
