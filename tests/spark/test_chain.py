@@ -158,7 +158,7 @@ def test_a_stop_lets_the_later_stages_drain_first(spark, ticks, tmp_path):
     (folder / "ticks.jsonl").write_text(ticks.read_text())
     out = tmp_path / "out.jsonl"
     stop = threading.Event()
-    config = RunConfig({"StockTick": str(folder)}, engines=2, batch_size=100,
+    config = RunConfig({"StockTick": str(folder)}, engines=2, batch_size=25,
                        master="local[2]", follow=True, trigger_s=0.3, progress=False,
                        output=Output(str(out), callback=lambda _b, text: text and stop.set()))
     result = run(module, config, stop)
