@@ -54,7 +54,7 @@ def add_partial(partials: np.ndarray, m: int, x: float) -> int:  # pragma: no co
             partials[i] = lo
             i += 1
         x = hi
-    if x != 0.0 or not np.isfinite(x):
+    if x != 0.0:  # an overflowed sum (inf) is kept too, as the last partial
         partials[i] = x
         i += 1
     return i
