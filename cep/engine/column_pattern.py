@@ -400,11 +400,4 @@ def first_bound(bound: np.ndarray) -> np.ndarray:
     return bound[first, np.arange(bound.shape[1])]
 
 
-def run_ends(codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
-    """For rows sorted by key code, each code's first row and one past its last."""
-    starts = np.searchsorted(codes, np.arange(n_codes), side="left")
-    ends = np.searchsorted(codes, np.arange(n_codes), side="right")
-    return starts, ends
-
-
 _INT = np.empty(0, dtype=np.int64)
