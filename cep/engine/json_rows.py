@@ -68,22 +68,13 @@ def json_texts(columns: Sequence[tuple[str, str, Col]], n: int) -> np.ndarray:
 
 
 def _row_texts(names: list[str], columns: list[tuple[str, Col]]) -> np.ndarray:
-    """:func:`json_texts` of distinct names: each column's texts joined row by row by
-    Arrow, or by a template where Arrow cannot hold a text."""
-    texts = [column_texts(col, type_name) for type_name, col in columns]
-    if all(isinstance(t, pa.Array) for t in texts):
-        try:
-            literals = [pa.scalar("{" * (i == 0) + "," * (i > 0) + _dumps(name) + ":",
-                                  pa.string()) for i, name in enumerate(names)]
-            joined = pc.binary_join_element_wise(
-                *(part for pair in zip(literals, texts, strict=True) for part in pair), "}", "")
-            return joined.to_numpy(zero_copy_only=False)
-        except (UnicodeEncodeError, pa.ArrowCapacityError):
-            pass  # a name Arrow cannot hold, or rows of more than 2 GiB: as below
-    template = "{" + ",".join(
-        _dumps(name).replace("%", "%%") + ":%s" for name in names) + "}"
-    parts = [t.to_pylist() if isinstance(t, pa.Array) else t.tolist() for t in texts]
-    return object_array(list(map(template.__mod__, zip(*parts, strict=True))))
+    """:func:`json_texts` of distinct names."""
+    literals = ["{" + _dumps(names[0]) + ":", *("," + _dumps(name) + ":" for name in names[1:]),
+                "}"]
+    joined = _joined(literals, [column_texts(col, type_name) for type_name, col in columns])
+    if isinstance(joined, pa.Array):
+        return joined.to_numpy(zero_copy_only=False)
+    return object_array(joined)
 
 
 def event_lines_text(rules: np.ndarray, keys: np.ndarray, seq: np.ndarray, ts: np.ndarray,
@@ -95,33 +86,78 @@ def event_lines_text(rules: np.ndarray, keys: np.ndarray, seq: np.ndarray, ts: n
     Built by joining JSON texts, not by a ``json.loads``/``dumps`` per event (about 10×
     faster): a payload field never repeats ``rule``/``key``/``seq``/``ts`` (the compiler
     renames such output columns), so the line is the one ``json.dumps`` of the merged
-    dict gives. The Spark runtime's event parts and the local runner's output file are
-    both written here."""
-    if not len(seq):
-        return ""
+    dict gives. The texts are joined by Arrow, as in :func:`json_texts`, and each
+    block's lines are read out of the joined array's buffer in one decode: 1M events of
+    ``prev_prior``'s output, 4.2× faster than numpy's string adds of object arrays
+    were (503 ms against 2,159 ms, paired medians of interleaved rounds in one
+    process; 100k: 51 ms against 164 ms). The Spark runtime's event parts and the local
+    runner's output file are both written here."""
+    return "".join(
+        _event_lines(*(np.asarray(a)[start:start + BLOCK]
+                       for a in (rules, keys, seq, ts, ts_null, payload)))
+        for start in range(0, len(seq), BLOCK))
+
+
+def _event_lines(rules: np.ndarray, keys: np.ndarray, seq: np.ndarray, ts: np.ndarray,
+                 ts_null: np.ndarray, payload: np.ndarray) -> str:
+    """:func:`event_lines_text` of one block."""
     codes, names = distinct_texts(np.asarray(rules, dtype=object))
-    times = np.where(np.asarray(ts_null, dtype=bool), "null",
-                     '"' + format_timestamps(ts) + '"')
-    payload = np.asarray(payload, dtype=object)
-    rest = np.where(payload == "{}", "}",
-                    "," + pd.Series(payload, dtype=object).str.slice(1).to_numpy(dtype=object))
-    lines = ('{"rule":' + names[codes] + ',"key":' + np.asarray(keys, dtype=object)
-             + ',"seq":' + np.asarray(seq, dtype=np.int64).astype(str).astype(object)
-             + ',"ts":' + times + rest + "\n")
-    return "".join(lines.tolist())
+    rule = arrow_or_objects(names)
+    rule = rule.take(pa.array(codes)) if isinstance(rule, pa.Array) else rule[codes]
+    times = timestamp_texts(ts, np.asarray(ts_null, dtype=bool))
+    body = arrow_or_objects(np.asarray(payload, dtype=object))
+    if isinstance(body, pa.Array):  # "{}" adds nothing; else "," and the fields
+        comma = pc.if_else(pc.equal(body, "{}"), "", ",")
+        fields = pc.utf8_slice_codeunits(body, 1)
+    else:
+        comma = np.where(body == "{}", "", ",").astype(object)
+        fields = pd.Series(body, dtype=object).str.slice(1).to_numpy(dtype=object)
+    lines = _joined(['{"rule":', ',"key":', ',"seq":', ',"ts":', "", "", "\n"],
+                    [rule, arrow_or_objects(np.asarray(keys, dtype=object)),
+                     pc.cast(pa.array(np.asarray(seq, dtype=np.int64)), pa.string()),
+                     times, comma, fields])
+    if not isinstance(lines, pa.Array):
+        return "".join(lines)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    return str(memoryview(lines.buffers()[2])[
+        offsets[lines.offset]:offsets[lines.offset + len(lines)]], "utf-8")
+
+
+def _joined(literals: list[str], texts: list[pa.Array | np.ndarray]) -> pa.Array | list[str]:
+    """``literals[0] + texts[0][i] + literals[1] + ... + texts[-1][i] + literals[-1]``
+    for each row ``i``: by Arrow (a string array) where it holds every text, else (a
+    lone surrogate, or more than 2 GiB) by one ``template % row`` per row (a list)."""
+    if all(isinstance(t, pa.Array) for t in texts):
+        try:
+            scalars = [pa.scalar(s, pa.string()) for s in literals]
+            return pc.binary_join_element_wise(
+                *(part for pair in zip(scalars[:-1], texts, strict=True) for part in pair),
+                scalars[-1], "")
+        except (UnicodeEncodeError, pa.ArrowCapacityError):
+            pass
+    template = "%s".join(s.replace("%", "%%") for s in literals)
+    parts = [t.to_pylist() if isinstance(t, pa.Array) else t.tolist() for t in texts]
+    return list(map(template.__mod__, zip(*parts, strict=True)))
+
+
+def arrow_or_objects(texts: np.ndarray) -> pa.Array | np.ndarray:
+    """An object array of ``str`` as an Arrow string array, or as it is where Arrow
+    cannot hold a text (a lone surrogate, which ``json.loads('"\\ud800"')`` gives)."""
+    try:
+        return pa.array(texts, pa.string())
+    except UnicodeEncodeError:
+        return texts
 
 
 def column_texts(col: Col, type_name: str) -> pa.Array | np.ndarray:
     """The JSON text of each value of the column (NULL → null, timestamps → their ISO
-    text, quoted) as an Arrow string array, or as an object array of ``str`` where Arrow
-    cannot hold a text (a lone surrogate, which a JSON input's ``"\\ud800"`` gives)."""
+    text, quoted), as :func:`arrow_or_objects` holds it."""
     values = col.values
     kind = values.dtype.kind
     nulls = col.nulls if col.nulls is not None and col.nulls.any() else None
     if type_name == "timestamp":
-        texts = pa.array(np.char.add(np.char.add('"', format_timestamps(values).astype(str)),
-                                     '"'), pa.string())
-    elif kind in "iu":
+        return timestamp_texts(values, nulls)
+    if kind in "iu":
         texts = pc.cast(pa.array(values), pa.string())
     elif kind == "f":
         texts = float_texts(values, nulls)
@@ -131,11 +167,58 @@ def column_texts(col: Col, type_name: str) -> pa.Array | np.ndarray:
         objects = object_texts(values)
         if nulls is not None:
             objects[nulls] = "null"
-        try:
-            return pa.array(objects, pa.string())
-        except UnicodeEncodeError:
-            return objects
+        return arrow_or_objects(objects)
     return texts if nulls is None else pc.if_else(pa.array(nulls), "null", texts)
+
+
+def timestamp_texts(us: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    """JSON text of µs timestamps: :func:`format_timestamps`'s ISO text, quoted (``null``
+    where ``nulls``). Written as a date (numpy's text, once per distinct day) and a time
+    of day whose digits are integer arithmetic, not numpy's text per value (1M values
+    in blocks of :data:`BLOCK`: 100 ms against 255 ms for :func:`format_timestamps`),
+    which the NaT value (int64's least) still takes."""
+    us = np.asarray(us, dtype=np.int64)
+    if (us == np.iinfo(np.int64).min).any():
+        texts = pc.binary_join_element_wise('"', pa.array(format_timestamps(us), pa.string()),
+                                            '"', "")
+    else:
+        day, since = np.divmod(us, 86_400_000_000)
+        codes, days = pd.factorize(day)
+        dates = pa.array(np.datetime_as_string(days.astype("datetime64[D]")), pa.string())
+        texts = pc.binary_join_element_wise('"', dates.take(pa.array(codes)), "T",
+                                            _times_of_day(since), '"', "")
+    if nulls is None or not nulls.any():
+        return texts
+    return pc.if_else(pa.array(nulls), "null", texts)
+
+
+def _times_of_day(us: np.ndarray) -> pa.Array:
+    """``HH:MM:SS.mmmZ`` of µs since midnight, or ``HH:MM:SS.mmmuuuZ`` where they are
+    not whole milliseconds, as numpy writes them. The digits are written a position at
+    a time into a (16, n) byte array, each row contiguous, then read out row by row."""
+    hours, us = np.divmod(us, 3_600_000_000)
+    minutes, us = np.divmod(us, 60_000_000)
+    seconds, us = np.divmod(us, 1_000_000)
+    n = len(us)
+    text = np.empty((16, n), dtype=np.uint8)
+    for position, char in ((2, ":"), (5, ":"), (8, "."), (15, "Z")):
+        text[position] = ord(char)
+    digits = [(0, hours, 10), (1, hours, 1), (3, minutes, 10), (4, minutes, 1),
+              (6, seconds, 10), (7, seconds, 1)]
+    digits += [(9 + i, us, 10 ** (5 - i)) for i in range(6)]
+    for position, values, unit in digits:
+        text[position] = values.astype(np.int32) // unit % 10 + ord("0")
+    fine = us % 1000 != 0
+    if not fine.any():
+        text[12] = ord("Z")
+        data, offsets = np.ascontiguousarray(text[:13].T), np.arange(n + 1) * 13
+    else:
+        text[12, ~fine] = ord("Z")
+        width = np.where(fine, 16, 13)
+        data = text.T[np.arange(16) < width[:, None]]  # each row's first 13 or 16 bytes
+        offsets = np.r_[0, np.cumsum(width)]
+    return pa.Array.from_buffers(pa.string(), n, [
+        None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
 def float_texts(values: np.ndarray, skip: np.ndarray | None = None) -> pa.Array:

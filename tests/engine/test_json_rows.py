@@ -169,3 +169,53 @@ def test_distinct_texts_of_ints_are_json_dumps(values):
     for dumps in (None, json.dumps):
         codes, texts = distinct_texts(object_array(values), dumps)
         assert [texts[c] for c in codes.tolist()] == [json.dumps(v) for v in values]
+
+
+def dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), n=st.sampled_from([0, 1, 2, 5, 40]),
+       block=st.sampled_from([1, 3, 1 << 16]))
+def test_event_lines_are_the_merged_dicts_dumped(data, n, block):
+    """Each line is json.dumps of {rule, key, seq, ts} merged with the payload's fields,
+    whichever texts (escapes, lone surrogates, empty payloads) and block size."""
+    names = st.sampled_from(["r", 'r"1', "é\n"]) | SURROGATE
+    rules = [data.draw(names) for _ in range(n)]
+    keys = [data.draw(st.none() | st.integers(-2**70, 2**70) | TEXT | SURROGATE)
+            for _ in range(n)]
+    seq = np.array(data.draw(st.lists(st.integers(0, 2**62), min_size=n, max_size=n)),
+                   dtype=np.int64)
+    ts = np.array(data.draw(st.lists(st.integers(-10**15, 10**16), min_size=n,
+                                     max_size=n)), dtype=np.int64)
+    ts_null = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    fields = st.dictionaries(st.sampled_from(["a", "b", '"q"']) | SURROGATE,
+                             st.none() | st.floats() | TEXT | SURROGATE, max_size=3)
+    payloads = [data.draw(fields) for _ in range(n)]
+    with mock.patch.object(json_rows, "BLOCK", block):
+        text = json_rows.event_lines_text(
+            object_array(rules), object_array([dumps(k) for k in keys]), seq, ts, ts_null,
+            object_array([dumps(p) for p in payloads]))
+    iso = format_timestamps(ts).tolist()
+    assert text == "".join(
+        dumps({"rule": rules[i], "key": keys[i], "seq": int(seq[i]),
+               "ts": None if ts_null[i] else iso[i], **payloads[i]}) + "\n" for i in range(n))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1) | st.integers(-10**12, 10**12)
+                | st.builds(lambda d, r: d * 86_400_000_000 + r, st.integers(-10**6, 10**6),
+                            st.sampled_from([0, 1, 999, 1000, 999_999, 86_399_999_999])),
+                max_size=30),
+       st.data())
+def test_timestamp_texts_are_numpys_iso_text_quoted(us, data):
+    """Dates once per day and times of day from integer digits: numpy's text (NaT
+    included), quoted, at every range and near day and millisecond edges."""
+    values = np.array(us, dtype=np.int64)
+    nulls = np.array(data.draw(st.lists(st.booleans(), min_size=len(us), max_size=len(us))),
+                     dtype=bool)
+    texts = json_rows.timestamp_texts(values, nulls).to_pylist()
+    assert texts == ["null" if null else f'"{text}"'
+                     for text, null in zip(format_timestamps(values).tolist(), nulls.tolist(),
+                                           strict=True)]
