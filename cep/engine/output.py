@@ -136,7 +136,9 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     columns re-sorted, stably, by their key's JSON text: rows of several keys (timers
     at one deadline, later stages' events) then come in the same order whichever engine
     made them. Each key's text is written once; no Python loop over the runs, and one
-    stable sort of (run, key rank) as one int64, not a lexsort's two sorts."""
+    stable sort of (run, key rank) as one int64, not a lexsort's two sorts, made only
+    when the runs are not in that order already (a rate-limited rule releases its rows
+    so: ``rate_intervals.every_time``)."""
     n = len(order)
     if n < 2:
         return order
@@ -148,12 +150,21 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
         return order
     run = np.cumsum(np.r_[True, ~same])  # each position's run of equal columns
     tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # runs of 2 or more
-    codes, texts = distinct_texts(keys[order[tied]], json.dumps)
-    rank = np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
+    rank = key_text_ranks(keys[order[tied]])
+    by_run_then_key = run[tied] * (int(rank.max()) + 1) + rank  # < n², which an int64 holds
+    if (by_run_then_key[1:] >= by_run_then_key[:-1]).all():
+        return order
     order = order.copy()
-    by_run_then_key = run[tied] * len(texts) + rank  # < n², which an int64 holds
     order[tied] = order[tied][np.argsort(by_run_then_key, kind="stable")]  # ties keep order
     return order
+
+
+def key_text_ranks(keys: np.ndarray) -> np.ndarray:
+    """Each key's place in the order of the keys' JSON texts (``json.dumps``; equal
+    texts, equal places): the order of keys within rows that tie (see
+    :func:`by_key_within_ties`)."""
+    codes, texts = distinct_texts(keys, json.dumps)
+    return np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
 
 
 def output_lines(table: Table) -> str:

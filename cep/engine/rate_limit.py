@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from cep.engine.clock import Watermark
-from cep.engine.output import TIMER, empty_output
+from cep.engine.output import TIMER, empty_output, key_text_ranks
 from cep.engine.rate_intervals import ROW_FIELDS, Rows, every_n_events, every_time
 from cep.engine.rate_state import EMPTY, RateState
 from cep.engine.table import (
@@ -94,7 +94,9 @@ class RateLimited:
         if self.limit.kind != "snapshot":
             return self._every_period(out, args[:-1], clock)
         rows = _rows_by_key(out)
-        tick_keys, tick_times = self._opening_ticks(args[:-1])
+        events_keys, release, times = self._clock_events(args[:-1])
+        opening = self._opening(factorize(events_keys), release, times)
+        tick_keys, tick_times = events_keys[opening], times[opening]
         ticks: dict[object, list[int]] = {}
         for key, time in zip(tick_keys.tolist(), tick_times.tolist(), strict=True):
             ticks.setdefault(key, []).append(time)
@@ -154,20 +156,22 @@ class RateLimited:
     def _every_period(self, out: Table, args: tuple, clock: Watermark) -> Table:
         """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
         ``cep.engine.rate_intervals``)."""
-        tick_keys, tick_times = self._opening_ticks(args)
+        events_keys, release, time = self._clock_events(args)
         due = self.columns.due(clock.end)  # type: ignore[union-attr]
-        n = len(out["seq"]) if out else 0
+        n, m = (len(out["seq"]) if out else 0), len(events_keys)
+        # one numbering of the keys of the rows, the events and the keys due
         keys, codes = self._batch_keys(
-            [out["key"] if n else object_array([]), tick_keys, due])
+            [out["key"] if n else object_array([]), events_keys, due])
         if not len(keys):
             return empty_output()
+        opening = self._opening(codes[n: n + m], release, time)
         found = self.columns.find(keys)  # type: ignore[union-attr]
         result = every_time(
             self.limit.kind, self.limit.period_us, len(keys),  # type: ignore[arg-type]
             found.open, found.bucket, found.has_first, found.first_bucket, found.held,
-            _made_order(_rows(out, codes[:n])), codes[n: n + len(tick_keys)], tick_times,
+            _made_order(_rows(out, codes[:n])), codes[n: n + m][opening], time[opening],
             clock.end,
-            lambda deadlines: clock.reach(deadlines)[0])
+            lambda deadlines: clock.reach(deadlines)[0], key_text_ranks(keys))
         self.columns.store(keys, found.count, result.open,  # type: ignore[union-attr]
                            result.bucket, result.has_first, result.first_bucket,
                            result.pending)
@@ -242,29 +246,34 @@ class RateLimited:
             self.timers.set(key, None if bucket is None
                             else (bucket + 1) * self.limit.period_us)
 
-    def _opening_ticks(self, args: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """The keys and effective times of the events that may open an interval, in
-        processing order per key: each key's first event of the batch and each that
-        moves it into a later interval, found with array operations over all of the
-        batch's events (an interval closes before a later one opens, so no other event
-        can open one)."""
+    def _clock_events(self, args: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The keys (an object array), release seqs and effective times of the batch's
+        events of all of the rule's streams: the events that may open an interval."""
         parts = [(t[KEY], t[RELEASE], t[TIME]) for t in self.clock_tables(args)
                  if t and len(t[KEY])]
         if not parts:
-            return object_array([]), np.empty(0, dtype=np.int64)
+            return object_array([]), np.empty(0, np.int64), np.empty(0, np.int64)
         keys = np.concatenate([p[0] if p[0].dtype == object else object_array(p[0].tolist())
                                for p in parts])
         release = np.concatenate([p[1] for p in parts])
-        time = np.concatenate([p[2] for p in parts])
-        codes = factorize(keys)
+        time = np.concatenate([p[2] for p in parts]).astype(np.int64)
+        return keys, release, time
+
+    def _opening(self, codes: np.ndarray, release: np.ndarray, time: np.ndarray
+                 ) -> np.ndarray:
+        """Which of the events (their keys' codes, release seqs and times) open an
+        interval, as indices in processing order per key: each key's first event of
+        the batch and each that moves it into a later interval, found with array
+        operations over all of the batch's events (an interval closes before a later
+        one opens, so no other event can open one)."""
+        if not len(codes):
+            return np.empty(0, np.int64)
         # the events come in time order mostly: by key, stably, is then the order
         order = lexsorted((release, time, codes), code_order(codes))
-        codes, time, keys = codes[order], time[order], keys[order]
-        bucket = time // self.limit.period_us
+        codes, bucket = codes[order], time[order] // self.limit.period_us
         first = np.r_[True, codes[1:] != codes[:-1]]
         later = np.r_[False, bucket[1:] > bucket[:-1]] & ~first
-        opening = first | later
-        return keys[opening], time[opening].astype(np.int64)
+        return order[first | later]
 
     def _table(self, released: list[tuple[object, Row]]) -> Table:
         if not released:
