@@ -193,10 +193,10 @@ class RateLimited:
         if not len(rows):
             return empty_output()
         return {"rule": repeated(self.rule_name, len(rows)),
-                "key": keys[rows.key], "seq": rows.seq.astype(np.int64),
-                "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
-                "values": rows.values, "at": rows.at.astype(np.int64),
-                "origin": rows.origin.astype(np.int64)}
+                "key": keys[rows.key], "seq": np.asarray(rows.seq, np.int64),
+                "ts": np.asarray(rows.ts, np.int64), "ts__null": np.asarray(rows.ts__null, bool),
+                "values": rows.values, "at": np.asarray(rows.at, np.int64),
+                "origin": np.asarray(rows.origin, np.int64)}
 
     def _snapshots(self, key: object, rows: list[Row], ticks: list[int], clock: Watermark
                    ) -> list[tuple[object, Row]]:
