@@ -1,7 +1,8 @@
 """A rate-limited rule's keys of a batch (``rate_limit.batch_keys``), hashing only each
 run of equal neighbouring keys of its grouped parts, number them as one ``factorize``
 of all the values does (first appearance first; None and NaN one key, 1, 1.0 and True
-one key, as there), for keys of every kind, in runs or scattered."""
+one key, as there), for keys of every kind, in runs or scattered, and for ints alone
+(hashed as int64 where they fit)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ from cep.engine.table import factorize, object_array
 KEY = st.one_of(st.integers(-3, 3), st.booleans(), st.none(), st.just(float("nan")),
                 st.sampled_from([1.0, 0.5, "1", "x", "é"]), st.integers(-2**70, 2**70),
                 st.tuples(st.integers(0, 2), st.sampled_from(["a", "b"])))
-PART = st.lists(st.tuples(KEY, st.integers(1, 4)), max_size=12).map(
-    lambda runs: object_array([k for k, n in runs for _ in range(n)]))
+INT = st.integers(-3, 3) | st.integers(-2**63, 2**63 - 1) | st.integers(2**63, 2**64)
+
+
+def part(key: st.SearchStrategy) -> st.SearchStrategy:
+    return st.lists(st.tuples(key, st.integers(1, 4)), max_size=12).map(
+        lambda runs: object_array([k for k, n in runs for _ in range(n)]))
 
 
 @settings(max_examples=300, deadline=None)
-@given(parts=st.lists(PART, max_size=4), grouped=st.integers(0, 4))
+@given(parts=st.lists(part(KEY), max_size=4) | st.lists(part(INT), max_size=4),
+       grouped=st.integers(0, 4))
 def test_codes_and_keys_are_factorize_s(parts, grouped):
     keys, codes = batch_keys(parts, grouped)
     every = np.concatenate(parts) if parts else object_array([])
