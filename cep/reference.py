@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from cep.engine.clock import Watermark, late_mask, timed_events
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events, output_only
-from cep.engine.output import empty_output, sort_output, stamp_stateless
+from cep.engine.output import concat_sorted, empty_output, sort_output, stamp_stateless
 from cep.engine.table import SEQ, Table, concat, sorted_unique, take
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT
@@ -128,6 +129,7 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
                     [d.first_seq for d in changes])
     clocks = [clock] if len(bounds) == 1 else batch_watermarks(clock, bounds)
     running, pending = module, list(changes)
+    order = output_order([module, *(d.module for d in changes)])
     for i, (lo, hi) in enumerate(bounds):
         while pending and pending[0].first_seq <= lo:
             deployed = pending.pop(0)
@@ -138,15 +140,13 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
             name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
         part = clocks[i]
         started = time.perf_counter()
-        out = run_stages(running, engines, chunk, part)
+        out = run_stages(running, engines, chunk, part, order)
         seconds = time.perf_counter() - started
         outputs.append(out)
         if figures:
             batches.append({**batch_figures(i, chunk, out, engines, part, found["seq"], lo,
                                             hi), "seconds": round(seconds, 4)})
-    order = output_order([module, *(d.module for d in changes)])
-    return ReferenceRun(sort_output(concat(outputs) or empty_output(), order), found,
-                        batches)
+    return ReferenceRun(concat_sorted(outputs, order), found, batches)
 
 
 def cut_at(bounds: list[tuple[int, int]], seqs: list[int]) -> list[tuple[int, int]]:
@@ -204,24 +204,40 @@ def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table
 
 
 def _run_stage(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table],
-               clock: Watermark) -> tuple[dict[str, Table], Table]:
-    """One stage of one batch: every stream after its stateless rules, and its rows."""
+               clock: Watermark) -> tuple[dict[str, Table], Table, bool]:
+    """One stage of one batch: every stream after its stateless rules, its rows and
+    whether they are the engine's alone (no stateless rule's), in the engine's order."""
     streams, stateless = derive_streams(module, inputs)
     keyed = {name: add_keys(streams[name], module.key) for name in module.stateful_streams()}
     out = engine.process(keyed, clock)
-    placed = [stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless]
-    return streams, concat([*placed, out]) or empty_output()
+    placed = [stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless
+              if rows and len(rows["seq"])]
+    return streams, concat([*placed, out]) or empty_output(), not placed
 
 
 def run_stages(module: ir.CompiledModule, engines: list[Engine],
-               inputs: dict[str, Table], clock: Watermark) -> Table:
+               inputs: dict[str, Table], clock: Watermark,
+               order: dict[str, int] | None = None) -> Table:
     """One batch through every stage of an INSERT INTO chain (one engine per stage, see
     ``CompiledModule.stage_modules``): each stage's inserting rules' rows become events
-    of the next stage's streams (``cep.engine.insert_into``); the rows that are output."""
+    of the next stage's streams (``cep.engine.insert_into``); the rows that are output,
+    with ``order`` (rule → place) in that reference order: as the one engine gave them
+    where it made them all and ranks its rules alike, else sorted."""
     streams = inputs
-    outputs = []
+    outputs, engine_order = [], len(engines) == 1
     for stage, engine in zip(module.stage_modules(), engines, strict=True):
-        streams, out = _run_stage(stage, engine, streams, clock)
+        streams, out, alone = _run_stage(stage, engine, streams, clock)
+        engine_order = engine_order and alone and _ranks_alike(engine.rule_order, order)
         outputs.append(output_only(module, out))
         streams = {**streams, **complex_events(module, out)}
-    return concat(outputs) or empty_output()
+    rows = concat(outputs) or empty_output()
+    return rows if order is None or engine_order else sort_output(rows, order)
+
+
+def _ranks_alike(engine_order: dict[str, int], order: dict[str, int] | None) -> bool:
+    """Whether ``order`` ranks the engine's rules as the engine does (rules it does not
+    rank first, as ``sort_output`` does): the engine's sorted rows are then in it."""
+    if order is None:
+        return False
+    ranks = [order.get(name, -1) for name in sorted(engine_order, key=engine_order.get)]
+    return all(a < b for a, b in pairwise(ranks))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from cep.engine.json_rows import (
     json_texts,
     object_texts,
 )
-from cep.engine.table import Table, lexsorted, repeated, take
+from cep.engine.table import Table, concat, lexsorted, repeated, take
 
 OUTPUT_COLUMNS = ("rule", "key", "seq", "ts", "ts__null", "values")
 ORDER_COLUMNS = ("at", "origin")  # the reference order within a seq; never written out
@@ -120,6 +121,19 @@ def sort_output(table: Table, rule_order: dict[str, int]) -> Table:
     return take(table, order)
 
 
+def concat_sorted(parts: list[Table], rule_order: dict[str, int]) -> Table:
+    """Tables each in the reference order, as one table in it: the parts one after the
+    other where each one's rows come at seqs after the previous one's (batches' output
+    rows: each batch's are made at its own events), checked on the parts' first and last
+    rows; else sorted whole. A run's 1M output rows in order cost some 0.1 s to check
+    again row by row (their keys' texts above all)."""
+    parts = [p for p in parts if p and len(p["seq"])]
+    ascending = all(int(a["seq"][-1]) < int(b["seq"][0])
+                    for a, b in pairwise(parts))
+    whole = concat(parts) or empty_output()
+    return whole if ascending else sort_output(whole, rule_order)
+
+
 def _rule_ranks(rules: np.ndarray, rule_order: dict[str, int]) -> np.ndarray:
     """Each row's rule's place in ``rule_order`` (-1: not in it). A table of one rule's
     rows (the usual case) is told by one comparison per row, which costs a sixth of
@@ -136,7 +150,9 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     columns re-sorted, stably, by their key's JSON text: rows of several keys (timers
     at one deadline, later stages' events) then come in the same order whichever engine
     made them. Each key's text is written once; no Python loop over the runs, and one
-    stable sort of (run, key rank) as one int64, not a lexsort's two sorts."""
+    stable sort of (run, key rank) as one int64, not a lexsort's two sorts, made only
+    when the runs are not in that order already (a rate-limited rule releases its rows
+    so: ``rate_intervals.every_time``)."""
     n = len(order)
     if n < 2:
         return order
@@ -148,12 +164,23 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
         return order
     run = np.cumsum(np.r_[True, ~same])  # each position's run of equal columns
     tied = np.flatnonzero(np.r_[same, False] | np.r_[False, same])  # runs of 2 or more
-    codes, texts = distinct_texts(keys[order[tied]], json.dumps)
-    rank = np.unique(texts, return_inverse=True)[1].reshape(-1)[codes]
+    rank = key_text_ranks(keys[order[tied]])
+    by_run_then_key = run[tied] * (int(rank.max()) + 1) + rank  # < n², which an int64 holds
+    if (by_run_then_key[1:] >= by_run_then_key[:-1]).all():
+        return order
     order = order.copy()
-    by_run_then_key = run[tied] * len(texts) + rank  # < n², which an int64 holds
     order[tied] = order[tied][np.argsort(by_run_then_key, kind="stable")]  # ties keep order
     return order
+
+
+def key_text_ranks(keys: np.ndarray) -> np.ndarray:
+    """Each key's place in the order of the keys' JSON texts (``json.dumps``; equal
+    texts, equal places): the order of keys within rows that tie (see
+    :func:`by_key_within_ties`)."""
+    codes, texts = distinct_texts(keys, json.dumps)
+    # as a numpy str array, whose order is str's (code points; a JSON text has no NUL,
+    # which such an array would drop at its end): 4,096 texts sort in 0.7 ms, not 1.9
+    return np.unique(texts.astype(str), return_inverse=True)[1].reshape(-1)[codes]
 
 
 def output_lines(table: Table) -> str:

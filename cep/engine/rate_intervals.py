@@ -60,8 +60,8 @@ def concat_rows(parts: list[Rows]) -> Rows:
 
 @dataclass(frozen=True)
 class Released:
-    """What a batch releases, and what stays pending: ``rows`` released (in key order,
-    then the order each key released them), ``pending`` the rows still held per key
+    """What a batch releases, and what stays pending: ``rows`` released (see
+    :func:`every_time` for their order), ``pending`` the rows still held per key
     index, and per key its open interval after the batch (``open``: has one)."""
 
     rows: Rows
@@ -75,12 +75,16 @@ class Released:
 def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: np.ndarray,
                has_first: np.ndarray, first_bucket: np.ndarray, held: Rows, rows: Rows,
                tick_key: np.ndarray, tick_time: np.ndarray, end: int,
-               reach: Callable[[np.ndarray], np.ndarray]) -> Released:
+               reach: Callable[[np.ndarray], np.ndarray], key_rank: np.ndarray
+               ) -> Released:
     """``OUTPUT ALL|LAST|FIRST EVERY period``: keys' state (per key index: an open
     interval ``bucket`` where ``open_``; FIRST's last interval that released a row),
     ``held`` rows pending from earlier batches, the batch's result ``rows`` and ticks,
     the watermark ``end`` and ``reach`` (deadlines → seq where the watermark reaches
-    each: ``Watermark.reach``)."""
+    each: ``Watermark.reach``). ALL and LAST release their rows in the reference order
+    (``output.sort_output``'s, which then has nothing to sort): by deadline, then by
+    key as ``key_rank`` (per key index: its place in the order of keys' JSON texts)
+    ranks them, then in the order they were made; FIRST its rows in key order."""
     row_time = rows.at // 2
     open_keys = np.flatnonzero(open_)
     # every item with its key and interval; held rows are in their key's open interval
@@ -96,12 +100,13 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
     last = np.r_[i_key[1:] != i_key[:-1], True] if len(i_key) else np.empty(0, bool)
     i_end = (i_bucket + 1) * period
     closes = ~last | (i_end <= end)
-    # the rows: held ones first, then the batch's, each with its interval
+    # the rows: held ones first, then the batch's, each with its interval; ordered by
+    # interval as indices (``by_interval``), each row set taken once, not the whole
     n_held = len(held)
     every = concat_rows([held, rows])
     row_interval = interval[len(open_keys): len(open_keys) + len(every)]
     by_interval = code_order(row_interval)  # stable; intervals are in key order
-    every, row_interval = every.take(by_interval), row_interval[by_interval]
+    row_interval = row_interval[by_interval]
     first_row = np.r_[True, row_interval[1:] != row_interval[:-1]] if len(every) else \
         np.empty(0, bool)
     last_row = np.r_[row_interval[1:] != row_interval[:-1], True] if len(every) else \
@@ -114,35 +119,65 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
     new_bucket[i_key[still]] = i_bucket[still]
     has_first, first_bucket = has_first.copy(), first_bucket.copy()
     if kind == "first":
+        row_key = every.key[by_interval]
         from_batch = by_interval >= n_held
         fresh = first_row & from_batch & ~(
-            has_first[every.key] & (first_bucket[every.key] == i_bucket[row_interval]))
-        out = every.take(fresh)
+            has_first[row_key] & (first_bucket[row_key] == i_bucket[row_interval]))
+        out = every.take(by_interval[fresh])
         newest = np.r_[out.key[1:] != out.key[:-1], True] if len(out) else fresh[:0]
         has_first[out.key[newest]] = True  # each key's latest interval (they ascend)
         first_bucket[out.key[newest]] = i_bucket[row_interval[fresh]][newest]
-        return Released(out, every.take(np.zeros(len(every), bool)), new_open, new_bucket,
+        return Released(out, every.take(np.empty(0, np.int64)), new_open, new_bucket,
                         first_bucket, has_first)
     keep = np.ones(len(every), dtype=bool) if kind == "all" else last_row
     out_at = shut & keep
-    leave = every.take(out_at)
     deadline = i_end[row_interval[out_at]]
-    released = leave.stamped(np.asarray(reach(deadline), np.int64), 2 * deadline,
+    leaving = by_interval[out_at]
+    by_release = _release_order(deadline, key_rank[every.key[leaving]], period)
+    leave, deadline = every.take(leaving[by_release]), deadline[by_release]
+    released = leave.stamped(_reached(deadline, reach), 2 * deadline,
                              np.full(len(leave), TIMER, np.int64))
-    return Released(released, every.take(~shut & keep), new_open, new_bucket, first_bucket,
-                    has_first)
+    return Released(released, every.take(by_interval[~shut & keep]), new_open, new_bucket,
+                    first_bucket, has_first)
+
+
+def _release_order(deadline: np.ndarray, rank: np.ndarray, period: int) -> np.ndarray:
+    """The stable order of released rows by (deadline, key rank): deadlines are
+    multiples of the period, so both fit one small int (one radix sort where it is
+    under 2**16: 100k rows, 10 deadlines, 4,096 keys) and a lexsort is left for
+    deadlines far apart."""
+    if not len(deadline):
+        return np.empty(0, dtype=np.int64)
+    step = (deadline - int(deadline.min())) // period
+    span = int(rank.max()) + 1
+    if (int(step.max()) + 1) * span >= 2**62:
+        return np.lexsort((rank, step))
+    return code_order(step * span + rank)
+
+
+def _reached(deadline: np.ndarray, reach: Callable[[np.ndarray], np.ndarray]
+             ) -> np.ndarray:
+    """``reach`` of ascending deadlines, asked once per distinct deadline (a batch's
+    released rows share a few: one binary search each, not one per row)."""
+    if not len(deadline):
+        return np.empty(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, deadline[1:] != deadline[:-1]])
+    seqs = np.asarray(reach(deadline[starts]), np.int64)
+    return np.repeat(seqs, np.diff(np.append(starts, len(deadline))))
 
 
 def _grouped(keys: np.ndarray, buckets: np.ndarray) -> np.ndarray:
     """An order of the items by (key, interval): only the groups matter, not the order
-    within one, so one plain argsort of both as one int64 where they fit (150k items:
-    about a fifth of a lexsort's two stable sorts)."""
+    within one, so one sort of both as one int64 where they fit (150k items: about a
+    fifth of a lexsort's two stable sorts), a radix sort where that is under 2**16
+    (4,096 keys, a dozen intervals)."""
     if not len(keys):
         return np.empty(0, dtype=np.int64)
     low, span = int(buckets.min()), int(buckets.max()) - int(buckets.min()) + 1
     if (int(keys.max()) + 1) * span >= 2**62:
         return np.lexsort((buckets, keys))
-    return np.argsort(keys * span + (buckets - low))
+    both = keys * span + (buckets - low)
+    return code_order(both) if (int(keys.max()) + 1) * span <= 2**16 else np.argsort(both)
 
 
 def every_n_events(n: int, count: np.ndarray, held: Rows, rows: Rows

@@ -37,9 +37,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.clock import Watermark
-from cep.engine.output import TIMER, empty_output
+from cep.engine.output import TIMER, empty_output, key_text_ranks
 from cep.engine.rate_intervals import ROW_FIELDS, Rows, every_n_events, every_time
 from cep.engine.rate_state import EMPTY, RateState
 from cep.engine.table import (
@@ -94,7 +95,9 @@ class RateLimited:
         if self.limit.kind != "snapshot":
             return self._every_period(out, args[:-1], clock)
         rows = _rows_by_key(out)
-        tick_keys, tick_times = self._opening_ticks(args[:-1])
+        events_keys, release, times = self._clock_events(args[:-1])
+        opening = self._opening(factorize(events_keys), release, times)
+        tick_keys, tick_times = events_keys[opening], times[opening]
         ticks: dict[object, list[int]] = {}
         for key, time in zip(tick_keys.tolist(), tick_times.tolist(), strict=True):
             ticks.setdefault(key, []).append(time)
@@ -124,7 +127,7 @@ class RateLimited:
         if m == 0:
             return empty_output()
         n = self.limit.events
-        codes = factorize(out["key"])
+        codes = batch_keys([out["key"]])[1]
         order = lexsorted((out["origin"], out["at"], out["seq"], codes))  # stable
         sorted_codes = codes[order]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
@@ -142,7 +145,7 @@ class RateLimited:
         """ALL EVERY n EVENTS: each block of n rows of a key leaves at its n-th row."""
         if not out or not len(out["seq"]):
             return empty_output()
-        keys, codes = self._batch_keys([out["key"]])
+        keys, codes = batch_keys([out["key"]])
         found = self.columns.find(keys)  # type: ignore[union-attr]
         released, pending, count = every_n_events(
             self.limit.events, found.count, found.held,  # type: ignore[arg-type]
@@ -154,45 +157,35 @@ class RateLimited:
     def _every_period(self, out: Table, args: tuple, clock: Watermark) -> Table:
         """ALL, LAST and FIRST EVERY T, every key of the batch at once (see
         ``cep.engine.rate_intervals``)."""
-        tick_keys, tick_times = self._opening_ticks(args)
+        events_keys, release, time = self._clock_events(args)
         due = self.columns.due(clock.end)  # type: ignore[union-attr]
-        n = len(out["seq"]) if out else 0
-        keys, codes = self._batch_keys(
-            [out["key"] if n else object_array([]), tick_keys, due])
+        n, m = (len(out["seq"]) if out else 0), len(events_keys)
+        # one numbering of the keys of the rows, the events and the keys due
+        keys, codes = batch_keys(
+            [out["key"] if n else object_array([]), events_keys, due])
         if not len(keys):
             return empty_output()
+        opening = self._opening(codes[n: n + m], release, time)
         found = self.columns.find(keys)  # type: ignore[union-attr]
         result = every_time(
             self.limit.kind, self.limit.period_us, len(keys),  # type: ignore[arg-type]
             found.open, found.bucket, found.has_first, found.first_bucket, found.held,
-            _made_order(_rows(out, codes[:n])), codes[n: n + len(tick_keys)], tick_times,
+            _made_order(_rows(out, codes[:n])), codes[n: n + m][opening], time[opening],
             clock.end,
-            lambda deadlines: clock.reach(deadlines)[0])
+            lambda deadlines: clock.reach(deadlines)[0], key_text_ranks(keys))
         self.columns.store(keys, found.count, result.open,  # type: ignore[union-attr]
                            result.bucket, result.has_first, result.first_bucket,
                            result.pending)
         return self._released_table(keys, result.rows)
 
-    def _batch_keys(self, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """The keys in ``parts`` (an object array) in order of first appearance and each
-        value's key index."""
-        every = np.concatenate([object_array(list(p)) if p.dtype != object else p
-                                for p in parts]) if parts else object_array([])
-        if not len(every):
-            return every, np.empty(0, dtype=np.int64)
-        codes = factorize(every)  # numbered in order of first appearance
-        first = np.empty(int(codes.max()) + 1, dtype=np.int64)
-        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first one wins
-        return every[first], codes
-
     def _released_table(self, keys: np.ndarray, rows: Rows) -> Table:
         if not len(rows):
             return empty_output()
         return {"rule": repeated(self.rule_name, len(rows)),
-                "key": keys[rows.key], "seq": rows.seq.astype(np.int64),
-                "ts": rows.ts.astype(np.int64), "ts__null": rows.ts__null.astype(bool),
-                "values": rows.values, "at": rows.at.astype(np.int64),
-                "origin": rows.origin.astype(np.int64)}
+                "key": keys[rows.key], "seq": np.asarray(rows.seq, np.int64),
+                "ts": np.asarray(rows.ts, np.int64), "ts__null": np.asarray(rows.ts__null, bool),
+                "values": rows.values, "at": np.asarray(rows.at, np.int64),
+                "origin": np.asarray(rows.origin, np.int64)}
 
     def _snapshots(self, key: object, rows: list[Row], ticks: list[int], clock: Watermark
                    ) -> list[tuple[object, Row]]:
@@ -242,29 +235,35 @@ class RateLimited:
             self.timers.set(key, None if bucket is None
                             else (bucket + 1) * self.limit.period_us)
 
-    def _opening_ticks(self, args: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """The keys and effective times of the events that may open an interval, in
-        processing order per key: each key's first event of the batch and each that
-        moves it into a later interval, found with array operations over all of the
-        batch's events (an interval closes before a later one opens, so no other event
-        can open one)."""
+    def _clock_events(self, args: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The keys (as their tables hold them, or an object array), release seqs and
+        effective times of the batch's events of all of the rule's streams: the events
+        that may open an interval."""
         parts = [(t[KEY], t[RELEASE], t[TIME]) for t in self.clock_tables(args)
                  if t and len(t[KEY])]
         if not parts:
-            return object_array([]), np.empty(0, dtype=np.int64)
-        keys = np.concatenate([p[0] if p[0].dtype == object else object_array(p[0].tolist())
-                               for p in parts])
+            return object_array([]), np.empty(0, np.int64), np.empty(0, np.int64)
+        keys = (np.concatenate([p[0] for p in parts]) if len({p[0].dtype for p in parts}) == 1
+                else np.concatenate([object_array(p[0].tolist()) for p in parts]))
         release = np.concatenate([p[1] for p in parts])
-        time = np.concatenate([p[2] for p in parts])
-        codes = factorize(keys)
+        time = np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False)
+        return keys, release, time
+
+    def _opening(self, codes: np.ndarray, release: np.ndarray, time: np.ndarray
+                 ) -> np.ndarray:
+        """Which of the events (their keys' codes, release seqs and times) open an
+        interval, as indices in processing order per key: each key's first event of
+        the batch and each that moves it into a later interval, found with array
+        operations over all of the batch's events (an interval closes before a later
+        one opens, so no other event can open one)."""
+        if not len(codes):
+            return np.empty(0, np.int64)
         # the events come in time order mostly: by key, stably, is then the order
         order = lexsorted((release, time, codes), code_order(codes))
-        codes, time, keys = codes[order], time[order], keys[order]
-        bucket = time // self.limit.period_us
+        codes, bucket = codes[order], time[order] // self.limit.period_us
         first = np.r_[True, codes[1:] != codes[:-1]]
         later = np.r_[False, bucket[1:] > bucket[:-1]] & ~first
-        opening = first | later
-        return keys[opening], time[opening].astype(np.int64)
+        return order[first | later]
 
     def _table(self, released: list[tuple[object, Row]]) -> Table:
         if not released:
@@ -356,6 +355,61 @@ def clock_tables(rule: ir.StatefulRule) -> Callable[[tuple], list[Table]]:
     if isinstance(rule, ir.JoinRule):
         return lambda args: [args[0], args[1]]
     return lambda args: list(args[0].values())
+
+
+def batch_keys(parts: list[np.ndarray], grouped: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The keys in ``parts`` (key columns) in order of first appearance, as an object
+    array, and each value's key index, as ``table.factorize`` numbers them. The first
+    ``grouped`` parts come with equal keys mostly together (an operator's result rows,
+    grouped by key): their runs of equal keys are found by comparing neighbours, and
+    only each run's first key is hashed (100k result rows of 4,096 keys: 0.6 ms against
+    3.4 ms of hashing them all). Keys that are all ints are hashed as int64."""
+    if not sum(map(len, parts)):
+        return object_array([]), np.empty(0, dtype=np.int64)
+    runs = [_runs(p) if i < grouped else None for i, p in enumerate(parts)]
+    heads = [p if r is None else p[r[0]] for p, r in zip(parts, runs, strict=True)]
+    ints = _as_ints(heads)
+    if ints is not None:
+        every = np.concatenate(ints)
+        codes = pd.factorize(every)[0].astype(np.int64)  # numbered by first appearance
+    else:
+        every = np.concatenate([h if h.dtype == object else object_array(h.tolist())
+                                for h in heads])
+        codes = factorize(every)
+    first = np.empty(int(codes.max()) + 1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first one wins
+    keys = every[first] if every.dtype == object else object_array(every[first].tolist())
+    bounds = np.cumsum([0, *map(len, heads)])
+    return keys, np.concatenate([
+        codes[lo:hi] if r is None else codes[lo:hi][r[1]]
+        for lo, hi, r in zip(bounds[:-1], bounds[1:], runs, strict=True)])
+
+
+def _as_ints(parts: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The key columns as int64 when every key is an int that fits one (equal ints,
+    equal int64s: 100k keys hashed in 1.7 ms against 3.4 ms as objects, with the
+    check and conversion), else None (a bool, float, str or bigger int among them)."""
+    out = []
+    for part in parts:
+        if part.dtype.kind == "i" or (part.dtype.kind == "u" and part.dtype.itemsize < 8):
+            out.append(part.astype(np.int64, copy=False))
+        elif part.dtype == object and (
+                not len(part) or pd.api.types.infer_dtype(part, skipna=False) == "integer"):
+            try:
+                out.append(np.asarray(part, dtype=np.int64))
+            except OverflowError:
+                return None
+        else:
+            return None
+    return out
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each run of equal neighbouring keys and each row's run."""
+    change = np.empty(len(keys), dtype=bool)
+    change[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=change[1:])
+    return np.flatnonzero(change), np.cumsum(change) - 1
 
 
 def _rows(out: Table, codes: np.ndarray) -> Rows:

@@ -12,7 +12,11 @@ What a key holds (``cep.engine.rate_limit`` says why): its count of result rows
 (FIRST EVERY T) and its pending rows. Here each is one array over the keys held (the
 keys in an object array, found with ``windows.key_positions``: one hash pass, no Python
 step per key), and the pending rows of all keys are one table with a ``key`` column,
-each key's rows in the order they were made. A key's next deadline (its open
+each key's rows in the order they were made. That column holds the key's place in the
+keys held, not the key itself: a batch then finds its keys' rows, and lets go of
+others', by integer indexing, where matching every pending row's key object (as many
+rows as a batch makes, for ``OUTPUT ALL EVERY T``) by hash cost two hash passes a
+batch. A key's next deadline (its open
 interval's end) is read off the columns, so no timer index is kept.
 
 The state leaves and enters as it always did, a dict of plain values per key
@@ -27,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.engine.rate_intervals import ROW_FIELDS, Rows
-from cep.engine.table import Table, object_array, take
+from cep.engine.table import Table, code_order, object_array, take
 from cep.engine.windows import key_positions
 
 EMPTY = {"count": 0, "bucket": None, "first_bucket": None, "pending": [], "latest": None}
-PENDING_DTYPES = {"key": object, "seq": np.int64, "ts": np.int64, "ts__null": bool,
+PENDING_DTYPES = {"key": np.int64, "seq": np.int64, "ts": np.int64, "ts__null": bool,
                   "values": object, "at": np.int64, "origin": np.int64}
 
 
@@ -84,9 +88,11 @@ class RateState:
                 return np.full(len(keys), blank, dtype=values.dtype)
             return np.where(known, values[where], blank)
 
-        held_at = key_positions(keys, self.pending["key"])
+        batch_index = np.full(len(self.keys), -1, dtype=np.int64)  # held key → keys'
+        batch_index[at[known]] = np.flatnonzero(known)
+        held_at = batch_index[self.pending["key"]]
         mine = np.flatnonzero(held_at >= 0)
-        mine = mine[np.argsort(held_at[mine], kind="stable")]
+        mine = mine[_stable_order(held_at[mine])]
         held = Rows(held_at[mine], *(self.pending[c][mine] for c in ROW_FIELDS))
         return Found(column(self.count, 0), column(self.open, False),
                      column(self.bucket, 0), column(self.has_first, False),
@@ -102,16 +108,20 @@ class RateState:
         counting = count % self.events != 0 if self.events else np.zeros(len(keys), bool)
         keep = open_ | counting | holds
         stay = key_positions(keys, self.keys) < 0
+        n_stay = int(stay.sum())
         self.keys = np.concatenate((self.keys[stay], keys[keep]))
         self.count = np.concatenate((self.count[stay], count[keep]))
         self.open = np.concatenate((self.open[stay], open_[keep]))
         self.bucket = np.concatenate((self.bucket[stay], bucket[keep]))
         self.has_first = np.concatenate((self.has_first[stay], has_first[keep]))
         self.first_bucket = np.concatenate((self.first_bucket[stay], first_bucket[keep]))
-        others = key_positions(keys, self.pending["key"]) < 0
-        added = {"key": keys[pending.key],
+        # pending rows: the other keys' rows (their keys' places renumbered), then these
+        slot = self.pending["key"]
+        others = stay[slot]
+        place = {"key": (np.cumsum(stay) - 1)[slot[others]]}
+        added = {"key": n_stay + np.cumsum(keep)[pending.key] - 1,
                  **{c: getattr(pending, c) for c in ROW_FIELDS}}
-        self.pending = {name: np.concatenate((values[others], added[name]))
+        self.pending = {name: np.concatenate((place.get(name, values[others]), added[name]))
                         for name, values in self.pending.items()}
 
     def due(self, until: int) -> np.ndarray:
@@ -132,8 +142,9 @@ class RateState:
         leaving = np.flatnonzero(at >= 0)
         if not len(leaving):
             return {}
-        rows = key_positions(wanted, self.pending["key"])
-        moving = rows >= 0
+        staying = np.ones(len(self.keys), bool)
+        staying[leaving] = False
+        moving = ~staying[self.pending["key"]]
         out: dict[object, dict] = {}
         for i in leaving.tolist():
             out[self.keys[i]] = {
@@ -142,10 +153,9 @@ class RateState:
                 "first_bucket": int(self.first_bucket[i]) if self.has_first[i] else None,
                 "pending": [], "latest": None}
         columns = [self.pending[c][moving].tolist() for c in ROW_FIELDS]
-        for key, *row in zip(self.pending["key"][moving].tolist(), *columns, strict=True):
+        for key, *row in zip(self.keys[self.pending["key"][moving]].tolist(), *columns,
+                             strict=True):
             out[key]["pending"].append(row)
-        staying = np.ones(len(self.keys), bool)
-        staying[leaving] = False
         self._keep(staying, ~moving)
         return out
 
@@ -165,8 +175,7 @@ class RateState:
                    np.array([0 if b is None else b for b in bucket], np.int64),
                    np.array([f is not None for f in first], bool),
                    np.array([0 if f is None else f for f in first], np.int64),
-                   Rows(np.asarray(held["key"].tolist(), np.int64),
-                        *(held[c] for c in ROW_FIELDS)))
+                   Rows(*(held[c] for c in ("key", *ROW_FIELDS))))
 
     def as_dicts(self) -> dict[object, dict]:
         """Every key's state as per-key dicts (the state is left as it is)."""
@@ -178,7 +187,19 @@ class RateState:
         return out
 
     def _keep(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Keep the keys held where ``keys`` and the pending rows where ``rows`` (rows
+        of kept keys only), renumbering the rows' keys."""
+        place = np.cumsum(keys) - 1
         self.keys, self.count, self.open = self.keys[keys], self.count[keys], self.open[keys]
         self.bucket, self.has_first = self.bucket[keys], self.has_first[keys]
         self.first_bucket = self.first_bucket[keys]
         self.pending = take(self.pending, rows)
+        self.pending["key"] = place[self.pending["key"]]
+
+
+def _stable_order(codes: np.ndarray) -> np.ndarray:
+    """A stable order of non-negative int codes: none to make when they ascend already
+    (pending rows stay grouped by key in the order keys were stored)."""
+    if len(codes) < 2 or (codes[1:] >= codes[:-1]).all():
+        return np.arange(len(codes))
+    return code_order(codes)

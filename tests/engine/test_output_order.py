@@ -5,13 +5,20 @@ as the oracle), for keys of every kind (ints, strings, mixed, lists as tuples)."
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cep.engine.output import _rule_ranks, by_key_within_ties
-from cep.engine.table import object_array, repeated
+from cep.engine.output import (
+    _rule_ranks,
+    by_key_within_ties,
+    concat_sorted,
+    output_records,
+    sort_output,
+)
+from cep.engine.table import object_array, repeated, take
 
 
 def oracle(order: np.ndarray, columns: tuple[np.ndarray, ...], keys: np.ndarray
@@ -67,3 +74,35 @@ def test_repeated_is_np_full_of_one_shared_value(value, n):
     out = repeated(value, n)
     assert out.dtype == object and out.tolist() == np.full(n, value, dtype=object).tolist()
     assert len({id(v) for v in out.tolist()}) <= 1
+
+
+def _rows(keys: list, seq: list[int], at: list[int], rules: list[str]) -> dict:
+    n = len(keys)
+    return {"rule": object_array(rules), "key": object_array(keys),
+            "seq": np.array(seq, np.int64), "ts": np.arange(n, dtype=np.int64),
+            "ts__null": np.zeros(n, bool),
+            "values": object_array([f'{{"i":{i}}}' for i in range(n)]),
+            "at": np.array(at, np.int64), "origin": np.full(n, -1, np.int64)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(0, 30), shuffled=st.booleans())
+def test_parts_in_order_concatenate_to_the_whole_sorted(data, n, shuffled):
+    """``concat_sorted`` of parts each in the reference order is ``sort_output`` of
+    them all: the parts as they are where their seqs ascend part after part (cuts of
+    the sorted rows between seqs), sorted whole where not (cuts within a seq, parts of
+    shuffled rows)."""
+    ints = st.lists(st.integers(0, 4), min_size=n, max_size=n)
+    rows = _rows(data.draw(st.lists(st.integers(0, 3) | st.sampled_from(["a", "b"]),
+                                    min_size=n, max_size=n)),
+                 data.draw(ints), data.draw(ints),
+                 data.draw(st.lists(st.sampled_from(["r", "s"]), min_size=n, max_size=n)))
+    order = {"s": 0, "r": 1}
+    source = take(rows, np.random.default_rng(n).permutation(n)) if shuffled else \
+        sort_output(rows, order)
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4)))
+    bounds = [0, *cuts, n]
+    parts = [sort_output(take(source, np.arange(a, b)), order)
+             for a, b in pairwise(bounds)]
+    assert output_records(concat_sorted(parts, order)) == \
+        output_records(sort_output(source, order))
