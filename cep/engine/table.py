@@ -119,7 +119,7 @@ def factorize(keys: np.ndarray) -> np.ndarray:
     """Dense int codes for key values (equal keys → equal codes; None is a key too)."""
     import pandas as pd
 
-    if keys.dtype.kind in "iu" and len(keys):
+    if keys.dtype.kind in "iu" and keys.dtype != np.uint64 and len(keys):  # fit int64
         codes = _dense_codes(keys)
         if codes is not None:
             return codes
