@@ -102,7 +102,9 @@ def add_keys(table: Table, key: str | None) -> Table:
         has_nulls = nulls is not None and bool(nulls.any())
         # without NULLs to blank out, a string key is its field's array itself, which
         # the Spark payload then sends once (payload.py)
-        values = table[key].astype(object, copy=has_nulls)
+        values = table[key]
+        if has_nulls or values.dtype.kind != "i":
+            values = values.astype(object, copy=has_nulls)
         if has_nulls:
             values[nulls] = None
         out[KEY] = values

@@ -131,7 +131,8 @@ class Engine:
             found.update(dict.fromkeys(op.due_keys(until)))
         for rows in self.waiting.values():
             found.update(dict.fromkeys(rows[KEY][rows[TIME] <= until].tolist()))
-        return list(found)
+        # an int64 key column's scalars as Python ints: callers write keys as JSON
+        return [k.item() if isinstance(k, np.generic) else k for k in found]
 
     def snapshot(self) -> bytes:
         """The whole engine's state in one blob (every key at once: far cheaper per batch

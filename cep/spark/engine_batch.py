@@ -394,5 +394,5 @@ def key_counts(keys: np.ndarray) -> dict[str, int]:
     counts = np.bincount(codes)
     first = np.zeros(len(counts), dtype=np.int64)
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    return {json.dumps(keys[i]): int(c) for i, c in zip(first.tolist(), counts.tolist(),
-                                                         strict=True)}
+    return {json.dumps(k): int(c) for k, c in zip(keys[first].tolist(), counts.tolist(),
+                                                  strict=True)}
