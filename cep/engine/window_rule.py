@@ -17,9 +17,16 @@ import numpy as np
 from cep.engine.aggregates import compute_aggregates
 from cep.engine.clock import Watermark
 from cep.engine.emit import emit, timestamp_col
-from cep.engine.expr import Col, Env, collect_aggregates, collect_window_functions, truth
+from cep.engine.expr import (
+    Col,
+    Env,
+    collect_aggregates,
+    collect_nodes,
+    collect_window_functions,
+    truth,
+)
 from cep.engine.output import Stamps, empty_output, event_stamps, timer_stamps
-from cep.engine.table import KEY, SEQ, TIME, Table, nrows, take
+from cep.engine.table import KEY, NULL_SUFFIX, SEQ, TIME, Table, nrows, take
 from cep.engine.window_functions import PriorBuffer, window_values
 from cep.engine.window_kinds import (
     first_time_kept,
@@ -41,6 +48,13 @@ class WindowOperator(WindowState):
         self.window = KeyedWindow(rule.window)
         outputs = [rule.having, *(c.expr for c in rule.columns)]
         self.aggs = collect_aggregates(outputs)
+        # the fields a trigger's row is read for (its SELECT and HAVING, and its event
+        # time): a batch's triggers are gathered with these and the internal columns
+        # only, not every field of the stream (the flights per-event job: a string
+        # column's gather costs ~12x an int64's, and most rules read one or two fields)
+        self.trigger_fields = frozenset(
+            {ref.name for ref in collect_nodes(outputs, ir.FieldRef)}
+            | ({stream.timestamp} if stream.timestamp else set()))
         self.window_functions = collect_window_functions(outputs)
         self.prior = (PriorBuffer(self.window_functions)
                       if any(fn.kind == "prior" for fn in self.window_functions) else None)
@@ -55,7 +69,9 @@ class WindowOperator(WindowState):
             return empty_output()
         env = Env(nrows(rows))
         env.bind_table("", rows)
-        rows = take(rows, truth(self.rule.filter, env))
+        passed = truth(self.rule.filter, env)
+        if not passed.all():  # most rules filter nothing: no copy of every column then
+            rows = take(rows, passed)
         merged = self.window.merge(rows)
         out, keep = self._evaluate(merged, rows, clock)
         self.window.retain(merged, clock.end, keep)
@@ -116,7 +132,7 @@ class WindowOperator(WindowState):
                                               merged.gstart[trig], merged.time[trig])
         aggs = compute_aggregates(self.aggs, env, where, lo, hi)
         aggs.update(window_values(self.window_functions, env, lo, hi))
-        triggers = take(merged.table, trig)
+        triggers = take(self._trigger_columns(merged.table), trig)
         if self.prior is not None:
             aggs.update(self.prior.values(rows, triggers, clock.end))
         trig_env = Env(len(trig))
@@ -124,6 +140,13 @@ class WindowOperator(WindowState):
         stamps, ts = self._stamps(triggers, merged.release[trig], deadline, clock)
         return emit(rule.name, rule.columns, rule.having, triggers[KEY], trig_env, aggs,
                     ts, stamps), keep
+
+    def _trigger_columns(self, table: Table) -> Table:
+        """The columns of ``table`` a trigger's row is read for: the internal ones, the
+        fields in :attr:`trigger_fields` and their NULL masks."""
+        return {name: values for name, values in table.items()
+                if name.startswith("__") or name.removesuffix(NULL_SUFFIX)
+                in self.trigger_fields}
 
     def _stamps(self, triggers: Table, release: np.ndarray, deadline: np.ndarray | None,
                 clock: Watermark) -> tuple[Stamps, Col | None]:
