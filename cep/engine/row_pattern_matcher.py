@@ -21,6 +21,11 @@ The rules, in SQL:2016's terms (and Trino's):
   empty match always the next row);
 * of two threads of one start at one instruction the less preferred is dropped only when
   nothing a later DEFINE reads tells them apart (the program's ``reads``).
+
+Why it stays beside the compiled matcher (``cep.engine.row_pattern_kernel``, about 20x
+faster): it runs the rules that matcher does not take (docs/esper.md lists them, with
+their measured rates), and it is the oracle the kernel's differential test
+(tests/engine/test_match_recognize_kernel.py) compares it with.
 """
 
 from __future__ import annotations
