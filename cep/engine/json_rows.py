@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.engine.expr import Col
-from cep.engine.table import object_array, repeated
+from cep.engine.table import factorize, first_rows, object_array, repeated
 
 BLOCK = 1 << 16  # rows built at a time, so that Arrow's buffers stay in the cache
 
@@ -298,8 +298,8 @@ def _int_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         ints = np.asarray(values, dtype=np.int64)
     except OverflowError:
         return None
-    codes, uniques = pd.factorize(ints)
-    return codes.astype(np.int64), object_array(uniques.astype(str).tolist())
+    codes = factorize(ints)
+    return codes, object_array(ints[first_rows(codes)].astype(str).tolist())
 
 
 def _dumps(value: object) -> str:

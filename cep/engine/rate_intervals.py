@@ -143,16 +143,10 @@ def every_time(kind: str, period: int, n_keys: int, open_: np.ndarray, bucket: n
 
 def _release_order(deadline: np.ndarray, rank: np.ndarray, period: int) -> np.ndarray:
     """The stable order of released rows by (deadline, key rank): deadlines are
-    multiples of the period, so both fit one small int (one radix sort where it is
-    under 2**16: 100k rows, 10 deadlines, 4,096 keys) and a lexsort is left for
-    deadlines far apart."""
+    multiples of the period, so their steps from the first are small ints."""
     if not len(deadline):
         return np.empty(0, dtype=np.int64)
-    step = (deadline - int(deadline.min())) // period
-    span = int(rank.max()) + 1
-    if (int(step.max()) + 1) * span >= 2**62:
-        return np.lexsort((rank, step))
-    return code_order(step * span + rank)
+    return _pair_order((deadline - int(deadline.min())) // period, rank)
 
 
 def _reached(deadline: np.ndarray, reach: Callable[[np.ndarray], np.ndarray]
@@ -167,17 +161,21 @@ def _reached(deadline: np.ndarray, reach: Callable[[np.ndarray], np.ndarray]
 
 
 def _grouped(keys: np.ndarray, buckets: np.ndarray) -> np.ndarray:
-    """An order of the items by (key, interval): only the groups matter, not the order
-    within one, so one sort of both as one int64 where they fit (150k items: about a
-    fifth of a lexsort's two stable sorts), a radix sort where that is under 2**16
-    (4,096 keys, a dozen intervals)."""
+    """An order of the items by (key, interval)."""
     if not len(keys):
         return np.empty(0, dtype=np.int64)
-    low, span = int(buckets.min()), int(buckets.max()) - int(buckets.min()) + 1
-    if (int(keys.max()) + 1) * span >= 2**62:
-        return np.lexsort((buckets, keys))
-    both = keys * span + (buckets - low)
-    return code_order(both) if (int(keys.max()) + 1) * span <= 2**16 else np.argsort(both)
+    return _pair_order(keys, buckets - int(buckets.min()))
+
+
+def _pair_order(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """The stable order of rows by (major, minor), both non-negative ints: one sort of
+    ``major * span + minor`` where that fits an int64 (``code_order``: a radix sort
+    under 2**16, such as 4,096 keys by a dozen intervals, or 10 deadlines by 4,096 key
+    ranks; 150k items: about a fifth of a lexsort's two stable sorts), else a lexsort."""
+    span = int(minor.max()) + 1
+    if (int(major.max()) + 1) * span >= 2**62:
+        return np.lexsort((minor, major))
+    return code_order(major.astype(np.int64) * span + minor)
 
 
 def every_n_events(n: int, count: np.ndarray, held: Rows, rows: Rows

@@ -147,12 +147,22 @@ def _dense_codes(values: np.ndarray) -> np.ndarray | None:
     if span > 2 * n + 65_536:
         return None
     offset = values.astype(np.int64) - lo
-    first = np.full(span, n, dtype=np.int64)
-    first[offset[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: the first row
+    first = first_rows(offset, span)
     present = np.flatnonzero(first < n)
     rank = np.empty(span, dtype=np.int64)
     rank[present[np.argsort(first[present], kind="stable")]] = np.arange(len(present))
     return rank[offset]
+
+
+def first_rows(codes: np.ndarray, n_codes: int | None = None) -> np.ndarray:
+    """The index of the first row of each code ``0 .. n_codes - 1`` (by default up to
+    the largest code), ``len(codes)`` for a code no row has: one scatter over the rows
+    in reverse, whose last write to a code is its first row."""
+    n = len(codes)
+    size = (int(codes.max()) + 1 if n else 0) if n_codes is None else n_codes
+    first = np.full(size, n, dtype=np.int64)
+    first[codes[::-1]] = np.arange(n - 1, -1, -1)
+    return first
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from cep.engine.table import (
     code_order,
     concat,
     factorize,
+    first_rows,
     group_ends,
     group_starts,
     lexsorted,
@@ -247,9 +248,8 @@ def key_positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """For each of ``values``, the index in ``keys`` of its key (equal as ``factorize``
     compares keys), or -1: one hash pass over both."""
     codes = factorize(_concat_keys(keys, values))
-    lookup = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype=np.int64)
-    lookup[codes[:len(keys)][::-1]] = np.arange(len(keys) - 1, -1, -1)  # first wins
-    return lookup[codes[len(keys):]]
+    first = first_rows(codes[:len(keys)], int(codes.max()) + 1 if len(codes) else 0)
+    return np.where(first < len(keys), first, -1)[codes[len(keys):]]
 
 
 def _processing_order(table: Table, codes: np.ndarray, n_old: int) -> np.ndarray:

@@ -40,7 +40,7 @@ from cep.engine import codec
 from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
-from cep.engine.table import KEY, Table, concat, factorize, nrows
+from cep.engine.table import KEY, Table, concat, factorize, first_rows, nrows
 from cep.engine.udf_errors import collecting
 from cep.engine.udf_shipment import install_udfs
 from cep.io.event_time import ClockPiece, EventClock
@@ -392,7 +392,6 @@ def key_counts(keys: np.ndarray) -> dict[str, int]:
     """Rows per key (keys as JSON text), counted with one bincount."""
     codes = factorize(keys)
     counts = np.bincount(codes)
-    first = np.zeros(len(counts), dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    first = first_rows(codes, len(counts))
     return {json.dumps(k): int(c) for k, c in zip(keys[first].tolist(), counts.tolist(),
                                                   strict=True)}
