@@ -377,6 +377,12 @@ PARTS = "CREATE SCHEMA P (id int, part string, value int, ts timestamp) TIMESTAM
 THREE_PARTS = [(1, "p1", 1), (2, "p1", 1), (6, "p1", 1), (2, "p2", 10), (2, "p3", 100),
                (1, "p3", 100), (3, "p1", 1), (4, "p1", 1), (5, "p1", 1), (1, "p2", 10),
                (3, "p3", 100), (3, "p2", 10)]
+# (id, part, value): p1 rises by 1, p2 by 2; the rows several tentative-label tests give
+# (the A rows are those where the running aggregate passes its bound)
+RISING = [(i, "p1", i) for i in range(1, 6)] + [(i, "p2", 2 * i) for i in range(1, 6)]
+TENTATIVE_ROWS = (("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3), ("p1", 4, "B", 4),
+                  ("p1", 5, "A", 5), ("p2", 1, "B", 2), ("p2", 2, "B", 4), ("p2", 3, "A", 6),
+                  ("p2", 4, "A", 8), ("p2", 5, "A", 10))
 
 
 def partitioned(run_epl, text, data, columns):
@@ -436,10 +442,8 @@ def test_aggregation_tentative_label_match(run_epl):
             "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ((A | B)*) "
             "DEFINE A AS sum(value) > 4 );")
     data = [(i, "p1", 1) for i in range(1, 6)] + [(i, "p2", 2) for i in range(1, 6)]
-    assert partitioned(run_epl, text, data, ("part", "id", "classy", "running_sum")) == rows(
-        ("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3), ("p1", 4, "B", 4),
-        ("p1", 5, "A", 5), ("p2", 1, "B", 2), ("p2", 2, "B", 4), ("p2", 3, "A", 6),
-        ("p2", 4, "A", 8), ("p2", 5, "A", 10))
+    out = partitioned(run_epl, text, data, ("part", "id", "classy", "running_sum"))
+    assert out == rows(*TENTATIVE_ROWS)
 
 
 def test_aggregation_tentative_running_max(run_epl):
@@ -447,12 +451,8 @@ def test_aggregation_tentative_running_max(run_epl):
             "MEASURES RUNNING max(value) AS running_max, CLASSIFIER() AS classy ALL ROWS PER "
             "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ((A | B)*) "
             "DEFINE A AS max(value) > 4 );")
-    data = [(i, "p1", i) for i in range(1, 6)] + [(i, "p2", 2 * i) for i in range(1, 6)]
-    out = partitioned(run_epl, text, data, ("part", "id", "classy", "running_max"))
-    assert out == rows(("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3),
-                       ("p1", 4, "B", 4), ("p1", 5, "A", 5), ("p2", 1, "B", 2),
-                       ("p2", 2, "B", 4), ("p2", 3, "A", 6), ("p2", 4, "A", 8),
-                       ("p2", 5, "A", 10))
+    out = partitioned(run_epl, text, RISING, ("part", "id", "classy", "running_max"))
+    assert out == rows(*TENTATIVE_ROWS)
 
 
 def test_count_aggregation(run_epl):
@@ -565,12 +565,8 @@ def test_tentative_label_match_with_runtime_evaluated_argument(run_epl):
             "MEASURES RUNNING max(value) AS running_max, CLASSIFIER() AS classy ALL ROWS PER "
             "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN ((A | B)*) "
             "DEFINE A AS max(value + 1) > 5 );")
-    data = [(i, "p1", i) for i in range(1, 6)] + [(i, "p2", 2 * i) for i in range(1, 6)]
-    out = partitioned(run_epl, text, data, ("part", "id", "classy", "running_max"))
-    assert out == rows(("p1", 1, "B", 1), ("p1", 2, "B", 2), ("p1", 3, "B", 3),
-                       ("p1", 4, "B", 4), ("p1", 5, "A", 5), ("p2", 1, "B", 2),
-                       ("p2", 2, "B", 4), ("p2", 3, "A", 6), ("p2", 4, "A", 8),
-                       ("p2", 5, "A", 10))
+    out = partitioned(run_epl, text, RISING, ("part", "id", "classy", "running_max"))
+    assert out == rows(*TENTATIVE_ROWS)
 
 
 def test_aggregation_arguments(run_epl):
