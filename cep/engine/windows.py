@@ -437,7 +437,7 @@ def _concat_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     table, not a hash), else as objects."""
     if not len(b):
         return a
-    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+    if a.dtype.kind == "i" and b.dtype.kind == "i":  # (with a uint64, numpy gives floats)
         return np.concatenate((a, b))
     out = np.empty(len(a) + len(b), dtype=object)
     out[: len(a)] = a
