@@ -40,8 +40,8 @@ from common import make_events, write_results
 from flights import write_flights
 
 from cep.engine.engine import Engine
-from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import output_records
+from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import SEQ
 from cep.io.inputs import load_inputs
 from cep.reference import run_reference

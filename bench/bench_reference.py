@@ -17,7 +17,7 @@ Writes bench/results/reference.json (only when every row runs).
 ``--only`` runs the named rows (repeatable) and prints them; ``--interpreter`` runs
 MATCH_RECOGNIZE and event patterns on their interpreters even where a compiled matcher
 or a column kernel would take the rule (the figures before
-``cep.engine.match_recognize_kernel`` and ``cep.engine.chain_rule``).
+``cep.engine.row_patterns.compiled`` and ``cep.engine.patterns.chain_rule``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 from common import make_events, write_results
 
 import cep.engine.engine as engine_module
-from cep.engine.match_recognize_rule import MatchRecognizeOperator
+from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import SEQ
 from cep.reference import run_reference
 from grammar.compile import compile_text

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cep.engine.udf_files import load_udf_files
+from cep.engine.udf.files import load_udf_files
 from cep.io import rule_changes
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.run import run
@@ -205,7 +205,7 @@ def compile_rules(rules: str | Path, set: Mapping[str, object] | None = None,
     """Compile a rule file (a path) or rule text (anything containing a newline or ';').
 
     ``udf``: Python files whose top level registers functions the rules call, imported
-    first, as ``cep run --udf`` does (``cep.engine.udf_files``). Functions registered in
+    first, as ``cep run --udf`` does (``cep.engine.udf.files``). Functions registered in
     this process from a module of yours need no file: on Spark each worker imports
     their module (not ``__main__``: a notebook's functions go in a file)."""
     load_udf_files(list(udf))

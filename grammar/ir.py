@@ -212,7 +212,7 @@ class WindowSpec:
     """``kind`` in length, length_batch, time, time_batch, keepall, firstlength, firsttime,
     time_length_batch, unique; ``size`` is a count or microseconds (0 for keepall and
     unique). ``limit`` is the event count of ``time_length_batch(T, n)``; ``unique_by``
-    the expressions of ``unique(e, ...)`` (see ``cep.engine.window_kinds``).
+    the expressions of ``unique(e, ...)`` (see ``cep.engine.windows.kinds``).
 
     ``ttl_us`` (only on ``keepall``, from the state time-to-live option) bounds a window
     that has no bound of its own: a row leaves once its key's event time is ``ttl_us``
@@ -275,7 +275,7 @@ class PEvery:
 @dataclass(frozen=True)
 class PRepeat:
     """Match-until: ``count`` to ``high`` (None: no bound) completions of ``operand``,
-    ended early by ``until`` (see ``cep.engine.patterns``)."""
+    ended early by ``until`` (see ``cep.engine.patterns.interpreter``)."""
 
     count: int
     operand: PNode
@@ -285,7 +285,7 @@ class PRepeat:
 
 @dataclass(frozen=True)
 class PTimer:
-    """``timer:interval``: microseconds of event time (see ``cep.engine.patterns``)."""
+    """``timer:interval``: microseconds of event time (see ``cep.engine.patterns.interpreter``)."""
 
     us: int
 
@@ -298,7 +298,7 @@ PNode = Union[PAtom, PFollowedBy, PAnd, POr, PNot, PEvery, PRepeat, PTimer]  # n
 @dataclass(frozen=True)
 class OutputLimit:
     """``OUTPUT [ALL|FIRST|LAST|SNAPSHOT] EVERY n EVENTS`` (``events``) or ``EVERY T``
-    (``period_us``), per key; see ``cep.engine.rate_limit`` for the semantics."""
+    (``period_us``), per key; see ``cep.engine.rate.limit`` for the semantics."""
 
     kind: str
     events: int | None
@@ -413,7 +413,7 @@ class MatchRecognizeRule:
     SELECT list) read the measures, and with ALL ROWS PER MATCH the row's fields.
     ``skip`` is AFTER MATCH SKIP's kind (``to first``/``to last`` of ``skip_var``, a
     variable or one of SUBSET's ``unions``: name and variables). See
-    ``cep.engine.match_recognize_rule``."""
+    ``cep.engine.row_patterns.rule``."""
 
     name: str
     stream: str

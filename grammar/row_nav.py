@@ -5,7 +5,7 @@ The checker rewrites ``A.f``, ``FIRST(A.f, n)``, ``LAST(f, n)``, ``PREV(LAST(A.f
 ``NEXT(...)`` and ``CLASSIFIER(...)`` into plain field references whose qualifier is a
 :class:`Nav` written as text (:meth:`Nav.code`), so expressions keep their ordinary IR
 and the engine resolves the qualifier to a row of the match
-(``cep.engine.row_pattern_nav``). ``MATCH_NUMBER()`` is the field
+(``cep.engine.row_patterns.navigation``). ``MATCH_NUMBER()`` is the field
 :data:`MATCH_NUMBER` of the qualifier :data:`MATCH`; CLASSIFIER's value is the field
 :data:`CLASSIFIER` of the row it navigates to.
 """

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> int:
     if args.udf:  # first: the checker must know the functions' signatures
-        from cep.engine.udf_files import load_udf_files  # numpy: only when asked
+        from cep.engine.udf.files import load_udf_files  # numpy: only when asked
 
         load_udf_files(args.udf)
     module = compile_file(args.file, overrides(args.set), state_ttl_us=args.state_ttl)

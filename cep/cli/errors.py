@@ -14,8 +14,8 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 #: whose module was never imported cannot have been raised.
 RUN_FAILURES = (
     ("cep.io.inputs", "InputError"),
-    ("cep.engine.udf_files", "UdfFileError"),
-    ("cep.engine.udf_shipment", "UdfShipError"),
+    ("cep.engine.udf.files", "UdfFileError"),
+    ("cep.engine.udf.shipment", "UdfShipError"),
     ("cep.spark.runtime", "SparkRunError"),
     ("cep.transports.mongo_client", "StoreError"),
     ("cep.servers.mongo", "EmbeddedMongoError"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cep.cli.errors import CommandError
 from cep.cli.options import add_udf_option
-from cep.engine.udf_files import load_udf_files
+from cep.engine.udf.files import load_udf_files
 from cep.io.rule_changes import (
     ChangeLog,
     ChangeLogError,

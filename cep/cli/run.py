@@ -13,7 +13,7 @@ from cep.cli.balancing_options import STRATEGY_NAMES, add_balancing_options, slo
 from cep.cli.options import add_set_option, add_state_options, add_udf_option, overrides
 from cep.cli.runner_options import add_runner_options
 from cep.cli.summary import balance_text, quality_lines, summary_data, summary_text
-from cep.engine.udf_files import load_udf_files
+from cep.engine.udf.files import load_udf_files
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import FORMATS

@@ -32,24 +32,20 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from cep.engine import codec
-from cep.engine.chain_rule import ChainPatternOperator
 from cep.engine.clock import Watermark, effective_times, release_seqs
-from cep.engine.group_rule import GroupPatternOperator, group_shape
-from cep.engine.join_rule import JoinOperator
-from cep.engine.match_recognize_rule import MatchRecognizeOperator
+from cep.engine.keyed import key_positions
 from cep.engine.output import empty_output, sort_output
-from cep.engine.pattern_chain import chain_shape
-from cep.engine.pattern_rule import InterpretedPatternOperator, PatternOperator
-from cep.engine.rate_limit import RateLimited, clock_tables
+from cep.engine.patterns.chain import chain_shape
+from cep.engine.patterns.chain_rule import ChainPatternOperator
+from cep.engine.patterns.group_rule import GroupPatternOperator, group_shape
+from cep.engine.patterns.rule import InterpretedPatternOperator, PatternOperator
+from cep.engine.patterns.until_rule import UntilPatternOperator, until_shape
+from cep.engine.rate.limit import RateLimited, clock_tables
+from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
-from cep.engine.until_rule import UntilPatternOperator, until_shape
-from cep.engine.window_rule import WindowOperator
-from cep.engine.windows import (
-    KeyedWindow,
-    apply_window_changes,
-    key_positions,
-    window_changes,
-)
+from cep.engine.windows.join import JoinOperator
+from cep.engine.windows.keyed_window import KeyedWindow, apply_window_changes, window_changes
+from cep.engine.windows.rule import WindowOperator
 from grammar import ir
 from grammar.rule_set import carried_rules
 
@@ -378,8 +374,8 @@ class Engine:
         return new, kinds
 
 
-#: Whether pattern rules of the kernels' shapes run on them (:mod:`cep.engine.chain_rule`,
-#: :mod:`cep.engine.until_rule`); the differential tests turn it off to run the
+#: Whether pattern rules of the kernels' shapes run on them (:mod:`cep.engine.patterns.chain_rule`,
+#: :mod:`cep.engine.patterns.until_rule`); the differential tests turn it off to run the
 #: interpreter, the kernels' oracle, on the same rules.
 PATTERN_KERNEL = True
 

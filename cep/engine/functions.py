@@ -411,7 +411,7 @@ def register_udf(
 
     Registering an existing UDF name replaces it; built-in names are refused. On Spark
     the function's module is imported in every Python worker before rules run
-    (``cep.engine.udf_shipment``): register functions defined in a module (``cep run
+    (``cep.engine.udf.shipment``): register functions defined in a module (``cep run
     --udf FILE.py``, or an importable module of yours), not in ``__main__``.
     """
     signature = signatures.udf_signature(name, arg_types, result_type)

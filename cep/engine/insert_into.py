@@ -28,9 +28,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from cep.engine.keyed import SUB_RANGE
 from cep.engine.output import sort_output
 from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, SUB, Table, take
-from cep.engine.windows import SUB_RANGE
 from grammar import ir
 
 

@@ -152,7 +152,7 @@ def by_key_within_ties(order: np.ndarray, columns: tuple[np.ndarray, ...],
     made them. Each key's text is written once; no Python loop over the runs, and one
     stable sort of (run, key rank) as one int64, not a lexsort's two sorts, made only
     when the runs are not in that order already (a rate-limited rule releases its rows
-    so: ``rate_intervals.every_time``)."""
+    so: ``cep.engine.rate.intervals.every_time``)."""
     n = len(order)
     if n < 2:
         return order

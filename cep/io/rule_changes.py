@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cep.engine.udf_files import UdfFileError, load_udf_file
+from cep.engine.udf.files import UdfFileError, load_udf_file
 from grammar import ir
 from grammar.errors import RuleError
 from grammar.rule_set import (

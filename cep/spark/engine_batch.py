@@ -41,8 +41,8 @@ from cep.engine.clock import Watermark
 from cep.engine.engine import Engine
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, first_rows, nrows
+from cep.engine.udf.shipment import install_udfs
 from cep.engine.udf_errors import collecting
-from cep.engine.udf_shipment import install_udfs
 from cep.io.event_time import ClockPiece, EventClock
 from cep.io.rule_changes import RuleBook
 from cep.io.udf_letters import write_udf_letters

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cep.engine.udf_shipment import UdfShipment
+    from cep.engine.udf.shipment import UdfShipment
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
     from grammar import ir

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from cep.engine.table import SEQ, Table, concat
+from cep.engine.udf.shipment import install_udfs
 from cep.engine.udf_errors import UdfFailure, collecting
-from cep.engine.udf_shipment import install_udfs
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment

@@ -28,7 +28,7 @@ from cep.spark.engine_task import engine_task
 if TYPE_CHECKING:
     import pandas as pd
 
-    from cep.engine.udf_shipment import UdfShipment
+    from cep.engine.udf.shipment import UdfShipment
     from cep.spark.chain_stages import ChainParts
     from cep.spark.event_parts import EventParts
     from grammar import ir

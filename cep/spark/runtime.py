@@ -54,7 +54,7 @@ from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 
-from cep.engine.udf_shipment import UdfShipError, shipment_for
+from cep.engine.udf.shipment import UdfShipError, shipment_for
 from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cep.engine.udf_shipment import UdfShipment
+    from cep.engine.udf.shipment import UdfShipment
     from cep.io.inputlog import Segment
     from cep.spark.chain_stages import ChainParts
 
@@ -31,7 +31,7 @@ class SourceConfig:
     max_record_bytes: int
     starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
     late: str = "process"  # the late-event policy: "drop" sends the engines more to check
-    udfs: UdfShipment | None = None  # the user functions the rules call (udf_shipment.py)
+    udfs: UdfShipment | None = None  # the user functions the rules call (cep.engine.udf.shipment)
 
     @property
     def dead_dir(self) -> str:

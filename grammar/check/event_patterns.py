@@ -230,12 +230,13 @@ def _starts_with_timer(node: ast.Pattern) -> bool:
 def _refuse_growing_every(root: ast.Pattern) -> None:
     """Refuse an ``every x`` whose x can match more than once: its state has no bound.
 
-    Such an ``every`` keeps each instance of x that matched (it may match again) and starts
-    a fresh one besides (Esper's rule, see ``cep.engine.patterns``), so each match adds an
-    instance and none ever leaves: one that runs out of WITHIN or the state time-to-live is
-    restarted, not dropped, so neither bounds it (``every every a`` doubles at each a). The
-    operands of ``[n]`` and ``not`` are not searched: ``[n]`` ends at its n-th match and
-    ``not`` at its first, which bounds whatever grows inside them.
+    Such an ``every`` keeps each instance of x that matched (it may match again) and
+    starts a fresh one besides (Esper's rule, see ``cep.engine.patterns.interpreter``),
+    so each match adds an instance and none ever leaves: one that runs out of WITHIN or
+    the state time-to-live is restarted, not dropped, so neither bounds it (``every
+    every a`` doubles at each a). The operands of ``[n]`` and ``not`` are not searched:
+    ``[n]`` ends at its n-th match and ``not`` at its first, which bounds whatever grows
+    inside them.
     """
     node = _growing_every(root)
     if node is not None:

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cep.engine.rate_limit import batch_keys
+from cep.engine.rate.limit import batch_keys
 from cep.engine.table import factorize, object_array
 
 KEY = st.one_of(st.integers(-3, 3), st.booleans(), st.none(), st.just(float("nan")),

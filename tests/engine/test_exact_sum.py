@@ -1,5 +1,5 @@
-"""MATCH_RECOGNIZE's sum of doubles (:mod:`cep.engine.exact_sum`): ``math.fsum`` where it
-answers, IEEE's answer where it raises, and the compiled parts equal to the Python one."""
+"""MATCH_RECOGNIZE's sum of doubles (:mod:`cep.engine.row_patterns.exact_sum`): ``math.fsum``
+where it answers, IEEE's answer where it raises, and the compiled parts equal to the Python one."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cep.engine.exact_sum import float_sum, sum_of
-from cep.engine.row_pattern_columns import SUM, running
+from cep.engine.row_patterns.columns import SUM, running
+from cep.engine.row_patterns.exact_sum import float_sum, sum_of
 
 INF = math.inf
 doubles = st.lists(st.one_of(

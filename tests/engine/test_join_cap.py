@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from cep.engine.expr import collect_aggregates
-from cep.engine.join_rule import having_cap
 from cep.engine.table import SEQ, SUB
+from cep.engine.windows.join import having_cap
 from cep.reference import run_reference
 from grammar import ir
 from grammar.compile import compile_text

@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cep.engine.rate_intervals import _grouped
+from cep.engine.rate.intervals import _grouped
 from cep.engine.table import code_order, lexsorted
-from cep.engine.windows import count_before
+from cep.engine.windows.keyed_window import count_before
 
 
 @given(n=st.integers(0, 30), width=st.integers(1, 4), spread=st.sampled_from([2, 3, 50]),

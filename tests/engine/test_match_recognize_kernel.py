@@ -10,7 +10,7 @@ infinity), every AFTER MATCH SKIP,
 WITH and without WITHIN, ONE ROW and ALL ROWS PER MATCH (empty matches shown and
 omitted, rows in no match), random RUNNING and FINAL MEASURES of the forms the kernel
 computes; random rows of several keys with ties in time and NULLs. The interpreter
-(:mod:`cep.engine.row_pattern_matcher`) runs the whole input in one batch; the kernel
+(:mod:`cep.engine.row_patterns.interpreter`) runs the whole input in one batch; the kernel
 runs it in random batches on two engines, keys moving between them and both restarting
 from their snapshots now and then (the state through the codec's bytes each time), and
 must print the same rows.
@@ -28,10 +28,9 @@ from support.moving_engines import run_moving
 
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
-from cep.engine.exact_sum import float_sum, sum_of
-from cep.engine.match_recognize_rule import MatchRecognizeOperator
 from cep.engine.output import empty_output, output_records, sort_output
-from cep.engine.row_pattern_kernel import (
+from cep.engine.row_patterns.exact_sum import float_sum, sum_of
+from cep.engine.row_patterns.kernel import (
     AG_COUNT,
     AG_INEXACT,
     AG_MAX,
@@ -41,6 +40,7 @@ from cep.engine.row_pattern_kernel import (
     _fold,
     _fresh,
 )
+from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
 from cep.reference import batch_watermarks, input_watermark, run_reference
 from grammar.compile import compile_text

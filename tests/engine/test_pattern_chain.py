@@ -1,6 +1,6 @@
-"""The column kernels of pattern rules (``cep.engine.chain_rule``,
-``cep.engine.until_rule``, ``cep.engine.group_rule``) against the interpreter
-(``cep.engine.pattern_rule.InterpretedPatternOperator``), which is their oracle.
+"""The column kernels of pattern rules (``cep.engine.patterns.chain_rule``,
+``cep.engine.patterns.until_rule``, ``cep.engine.patterns.group_rule``) against the interpreter
+(``cep.engine.patterns.rule.InterpretedPatternOperator``), which is their oracle.
 
 Random chains (one to three atoms, filters on the event alone or on earlier tags, WITHIN,
 a follow-up or absence timer at the end, atoms of two streams), chains with ``or`` steps,
@@ -26,16 +26,16 @@ from support import moving_engines
 
 import cep.engine.engine as engine_module
 from cep.engine import codec
-from cep.engine.chain_rule import ChainPatternOperator
-from cep.engine.column_pattern import ChainState
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
-from cep.engine.group_rule import GroupPatternOperator, group_shape
 from cep.engine.output import output_records
-from cep.engine.pattern_chain import chain_shape
-from cep.engine.pattern_rule import InterpretedPatternOperator
+from cep.engine.patterns.chain import chain_shape
+from cep.engine.patterns.chain_rule import ChainPatternOperator
+from cep.engine.patterns.columns import ChainState
+from cep.engine.patterns.group_rule import GroupPatternOperator, group_shape
+from cep.engine.patterns.rule import InterpretedPatternOperator
+from cep.engine.patterns.until_rule import UntilPatternOperator, until_shape
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB
-from cep.engine.until_rule import UntilPatternOperator, until_shape
 from cep.reference import batch_watermarks, input_watermark, run_reference
 from grammar.compile import compile_text
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from cep.engine import pattern_nodes
-from cep.engine.pattern_nodes import (
+from cep.engine.patterns import nodes as pattern_nodes
+from cep.engine.patterns.interpreter import compile_pattern
+from cep.engine.patterns.nodes import (
     And,
     Atom,
     Every,
@@ -23,7 +24,6 @@ from cep.engine.pattern_nodes import (
     Or,
     Repeat,
 )
-from cep.engine.patterns import compile_pattern
 from grammar.compile import compile_text
 from grammar.errors import RuleError
 

@@ -1,4 +1,4 @@
-"""Pattern matcher semantics (cep.engine.patterns), pinned on hand-checked event lists.
+"""Pattern matcher semantics (cep.engine.patterns.interpreter), pinned on hand-checked event lists.
 
 Events are written as tokens: ``A1`` is an event of stream ``A`` named ``A1`` (ts = its
 position unless given as ``A1@ts``); a match prints as ``a=A1 b=B3`` (tags sorted, lists as
@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.engine import codec
-from cep.engine.pattern_nodes import (
+from cep.engine.patterns.interpreter import Match, Pattern, PatternState, compile_pattern
+from cep.engine.patterns.nodes import (
     And,
     Atom,
     Event,
@@ -25,7 +26,6 @@ from cep.engine.pattern_nodes import (
     PatternNode,
     Repeat,
 )
-from cep.engine.patterns import Match, Pattern, PatternState, compile_pattern
 
 
 def events(spec: str) -> list[Event]:

@@ -24,7 +24,7 @@ from support.planted import planted_pickle
 from cep.engine import codec
 from cep.engine.codec import StateFormatError
 from cep.engine.engine import Engine
-from cep.engine.pattern_nodes import Event
+from cep.engine.patterns.nodes import Event
 from cep.reference import input_watermark, run_batch
 from grammar.compile import compile_text
 

@@ -17,9 +17,9 @@ from support.samples import EXAMPLES
 
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
-from cep.engine.pattern_rule import PatternOperator
+from cep.engine.patterns.rule import PatternOperator
 from cep.engine.table import SEQ, Table
-from cep.engine.window_rule import WindowOperator
+from cep.engine.windows.rule import WindowOperator
 from cep.io.inputs import load_inputs
 from cep.reference import batch_watermarks, input_watermark, run_batch, run_reference
 from grammar.check import compile_module

@@ -1,6 +1,6 @@
 """User functions that raise: only the failing values are NULL and only their records
 dead letters (``cep.engine.functions.UserFunction.call``, ``cep.engine.udf_errors``),
-and ``--udf`` files (``cep.engine.udf_files``)."""
+and ``--udf`` files (``cep.engine.udf.files``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
 
 from cep.engine.functions import FUNCTIONS, UserFunction, register_udf
-from cep.engine.udf_files import UdfFileError, load_udf_files
-from cep.engine.udf_shipment import UdfShipError, called_functions, shipment_for
+from cep.engine.udf.files import UdfFileError, load_udf_files
+from cep.engine.udf.shipment import UdfShipError, called_functions, shipment_for
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from grammar.compile import compile_text

@@ -1,5 +1,5 @@
 """MATCH_RECOGNIZE (Esper's and SQL:2016's row pattern recognition), hand-checked row by
-row; semantics in ``cep.engine.match_recognize_rule`` and docs/esper.md#match_recognize."""
+row; semantics in ``cep.engine.row_patterns.rule`` and docs/esper.md#match_recognize."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Esper's match-until in patterns: ``[n:m] x``, ``[n:] x until u``, ``[:m] x until u``,
-``x until u``, ``[n] x until u`` (hand-checked; semantics in ``cep.engine.patterns``)."""
+``x until u``, ``[n] x until u`` (hand-checked; semantics in
+``cep.engine.patterns.interpreter``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Output rate limiting (``OUTPUT [ALL|FIRST|LAST|SNAPSHOT] EVERY ...``), per key,
-hand-checked event by event (semantics in ``cep.engine.rate_limit`` and
+hand-checked event by event (semantics in ``cep.engine.rate.limit`` and
 docs/esper.md#output-rate-limiting)."""
 
 from __future__ import annotations

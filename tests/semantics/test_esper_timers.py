@@ -2,7 +2,7 @@
 hand-checked event by event. Event time is the watermark, which every input event moves
 (whatever its key): a timer fires at the first event whose watermark reaches its
 deadline, with the deadline as its time, and at the end of the input (semantics in
-``cep.engine.patterns`` and docs/semantics-event-time.md)."""
+``cep.engine.patterns.interpreter`` and docs/semantics-event-time.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Output rate limiting over a whole batch with array operations
-(``cep.engine.rate_intervals``) gives the same events however the input is cut: random
+(``cep.engine.rate.intervals``) gives the same events however the input is cut: random
 keys, ties in time, late events under a LATENESS, every clause the arrays serve, over a
 window rule, a join and a pattern, whole against one event per batch and against random
 batch sizes. (Keys' state through the codec: ``test_state_roundtrip.py``; the events

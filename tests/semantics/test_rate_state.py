@@ -1,4 +1,4 @@
-"""Output rate limiting's per-key state as columns (``cep.engine.rate_state``) against
+"""Output rate limiting's per-key state as columns (``cep.engine.rate.state``) against
 the per-key dicts it replaces (``support.rate_limit_oracle``): the same events for
 every clause the columns serve, over a window rule, a join and a pattern, with random
 keys, ties in time and late events, on two engines that hand keys to each other and
@@ -16,8 +16,8 @@ from support.rate_bodies import BODIES
 from support.rate_limit_oracle import DictRateState
 
 from cep.engine.output import output_records
-from cep.engine.rate_limit import RateLimited
-from cep.engine.rate_state import RateState
+from cep.engine.rate.limit import RateLimited
+from cep.engine.rate.state import RateState
 from cep.engine.table import SEQ, SUB
 from cep.reference import run_reference
 from grammar.compile import compile_text

@@ -21,7 +21,7 @@ from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.output import empty_output, output_records, sort_output, stamp_stateless
 from cep.engine.table import KEY, SEQ, concat, take
-from cep.engine.windows import apply_window_changes, window_changes
+from cep.engine.windows.keyed_window import apply_window_changes, window_changes
 from cep.io.inputs import load_inputs
 from cep.reference import batch_bounds, batch_watermarks, input_watermark, run_reference
 from grammar import ir

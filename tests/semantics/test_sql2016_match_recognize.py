@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from cep.engine import row_pattern_matcher as matcher
-from cep.engine.match_recognize_rule import MatchRecognizeOperator
+from cep.engine.row_patterns import interpreter as matcher
+from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from grammar.compile import compile_text
 from grammar.errors import RuleError
 

@@ -1,6 +1,6 @@
 """User functions on Spark (``cep run --udf``): the workers import the file, the events
 equal the reference runner's, and a function that raises dead-letters exactly the
-records it raised on, once each, with its message (``cep.engine.udf_shipment``,
+records it raised on, once each, with its message (``cep.engine.udf.shipment``,
 ``cep.spark.udf_seen``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 from support.spark_runs import reference
 from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
 
-from cep.engine.udf_files import load_udf_files
+from cep.engine.udf.files import load_udf_files
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from grammar.compile import compile_text

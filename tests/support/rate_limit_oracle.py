@@ -1,15 +1,15 @@
-"""Output rate limiting's per-key state as it was kept before ``cep.engine.rate_state``:
+"""Output rate limiting's per-key state as it was kept before ``cep.engine.rate.state``:
 a dict of plain values per key, read into arrays before each batch and written back
 after, one Python step per key and per pending row, with a timer index for the open
 intervals' ends. The oracle of the differential tests of the columnar state (the same
-interface as :class:`cep.engine.rate_state.RateState`)."""
+interface as :class:`cep.engine.rate.state.RateState`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from cep.engine.rate_intervals import ROW_FIELDS, Rows
-from cep.engine.rate_state import EMPTY, Found
+from cep.engine.rate.intervals import ROW_FIELDS, Rows
+from cep.engine.rate.state import EMPTY, Found
 from cep.engine.table import object_array
 from cep.engine.timers import TimerIndex
 

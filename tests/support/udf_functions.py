@@ -1,5 +1,5 @@
 """Functions a test registers in its own process (not at this module's top level):
-Spark's workers find them by module and name (``cep.engine.udf_shipment``)."""
+Spark's workers find them by module and name (``cep.engine.udf.shipment``)."""
 
 from __future__ import annotations
 
