@@ -145,8 +145,7 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
             running = deployed.module
             engines = [engine.evolved(stage, deployed.version)[0] for engine, stage
                        in zip(engines, running.stage_modules(), strict=True)]
-        chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
-            name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
+        chunk = inputs if len(bounds) == 1 else batch_of(inputs, lo, hi)
         part = clocks[i]
         started = time.perf_counter()
         out = run_stages(running, engines, chunk, part, order)
@@ -156,6 +155,11 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
             batches.append({**batch_figures(i, chunk, out, engines, part, found["seq"], lo,
                                             hi), "seconds": round(seconds, 4)})
     return ReferenceRun(concat_sorted(outputs, order), found, batches)
+
+
+def batch_of(inputs: dict[str, Table], lo: int, hi: int) -> dict[str, Table]:
+    """The events of ``inputs`` whose seq is in [lo, hi): one batch of :func:`batch_bounds`."""
+    return {name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
 
 
 def cut_at(bounds: list[tuple[int, int]], seqs: list[int]) -> list[tuple[int, int]]:
