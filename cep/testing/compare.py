@@ -219,6 +219,7 @@ def assert_events_equal(actual: Events, expected: Events, *, ordered: bool = Fal
     ``expected`` hold the same events on the fields the expected ones name (see
     :func:`diff_events`); the message groups the missing and extra events by rule and
     key and shows the first ``shown`` of each with their fields."""
+    __tracebackhide__ = True  # pytest shows the test's line, not this one
     diff = diff_events(actual, expected, ordered=ordered, rel=rel, abs=abs, ignore=ignore,
                        fields=fields)
     if diff:
