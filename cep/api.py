@@ -97,9 +97,7 @@ class Rules:
                 if tmp is None:
                     raise ValueError("a DataFrame is a bounded input: use run(), not stream()")
                 path = tmp / f"input-{i}.jsonl"
-                ts = self.module.streams[stream or self.module.input_streams[0]].timestamp
-                write_events_jsonl(item, path, [ts] if ts and item[ts].dtype.kind == "i"
-                                   else [])
+                write_input(self.module, stream or self.module.input_streams[0], item, path)
                 item = path
             specs.append(f"{stream}={item}" if stream else str(item))
         return specs
@@ -194,6 +192,15 @@ class StreamingRun:
             with contextlib.suppress(queue.Empty):
                 self._batches.get(timeout=0.2)
         self._thread.join()
+
+
+def write_input(module: ir.CompiledModule, stream: str, frame: pd.DataFrame,
+                path: str | Path) -> None:
+    """Input events of ``stream`` as a JSON-lines file its reader reads back to the same
+    values; an integer TIMESTAMP column counts microseconds since the epoch."""
+    ts = module.streams[stream].timestamp
+    integer = ts is not None and ts in frame and frame[ts].dtype.kind == "i"
+    write_events_jsonl(frame, str(path), [ts] if integer and ts else [])
 
 
 def _frame_of_lines(text: bytes) -> pd.DataFrame:

@@ -22,18 +22,27 @@ rules changed, which Spark's are compared with.
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 import numpy as np
+import pandas as pd
 
 from cep.engine.clock import Watermark, late_mask, timed_events
 from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.insert_into import complex_events, output_only
-from cep.engine.output import concat_sorted, empty_output, sort_output, stamp_stateless
-from cep.engine.table import SEQ, Table, concat, sorted_unique, take
+from cep.engine.output import (
+    concat_sorted,
+    empty_output,
+    output_records,
+    sort_output,
+    stamp_stateless,
+)
+from cep.engine.table import KEY, SEQ, Table, concat, sorted_unique, take
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT
 from grammar import ir
@@ -123,7 +132,7 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
     if late == "drop" and len(found["seq"]):
         inputs = {name: take(t, ~np.isin(t[SEQ], found["seq"])) if t else t
                   for name, t in inputs.items()}
-    engines = [Engine(stage) for stage in module.stage_modules()]
+    engines = stage_engines(module)
     outputs, batches = [], []
     bounds = cut_at(batch_bounds(inputs, batch_size) or [(0, 0)],
                     [d.first_seq for d in changes])
@@ -136,8 +145,7 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
             running = deployed.module
             engines = [engine.evolved(stage, deployed.version)[0] for engine, stage
                        in zip(engines, running.stage_modules(), strict=True)]
-        chunk = inputs if len(bounds) == 1 else {  # one batch holds every event as it is
-            name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
+        chunk = inputs if len(bounds) == 1 else batch_of(inputs, lo, hi)
         part = clocks[i]
         started = time.perf_counter()
         out = run_stages(running, engines, chunk, part, order)
@@ -147,6 +155,11 @@ def reference_run(module: ir.CompiledModule, inputs: dict[str, Table],
             batches.append({**batch_figures(i, chunk, out, engines, part, found["seq"], lo,
                                             hi), "seconds": round(seconds, 4)})
     return ReferenceRun(concat_sorted(outputs, order), found, batches)
+
+
+def batch_of(inputs: dict[str, Table], lo: int, hi: int) -> dict[str, Table]:
+    """The events of ``inputs`` whose seq is in [lo, hi): one batch of :func:`batch_bounds`."""
+    return {name: take(t, (t[SEQ] >= lo) & (t[SEQ] < hi)) for name, t in inputs.items()}
 
 
 def cut_at(bounds: list[tuple[int, int]], seqs: list[int]) -> list[tuple[int, int]]:
@@ -203,16 +216,60 @@ def run_batch(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table
     return _run_stage(module, engine, inputs, clock)[1]
 
 
+def stage_engines(module: ir.CompiledModule) -> list[Engine]:
+    """A new engine per stage of ``module`` (one without INSERT INTO chains)."""
+    return [Engine(stage) for stage in module.stage_modules()]
+
+
 def _run_stage(module: ir.CompiledModule, engine: Engine, inputs: dict[str, Table],
                clock: Watermark) -> tuple[dict[str, Table], Table, bool]:
     """One stage of one batch: every stream after its stateless rules, its rows and
     whether they are the engine's alone (no stateless rule's), in the engine's order."""
+    streams, keyed, placed = _keyed_stage(module, inputs, clock)
+    out = engine.process(keyed, clock)
+    return streams, concat([*placed, out]) or empty_output(), not placed
+
+
+def _keyed_stage(module: ir.CompiledModule, inputs: dict[str, Table], clock: Watermark
+                 ) -> tuple[dict[str, Table], dict[str, Table], list[Table]]:
+    """A stage's streams after its stateless rules, its engine's streams with their
+    keys, and the stateless rules' output rows placed at the watermark after them."""
     streams, stateless = derive_streams(module, inputs)
     keyed = {name: add_keys(streams[name], module.key) for name in module.stateful_streams()}
-    out = engine.process(keyed, clock)
     placed = [stamp_stateless(rows, clock.after(rows["seq"])) for rows in stateless
               if rows and len(rows["seq"])]
-    return streams, concat([*placed, out]) or empty_output(), not placed
+    return streams, keyed, placed
+
+
+#: the engine of each row from its key value (a ``splitter.routing.KeyRouter`` of a batch)
+Owners = Callable[[np.ndarray], np.ndarray]
+
+
+def split_batch(module: ir.CompiledModule, engines: list[Engine], owners: Owners,
+                inputs: dict[str, Table], clock: Watermark, order: dict[str, int]
+                ) -> tuple[list[dict], list[dict[str, int]]]:
+    """One batch of a one-stage module over several engines, each row to the engine
+    ``owners`` names for its key, as the Splitter routes it on Spark: the output
+    records in the reference ``order``, and each engine's rows per key (key as JSON
+    text), the load the Balancer reads. Per key, rows keep their seq order, so engines
+    that hold whole keys give the one engine's events (``cep.testing`` checks that)."""
+    _, keyed, placed = _keyed_stage(module, inputs, clock)
+    routed = {name: np.asarray(owners(table[KEY])) for name, table in keyed.items()}
+    outputs, loads = list(placed), []
+    for e, engine in enumerate(engines):
+        mine = {name: take(table, routed[name] == e) for name, table in keyed.items()}
+        outputs.append(engine.process(mine, clock))
+        keys = [t[KEY] for t in mine.values() if t and len(t[SEQ])]
+        loads.append(_rows_per_key(np.concatenate(keys)) if keys else {})
+    rows = sort_output(concat(outputs) or empty_output(), order)
+    return output_records(rows), loads
+
+
+def _rows_per_key(keys: np.ndarray) -> dict[str, int]:
+    """Rows per key, keys as JSON text (a NULL key is ``null``)."""
+    counts = pd.Series(keys, dtype=object).value_counts(sort=False, dropna=False)
+    return {json.dumps(None if k is None or k != k else k): int(n)
+            for k, n in zip(counts.index.tolist(), counts.tolist(), strict=True)}
 
 
 def run_stages(module: ir.CompiledModule, engines: list[Engine],
@@ -241,3 +298,30 @@ def _ranks_alike(engine_order: dict[str, int], order: dict[str, int] | None) -> 
         return False
     ranks = [order.get(name, -1) for name in sorted(engine_order, key=engine_order.get)]
     return all(a < b for a, b in pairwise(ranks))
+
+
+def batch_records(module: ir.CompiledModule, engines: list[Engine], inputs: dict[str, Table],
+                  clock: Watermark, order: dict[str, int]) -> list[dict]:
+    """One batch through every stage (:func:`run_stages`), its output as records in the
+    reference ``order``: what a caller feeding the evaluator batch by batch reads."""
+    return output_records(run_stages(module, engines, inputs, clock, order))
+
+
+def time_passes(clock: EventClock, to_us: int, at_seq: int, end_seq: int) -> Watermark:
+    """The watermark of a batch without events in which event time is moved to
+    ``to_us`` by hand (a test's ``advance_watermark``) at ``at_seq``, the place in the
+    input after the events so far: the timers it makes due fire there, with that seq.
+    ``clock`` moves with it, so later events below ``to_us`` are late. Time never goes
+    back: a ``to_us`` at or below the watermark changes nothing."""
+    before = clock.wm
+    if to_us <= before:
+        return Watermark(before, final=False, end_seq=end_seq)
+    clock.wm = to_us
+    return Watermark(before, np.array([at_seq], dtype=np.int64),
+                     np.array([to_us], dtype=np.int64), False, end_seq)
+
+
+def input_ends(clock: EventClock, end_seq: int) -> Watermark:
+    """The watermark of the batch without events in which a bounded input ends: all
+    event time passes, every pending timer fires at ``end_seq``."""
+    return Watermark(clock.wm, final=True, end_seq=end_seq)

@@ -34,6 +34,12 @@ def run_thresholds(series: list[tuple[str, list[dict]]]) -> list[float]:
     return list(dict.fromkeys(found))
 
 
+def rstd_batches(batches: list[dict]) -> list[dict]:
+    """The batches whose RSTD the plot draws: those that read events. The batch in which
+    a bounded input ends reads none (all time passes in it), and its 0% is no balance."""
+    return [b for b in batches if b.get("events_in", 1) or not b.get("input_ended")]
+
+
 def _elapsed_and_rate(batches: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     wall = np.array([b.get("wall_time", i) for i, b in enumerate(batches)], dtype=float)
     events = np.array([b["events_in"] for b in batches], dtype=float)
@@ -68,7 +74,8 @@ def draw(paths: list[str], out_dir: str, threshold: float | None = None) -> list
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, batches in series:
-        ax.plot([b["batch"] for b in batches], [b["rstd"] for b in batches], label=name)
+        read = rstd_batches(batches)
+        ax.plot([b["batch"] for b in read], [b["rstd"] for b in read], label=name)
     for theta in thresholds:
         ax.axhline(theta, color="red", ls="--", lw=1, label=f"θ = {theta:g}%")
     ax.set(title="Engine load imbalance (RSTD)", xlabel="batch", ylabel="RSTD %")

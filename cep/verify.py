@@ -121,9 +121,15 @@ def _stop_if_asked(stop: threading.Event) -> None:
         raise KeyboardInterrupt("stopped by a signal")
 
 
+#: how a comparison runs one strategy: :func:`cep.run.run`'s signature (``cep.testing``
+#: passes its in-process engines)
+Runner = Callable[[ir.CompiledModule, RunConfig, threading.Event], RunResult]
+
+
 def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
            loads: Sequence[str] = (), rounds: int = 1, warm_up: Sequence[str] = (),
-           progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
+           progress: Callable[[str], None] | None = None,
+           runner: Runner = run_rules) -> list[StrategyResult]:
     """Run every strategy (KG first, as the reference) with ``config`` otherwise, and
     compare. A strategy that moves keys runs once per measure of a key's load in
     ``loads`` (default ``config.load``); KG and PKG, which balance no load, run once.
@@ -134,21 +140,22 @@ def verify(module: ir.CompiledModule, config: RunConfig, strategies: list[str],
     into this process: verification is for bounded inputs. ``progress`` is told of each
     run as it ends (a comparison of many runs takes many minutes). SIGINT or SIGTERM
     ends the run in flight as it ends ``cep run``, and then the whole comparison, with
-    ``KeyboardInterrupt``: a run cut short is never compared as if it were whole."""
+    ``KeyboardInterrupt``: a run cut short is never compared as if it were whole.
+    ``runner`` runs each strategy (default :func:`cep.run.run`)."""
     order = run_order(strategies, tuple(loads) or (config.load,), rounds)
     stop = threading.Event()  # set by SIGINT/SIGTERM, in a run or between runs
     with _stop_on_signals(stop):
         if warm_up:
-            run_rules(module, dataclasses.replace(config, inputs=tuple(warm_up),
-                                                  strategy="kg", output=Output(collect=True)),
-                      stop)
-        results = _compare(module, config, order, stop, progress)
+            runner(module, dataclasses.replace(config, inputs=tuple(warm_up),
+                                               strategy="kg", output=Output(collect=True)),
+                   stop)
+        results = _compare(module, config, order, stop, progress, runner)
     return [r for r in results if r.strategy in strategies]
 
 
 def _compare(module: ir.CompiledModule, config: RunConfig,
              order: list[tuple[int, str, str]], stop: threading.Event,
-             progress: Callable[[str], None] | None) -> list[StrategyResult]:
+             progress: Callable[[str], None] | None, runner: Runner) -> list[StrategyResult]:
     """The runs of :func:`verify`, in ``order``, each compared with the first."""
     results: list[StrategyResult] = []
     reference: Counter | None = None
@@ -156,8 +163,10 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
         _stop_if_asked(stop)
         machine_load = load_average()
         started = time.perf_counter()
-        run = run_rules(module, dataclasses.replace(config, strategy=name, load=load,
-                                                    output=Output(collect=True)), stop)
+        if progress is not None:  # a run on Spark says nothing until it ends
+            progress(f"[{done}/{len(order)}] round {turn}, {name} ({load}): running")
+        run = runner(module, dataclasses.replace(config, strategy=name, load=load,
+                                                 output=Output(collect=True)), stop)
         _stop_if_asked(stop)
         records = run.records
         assert records is not None  # collected

@@ -56,10 +56,15 @@ class RuleError(Exception):
         )
 
     def render(self) -> str:
-        """``file:line:col: message``, the source line, a caret, and the hint if any."""
-        head = f"{self.source_name}:{self.pos.line}:{self.pos.column}: error: {self.message}"
+        """``file:line:col: message``, the source line, a caret, and the hint if any.
+        An error about a file as a whole (none at a place: it does not exist, is not
+        UTF-8) is the one line ``file: error: message``, no place and no empty excerpt."""
+        if not self.source and self.pos == NOWHERE:
+            head = f"{self.source_name}: error: {self.message}"
+        else:
+            head = f"{self.source_name}:{self.pos.line}:{self.pos.column}: error: {self.message}"
         # Lark counts lines by "\n" only; splitlines() would also split at \f, \x85, ...
-        lines = [line.rstrip("\r") for line in self.source.split("\n")]
+        lines = [line.rstrip("\r") for line in self.source.split("\n")] if self.source else []
         out = [head]
         if 1 <= self.pos.line <= len(lines):
             width = 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -71,21 +72,21 @@ def deploy_command(args: argparse.Namespace) -> int:
         raise RuleError(f"the rule file is not UTF-8 text (byte {err.start})",
                         source_name=str(path)) from None
     load_udf_files(args.udf)  # first: the rules are checked against their signatures
-    return _said(lambda: deploy(args.run_dir, str(path), text, args.udf))
+    return _said(lambda: deploy(args.run_dir, str(path), text, args.udf), args.run_dir)
 
 
 def undeploy_command(args: argparse.Namespace) -> int:
-    return _said(lambda: undeploy(args.run_dir, list(args.names)))
+    return _said(lambda: undeploy(args.run_dir, list(args.names)), args.run_dir)
 
 
-def _said(write) -> int:
+def _said(write, run_dir: str) -> int:
     try:
         number, kinds = write()
     except (ChangeRefused, ChangeLogError) as err:
         raise CommandError(f"refused: {err}") from None
     what = "; ".join(f"{name} {SAID.get(kind, kind)}" for name, kind in kinds.items())
     print(f"change {number} written: {what}. The job applies it at the next batch it "
-          "plans (cep rules RUN_DIR shows when).")
+          f"plans (cep rules {shlex.quote(str(run_dir))} shows when).")
     return 0
 
 

@@ -61,8 +61,10 @@ class Progress:
         elapsed = time.perf_counter() - self.started
         rate = (self.done - self._done_before) / elapsed if elapsed else 0.0
         line = progress_line(metrics, self.done, self.expected_events, rate)
-        end = "\r" if sys.stderr.isatty() else "\n"
-        print(line.ljust(100), end=end, file=sys.stderr, flush=True)
+        if sys.stderr.isatty():  # rewritten in place: pad over the longer line before
+            print(line.ljust(100), end="\r", file=sys.stderr, flush=True)
+        else:  # a file or a pipe keeps every line: no padding
+            print(line, file=sys.stderr, flush=True)
 
 
 def progress_line(metrics: dict, done: int, expected: int | None, rate: float) -> str:
