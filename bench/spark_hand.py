@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -154,9 +155,13 @@ class CountSink(BatchCollector):
 def run_plain(spark, kind: str, stage: Path, workdir: Path, blob_bytes: int = 0
               ) -> tuple[dict, BatchCollector]:
     """(b) or one of the floors over the typed Parquet batches."""
+    from pyspark import cloudpickle
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    # bench/ is not on the Python workers' path: the functions of this module go to them
+    # by value, as they did while they lived in the script (__main__)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     started = time.perf_counter()
     wall_start = time.time()
     source = (spark.readStream.schema(TYPED_SCHEMA).option("maxFilesPerTrigger", 1)
