@@ -51,7 +51,7 @@ from common import ROOT, readings, write_jsonl, write_results
 
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.io.kafka_produce import produce, produce_frame
-from cep.io.tweets import generate_tweets
+from cep.io.tweets.generator import generate_tweets
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cep.io.tweet_world import HOT_WORDS, zipf_p
+from cep.io.tweets.world import HOT_WORDS, zipf_p
 
 BLOCK = 10_000  # rows per block
 P_SEED = 0.25  # share of rows that start a story (its seed tweet)

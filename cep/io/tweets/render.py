@@ -1,4 +1,4 @@
-"""Compiled rendering of tweet texts from token slots (see :class:`cep.io.tweet_text.Renderer`).
+"""Compiled rendering of tweet texts from token slots (see :class:`cep.io.tweets.text.Renderer`).
 
 A tweet is its non-empty slots in order, each written as ``prefix + token + suffix`` in
 its style's case, followed by a space, except the last, followed by the tweet's end mark.

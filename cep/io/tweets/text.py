@@ -1,7 +1,7 @@
 """Tweet texts of the ``tweets`` workload: story seeds, paraphrases, rendering, LSH keys.
 
 Part of :mod:`cep.io.tweets` (its docstring describes the texts). Story attributes come
-from :func:`cep.io.tweet_world.hash_uniform` of the story's number, so any range can
+from :func:`cep.io.tweets.world.hash_uniform` of the story's number, so any range can
 write any story's seed text; per-row variation comes from the block's own generator.
 """
 
@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from cep.engine.text import SEED as LSH_SEED
 from cep.engine.text import _splitmix64
-from cep.io.tweet_render import CAPITALISE, KEEP, UPPER, render_bytes
-from cep.io.tweet_world import FILLER_RANKS, LANG_P, LANGS, TOPICS, World, hash_uniform, zipf_p
+from cep.io.tweets.render import CAPITALISE, KEEP, UPPER, render_bytes
+from cep.io.tweets.world import FILLER_RANKS, LANG_P, LANGS, TOPICS, World, hash_uniform, zipf_p
 
 SEED_LEN = (8, 20)  # words in a story's seed text, inclusive
 TOPIC_ZIPF = 1.0  # topic popularity
@@ -84,7 +84,7 @@ def stories(w: World, seed: int, gid: np.ndarray, trend: np.ndarray) -> Stories:
 
 class Renderer:
     """Turns token-slot matrices into tweet strings without a Python loop per tweet: the
-    compiled :func:`~cep.io.tweet_render.render_bytes` writes a block's UTF-8 bytes and
+    compiled :func:`~cep.io.tweets.render.render_bytes` writes a block's UTF-8 bytes and
     Arrow makes the strings. Holds the world's tokens, styles and end marks as bytes."""
 
     def __init__(self, tokens: np.ndarray) -> None:
