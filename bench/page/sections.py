@@ -76,7 +76,7 @@ SECTIONS = (
             "evaluator's own.", "python bench/bench_reference.py", reference_figures),
     Section("match_recognize.json", "MATCH_RECOGNIZE: the compiled matcher",
             "Each shape on the reference evaluator, on the compiled matcher "
-            "(`cep/engine/match_recognize_kernel.py`) and on the interpreter it replaces "
+            "(`cep/engine/row_patterns/compiled.py`) and on the interpreter it replaces "
             "for the rules it takes, their rows compared; a rule the kernel does not take "
             "runs on the interpreter at the rate shown for it. The rules: the reference "
             "bench's `A B+ C`; an ALL ROWS PER MATCH `A B+`, the same with a running "
