@@ -96,7 +96,9 @@ class Balancer:
         load = self.statistics.load
         shares = None
         if self.capacity is not None:
-            self.capacity.observe(metrics["rows_per_engine"], metrics["busy_s_per_engine"])
+            n = self.n_engines  # engines past the maps' count (retired ones) hold no key
+            self.capacity.observe(metrics["rows_per_engine"][:n],
+                                  metrics["busy_s_per_engine"][:n])
             shares = self.capacity.shares()
         series = self.statistics.series if self.name in SERIES_WINDOWS else None
         snapshot = LoadSnapshot(load, current, self.n_engines, threshold=self.threshold,

@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from cep.api import Rules, compile_rules, write_input
-from cep.engine.engine import Engine
 from cep.io.inputs import load_inputs
 from cep.reference import (
     batch_bounds,
@@ -169,7 +168,7 @@ def _hand_over(engines: list, now: KeyMap, after: KeyMap) -> tuple[int, int]:
     keys = size = 0
     scaling = rescaled(now, after)
     while len(engines) < after.n_engines:
-        engines.append(Engine(engines[0].module, engines[0].version))
+        engines.append(type(engines[0])(engines[0].module, engines[0].version))
     for e, engine in enumerate(engines[:now.n_engines]):
         kept = engine.keys() if scaling else set()
         held = [key_text(_plain_key(k)) for k in kept]
