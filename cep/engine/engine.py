@@ -180,10 +180,13 @@ class Engine:
             out |= set(rows[KEY].tolist())
         return out
 
-    def export_keys(self, keys: Iterable) -> bytes:
+    def export_keys(self, keys: Iterable, clock: dict | None = None) -> bytes:
         """Remove the keys' state from this engine and return it as one parcel: the keys
         named (the importer checks it received exactly the ones it expects) and their
         state as a snapshot of the work engine :meth:`split_off` makes of them.
+        ``clock``: the sender's watermark clock (:attr:`clock`), sent across a scale
+        change so that an engine that starts there follows the input's time from where
+        every other engine is, not from nothing.
 
         Why one blob for all the keys, in the snapshot's shape: the hand-over cost what
         it was made of per key. A MongoDB document per key: 1,000 FSD keys of 4.9 MB
@@ -192,7 +195,10 @@ class Engine:
         0.08–0.11 s and 0.04 s as one mask and whole columns (measured on one core;
         on the emulated cluster: ``bench/bench_handoff.py``)."""
         keys = list(keys)
-        return codec.encode({"keys": keys, **self.split_off(keys).state_value()}, PARCEL)
+        value = self.split_off(keys).state_value()
+        if clock is not None:  # see the argument's note
+            value["clock"] = clock
+        return codec.encode({"keys": keys, **value}, PARCEL)
 
     def import_keys(self, parcel: bytes) -> list:
         """Adopt the keys of a parcel that :meth:`export_keys` wrote (in another engine,

@@ -31,6 +31,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,7 +39,7 @@ import pandas as pd
 
 from cep.engine import codec
 from cep.engine.clock import Watermark
-from cep.engine.engine import Engine
+from cep.engine.engine import Engine, Parcel
 from cep.engine.output import sort_output, stamp_stateless
 from cep.engine.table import KEY, Table, concat, factorize, first_rows, nrows
 from cep.engine.udf.shipment import install_udfs
@@ -55,7 +56,15 @@ from cep.spark.latest import engine_latest
 from cep.spark.resident import keep, take_engine
 from grammar import ir
 from grammar.rule_set import output_order
-from migration.protocol import by_owner, exports, imports, key_text, parcel_name
+from migration.protocol import (
+    check_parcel,
+    exports,
+    key_text,
+    parcel_name,
+    parcel_receivers,
+    parcel_senders,
+    rescaled,
+)
 from splitter.keymaps import key_map
 from splitter.late_candidates import Candidates
 from splitter.payload import unpack_payload
@@ -103,6 +112,10 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     engine, origin = take_engine(rules.stage_module, log, p.start, label, batch)
     if engine.version != rules.version:  # the rules changed: carry the state over
         engine = engine.evolved(module, rules.version)[0]
+    incoming = (open_moved_keys(store, engine, engine_index, batch, rules.stage_module)
+                if store is not None else Incoming([], [], None))
+    if incoming.clock is not None:  # an engine starting at a scale change
+        engine.clock = incoming.clock
     watermark = batch_watermark(p.module, engine, times)
     late = find_late(checks, watermark)
     received = sum(nrows(t) for t in batch_streams.values())
@@ -111,7 +124,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         passthrough = [late.drop_from(t) for t in passthrough]
     if late.count and p.late == "drop" and p.dead_at is not None:
         late.write(p.module, late_path(p.dead_at, batch, label))
-    leaving = leaving_keys(store, engine_index, batch) if store is not None else []
+    leaving = leaving_keys(store, engine_index, batch, engine) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
     due = [json.dumps(k) for k in engine.due_keys(watermark.end)]
     touched = touched_keys(load, leaving, due)
@@ -121,7 +134,9 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     moves = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
     imported: list[str] = []
     if store is not None:
-        imported = import_moved_keys(store, work, engine_index, batch, rules.stage_module)
+        for parcel in incoming.parcels:  # only once every parcel checked out
+            work.adopt(parcel)
+        imported = incoming.keys
         moves["imported_keys"] = len(imported)
         clock.lap("import")
     with collecting() as failures:
@@ -133,7 +148,8 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         time.sleep((factor - 1.0) * (time.perf_counter() - clock.last))
     clock.lap("process")
     if store is not None:
-        moves.update(export_moved_keys(store, work, engine_index, leaving, batch))
+        moves.update(export_moved_keys(store, work, engine_index, leaving, batch,
+                                       engine.clock))
         clock.lap("export")
     saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
                                                  if k not in load)], batch)
@@ -312,44 +328,83 @@ def injected_fault(batch: int, engine: int) -> None:
         raise RuntimeError(f"injected fault in engine {engine}'s batch {batch}")
 
 
-def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
-                      rules_of: Callable[[int], ir.CompiledModule] | None = None
-                      ) -> list[str]:
-    """Adopt the keys that move to engine ``e`` in this batch, from the parcel of each
-    engine that sends some (step 1 of docs/architecture.md#handoff-protocol). A parcel
-    written under another rule set version is opened with ``rules_of(its version)`` and
-    carried onto the engine's (``Engine.open_parcel``)."""
+@dataclass
+class Incoming:
+    """The parcels an engine reads at the start of a batch, opened and checked: the
+    keys they name (JSON text), the parcels, and, for an engine that starts at a scale
+    change, the watermark clock its senders had (``Engine.export_keys``)."""
+
+    keys: list[str]
+    parcels: list[Parcel]
+    clock: dict | None
+
+
+def open_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
+                    rules_of: Callable[[int], ir.CompiledModule] | None = None) -> Incoming:
+    """Read and check the parcels sent to engine ``e`` for this batch (step 1 of
+    docs/architecture.md#handoff-protocol); :meth:`Engine.adopt` takes them in. A
+    parcel written under another rule set version is opened with ``rules_of(its
+    version)`` and carried onto the engine's (``Engine.open_parcel``). An engine
+    outside ``M[t]`` (past the engine count) imports nothing."""
     prev = key_map(store, batch - 1) if batch > 0 else None
-    keys = imports(e, prev, key_map(store, batch))
-    if not keys:
-        return keys
-    assert prev is not None  # batch 0 imports nothing
-    senders = by_owner(keys, prev)
+    cur = key_map(store, batch)
+    if prev is None or e >= cur.n_engines:
+        return Incoming([], [], None)
+    senders = parcel_senders(e, prev, cur)
+    if not senders:
+        return Incoming([], [], None)
     names = {source: parcel_name(source, e) for source in senders}
     parcels = store.get_states(batch - 1, list(names.values()))  # missing: the task fails
     opened = [engine.open_parcel(parcels[names[source]], rules_of) for source in senders]
-    for source, sent, parcel in zip(senders, senders.values(), opened, strict=True):
-        if sorted(map(key_text, parcel.keys)) != sorted(sent):
-            raise ValueError(f"the parcel {names[source]!r} of batch {batch - 1} holds other "
-                             f"keys than the key maps send engine {e}: state from another run?")
-    for parcel in opened:  # only once every parcel checked out
+    keys: list[str] = []
+    for source, parcel in zip(senders, opened, strict=True):
+        named = [key_text(k) for k in parcel.keys]
+        check_parcel(e, source, named, prev, cur)
+        keys += named
+    clock = None
+    if rescaled(prev, cur) and e >= prev.n_engines:
+        clock = next((p.engine.clock for p in opened if p.engine.clock), None)
+    return Incoming(keys, opened, clock)
+
+
+def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
+                      rules_of: Callable[[int], ir.CompiledModule] | None = None
+                      ) -> list[str]:
+    """Adopt the keys that move to engine ``e`` in this batch (:func:`open_moved_keys`,
+    then :meth:`Engine.adopt` once every parcel checked out)."""
+    incoming = open_moved_keys(store, engine, e, batch, rules_of)
+    for parcel in incoming.parcels:
         engine.adopt(parcel)
-    return keys
+    return incoming.keys
 
 
-def leaving_keys(store: StateStore, e: int, batch: int) -> list[str]:
-    """The keys engine ``e`` hands over at the end of this batch (step 3)."""
-    return exports(e, key_map(store, batch), key_map(store, batch + 1))
+def leaving_keys(store: StateStore, e: int, batch: int, engine: Engine | None = None
+                 ) -> list[str]:
+    """The keys engine ``e`` hands over at the end of this batch (step 3): across a
+    scale change also every key ``engine`` holds whose owner changes (all of them on an
+    engine that retires)."""
+    cur, nxt = key_map(store, batch), key_map(store, batch + 1)
+    if e >= cur.n_engines:
+        return []
+    held: list[str] = []
+    if engine is not None and rescaled(cur, nxt):
+        kept = engine.keys()
+        held = [key_text(k.item() if isinstance(k, np.generic) else k) for k in kept]
+    return exports(e, cur, nxt, held)
 
 
 def export_moved_keys(store: StateStore, engine: Engine, e: int, keys: list[str],
-                      batch: int) -> dict:
+                      batch: int, clock: dict | None = None) -> dict:
     """Hand over the keys that leave engine ``e`` after this batch, one parcel per
-    receiving engine (step 3)."""
-    if not keys:
+    receiving engine (step 3; across a scale change one to every engine of ``M[t+1]``,
+    empty or not, carrying ``clock``, the sender's watermark clock)."""
+    cur, nxt = key_map(store, batch), key_map(store, batch + 1)
+    scaling = rescaled(cur, nxt) and e < cur.n_engines
+    if not keys and not scaling:
         return {"exported_keys": 0, "exported_bytes": 0}
-    receivers = by_owner(keys, key_map(store, batch + 1))
-    parcels = {parcel_name(e, target): engine.export_keys([json.loads(k) for k in sent])
+    receivers = parcel_receivers(e, keys, cur, nxt)
+    parcels = {parcel_name(e, target): engine.export_keys([json.loads(k) for k in sent],
+                                                          clock if scaling else None)
                for target, sent in receivers.items()}
     store.put_states(batch, parcels)
     return {"exported_keys": len(keys), "exported_bytes": sum(map(len, parcels.values()))}
