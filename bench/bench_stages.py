@@ -22,7 +22,8 @@ round, with the file read into the page cache first:
   scheduling, the transfer to the JVM and the shuffle, state commits, planning), and
   the session's start; the process tree's CPU seconds (``RUSAGE_CHILDREN``).
 
-Writes ``bench/results/stages.json``; the performance page draws it as stacked bars.
+Writes ``bench/results/stages.json`` and draws it as stacked bars per job
+(``docs/images/stages.png``), which the performance page shows.
 
     python bench/bench_stages.py [--copies 10] [--rounds 1] [--no-spark] [--only window]
 """
@@ -236,6 +237,49 @@ def run_job(name: str, data: Path, rounds: int, spark: bool) -> dict[str, Any]:
     return out
 
 
+def draw(jobs: dict[str, Any], path: Path) -> Path:
+    """Stacked bars per job: the parse floor, the local runner's stages (seconds of its
+    one process) and Spark's (core-seconds over the machine's cores: its wall time had
+    every core been busy), so a stage's share of a run can be seen at a glance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    slots = os.cpu_count() or 1
+    names = list(jobs)
+    fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 4.8), squeeze=False)
+    palette = plt.get_cmap("tab20").colors
+    colours: dict[str, Any] = {}
+    for ax, name in zip(axes[0], names, strict=True):
+        job = jobs[name]
+        bars = [("parse floor", {"parse (pyarrow alone)": min(job["parse_floor_s"])}),
+                ("local runner", job["local_best"]["stages_s"])]
+        if "spark_best" in job:
+            bars.append(("Spark", {k: v / slots
+                                   for k, v in job["spark_best"]["core_s"].items()}))
+        for x, (_, stages) in enumerate(bars):
+            bottom = 0.0
+            for stage, seconds in stages.items():
+                colour = colours.setdefault(stage, palette[len(colours) % len(palette)])
+                ax.bar(x, seconds, bottom=bottom, color=colour, width=0.6,
+                       label=stage if stage not in ax.get_legend_handles_labels()[1]
+                       else None)
+                bottom += seconds
+            ax.text(x, bottom, f"{bottom:.1f} s", ha="center", va="bottom", fontsize=9)
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars])
+        ax.set_title(f"{name} ({job['rule'].split('/')[-1]})")
+        ax.set_ylabel(f"seconds (Spark: core-seconds / {slots} cores)")
+    handles = {lab: h for ax in axes[0] for h, lab in zip(*ax.get_legend_handles_labels(),
+                                                         strict=True)}
+    fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.8, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=10)
@@ -255,8 +299,10 @@ def main() -> None:
     data = write_flights(args.copies)
     jobs = {name: run_job(name, data, args.rounds, not args.no_spark)
             for name in (args.only or JOBS)}
-    write_results({"copies": args.copies, "file_mb": round(data.stat().st_size / 1e6),
-                   "jobs": jobs}, "stages.json", merge=bool(args.only))
+    written = write_results({"copies": args.copies,
+                             "file_mb": round(data.stat().st_size / 1e6), "jobs": jobs},
+                            "stages.json", merge=bool(args.only))
+    draw(json.loads(written.read_text())["jobs"], ROOT / "docs" / "images" / "stages.png")
 
 
 if __name__ == "__main__":

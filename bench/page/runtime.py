@@ -191,3 +191,33 @@ def ui_figures(data: dict, _name: str) -> str:
         lines.append(f"- the server's CPU, largest share of one core: {pct(100 * cpu, 3)}")
     return "\n".join(lines)
 
+
+
+def stages_figures(data: dict, _name: str) -> str:
+    """bench_stages.py: each job's seconds per stage beside the parse floor, and the
+    picture of the same figures."""
+    parts = []
+    for name, job in (data.get("jobs") or {}).items():
+        local = at(job, "local_best") or {}
+        spark = at(job, "spark_best") or {}
+        stages = list((local.get("stages_s") or {}).items())
+        rows = [(stage, num(seconds, 2)) for stage, seconds in stages]
+        rows.append(("**whole process (wall)**", num(local.get("wall_s"), 2)))
+        rows.append(("CPU seconds, peak memory",
+                     f"{num(local.get('process_cpu_s'), 1)} s, "
+                     f"{num(local.get('peak_rss_mb'))} MB"))
+        floor = min(job.get("parse_floor_s") or [0]) or None
+        text = (f"**{name}** (`{job.get('rule', '')}`, {num(local.get('events_in'))} events): "
+                f"pyarrow alone parses the file in {num(floor, 2)} s; the local runner's "
+                f"whole process takes {ratio(at(job, 'bound', 'local_over_floor'))} that.\n\n"
+                + table(("local runner stage", "seconds"), rows))
+        if spark:
+            core = spark.get("core_s") or {}
+            text += ("\n\n" + table(("Spark stage", "core-seconds"),
+                                    [(k, num(v, 2)) for k, v in core.items()])
+                     + f"\n\nSpark: {num(spark.get('wall_s'), 1)} s wall, "
+                     f"{num(spark.get('cpu_s'), 1)} CPU seconds (the process tree), "
+                     f"{num(spark.get('batches'))} batches.")
+        parts.append(text)
+    return ("![Seconds per stage, stacked, beside the parse floor](images/stages.png)\n\n"
+            + "\n\n".join(parts))

@@ -46,6 +46,7 @@ from page.runtime import (
     latency_figures,
     source_figures,
     spark_figures,
+    stages_figures,
     stream_figures,
     transports_figures,
     transports_io_figures,
@@ -85,6 +86,16 @@ SECTIONS = (
             "take); "
             "`bench/rules/flights_mr_spiral.epl` and `bench/rules/flights_mr_late_run.epl`.",
             "python bench/bench_match_recognize.py", match_recognize_figures),
+    Section("stages.json", "Where a job's seconds go, stage by stage",
+            "Two bounded jobs over ten years of flights (one JSON-lines file): the per-key "
+            "`#length(5)` window rule (`bench/rules/flight_delay_avg.epl`) and "
+            "MATCH_RECOGNIZE (`bench/rules/flights_mr_spiral.epl`), each side a whole "
+            "process with the file in the page cache: pyarrow's own parse of the file "
+            "into the rule's fields (the floor no reader of JSON lines with this parser "
+            "can pass), the local runner with its stages timed, and `cep run` on Spark at "
+            "its defaults with its metrics' stages (task stages summed over tasks, the "
+            "driver's sink, Spark's frame around the tasks, the session's start).",
+            "python bench/bench_stages.py --copies 10", stages_figures),
     Section("latency.json", "Detection latency",
             "A writer appends events at a fixed rate to a file that `cep run --follow` "
             "follows (or produces them to a Kafka topic it reads); a per-key "
