@@ -1,5 +1,7 @@
 """Trino's row pattern recognition tests (trinodb/trino, ``TestRowPatternMatching``),
-translated assertion by assertion into cep rules on the reference runner.
+translated assertion by assertion into cep rules on the reference runner, each on both
+matchers: the compiled one (where it takes the rule) and the interpreter forced on with
+``CEP_INTERPRET=1`` (the ``run_epl`` fixture below).
 
 Trino's ``(VALUES (id, value), ...) t(id, value) MATCH_RECOGNIZE (ORDER BY id ...)``
 becomes a stream ``T (id, value, ts)`` whose events come in id order (ts = id seconds),
@@ -15,9 +17,23 @@ from collections import Counter
 
 import pytest
 
+from cep.engine.engine import INTERPRET_ENV
+
 SEC = 1000
 SCHEMA = "CREATE SCHEMA T (id int, value int, ts timestamp) TIMESTAMP ts;\n"
 NULL = None
+
+
+@pytest.fixture(params=["kernel", "interpreter"])
+def run_epl(request, run_epl, monkeypatch):
+    """tests/conftest.py's ``run_epl``, each case run twice: with the compiled matcher
+    where it takes the rule, and with every rule on the interpreter (``CEP_INTERPRET``):
+    both must give Trino's rows."""
+    if request.param == "interpreter":
+        monkeypatch.setenv(INTERPRET_ENV, "1")
+    else:
+        monkeypatch.delenv(INTERPRET_ENV, raising=False)
+    return run_epl
 
 
 def query(run_epl, text, values, columns, partitions=None):
