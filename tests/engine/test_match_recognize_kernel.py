@@ -370,3 +370,28 @@ def test_aggregates_in_define_run_on_the_kernel(define):
         assert _on_the_kernel(module, inputs, [N_ROWS // 3], seed) == expected
         printed += len(expected)
     assert printed
+
+
+@pytest.mark.parametrize(("value", "kernels"), [("1", False), ("yes", False), ("0", True),
+                                                 ("", True), (None, True)])
+def test_cep_interpret_puts_every_rule_on_its_interpreter(monkeypatch, value, kernels):
+    """``CEP_INTERPRET`` (docs/guide.md#environment-variables), read when an engine builds
+    its operators: a MATCH_RECOGNIZE rule and a pattern rule the kernels take run on
+    their interpreters when it is set (anything but ``0`` or empty)."""
+    from cep.engine.chain_rule import ChainPatternOperator
+    from cep.engine.engine import INTERPRET_ENV
+    from cep.engine.pattern_rule import InterpretedPatternOperator
+
+    if value is None:
+        monkeypatch.delenv(INTERPRET_ENV, raising=False)
+    else:
+        monkeypatch.setenv(INTERPRET_ENV, value)
+    module = compile_text(
+        SCHEMA + "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES count(*) AS n "
+        "PATTERN (A B+) DEFINE B AS B.v > A.v );\n"
+        "SELECT a.v AS av, b.v AS bv FROM PATTERN [every a=S(kind = 1) -> b=S(v > a.v)] "
+        "PARTITION BY k;")
+    (_, recognize), (_, pattern) = Engine(module).operators
+    assert (recognize.kernel is not None) == kernels
+    assert isinstance(pattern, ChainPatternOperator if kernels
+                      else InterpretedPatternOperator)
