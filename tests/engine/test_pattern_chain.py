@@ -243,7 +243,7 @@ def run_moving(module, inputs: dict, cuts: list[int], movers: int) -> list:
 @st.composite
 def untils(draw) -> str:
     """A rule ``every ([n:m] b until c) [WITHIN T]`` (or ``[n] b``) the kernel takes."""
-    b, b_stream = draw(atoms("b", []))
+    b, b_stream = draw(atoms("b", [], loose=True))
     most = draw(st.integers(1, 4))
     least = draw(st.integers(0, most))
     columns = [f"b[{i}].{_field(b_stream)} AS b{i}" for i in range(draw(st.integers(1, 5)))]
@@ -371,40 +371,18 @@ def _bounded(check) -> None:
     share.check(MOST_EMPTY)
 
 
-def test_kernel_equals_the_interpreter():
+@pytest.mark.parametrize("check", [
+    _kernel_equals_the_interpreter,
+    _or_and_and_steps_on_the_kernel_equal_the_interpreter,
+    _repeats_inside_a_chain_on_the_kernel_equal_the_interpreter,
+    _group_kernel_equals_the_interpreter,
+    _patterns_without_every_on_the_group_kernel_equal_the_interpreter,
+    _until_kernel_equals_the_interpreter,
+], ids=lambda check: check.__name__.strip("_"))
+def test_each_kernel_equals_the_interpreter(check):
     """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_kernel_equals_the_interpreter)
-
-
-def test_or_and_and_steps_on_the_kernel_equal_the_interpreter():
-    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_or_and_and_steps_on_the_kernel_equal_the_interpreter)
-
-
-def test_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter():
-    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter)
-
-
-def test_group_kernel_equals_the_interpreter():
-    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_group_kernel_equals_the_interpreter)
-
-
-def test_patterns_without_every_on_the_group_kernel_equal_the_interpreter():
-    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_patterns_without_every_on_the_group_kernel_equal_the_interpreter)
-
-
-def test_until_kernel_equals_the_interpreter():
-    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
-    ``MOST_EMPTY`` of the examples may have no output."""
-    _bounded(_until_kernel_equals_the_interpreter)
+    ``MOST_EMPTY`` of each draw's examples may have no output."""
+    _bounded(check)
 
 
 @pytest.mark.parametrize("pattern", [
