@@ -27,6 +27,7 @@ above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never r
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -384,6 +385,17 @@ class Engine:
 #: :mod:`cep.engine.patterns.until_rule`); the differential tests turn it off to run the
 #: interpreter, the kernels' oracle, on the same rules.
 PATTERN_KERNEL = True
+#: The environment variable that forces every rule onto the interpreters (event patterns
+#: and MATCH_RECOGNIZE), so that a rule set can be run on both paths from the command
+#: line and the outputs compared (docs/guide.md#environment-variables)
+INTERPRET_ENV = "CEP_INTERPRET"
+
+
+def kernels_on() -> bool:
+    """Whether rules the kernels take run on them: read each time an engine builds an
+    operator (never cached), so a test or a run's process can switch it; set
+    ``CEP_INTERPRET`` to anything but ``0`` or empty to turn them off."""
+    return PATTERN_KERNEL and os.environ.get(INTERPRET_ENV, "") in ("", "0")
 
 
 def _key_array(keys: list) -> np.ndarray:
@@ -402,8 +414,8 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
         return JoinOperator(rule, module.streams[rule.trigger_stream],
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
-        return MatchRecognizeOperator(rule, module.streams[rule.stream])
-    if PATTERN_KERNEL:
+        return MatchRecognizeOperator(rule, module.streams[rule.stream], kernels_on())
+    if kernels_on():
         shape = chain_shape(rule.pattern)
         if shape is not None:
             return ChainPatternOperator(rule, module.streams, shape)
