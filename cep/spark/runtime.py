@@ -44,6 +44,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -197,6 +198,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 cleanup.callback(_drop_run, store)
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
+        if config.progress:  # Spark takes seconds to start: say so before the first batch
+            print(f"cep: starting Spark ({master}, {engines} engines)", file=sys.stderr,
+                  flush=True)
         try:
             spark = spark_session(master, partitions, config.verbose, conf=config.spark_conf)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java
