@@ -17,10 +17,12 @@ round, with the file read into the page cache first:
   memory;
 * **Spark** (``cep run`` at its defaults) with ``--metrics``: its batches' stages as
   its metrics record them (the input tasks' read, derive and route; the engine tasks'
-  restore, process, save, output; summed over tasks, so over cores), the driver's sink,
-  Spark's own frame (the batches' wall time not inside a task's recorded stage: task
-  scheduling, the transfer to the JVM and the shuffle, state commits, planning), and
-  the session's start; the process tree's CPU seconds (``RUSAGE_CHILDREN``).
+  restore, process, save, output; core-seconds over the machine's cores), the rest of
+  each batch's job (task scheduling, Python workers, the transfer to the JVM and the
+  shuffle, state commits), the driver's work after the job (the Balancer, delivery, dead
+  letters), the rest of each trigger (planning, offset logs), and start-up with the
+  session; the process tree's CPU seconds (read from /proc: the JVM is not reaped into
+  the bench's own accounting).
 
 Writes ``bench/results/stages.json`` and draws it as stacked bars per job
 (``docs/images/stages.png``), which the performance page shows.
@@ -38,6 +40,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -176,38 +179,95 @@ def child(*args: str) -> tuple[dict[str, Any], float, float]:
     return json.loads(out.stdout.strip().splitlines()[-1]), wall, cpu
 
 
-def spark_side(data: Path, rule: Path) -> dict[str, Any]:
-    """``cep run`` on Spark at its defaults, whole, its stages from its metrics."""
+def probe_spark(data: Path, rule: Path) -> dict[str, Any]:
+    """``cep run``'s Spark runner at its defaults (``cep.run.run``, as the command line
+    calls it, so that the metrics carry Spark's own per-batch times), its stages summed
+    from its metrics."""
+    from cep.run import run
+    from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
+
+    module = compile_file(str(rule))
     with tempfile.TemporaryDirectory(prefix="cep-stages-spark-") as tmp:
-        metrics = Path(tmp) / "metrics.jsonl"
-        summary = Path(tmp) / "summary.json"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "cep.cli", "run", str(rule), "--input",
-                        str(data), "--output", str(Path(tmp) / "out"), "--quiet",
-                        "--metrics", str(metrics), "--json", str(summary)],
-                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        batches = [json.loads(line) for line in metrics.read_text().splitlines()
-                   if line.strip()]
-        totals = json.loads(summary.read_text())
-    batches = [b for b in batches if "batch" in b]
-    stages: dict[str, float] = {}
+        config = RunConfig(inputs=(str(data),), output=Output(str(Path(tmp) / "out")),
+                           dead_letter=str(Path(tmp) / "dead.jsonl"))
+        result = run(module, config)
+    batches = [m for m in result.metrics if "batch" in m]
+    task_core_s: dict[str, float] = {}
     for batch in batches:
         for name, seconds in batch.get("stage_s", {}).items():
             stage = SPARK_TASK_STAGES.get(name, name)
-            stages[stage] = stages.get(stage, 0.0) + seconds
-        stages["driver_sink"] = stages.get("driver_sink", 0.0) + batch.get("sink_s", 0.0)
-    triggers = sum(b.get("spark_ms", {}).get("trigger", 0) for b in batches) / 1000
+            task_core_s[stage] = task_core_s.get(stage, 0.0) + seconds
+    return {"task_core_s": task_core_s,
+            # sink_s: from foreachBatch's start to the stats collected, which runs the
+            # batch's job (every task, the shuffle); write_s: the driver's work after it
+            "job_s": sum(b.get("sink_s", 0.0) for b in batches),
+            "driver_s": sum(b.get("write_s", 0.0) for b in batches),
+            "triggers_s": sum(b.get("spark_ms", {}).get("trigger", 0) for b in batches) / 1e3,
+            "session_s": result.session_s, "batches": len(batches),
+            "events_in": result.totals.get("events_in"),
+            "events_out": result.totals.get("events_out")}
+
+
+def tree_cpu_seconds(root: int, done: threading.Event, out: dict[int, float]) -> None:
+    """Until ``done``: the CPU seconds of every process under ``root`` (the JVM and its
+    Python workers are not reaped into the bench's own accounting), read from /proc
+    every 0.2 s, the last reading of each process kept."""
+    tick = os.sysconf("SC_CLK_TCK")
+    while not done.wait(0.2):
+        parents: dict[int, int] = {}
+        times: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        for pid, seconds in times.items():
+            up = pid
+            while up in parents and up != root:
+                up = parents[up]
+            if up == root:
+                out[pid] = max(out.get(pid, 0.0), seconds)
+
+
+def spark_side(data: Path, rule: Path) -> dict[str, Any]:
+    """The Spark probe as a whole process: its wall time, its process tree's CPU
+    seconds, and its seconds per stage in wall terms (task stages over the cores they
+    share, the driver's sink, Spark's frame around them, start-up and session)."""
+    done, cpu = threading.Event(), {}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--probe", "spark", str(data),
+                             str(rule)], stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT / "bench")
+    poller = threading.Thread(target=tree_cpu_seconds, args=(proc.pid, done, cpu))
+    poller.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    poller.join()
+    if proc.returncode:
+        raise SystemExit(f"the Spark probe failed ({proc.returncode})")
+    answer = json.loads(out.strip().splitlines()[-1])
     slots = os.cpu_count() or 1
-    inside = sum(stages.values()) / slots  # task seconds over the cores they ran on
-    stages["spark_frame"] = max(0.0, triggers - inside) * slots
-    stages["startup_and_session"] = max(0.0, wall - triggers) * slots
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "batches": len(batches),
-            "core_s": {k: round(v, 3) for k, v in sorted(stages.items())},
-            "events_in": totals.get("events_in"), "events_out": totals.get("events_out")}
+    parts = {stage: seconds / slots for stage, seconds in answer["task_core_s"].items()}
+    in_tasks = sum(parts.values())
+    # the job's time outside cep's recorded task stages: scheduling, Python workers,
+    # the transfer to the JVM and the shuffle, state stores' commits
+    parts["spark_job_frame"] = max(0.0, answer["job_s"] - in_tasks)
+    parts["driver_delivery"] = answer["driver_s"]  # Balancer, delivery, dead letters
+    # the trigger's time outside the job and the driver's work: planning, offset logs
+    parts["spark_trigger_frame"] = max(
+        0.0, answer["triggers_s"] - answer["job_s"] - answer["driver_s"])
+    parts["startup_and_session"] = max(0.0, wall - answer["triggers_s"])
+    return {"wall_s": round(wall, 2), "tree_cpu_s": round(sum(cpu.values()), 1),
+            "session_s": round(answer["session_s"], 2), "batches": answer["batches"],
+            "task_core_s": {k: round(v, 3) for k, v in answer["task_core_s"].items()},
+            "wall_parts_s": {k: round(v, 3) for k, v in parts.items()},
+            "events_in": answer["events_in"], "events_out": answer["events_out"]}
 
 
 def run_job(name: str, data: Path, rounds: int, spark: bool) -> dict[str, Any]:
@@ -256,8 +316,7 @@ def draw(jobs: dict[str, Any], path: Path) -> Path:
         bars = [("parse floor", {"parse (pyarrow alone)": min(job["parse_floor_s"])}),
                 ("local runner", job["local_best"]["stages_s"])]
         if "spark_best" in job:
-            bars.append(("Spark", {k: v / slots
-                                   for k, v in job["spark_best"]["core_s"].items()}))
+            bars.append(("Spark", job["spark_best"]["wall_parts_s"]))
         for x, (_, stages) in enumerate(bars):
             bottom = 0.0
             for stage, seconds in stages.items():
@@ -269,7 +328,7 @@ def draw(jobs: dict[str, Any], path: Path) -> Path:
             ax.text(x, bottom, f"{bottom:.1f} s", ha="center", va="bottom", fontsize=9)
         ax.set_xticks(range(len(bars)), [b[0] for b in bars])
         ax.set_title(f"{name} ({job['rule'].split('/')[-1]})")
-        ax.set_ylabel(f"seconds (Spark: core-seconds / {slots} cores)")
+        ax.set_ylabel(f"seconds (Spark's task stages: core-seconds / {slots} cores)")
     handles = {lab: h for ax in axes[0] for h, lab in zip(*ax.get_legend_handles_labels(),
                                                          strict=True)}
     fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
@@ -293,7 +352,7 @@ def main() -> None:
         side, data, rule = args.probe
         sys.path.insert(0, str(ROOT))
         probes: dict[str, Callable[[Path, Path], dict[str, Any]]] = {
-            "floor": probe_floor, "local": probe_local}
+            "floor": probe_floor, "local": probe_local, "spark": probe_spark}
         print(json.dumps(probes[side](Path(data), Path(rule))))
         return
     data = write_flights(args.copies)
