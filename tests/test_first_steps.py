@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cep.report import rstd_batches
-from cep.spark.sink import Progress
+from cep.spark.output.sink import Progress
 from grammar.compile import compile_file
 from grammar.errors import RuleError
 
