@@ -90,9 +90,9 @@ from cep.io.inputs import load_inputs
 from cep.reference import input_watermark, run_reference
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig
-from cep.spark.delivery import read_output
-from cep.spark.event_parts import EventParts
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
+from cep.spark.output.delivery import read_output
+from cep.spark.output.event_parts import EventParts
 from grammar.compile import compile_text
 from splitter.engine_labels import engine_labels
 from splitter.routing import key_grouping, route_part

@@ -56,7 +56,7 @@ from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
 from cep.transports.kafka_read import partition_ends, read_partition_range
 from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter

@@ -11,7 +11,7 @@ import pytest
 
 from cep.io.inputs import load_inputs
 from cep.report import rstd_batches
-from cep.spark.sink import Progress
+from cep.spark.output.sink import Progress
 from grammar.compile import compile_file, compile_text
 from grammar.errors import RuleError
 

@@ -238,7 +238,7 @@ class Engine:
         self._take_back(parcel.engine, parcel.keys)
 
     # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
-    # batch) and the work engine that runs a batch's keys (``cep.spark.resident``)
+    # batch) and the work engine that runs a batch's keys (``cep.spark.engines.resident``)
 
     def windows(self) -> list[KeyedWindow]:
         """Every window of every rule, in a fixed order (the order of a change's parts)."""

@@ -1,7 +1,7 @@
 """User functions on Spark (``cep run --udf``): the workers import the file, the events
 equal the reference runner's, and a function that raises dead-letters exactly the
 records it raised on, once each, with its message (``cep.engine.udf.shipment``,
-``cep.spark.udf_seen``)."""
+``cep.spark.output.udf_seen``)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from cep.spark.jvm_cache import cache_dir, is_private, jdk_tool, spark_jars
+from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool, spark_jars
 
 SOURCE = Path(__file__).with_name("NioLocalFileSystem.java")
 FILE_SYSTEM_CLASS = "cep.hadoop.NioLocalFileSystem"

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from cep.engine import codec
 from cep.engine.engine import Engine
-from cep.spark.engine_log import EngineLog
+from cep.spark.engines.log import EngineLog
 from grammar import ir
 
 # A copy this many batches behind its engine's batch is dropped (the log has most

@@ -22,7 +22,7 @@ from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment
 from cep.io.inputs import frame_to_table, read_segment
 from cep.io.udf_letters import write_udf_letters
-from cep.spark.source_config import SourceConfig
+from cep.spark.inputs.config import SourceConfig
 from grammar import ir
 from splitter.routing import KeyRouter, key_grouping, route_part
 

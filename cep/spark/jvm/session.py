@@ -23,9 +23,9 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from cep.spark.jvm_archive import sharing_options
-from cep.spark.local_fs import spark_settings as local_fs_settings
-from cep.spark.worker_python import worker_python
+from cep.spark.jvm.archive import sharing_options
+from cep.spark.jvm.local_fs import spark_settings as local_fs_settings
+from cep.spark.jvm.worker_python import worker_python
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The driver's JVM (in local mode also the executors') compiles with C1 only: C2's
@@ -107,10 +107,10 @@ def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
 
-# cep's package directory, found from this file (cep/spark/session.py) rather than by
+# cep's package directory, found from this file (cep/spark/jvm/session.py) rather than by
 # importing the top package, which this module sits below; the other packages of
 # ``CODE_PACKAGES`` are installed beside it
-CEP_PACKAGE = Path(__file__).resolve().parent.parent
+CEP_PACKAGE = Path(__file__).resolve().parents[2]
 
 # The top-level packages of cep's own code (the project card's layout): ``cep`` and the
 # rule language, the Splitter and the key-state migration beside it.

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 from cep.run_config import RunConfig
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark import local_fs
-from cep.spark.cluster import LocalStandaloneCluster
-from cep.spark.session import CEP_PACKAGE, DRIVER_JAVA_OPTIONS
-from cep.spark.worker_python import worker_python
+from cep.spark.cluster.standalone import LocalStandaloneCluster
+from cep.spark.jvm import local_fs
+from cep.spark.jvm.session import CEP_PACKAGE, DRIVER_JAVA_OPTIONS
+from cep.spark.jvm.worker_python import worker_python
 
 EXECUTOR_MEMORY = "1g"  # the JVM heap; the engines' Python workers are outside it
 STARTUP_S = 60.0  # for the cluster to come up, per whole core a node has

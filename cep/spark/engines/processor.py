@@ -1,7 +1,7 @@
 """One CEP engine as a ``transformWithStateInPandas`` stateful processor.
 
 Grouped by engine label, so each call of ``handleInputRows`` is one engine's whole
-micro-batch, which :mod:`cep.spark.engine_batch` runs (see there: the engine's state,
+micro-batch, which :mod:`cep.spark.engines.batch` runs (see there: the engine's state,
 the events each engine writes itself, the ``stats`` row it returns, INSERT INTO chains).
 Its state variable, with ``StructType`` schemas (no DDL string parsed per call), is
 ``engine_log.py``'s.
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from cep.spark.engine_task import engine_task
+from cep.spark.engines.task import engine_task
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from cep.engine.udf.shipment import UdfShipment
-    from cep.spark.chain_stages import ChainParts
-    from cep.spark.event_parts import EventParts
+    from cep.spark.chains.stages import ChainParts
+    from cep.spark.output.event_parts import EventParts
     from grammar import ir
     from migration.store import StateStore
 
@@ -50,12 +50,12 @@ class EngineProcessor(StatefulProcessor):
                                 udfs, log_at, workdir)
 
     def init(self, handle) -> None:
-        from cep.spark.engine_log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA
+        from cep.spark.engines.log import LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA
 
         self.log = handle.getMapState("log", LOG_KEY_SCHEMA, LOG_VALUE_SCHEMA)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        from cep.spark.engine_batch import run_engine_batch
+        from cep.spark.engines.batch import run_engine_batch
 
         return run_engine_batch(self.task, self.log, key, rows)
 

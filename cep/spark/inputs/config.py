@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cep.engine.udf.shipment import UdfShipment
     from cep.io.inputlog import Segment
-    from cep.spark.chain_stages import ChainParts
+    from cep.spark.chains.stages import ChainParts
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class SourceConfig:
 
     @property
     def chain(self) -> ChainParts:
-        from cep.spark.chain_stages import ChainParts  # only where a module has a chain
+        from cep.spark.chains.stages import ChainParts  # only where a module has a chain
 
         return ChainParts(os.path.join(self.workdir, "chain"))
 

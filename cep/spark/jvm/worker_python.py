@@ -33,7 +33,7 @@ from pathlib import Path
 
 SCRIPT = """\
 #!/usr/bin/env bash
-# Written by cep (cep/spark/worker_python.py): {python} without Spark's zips on
+# Written by cep (cep/spark/jvm/worker_python.py): {python} without Spark's zips on
 # PYTHONPATH, so workers import the compiled pyspark and py4j of site-packages, and
 # without Spark's core jar, which holds no Python but costs a directory read per task.
 ZIPS=({zips})

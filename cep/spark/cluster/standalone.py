@@ -51,7 +51,7 @@ from typing import IO, Any
 
 import pyspark
 
-from cep.spark.cpu_quota import CpuGroup, CpuGroups
+from cep.spark.cluster.cpu_quota import CpuGroup, CpuGroups
 
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from cep.spark.event_parts import EventParts, read_order
+from cep.spark.output.event_parts import EventParts, read_order
 
 _ORDER_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64())])
 

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from cep.io.deadletter_summary import DeadLetterSummary
-from cep.spark.delivery import AppendLedger, merged_lines
-from cep.spark.event_parts import EventParts, order_path
-from cep.spark.latest import merge_latest
-from cep.spark.udf_seen import SeenFailures
+from cep.spark.output.delivery import AppendLedger, merged_lines
+from cep.spark.output.event_parts import EventParts, order_path
+from cep.spark.output.latest import merge_latest
+from cep.spark.output.udf_seen import SeenFailures
 from cep.transports.outputs import Publisher
 from splitter.policies.stats import rstd
 

@@ -52,8 +52,8 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTri
 
 from cep.io.inputlog import SEQ_SHIFT, InputLog
 from cep.io.rule_changes import RuleBook
+from cep.spark.inputs.config import SourceConfig
 from cep.spark.rule_versions import RulePlanner
-from cep.spark.source_config import SourceConfig
 from grammar import ir
 
 if TYPE_CHECKING:  # executors' modules (input_tasks.py): planning never imports them
@@ -176,7 +176,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ executors
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from cep.spark.input_tasks import read_chain, read_input, record_batch  # see there
+        from cep.spark.inputs.tasks import read_chain, read_input, record_batch  # see there
 
         task = partition.value
         version = int(task.get("rules", 0))

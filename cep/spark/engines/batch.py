@@ -47,13 +47,13 @@ from cep.engine.udf_errors import collecting
 from cep.io.event_time import ClockPiece, EventClock
 from cep.io.rule_changes import RuleBook
 from cep.io.udf_letters import write_udf_letters
-from cep.spark.chain_stages import ChainParts, split_rows
-from cep.spark.engine_log import EngineLog
-from cep.spark.engine_task import EngineTask
-from cep.spark.event_parts import EventParts, event_lines, order_table
-from cep.spark.late_rows import find_late, late_path
-from cep.spark.latest import engine_latest
-from cep.spark.resident import keep, take_engine
+from cep.spark.chains.stages import ChainParts, split_rows
+from cep.spark.engines.late_rows import find_late, late_path
+from cep.spark.engines.log import EngineLog
+from cep.spark.engines.resident import keep, take_engine
+from cep.spark.engines.task import EngineTask
+from cep.spark.output.event_parts import EventParts, event_lines, order_table
+from cep.spark.output.latest import engine_latest
 from grammar import ir
 from grammar.rule_set import output_order
 from migration.protocol import (

@@ -40,7 +40,7 @@ import pyarrow.ipc as ipc
 from cep.engine.clock import Watermark
 from cep.engine.insert_into import complex_events
 from cep.engine.table import Table, concat, take
-from cep.spark.chain_check import ChainError
+from cep.spark.chains.check import ChainError
 from grammar import ir
 
 # a chain row: what insert_into decodes, with its place in the reference order (``at``,

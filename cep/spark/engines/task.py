@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cep.engine.udf.shipment import UdfShipment
-    from cep.spark.chain_stages import ChainParts
-    from cep.spark.event_parts import EventParts
+    from cep.spark.chains.stages import ChainParts
+    from cep.spark.output.event_parts import EventParts
     from grammar import ir
     from migration.store import StateStore
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cep.spark.jvm_cache import cache_dir, is_private, jdk_tool, spark_jars
+from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool, spark_jars
 
 #: JVM options that keep the class-sharing messages out of a run's output
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
