@@ -212,12 +212,16 @@ def stages_figures(data: dict, _name: str) -> str:
                 f"whole process takes {ratio(at(job, 'bound', 'local_over_floor'))} that.\n\n"
                 + table(("local runner stage", "seconds"), rows))
         if spark:
-            core = spark.get("core_s") or {}
-            text += ("\n\n" + table(("Spark stage", "core-seconds"),
-                                    [(k, num(v, 2)) for k, v in core.items()])
+            spark_parts = spark.get("wall_parts_s") or {}
+            core = spark.get("task_core_s") or {}
+            text += ("\n\n" + table(("Spark stage", "seconds of the run", "core-seconds"),
+                                    [(k, num(v, 2), num(core.get(k), 2))
+                                     for k, v in spark_parts.items()])
                      + f"\n\nSpark: {num(spark.get('wall_s'), 1)} s wall, "
-                     f"{num(spark.get('cpu_s'), 1)} CPU seconds (the process tree), "
-                     f"{num(spark.get('batches'))} batches.")
+                     f"{num(spark.get('tree_cpu_s'), 1)} CPU seconds (the process tree: "
+                     f"driver, JVM, Python workers), {num(spark.get('batches'))} batches; "
+                     "a task stage's seconds of the run are its core-seconds over the "
+                     "machine's cores.")
         parts.append(text)
     return ("![Seconds per stage, stacked, beside the parse floor](images/stages.png)\n\n"
             + "\n\n".join(parts))
