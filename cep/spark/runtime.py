@@ -10,7 +10,7 @@ never holds the events (a file or standard output gets one batch's events at a t
 
 A run directory (``--checkpoint DIR``, else a temporary one) holds::
 
-    run.json      run id, engines, strategy, inputs: what a restart must match
+    run.json      run id, strategy, inputs (what a restart must match), engine history
     input/        the input log (``segments.jsonl``): which bytes make up the stream
     rules/        the rules it started with, the changes deployed since, the batch at
                   which each applied (``cep.io.rule_changes``)
@@ -50,6 +50,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
@@ -78,6 +79,7 @@ from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
 from grammar.rule_set import output_order
+from migration.protocol import KeyMap
 from migration.store import StateStore
 from splitter.balancer import Balancer
 from splitter.engine_labels import engine_partitions, stage_labels
@@ -151,8 +153,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run_id, partitions = _manifest(workdir, engines, strategy, sources,
-                                       engine_partitions(engines, master))
+        run_id, partitions, layout = _manifest(workdir, engines, strategy, sources,
+                                               engine_partitions(engines, master),
+                                               chained=bool(module.stages))
         try:
             ChangeLog(workdir).begin(module)  # rules deployed later compose onto these
         except ChangeLogError as err:
@@ -170,7 +173,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 raise SparkRunError(str(err)) from None
             cleanup.callback(events_to.close)
         store, hooks = None, []
-        if strategy == "kg":
+        if strategy == "kg" and not layout.maps:
             engine_of = key_grouping(engines)
         elif strategy == "pkg":
             engine_of = partial_key_grouping(engines)
@@ -182,11 +185,14 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             store = cleanup.enter_context(StateStore(
                 mongo_uri, run_id=run_id, connect_timeout_ms=timeout_ms,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
-            balancer = Balancer(store, strategy, engines, config.threshold, config.stat_window,
-                                capacity=config.capacity, load=config.load,
-                                moves=config.moves)
+            balancer = Balancer(store, strategy, layout.initial, config.threshold,
+                                config.stat_window, capacity=config.capacity,
+                                load=config.load, moves=config.moves,
+                                engines_at=lambda _version: engines)
             try:
                 balancer.prepare()
+                if layout.kg_maps is not None:  # key grouping routed by maps from then on
+                    _kg_maps(store, *layout.kg_maps)
                 _check_resumable(store, workdir)
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
@@ -205,7 +211,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         session_s = time.perf_counter() - session_started
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
-        labels = stage_labels(engines, len(module.stages) + 1, partitions)
+        # every engine the run ever had runs each batch (those past the maps' count
+        # own no key and follow the input's time), in the partition it started in
+        labels = stage_labels(layout.most, len(module.stages) + 1, partitions)
         order = output_order([v.module for v in book.versions()])  # grows as rules come
         parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
@@ -225,7 +233,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
                                  config.metrics_file, master, run_id)}
-        sink = BatchSink(workdir, engines, settings, delivery,
+        sink = BatchSink(workdir, layout.most, settings, delivery,
                          Progress(expected, config.progress, done=done),
                          [RuleVersionsHook(book, order), *hooks,
                           InputProgress(workdir, sources)])
@@ -381,21 +389,39 @@ def _state_store_figures(operators: list[dict]) -> dict[str, float]:
     return figures
 
 
-def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
-              partitions: int) -> tuple[str, int]:
-    """The run id of the run in ``workdir`` and its engines' shuffle partitions: drawn
-    when the directory is new, read back on a restart (so it finds its maps and state
-    documents again, and a checkpoint deleted and recreated under the same path never
-    meets the old run's documents).
+@dataclass(frozen=True)
+class EngineLayout:
+    """What a run directory says about its engines: the count the run started with
+    (maps 0 and 1), the count before this start, the most it ever had (each engine keeps
+    its label, and so its Spark state, for the run's life) and whether key grouping
+    routes by key maps (a KG run once its engine count changed)."""
 
-    A restart must keep the engines (the moved keys' owners are engine numbers), the
-    strategy (key grouping after a key-moving strategy would route moved keys to engines
-    without their state) and the inputs (the input log continues the inputs it has). It
-    keeps the partitions the run started with, whatever its master now: Spark fixed the
-    state partitions in the checkpoint, and an engine's label must find its state there
-    (a run directory that names none had one per engine)."""
+    initial: int
+    before: int
+    most: int
+    maps: bool
+    kg_maps: tuple[int, int] | None  # (batch, engines): where a KG run's maps begin
+
+
+def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
+              partitions: int, chained: bool = False) -> tuple[str, int, EngineLayout]:
+    """The run id of the run in ``workdir``, its engines' shuffle partitions and its
+    :class:`EngineLayout`: drawn when the directory is new, read back on a restart (so
+    it finds its maps and state documents again, and a checkpoint deleted and recreated
+    under the same path never meets the old run's documents).
+
+    A restart must keep the strategy (key grouping after a key-moving strategy would
+    route moved keys to engines without their state) and the inputs (the input log
+    continues the inputs it has). It may change the engine count
+    (docs/guide.md#scaling-a-running-job): the change applies at the first batch whose key map is not written
+    yet, keys moving with their state; under key grouping the run routes by key maps
+    from then on. PKG (keys split) and INSERT INTO chains (later stages' keys do not
+    move) keep their count. A restart keeps the partitions the run started with,
+    whatever its master now: Spark fixed the state partitions in the checkpoint, and an
+    engine's label must find its state there (a run directory that names none had one
+    per engine); engine e runs in partition e mod P."""
     path = workdir / "run.json"
-    wanted = {"engines": engines, "strategy": strategy, "inputs": sources}
+    wanted = {"strategy": strategy, "inputs": sources}
     if path.exists():
         manifest = json.loads(path.read_text())
         if manifest.get("state_layout") != STATE_LAYOUT:
@@ -409,14 +435,49 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                 raise SparkRunError(
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
-        return manifest["run_id"], int(manifest.get("partitions", engines))
-    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT, **wanted,
-                "partitions": partitions}
+        initial = int(manifest["engines"])
+        before = int(manifest.get("engines_now", initial))
+        most = int(manifest.get("engines_most", initial))
+        maps = bool(manifest.get("maps", False))
+        if engines != before:
+            if strategy == "pkg" or chained:
+                why = ("PKG splits keys" if strategy == "pkg"
+                       else "an INSERT INTO chain's later stages keep their keys")
+                raise SparkRunError(
+                    f"checkpoint {workdir} belongs to a run with engines {before}, not "
+                    f"{engines}: {why}, so its engine count cannot change; resume it with "
+                    "the same --engines, or use a new directory")
+            if strategy == "kg" and not maps:  # the batch maps start at, and its count
+                manifest["kg_maps"] = [_next_batch(workdir), before]
+            manifest.update(engines_now=engines, engines_most=max(most, engines),
+                            maps=maps or strategy == "kg")
+            _write_manifest(path, manifest)
+        layout = EngineLayout(initial, before, max(most, engines),
+                              bool(manifest.get("maps", False)),
+                              tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None)
+        return manifest["run_id"], int(manifest.get("partitions", initial)), layout
+    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
+                "engines": engines, **wanted, "partitions": partitions}
     workdir.mkdir(parents=True, exist_ok=True)
+    _write_manifest(path, manifest)
+    return manifest["run_id"], partitions, EngineLayout(engines, engines, engines, False, None)
+
+
+def _write_manifest(path: Path, manifest: dict) -> None:
     tmp = path.with_name(".run.json.tmp")
     tmp.write_text(json.dumps(manifest) + "\n")
     os.replace(tmp, path)
-    return manifest["run_id"], partitions
+
+
+def _kg_maps(store: StateStore, batch: int, before: int) -> None:
+    """A key-grouping run routed by maps from the restart that first changed its count
+    (at ``batch``): that batch and the next run as they would have without maps (plain
+    KG at the count they had, ``before``), so the new count applies from the first map
+    the Balancer writes; the batch before is written too, since an engine reads its
+    batch's map and the one before to know what it imports. Write-once: every later
+    start writes them again harmlessly."""
+    for version in range(max(0, batch - 1), batch + 2):
+        store.put_key_map(version, KeyMap(before).encode())
 
 
 def _next_batch(workdir: Path) -> int:
