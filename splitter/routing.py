@@ -115,11 +115,19 @@ def key_grouping(n_engines: int) -> KeyRouter:
 
 
 def map_grouping(store: StateStore) -> KeyRouter:
-    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides)."""
+    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides).
+    Its ``engines_at(batch)`` is the engine count of ``M[t]``: the engines that run
+    batch t (``input_tasks.read_input``), so a job whose count changes (a scale change)
+    runs the engines of each batch's map, new ones from their first batch on, retired
+    ones no more once they handed their keys over."""
 
     def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
         return key_map(store, batch).owners(keys)
 
+    def engines_at(batch: int) -> int:
+        return key_map(store, batch).n_engines
+
+    engine_of.engines_at = engines_at  # type: ignore[attr-defined]
     return engine_of
 
 

@@ -51,6 +51,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
@@ -60,6 +61,7 @@ from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.rule_changes import ChangeLog, ChangeLogError, RuleBook
+from cep.io.scale_changes import MAX_ENGINES, ScaleHook, ScaleLog
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
@@ -161,6 +163,10 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         except ChangeLogError as err:
             raise SparkRunError(str(err)) from None
         book = RuleBook(str(workdir), module)
+        scale_log = ScaleLog(workdir)
+        if layout.rescale:  # a restart with other --engines: a scale request, then noted
+            scale_log.request(engines, "restart")
+            _rescaled_manifest(workdir, engines, layout)
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
@@ -188,7 +194,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             balancer = Balancer(store, strategy, layout.initial, config.threshold,
                                 config.stat_window, capacity=config.capacity,
                                 load=config.load, moves=config.moves,
-                                engines_at=lambda _version: engines)
+                                engines_at=None if module.stages else _requested(scale_log))
             try:
                 balancer.prepare()
                 if layout.kg_maps is not None:  # key grouping routed by maps from then on
@@ -197,7 +203,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
                                                    checkpoint)) from None
-            hooks.append(balancer)
+            hooks += [balancer, ScaleHook(workdir, partial(_engines_now, workdir))]
             engine_of = map_grouping(store)
             if not checkpoint:
                 cleanup.callback(_drop_run, store)
@@ -211,9 +217,13 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         session_s = time.perf_counter() - session_started
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
-        # every engine the run ever had runs each batch (those past the maps' count
-        # own no key and follow the input's time), in the partition it started in
-        labels = stage_labels(layout.most, len(module.stages) + 1, partitions)
+        # routed by key maps, the job knows the labels of MAX_ENGINES engines (engine e
+        # in partition e mod P, its label the same whatever the count: stage_labels),
+        # and each batch runs the engines of its map (routing.map_grouping), so a scale
+        # change needs no new query; else every engine runs each batch
+        scalable = store is not None and not module.stages
+        labels = stage_labels(MAX_ENGINES if scalable else engines, len(module.stages) + 1,
+                              partitions)
         order = output_order([v.module for v in book.versions()])  # grows as rules come
         parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
@@ -233,7 +243,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
                                  config.metrics_file, master, run_id)}
-        sink = BatchSink(workdir, layout.most, settings, delivery,
+        sink = BatchSink(workdir, engines, settings, delivery,
                          Progress(expected, config.progress, done=done),
                          [RuleVersionsHook(book, order), *hooks,
                           InputProgress(workdir, sources)])
@@ -392,13 +402,13 @@ def _state_store_figures(operators: list[dict]) -> dict[str, float]:
 @dataclass(frozen=True)
 class EngineLayout:
     """What a run directory says about its engines: the count the run started with
-    (maps 0 and 1), the count before this start, the most it ever had (each engine keeps
-    its label, and so its Spark state, for the run's life) and whether key grouping
-    routes by key maps (a KG run once its engine count changed)."""
+    (maps 0 and 1), the count the command line asked for before this start, whether
+    this start asks for another (``rescale``: a restart with other ``--engines``),
+    and whether key grouping routes by key maps (a KG run once its count changed)."""
 
     initial: int
     before: int
-    most: int
+    rescale: bool
     maps: bool
     kg_maps: tuple[int, int] | None  # (batch, engines): where a KG run's maps begin
 
@@ -413,13 +423,16 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
     A restart must keep the strategy (key grouping after a key-moving strategy would
     route moved keys to engines without their state) and the inputs (the input log
     continues the inputs it has). It may change the engine count
-    (docs/guide.md#scaling-a-running-job): the change applies at the first batch whose key map is not written
-    yet, keys moving with their state; under key grouping the run routes by key maps
-    from then on. PKG (keys split) and INSERT INTO chains (later stages' keys do not
-    move) keep their count. A restart keeps the partitions the run started with,
-    whatever its master now: Spark fixed the state partitions in the checkpoint, and an
-    engine's label must find its state there (a run directory that names none had one
-    per engine); engine e runs in partition e mod P."""
+    (docs/guide.md#scaling-a-running-job): a restart whose ``--engines`` differs from
+    the last start's is a scale request (``cep.io.scale_changes``, written by the
+    caller), applied at the first key map the restarted run writes; a restart with the
+    same ``--engines`` keeps the count the run has, whatever ``cep scale`` made it.
+    Under key grouping the run routes by key maps from its first change on. PKG (keys
+    split) and INSERT INTO chains (later stages' keys do not move) keep their count. A
+    restart keeps the partitions the run started with, whatever its master now: Spark
+    fixed the state partitions in the checkpoint, and an engine's label must find its
+    state there (a run directory that names none had one per engine); engine e runs in
+    partition e mod P."""
     path = workdir / "run.json"
     wanted = {"strategy": strategy, "inputs": sources}
     if path.exists():
@@ -436,10 +449,10 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
         initial = int(manifest["engines"])
-        before = int(manifest.get("engines_now", initial))
-        most = int(manifest.get("engines_most", initial))
+        before = int(manifest.get("engines_asked", initial))
         maps = bool(manifest.get("maps", False))
-        if engines != before:
+        rescale = engines != before
+        if rescale:
             if strategy == "pkg" or chained:
                 why = ("PKG splits keys" if strategy == "pkg"
                        else "an INSERT INTO chain's later stages keep their keys")
@@ -449,18 +462,50 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                     "the same --engines, or use a new directory")
             if strategy == "kg" and not maps:  # the batch maps start at, and its count
                 manifest["kg_maps"] = [_next_batch(workdir), before]
-            manifest.update(engines_now=engines, engines_most=max(most, engines),
-                            maps=maps or strategy == "kg")
-            _write_manifest(path, manifest)
-        layout = EngineLayout(initial, before, max(most, engines),
-                              bool(manifest.get("maps", False)),
+            manifest.update(engines_asked=engines, maps=maps or strategy == "kg")
+        layout = EngineLayout(initial, before, rescale, bool(manifest.get("maps", False)),
                               tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None)
         return manifest["run_id"], int(manifest.get("partitions", initial)), layout
     manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
-                "engines": engines, **wanted, "partitions": partitions}
+                "engines": engines, **wanted, "partitions": partitions,
+                "maps": strategy != "kg" and strategy != "pkg", "chained": chained}
     workdir.mkdir(parents=True, exist_ok=True)
+    _write_manifest(workdir / "run.json", manifest)
+    return manifest["run_id"], partitions, EngineLayout(engines, engines, False,
+                                                        bool(manifest["maps"]), None)
+
+
+def _rescaled_manifest(workdir: Path, engines: int, layout: EngineLayout) -> None:
+    """Record a restart's new count in ``run.json`` (``engines_asked``, ``maps``,
+    ``kg_maps``), after its scale request is written: a crash between the two writes
+    the request again at the next start, never loses it."""
+    path = workdir / "run.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(engines_asked=engines, maps=layout.maps)
+    if layout.kg_maps is not None:
+        manifest["kg_maps"] = list(layout.kg_maps)
     _write_manifest(path, manifest)
-    return manifest["run_id"], partitions, EngineLayout(engines, engines, engines, False, None)
+
+
+def _engines_now(workdir: Path, engines: int) -> None:
+    """``run.json``'s ``engines_now``: the count of the newest key map written (for
+    people; the maps are the record)."""
+    path = workdir / "run.json"
+    manifest = json.loads(path.read_text())
+    if manifest.get("engines_now") != engines:
+        manifest["engines_now"] = engines
+        _write_manifest(path, manifest)
+
+
+def _requested(log: ScaleLog) -> Callable[[int], int | None]:
+    """The Balancer's ``engines_at``: the count of the newest scale request, read when
+    it decides a map (None: none asked, the maps' count stays)."""
+
+    def engines_at(_version: int) -> int | None:
+        latest = log.latest()
+        return None if latest is None else latest.engines
+
+    return engines_at
 
 
 def _write_manifest(path: Path, manifest: dict) -> None:
