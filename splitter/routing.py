@@ -105,11 +105,12 @@ def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
     return owners, {id(keys): (codes, distinct)}
 
 
-def key_grouping(n_engines: int) -> KeyRouter:
-    """Plain key grouping: a stable hash of the key, modulo the number of engines."""
+def key_grouping(n_engines: int, hash: str = "mod") -> KeyRouter:
+    """Plain key grouping: a stable hash of the key, modulo the number of engines (or
+    its jump consistent hash: ``migration.hashing``)."""
 
     def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
-        return kg_engine(keys, n_engines)
+        return kg_engine(keys, n_engines, hash)
 
     return engine_of
 

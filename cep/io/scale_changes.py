@@ -26,12 +26,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cep.io.rule_changes import write_json
+from cep.io.rule_changes import append_numbered, write_json
 
 SCALE_DIR = "scale"
 #: The most engines a job may have: a running job knows the Spark group labels of this
@@ -92,23 +91,8 @@ class ScaleLog:
 
     def request(self, engines: int, by: str) -> int:
         """Write a request for ``engines`` as the next number; the number."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        while True:
-            number = (self.numbers() or [0])[-1] + 1
-            fd, tmp = tempfile.mkstemp(prefix=".request.", suffix=".tmp", dir=self.dir)
-            os.fchmod(fd, 0o644)
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps({"engines": engines, "by": by,
-                                      "written": time.time()}) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(tmp, self.dir / f"request-{number:06d}.json")  # fails if taken
-                return number
-            except FileExistsError:
-                continue  # another command took it: the next one
-            finally:
-                os.unlink(tmp)
+        return append_numbered(self.dir, "request", self.numbers, json.dumps(
+            {"engines": engines, "by": by, "written": time.time()}))
 
     def applied(self) -> list[dict]:
         """The changes that applied, in batch order (see the module's docstring)."""

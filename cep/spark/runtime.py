@@ -157,7 +157,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
         run_id, partitions, layout = _manifest(workdir, engines, strategy, sources,
                                                engine_partitions(engines, master),
-                                               chained=bool(module.stages))
+                                               chained=bool(module.stages),
+                                               hash=config.hash)
         try:
             ChangeLog(workdir).begin(module)  # rules deployed later compose onto these
         except ChangeLogError as err:
@@ -180,7 +181,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             cleanup.callback(events_to.close)
         store, hooks = None, []
         if strategy == "kg" and not layout.maps:
-            engine_of = key_grouping(engines)
+            engine_of = key_grouping(engines, layout.hash)
         elif strategy == "pkg":
             engine_of = partial_key_grouping(engines)
         else:
@@ -193,12 +194,12 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
             balancer = Balancer(store, strategy, layout.initial, config.threshold,
                                 config.stat_window, capacity=config.capacity,
-                                load=config.load, moves=config.moves,
+                                load=config.load, moves=config.moves, hash=layout.hash,
                                 engines_at=None if module.stages else _requested(scale_log))
             try:
                 balancer.prepare()
                 if layout.kg_maps is not None:  # key grouping routed by maps from then on
-                    _kg_maps(store, *layout.kg_maps)
+                    _kg_maps(store, *layout.kg_maps, layout.hash)
                 _check_resumable(store, workdir)
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
@@ -239,6 +240,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
+                    "hash": layout.hash,
                     "load": config.load, "moves": config.moves,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
@@ -411,10 +413,12 @@ class EngineLayout:
     rescale: bool
     maps: bool
     kg_maps: tuple[int, int] | None  # (batch, engines): where a KG run's maps begin
+    hash: str = "mod"  # KG's hash (--hash), recorded when the run directory is made
 
 
 def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
-              partitions: int, chained: bool = False) -> tuple[str, int, EngineLayout]:
+              partitions: int, chained: bool = False, hash: str | None = None
+              ) -> tuple[str, int, EngineLayout]:
     """The run id of the run in ``workdir``, its engines' shuffle partitions and its
     :class:`EngineLayout`: drawn when the directory is new, read back on a restart (so
     it finds its maps and state documents again, and a checkpoint deleted and recreated
@@ -432,7 +436,12 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
     restart keeps the partitions the run started with, whatever its master now: Spark
     fixed the state partitions in the checkpoint, and an engine's label must find its
     state there (a run directory that names none had one per engine); engine e runs in
-    partition e mod P."""
+    partition e mod P. KG's ``hash`` (None: the run's) is recorded when the directory is
+    made: a restart keeps it, and one that names another is refused (the maps written
+    already, and a hash-routed KG run's engines, hold keys by it)."""
+    if strategy == "pkg" and hash == "jump":
+        raise SparkRunError("--hash is key grouping's hash: PKG places keys by two hash "
+                            "choices of its own, so it takes no --hash jump")
     path = workdir / "run.json"
     wanted = {"strategy": strategy, "inputs": sources}
     if path.exists():
@@ -448,6 +457,11 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                 raise SparkRunError(
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
+        recorded = str(manifest.get("hash", "mod"))
+        if hash is not None and hash != recorded:
+            raise SparkRunError(
+                f"checkpoint {workdir} belongs to a run with --hash {recorded}, not {hash}: "
+                "resume it with the same --hash (or none), or use a new directory")
         initial = int(manifest["engines"])
         before = int(manifest.get("engines_asked", initial))
         maps = bool(manifest.get("maps", False))
@@ -464,15 +478,18 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                 manifest["kg_maps"] = [_next_batch(workdir), before]
             manifest.update(engines_asked=engines, maps=maps or strategy == "kg")
         layout = EngineLayout(initial, before, rescale, bool(manifest.get("maps", False)),
-                              tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None)
+                              tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None,
+                              recorded)
         return manifest["run_id"], int(manifest.get("partitions", initial)), layout
     manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
                 "engines": engines, **wanted, "partitions": partitions,
-                "maps": strategy != "kg" and strategy != "pkg", "chained": chained}
+                "maps": strategy != "kg" and strategy != "pkg", "chained": chained,
+                "hash": hash or "mod"}
     workdir.mkdir(parents=True, exist_ok=True)
     _write_manifest(workdir / "run.json", manifest)
     return manifest["run_id"], partitions, EngineLayout(engines, engines, False,
-                                                        bool(manifest["maps"]), None)
+                                                        bool(manifest["maps"]), None,
+                                                        hash or "mod")
 
 
 def _rescaled_manifest(workdir: Path, engines: int, layout: EngineLayout) -> None:
@@ -514,7 +531,7 @@ def _write_manifest(path: Path, manifest: dict) -> None:
     os.replace(tmp, path)
 
 
-def _kg_maps(store: StateStore, batch: int, before: int) -> None:
+def _kg_maps(store: StateStore, batch: int, before: int, hash: str = "mod") -> None:
     """A key-grouping run routed by maps from the restart that first changed its count
     (at ``batch``): that batch and the next run as they would have without maps (plain
     KG at the count they had, ``before``), so the new count applies from the first map
@@ -522,7 +539,7 @@ def _kg_maps(store: StateStore, batch: int, before: int) -> None:
     batch's map and the one before to know what it imports. Write-once: every later
     start writes them again harmlessly."""
     for version in range(max(0, batch - 1), batch + 2):
-        store.put_key_map(version, KeyMap(before).encode())
+        store.put_key_map(version, KeyMap(before, {}, hash).encode())
 
 
 def _next_batch(workdir: Path) -> int:
