@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from cep.engine.udf.files import load_udf_files
-from cep.io import rule_changes
+from cep.io import rule_changes, scale_changes
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
@@ -177,6 +177,13 @@ class StreamingRun:
     def undeploy(self, *names: str) -> dict[str, str]:
         """Remove rules from the running job by name, as ``cep undeploy`` does."""
         return rule_changes.undeploy(self.workdir, list(names))[1]
+
+    def scale(self, engines: int) -> int:
+        """Ask the running job for ``engines`` engines, as ``cep scale`` does: applied at
+        the first key map its Balancer writes after this (two batches after the batch
+        in flight), keys moving with their state; the request's number. Refused
+        (``cep.io.scale_changes.ScaleError``) where the job cannot change its count."""
+        return scale_changes.scale(self.workdir, engines)
 
     def rules(self) -> list[dict]:
         """The rules the job runs, each with its version and start batch (``cep

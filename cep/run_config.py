@@ -16,6 +16,8 @@ from os import PathLike
 from pathlib import Path
 
 RUNNERS = ("spark", "local")
+#: KG's hashes (``migration.hashing.HASHES``, which this layer does not import)
+HASHES = ("mod", "jump")
 DEFAULT_MASTER = "local[*]"  # Spark in this process, a task slot per core
 DEFAULT_ENGINES = 5
 #: Events per micro-batch on Spark: the most a batch takes (a live input's batch holds
@@ -100,6 +102,10 @@ class RunConfig:
     capacity: str = "equal"  # equal shares, or shares from measured busy seconds
     load: str = "events"  # a key's load for the Balancer: its events, or its measured cost
     moves: str = "pays"  # move keys only when it saves more than it costs, or "always"
+    # KG's hash (migration.hashing.HASHES): "mod" (hash mod N) or "jump" (Lamping and
+    # Veach's jump consistent hash, which moves the fewest keys when the engine count
+    # changes); None: the run's, recorded in its run directory (mod for a new run)
+    hash: str | None = None
     slowdown: Mapping[int, float] = field(default_factory=dict)
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
@@ -113,6 +119,8 @@ class RunConfig:
             raise ValueError(f"runner must be 'spark' or 'local', not {self.runner!r}")
         if self.late not in LATE_POLICIES:
             raise ValueError(f"late must be 'process' or 'drop', not {self.late!r}")
+        if self.hash is not None and self.hash not in HASHES:
+            raise ValueError(f"hash must be 'mod' or 'jump', not {self.hash!r}")
 
 
 def input_specs(inputs: InputSpecs) -> tuple[str, ...]:

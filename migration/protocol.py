@@ -29,7 +29,9 @@ What the short statement leaves open, and the rules this module and its callers 
 
 * **Keys new in batch t.** A key first seen in ``t`` has no override in ``M[t]`` or
   ``M[t+1]`` (both were decided before it existed): it is owned by its default in both,
-  so it neither moves nor needs a document. It can first move in ``t+2``.
+  so it neither moves nor needs a document. It can first move in ``t+2``. Not so
+  across a scale change, where its default owner itself changes: an engine counts the
+  keys its batch's rows reach among those it holds (``exports(..., held)``).
 * **Batch 0.** There is no ``M[-1]`` and no state anywhere: pass ``prev=None``
   and nothing is imported. ``M[0]`` and ``M[1]`` must be written before batch 0 (the
   Balancer first writes ``M[2]``). A missing map is an error, never "assume KG".

@@ -48,7 +48,8 @@ class Balancer:
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
                  threshold: float = 15.0, window: int = 1, decay: float | None = None,
                  capacity: str = "equal", load: str = "events", moves: str = "pays",
-                 hash: str = "mod", engines_at: Callable[[int], int] | None = None) -> None:
+                 hash: str = "mod", engines_at: Callable[[int], int | None] | None = None
+                 ) -> None:
         if capacity not in CAPACITY_MODES:
             raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
         if load not in LOAD_MEASURES:
@@ -73,8 +74,9 @@ class Balancer:
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
         self.hash = hash  # KG's hash of the maps this Balancer writes (``--hash``)
-        # the engine count of each map version (``migration.scaling.Schedule``): a map
-        # with another count than the one before is a scale change; None: fixed
+        # the engine count of each map version (``migration.scaling.Schedule``, or the
+        # newest ``cep scale`` request): a map with another count than the one before is
+        # a scale change; None (or a None answer): the count of the maps stays
         self.engines_at = engines_at
 
     def prepare(self) -> None:
@@ -88,17 +90,22 @@ class Balancer:
         nxt = key_map(self.store, batch + 1)
         self._follow(nxt)
         self._know(nxt.overrides)
-        target = self.engines_at(batch + 2) if self.engines_at is not None else nxt.n_engines
-        if target != nxt.n_engines:
+        target = self.engines_at(batch + 2) if self.engines_at is not None else None
+        if target is not None and target != nxt.n_engines:
+            written = self.store.get_key_map(batch + 2)
+            if written is not None:  # a replay: the map decided first is the change, or not
+                target = KeyMap.decode(written).n_engines
+        if target is not None and target != nxt.n_engines:
             self._rescale(batch, nxt, target, counts, metrics)
             return
         current = self._owners(nxt)
         load = self.statistics.load
         shares = None
         if self.capacity is not None:
-            n = self.n_engines  # engines past the maps' count (retired ones) hold no key
-            self.capacity.observe(metrics["rows_per_engine"][:n],
-                                  metrics["busy_s_per_engine"][:n])
+            n = self.n_engines  # the batch ran M[t]'s engines, M[t+1] may have other
+            if len(metrics["rows_per_engine"]) == n:
+                self.capacity.observe(metrics["rows_per_engine"],
+                                      metrics["busy_s_per_engine"])
             shares = self.capacity.shares()
         series = self.statistics.series if self.name in SERIES_WINDOWS else None
         snapshot = LoadSnapshot(load, current, self.n_engines, threshold=self.threshold,

@@ -105,21 +105,30 @@ def owners_of(engine_of: KeyRouter, keys: np.ndarray, batch: int
     return owners, {id(keys): (codes, distinct)}
 
 
-def key_grouping(n_engines: int) -> KeyRouter:
-    """Plain key grouping: a stable hash of the key, modulo the number of engines."""
+def key_grouping(n_engines: int, hash: str = "mod") -> KeyRouter:
+    """Plain key grouping: a stable hash of the key, modulo the number of engines (or
+    its jump consistent hash: ``migration.hashing``)."""
 
     def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
-        return kg_engine(keys, n_engines)
+        return kg_engine(keys, n_engines, hash)
 
     return engine_of
 
 
 def map_grouping(store: StateStore) -> KeyRouter:
-    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides)."""
+    """Route batch t by key map ``M[t]`` (key grouping plus the Balancer's overrides).
+    Its ``engines_at(batch)`` is the engine count of ``M[t]``: the engines that run
+    batch t (``input_tasks.read_input``), so a job whose count changes (a scale change)
+    runs the engines of each batch's map, new ones from their first batch on, retired
+    ones no more once they handed their keys over."""
 
     def engine_of(keys: np.ndarray, batch: int) -> np.ndarray:
         return key_map(store, batch).owners(keys)
 
+    def engines_at(batch: int) -> int:
+        return key_map(store, batch).n_engines
+
+    engine_of.engines_at = engines_at  # type: ignore[attr-defined]
     return engine_of
 
 

@@ -259,7 +259,7 @@ def test_every_command_adds_its_options_and_handler():
 
     assert [c.name for c in COMMANDS] == ["check", "run", "produce", "verify", "simulate",
                                           "bench", "prepare", "report", "deploy",
-                                          "undeploy", "rules", "ui"]
+                                          "undeploy", "scale", "rules", "ui"]
     for command in COMMANDS:
         parser = argparse.ArgumentParser()
         command.add_arguments(parser)

@@ -50,6 +50,8 @@ COMMANDS = (
             "(cep deploy RUN_DIR FILE.epl)", "cep.cli.rule_changes", "add_deploy_arguments"),
     Command("undeploy", "remove rules from a running job (cep undeploy RUN_DIR NAME...)",
             "cep.cli.rule_changes", "add_undeploy_arguments"),
+    Command("scale", "give a running job another engine count, keys moving with their "
+            "state (cep scale RUN_DIR N)", "cep.cli.scale"),
     Command("rules", "list the rules a job runs, with each one's version and start batch",
             "cep.cli.rule_changes", "add_rules_arguments"),
     Command("ui", "serve the live view of a running or finished run from what it wrote "

@@ -23,6 +23,7 @@ from cep.run_config import (
     DEFAULT_ENGINES,
     DEFAULT_MONGO_TIMEOUT,
     DEFAULT_TRIGGER_S,
+    HASHES,
     LATE_POLICIES,
     Output,
     RunConfig,
@@ -85,6 +86,11 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
     add_set_option(run_parser, "override a variable (repeatable)")
     add_udf_option(run_parser, ", and on Spark in every Python worker")
     add_balancing_options(run_parser)
+    run_parser.add_argument(
+        "--hash", choices=HASHES, default=None,
+        help="key grouping's hash of a key to its engine: mod (hash mod N, default) or "
+             "jump (a consistent hash: a change of --engines moves the fewest keys); a "
+             "restart keeps the run's")
     run_parser.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
                             help="how keys are spread over engines (default kg: key "
                             "grouping)")
@@ -156,7 +162,7 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         max_record_bytes=args.max_record_bytes, verbose=args.verbose,
         progress=not args.quiet, strategy=args.strategy, threshold=args.threshold,
         stat_window=args.stat_window, capacity=args.capacity, load=args.load,
-        moves=args.moves,
+        moves=args.moves, hash=args.hash,
         slowdown=slow, mongo_uri=args.mongo_uri,
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
         late=args.late)

@@ -73,7 +73,18 @@ def balance_data(strategy: str, metrics: list[dict]) -> dict[str, object] | None
     return {"strategy": strategy, "avg_rstd": statistics.fmean(rstds),
             "batches": len(rstds),
             "keys_handed_over": sum(m.get("exported_keys", 0) for m in metrics),
-            "last_batch": max(m["batch"] for m in metrics)}
+            "last_batch": max(m["batch"] for m in metrics),
+            "scale_changes": scale_changes(metrics)}
+
+
+def scale_changes(metrics: list[dict]) -> list[dict]:
+    """The scale changes of the batches in ``metrics``: from and to how many engines, the
+    batch from which the new count ran, and the keys and bytes the engines handed over
+    at the end of the batch before (``scaled``, which ``ScaleHook`` adds to that batch's
+    metrics; the Balancer's ``keys_moved`` counts only the keys it knew of)."""
+    return [{"at_batch": m["scaled"]["at_batch"], "from": m["scaled"]["from"],
+             "to": m["scaled"]["to"], "keys": m["scaled"]["keys"],
+             "bytes": m["scaled"]["bytes"]} for m in metrics if m.get("scaled")]
 
 
 def balance_text(strategy: str, metrics: list[dict]) -> str | None:
@@ -91,6 +102,10 @@ def balance_text(strategy: str, metrics: list[dict]) -> str | None:
     text = (f"  engines' load RSTD {pct(balance['avg_rstd'])} on average over "
             f"{count(batches)} batch{'es' if batches != 1 else ''}, "
             f"{count(balance['keys_handed_over'])} keys handed over ({strategy})")
+    for change in balance["scale_changes"]:  # type: ignore[attr-defined]
+        text += (f"\n  {change['from']} -> {change['to']} engines from batch "
+                 f"{count(change['at_batch'])}: {count(change['keys'])} keys, "
+                 f"{count(change['bytes'])} bytes handed over")
     if (strategy != "kg" and strategy in KEY_PRESERVING
             and balance["last_batch"] < FIRST_DECIDED_BATCH):
         text += (f"\n  the run ended before batch {FIRST_DECIDED_BATCH}, where the "

@@ -33,6 +33,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,22 +164,8 @@ class ChangeLog:
 
     def append(self, change: dict) -> int:
         """Write a change (``kind`` and its fields) as the next number; the number."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        while True:
-            number = (self.numbers() or [0])[-1] + 1
-            fd, tmp = tempfile.mkstemp(prefix=".change.", suffix=".tmp", dir=self.dir)
-            os.fchmod(fd, 0o644)
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps({**change, "written": time.time()}, indent=1) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(tmp, self.dir / f"change-{number:06d}.json")  # fails if taken
-                return number
-            except FileExistsError:
-                continue  # another command took it: the next one
-            finally:
-                os.unlink(tmp)
+        return append_numbered(self.dir, "change", self.numbers,
+                               json.dumps({**change, "written": time.time()}, indent=1))
 
     def udf_files(self, upto: int | None = None) -> list[Path]:
         """The copies of the ``--udf`` files changes 1..``upto`` brought, in order."""
@@ -226,6 +213,30 @@ class ChangeLog:
             "applied": [{"version": a.version, "batch": a.batch, "first_seq": a.first_seq}
                         for a in applied],
             "refused": {str(k): v for k, v in sorted(refused.items())}})
+
+
+def append_numbered(folder: Path, stem: str, numbers: Callable[[], list[int]],
+                    text: str) -> int:
+    """Write ``text`` as ``folder/<stem>-NNNNNN.json``, NNNNNN the number after the last
+    of ``numbers()``, fsynced under a temporary name and claimed with a hard link that
+    fails if the number is taken: two commands at once never write the same number,
+    and a reader never sees half a file. Returns the number."""
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        number = (numbers() or [0])[-1] + 1
+        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=folder)
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w") as out:
+            out.write(text + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, folder / f"{stem}-{number:06d}.json")  # fails if taken
+            return number
+        except FileExistsError:
+            continue  # another command took it: the next one
+        finally:
+            os.unlink(tmp)
 
 
 _LOADED_UDF: set[Path] = set()  # the change log's function files this process imported

@@ -10,7 +10,7 @@ never holds the events (a file or standard output gets one batch's events at a t
 
 A run directory (``--checkpoint DIR``, else a temporary one) holds::
 
-    run.json      run id, engines, strategy, inputs: what a restart must match
+    run.json      run id, strategy, inputs (what a restart must match), engine history
     input/        the input log (``segments.jsonl``): which bytes make up the stream
     rules/        the rules it started with, the changes deployed since, the batch at
                   which each applied (``cep.io.rule_changes``)
@@ -51,6 +51,8 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
@@ -60,6 +62,7 @@ from cep.io.inputlog import InputLog, InputLogError
 from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.rule_changes import ChangeLog, ChangeLogError, RuleBook
+from cep.io.scale_changes import MAX_ENGINES, ScaleHook, ScaleLog
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
@@ -79,6 +82,7 @@ from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
 from grammar.rule_set import output_order
+from migration.protocol import KeyMap
 from migration.store import StateStore
 from splitter.balancer import Balancer
 from splitter.engine_labels import engine_partitions, stage_labels
@@ -152,13 +156,19 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run_id, partitions = _manifest(workdir, engines, strategy, sources,
-                                       engine_partitions(engines, master))
+        run_id, partitions, layout = _manifest(workdir, engines, strategy, sources,
+                                               engine_partitions(engines, master),
+                                               chained=bool(module.stages),
+                                               hash=config.hash)
         try:
             ChangeLog(workdir).begin(module)  # rules deployed later compose onto these
         except ChangeLogError as err:
             raise SparkRunError(str(err)) from None
         book = RuleBook(str(workdir), module)
+        scale_log = ScaleLog(workdir)
+        if layout.rescale:  # a restart with other --engines: a scale request, then noted
+            scale_log.request(engines, "restart")
+            _rescaled_manifest(workdir, engines, layout)
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
@@ -171,8 +181,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 raise SparkRunError(str(err)) from None
             cleanup.callback(events_to.close)
         store, hooks = None, []
-        if strategy == "kg":
-            engine_of = key_grouping(engines)
+        if strategy == "kg" and not layout.maps:
+            engine_of = key_grouping(engines, layout.hash)
         elif strategy == "pkg":
             engine_of = partial_key_grouping(engines)
         else:
@@ -183,16 +193,19 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             store = cleanup.enter_context(StateStore(
                 mongo_uri, run_id=run_id, connect_timeout_ms=timeout_ms,
                 server_selection_timeout_ms=timeout_ms, socket_timeout_ms=timeout_ms))
-            balancer = Balancer(store, strategy, engines, config.threshold, config.stat_window,
-                                capacity=config.capacity, load=config.load,
-                                moves=config.moves)
+            balancer = Balancer(store, strategy, layout.initial, config.threshold,
+                                config.stat_window, capacity=config.capacity,
+                                load=config.load, moves=config.moves, hash=layout.hash,
+                                engines_at=None if module.stages else _requested(scale_log))
             try:
                 balancer.prepare()
+                if layout.kg_maps is not None:  # key grouping routed by maps from then on
+                    _kg_maps(store, *layout.kg_maps, layout.hash)
                 _check_resumable(store, workdir)
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
                                                    checkpoint)) from None
-            hooks.append(balancer)
+            hooks += [balancer, ScaleHook(workdir, partial(_engines_now, workdir))]
             engine_of = map_grouping(store)
             if not checkpoint:
                 cleanup.callback(_drop_run, store)
@@ -209,7 +222,13 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         session_s = time.perf_counter() - session_started
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
-        labels = stage_labels(engines, len(module.stages) + 1, partitions)
+        # routed by key maps, the job knows the labels of MAX_ENGINES engines (engine e
+        # in partition e mod P, its label the same whatever the count: stage_labels),
+        # and each batch runs the engines of its map (routing.map_grouping), so a scale
+        # change needs no new query; else every engine runs each batch
+        scalable = store is not None and not module.stages
+        labels = stage_labels(MAX_ENGINES if scalable else engines, len(module.stages) + 1,
+                              partitions)
         order = output_order([v.module for v in book.versions()])  # grows as rules come
         parts = EventParts(output.path if _is_directory(output) else str(workdir / "parts"),
                            output.fmt)
@@ -225,6 +244,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         first_batch = _next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
+                    "hash": layout.hash,
                     "load": config.load, "moves": config.moves,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
@@ -385,21 +405,49 @@ def _state_store_figures(operators: list[dict]) -> dict[str, float]:
     return figures
 
 
-def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
-              partitions: int) -> tuple[str, int]:
-    """The run id of the run in ``workdir`` and its engines' shuffle partitions: drawn
-    when the directory is new, read back on a restart (so it finds its maps and state
-    documents again, and a checkpoint deleted and recreated under the same path never
-    meets the old run's documents).
+@dataclass(frozen=True)
+class EngineLayout:
+    """What a run directory says about its engines: the count the run started with
+    (maps 0 and 1), the count the command line asked for before this start, whether
+    this start asks for another (``rescale``: a restart with other ``--engines``),
+    and whether key grouping routes by key maps (a KG run once its count changed)."""
 
-    A restart must keep the engines (the moved keys' owners are engine numbers), the
-    strategy (key grouping after a key-moving strategy would route moved keys to engines
-    without their state) and the inputs (the input log continues the inputs it has). It
-    keeps the partitions the run started with, whatever its master now: Spark fixed the
-    state partitions in the checkpoint, and an engine's label must find its state there
-    (a run directory that names none had one per engine)."""
+    initial: int
+    before: int
+    rescale: bool
+    maps: bool
+    kg_maps: tuple[int, int] | None  # (batch, engines): where a KG run's maps begin
+    hash: str = "mod"  # KG's hash (--hash), recorded when the run directory is made
+
+
+def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
+              partitions: int, chained: bool = False, hash: str | None = None
+              ) -> tuple[str, int, EngineLayout]:
+    """The run id of the run in ``workdir``, its engines' shuffle partitions and its
+    :class:`EngineLayout`: drawn when the directory is new, read back on a restart (so
+    it finds its maps and state documents again, and a checkpoint deleted and recreated
+    under the same path never meets the old run's documents).
+
+    A restart must keep the strategy (key grouping after a key-moving strategy would
+    route moved keys to engines without their state) and the inputs (the input log
+    continues the inputs it has). It may change the engine count
+    (docs/guide.md#scaling-a-running-job): a restart whose ``--engines`` differs from
+    the last start's is a scale request (``cep.io.scale_changes``, written by the
+    caller), applied at the first key map the restarted run writes; a restart with the
+    same ``--engines`` keeps the count the run has, whatever ``cep scale`` made it.
+    Under key grouping the run routes by key maps from its first change on. PKG (keys
+    split) and INSERT INTO chains (later stages' keys do not move) keep their count. A
+    restart keeps the partitions the run started with, whatever its master now: Spark
+    fixed the state partitions in the checkpoint, and an engine's label must find its
+    state there (a run directory that names none had one per engine); engine e runs in
+    partition e mod P. KG's ``hash`` (None: the run's) is recorded when the directory is
+    made: a restart keeps it, and one that names another is refused (the maps written
+    already, and a hash-routed KG run's engines, hold keys by it)."""
+    if strategy == "pkg" and hash == "jump":
+        raise SparkRunError("--hash is key grouping's hash: PKG places keys by two hash "
+                            "choices of its own, so it takes no --hash jump")
     path = workdir / "run.json"
-    wanted = {"engines": engines, "strategy": strategy, "inputs": sources}
+    wanted = {"strategy": strategy, "inputs": sources}
     if path.exists():
         manifest = json.loads(path.read_text())
         if manifest.get("state_layout") != STATE_LAYOUT:
@@ -413,14 +461,89 @@ def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str
                 raise SparkRunError(
                     f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
                     f"not {value}: resume it with the same options, or use a new directory")
-        return manifest["run_id"], int(manifest.get("partitions", engines))
-    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT, **wanted,
-                "partitions": partitions}
+        recorded = str(manifest.get("hash", "mod"))
+        if hash is not None and hash != recorded:
+            raise SparkRunError(
+                f"checkpoint {workdir} belongs to a run with --hash {recorded}, not {hash}: "
+                "resume it with the same --hash (or none), or use a new directory")
+        initial = int(manifest["engines"])
+        before = int(manifest.get("engines_asked", initial))
+        maps = bool(manifest.get("maps", False))
+        rescale = engines != before
+        if rescale:
+            if strategy == "pkg" or chained:
+                why = ("PKG splits keys" if strategy == "pkg"
+                       else "an INSERT INTO chain's later stages keep their keys")
+                raise SparkRunError(
+                    f"checkpoint {workdir} belongs to a run with engines {before}, not "
+                    f"{engines}: {why}, so its engine count cannot change; resume it with "
+                    "the same --engines, or use a new directory")
+            if strategy == "kg" and not maps:  # the batch maps start at, and its count
+                manifest["kg_maps"] = [_next_batch(workdir), before]
+            manifest.update(engines_asked=engines, maps=maps or strategy == "kg")
+        layout = EngineLayout(initial, before, rescale, bool(manifest.get("maps", False)),
+                              tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None,
+                              recorded)
+        return manifest["run_id"], int(manifest.get("partitions", initial)), layout
+    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
+                "engines": engines, **wanted, "partitions": partitions,
+                "maps": strategy != "kg" and strategy != "pkg", "chained": chained,
+                "hash": hash or "mod"}
     workdir.mkdir(parents=True, exist_ok=True)
+    _write_manifest(workdir / "run.json", manifest)
+    return manifest["run_id"], partitions, EngineLayout(engines, engines, False,
+                                                        bool(manifest["maps"]), None,
+                                                        hash or "mod")
+
+
+def _rescaled_manifest(workdir: Path, engines: int, layout: EngineLayout) -> None:
+    """Record a restart's new count in ``run.json`` (``engines_asked``, ``maps``,
+    ``kg_maps``), after its scale request is written: a crash between the two writes
+    the request again at the next start, never loses it."""
+    path = workdir / "run.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(engines_asked=engines, maps=layout.maps)
+    if layout.kg_maps is not None:
+        manifest["kg_maps"] = list(layout.kg_maps)
+    _write_manifest(path, manifest)
+
+
+def _engines_now(workdir: Path, engines: int) -> None:
+    """``run.json``'s ``engines_now``: the count of the newest key map written (for
+    people; the maps are the record)."""
+    path = workdir / "run.json"
+    manifest = json.loads(path.read_text())
+    if manifest.get("engines_now") != engines:
+        manifest["engines_now"] = engines
+        _write_manifest(path, manifest)
+
+
+def _requested(log: ScaleLog) -> Callable[[int], int | None]:
+    """The Balancer's ``engines_at``: the count of the newest scale request, read when
+    it decides a map (None: none asked, the maps' count stays)."""
+
+    def engines_at(_version: int) -> int | None:
+        latest = log.latest()
+        return None if latest is None else latest.engines
+
+    return engines_at
+
+
+def _write_manifest(path: Path, manifest: dict) -> None:
     tmp = path.with_name(".run.json.tmp")
     tmp.write_text(json.dumps(manifest) + "\n")
     os.replace(tmp, path)
-    return manifest["run_id"], partitions
+
+
+def _kg_maps(store: StateStore, batch: int, before: int, hash: str = "mod") -> None:
+    """A key-grouping run routed by maps from the restart that first changed its count
+    (at ``batch``): that batch and the next run as they would have without maps (plain
+    KG at the count they had, ``before``), so the new count applies from the first map
+    the Balancer writes; the batch before is written too, since an engine reads its
+    batch's map and the one before to know what it imports. Write-once: every later
+    start writes them again harmlessly."""
+    for version in range(max(0, batch - 1), batch + 2):
+        store.put_key_map(version, KeyMap(before, {}, hash).encode())
 
 
 def _next_batch(workdir: Path) -> int:

@@ -44,14 +44,27 @@ def test_local_star_counts_the_cores(monkeypatch) -> None:
 
 
 def test_a_restart_keeps_the_partitions_its_checkpoint_was_made_with(tmp_path) -> None:
-    run_id, parts = _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 2)
+    run_id, parts, _ = _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 2)
     assert parts == 2
     # the same directory under a master with more slots: Spark keeps the checkpoint's
-    assert _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 5) == (run_id, 2)
+    assert _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 5)[:2] == (run_id, 2)
     # a run directory of a cep that had one partition per engine names none
     old = tmp_path / "old"
     old.mkdir()
     (old / "run.json").write_text(json.dumps({
         "run_id": "r", "state_layout": STATE_LAYOUT, "engines": 5, "strategy": "kg",
         "inputs": {"S": "in.jsonl"}}))
-    assert _manifest(old, 5, "kg", {"S": "in.jsonl"}, 2) == ("r", 5)
+    assert _manifest(old, 5, "kg", {"S": "in.jsonl"}, 2)[:2] == ("r", 5)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 5])
+def test_an_engine_keeps_its_label_whatever_the_count(parts: int) -> None:
+    """A job routed by key maps knows the labels of ``MAX_ENGINES`` engines and runs the
+    first N of them (``runtime``, ``input_tasks.read_input``): engine e's label must be
+    the one a job of any count N > e gives it, or a scale change (or a restart of a
+    job made before) would look for an engine's Spark state under another label."""
+    from cep.io.scale_changes import MAX_ENGINES
+
+    every = stage_labels(MAX_ENGINES, 1, parts)[0]
+    for n in range(parts, 12):
+        assert stage_labels(n, 1, parts)[0] == every[:n]

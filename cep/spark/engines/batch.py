@@ -30,7 +30,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,8 +124,9 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         passthrough = [late.drop_from(t) for t in passthrough]
     if late.count and p.late == "drop" and p.dead_at is not None:
         late.write(p.module, late_path(p.dead_at, batch, label))
-    leaving = leaving_keys(store, engine_index, batch, engine) if store is not None else []
     load = stream_key_load(batch_streams)  # rows per key, in order of first arrival
+    leaving = (leaving_keys(store, engine_index, batch, engine, [*load, *incoming.keys])
+               if store is not None else [])
     due = [json.dumps(k) for k in engine.due_keys(watermark.end)]
     touched = touched_keys(load, leaving, due)
     values = [json.loads(text) for text in touched]
@@ -378,11 +379,19 @@ def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
     return incoming.keys
 
 
-def leaving_keys(store: StateStore, e: int, batch: int, engine: Engine | None = None
-                 ) -> list[str]:
+def leaving_keys(store: StateStore, e: int, batch: int, engine: Engine | None = None,
+                 arriving: Iterable[str] = ()) -> list[str]:
     """The keys engine ``e`` hands over at the end of this batch (step 3): across a
-    scale change also every key ``engine`` holds whose owner changes (all of them on an
-    engine that retires)."""
+    scale change also every key whose owner changes among those ``engine`` holds (all
+    of them on an engine that retires) and those ``arriving`` in this batch (JSON text:
+    the keys its rows reach and the keys it imports).
+
+    Why ``arriving``: this is asked before the batch runs (the keys leave from the work
+    engine, which must be split off with them), when the resident engine does not hold
+    yet a key whose first row comes in this batch, nor one a parcel brings. Such a key
+    has state after the batch; left out, it would stay behind with the old owner and
+    its new owner would start it empty (a rescaled restart lost one row of a length
+    window that way: tests/spark/test_rescale_restart.py)."""
     cur, nxt = key_map(store, batch), key_map(store, batch + 1)
     if e >= cur.n_engines:
         return []
@@ -390,6 +399,7 @@ def leaving_keys(store: StateStore, e: int, batch: int, engine: Engine | None = 
     if engine is not None and rescaled(cur, nxt):
         kept = engine.keys()
         held = [key_text(k.item() if isinstance(k, np.generic) else k) for k in kept]
+        held = list(dict.fromkeys([*held, *arriving]))
     return exports(e, cur, nxt, held)
 
 

@@ -53,6 +53,9 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     ``engine_of``."""
     install_udfs(config.udfs)
     batch = int(task["batch"])
+    engines_at = getattr(engine_of, "engines_at", None)
+    if engines_at is not None:  # routed by key maps: the engines of this batch's map
+        labels = labels[:engines_at(batch)]
     started = time.perf_counter()
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}

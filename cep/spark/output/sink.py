@@ -201,9 +201,12 @@ class BatchSink:
         self.progress.update(metrics)
 
     def _metrics(self, batch_id: int, stats: list[dict], started: float) -> dict:
-        rows = np.zeros(self.n_engines, dtype=np.int64)
-        busy = np.zeros(self.n_engines)
-        cpu = np.zeros(self.n_engines)
+        # the engines that ran the batch: those of its key map, which a scale change
+        # makes more or fewer than the run started with
+        n = max((info["engine"] + 1 for info in stats), default=self.n_engines)
+        rows = np.zeros(n, dtype=np.int64)
+        busy = np.zeros(n)
+        cpu = np.zeros(n)
         moved = {"imported_keys": 0, "exported_keys": 0, "exported_bytes": 0}
         counts = {"dead": 0, "blank": 0, "truth": 0}
         # where the engines came from (resident.py) and the log entries they read
