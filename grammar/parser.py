@@ -1,7 +1,7 @@
 """Rule text to :mod:`grammar.ast`: the only way the rest of cep reads rules.
 
 :func:`parse` runs the LALR grammar of ``epl.lark`` (:mod:`grammar.grammar`) token by
-token and hands the tree to :mod:`grammar.tree_builder`, which builds the frozen AST
+token and hands the tree to :mod:`grammar.tree.builder`, which builds the frozen AST
 nodes and makes the checks a grammar cannot express well. Whatever is wrong with the text
 comes out as a :class:`RuleError` at ``file:line:col`` and nothing else does: Lark's
 exceptions become sentences for people (:mod:`grammar.syntax_errors`), and this module
@@ -23,7 +23,7 @@ from grammar.errors import Pos, RuleError
 from grammar.grammar import lalr
 from grammar.syntax_errors import AcceptedTokens, bad_character, unexpected_token
 from grammar.tokens import LONG_MAX, UNIT_MICROS, UNITS_HELP, match_pos, token_pos
-from grammar.tree_builder import build
+from grammar.tree.builder import build
 
 __all__ = ["MAX_DEPTH", "MAX_TEXT_CHARS", "MAX_TOKENS", "TOKEN_LIMITS", "parse",
            "parse_duration"]

@@ -1,6 +1,6 @@
 """The tree builder's sources: streams with their filters and windows, event patterns.
 
-Part of :mod:`grammar.tree_builder`. A window is checked here against what its kind
+Part of :mod:`grammar.tree.builder`. A window is checked here against what its kind
 accepts (namespace and number of arguments), the same node for ``#kind(...)`` and
 ``.ns:kind(...)``; an event pattern (``every a -> b``) is built operator by operator.
 """
@@ -16,7 +16,7 @@ from lark.visitors import Transformer_NonRecursive
 from grammar import ast
 from grammar.errors import Pos, RuleError, did_you_mean
 from grammar.tokens import match_pos, token_pos
-from grammar.tree_literals import whole_number
+from grammar.tree.literals import whole_number
 
 
 @dataclass(frozen=True)

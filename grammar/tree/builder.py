@@ -7,10 +7,10 @@ type names, the ranges of numbers and time periods, string escapes. Numbers and 
 are decoded here, never evaluated as Python.
 
 The rules come in parts, one module each, joined into one transformer here:
-:mod:`grammar.tree_statements` (schemas, variables, SELECT and its clauses),
-:mod:`grammar.tree_sources` (streams, filters, windows, event patterns),
-:mod:`grammar.tree_recognize` (MATCH_RECOGNIZE), :mod:`grammar.tree_expressions`
-(expressions), and :mod:`grammar.tree_literals` (tokens decoded into values), which
+:mod:`grammar.tree.statements` (schemas, variables, SELECT and its clauses),
+:mod:`grammar.tree.sources` (streams, filters, windows, event patterns),
+:mod:`grammar.tree.recognize` (MATCH_RECOGNIZE), :mod:`grammar.tree.expressions`
+(expressions), and :mod:`grammar.tree.literals` (tokens decoded into values), which
 the others share.
 """
 
@@ -20,10 +20,10 @@ from lark import Tree
 from lark.exceptions import VisitError
 
 from grammar import ast
-from grammar.tree_expressions import ExpressionRules
-from grammar.tree_recognize import RecognizeRules
-from grammar.tree_sources import SourceRules
-from grammar.tree_statements import StatementRules
+from grammar.tree.expressions import ExpressionRules
+from grammar.tree.recognize import RecognizeRules
+from grammar.tree.sources import SourceRules
+from grammar.tree.statements import StatementRules
 
 
 def build(tree: Tree) -> list[ast.Statement]:

@@ -1,6 +1,6 @@
 """The tree builder's expressions: operators, literals, names, calls, CASE, time periods.
 
-Part of :mod:`grammar.tree_builder`. A time period is summed here in exact fractions of
+Part of :mod:`grammar.tree.builder`. A time period is summed here in exact fractions of
 a microsecond, its units checked to run from largest to smallest.
 """
 
@@ -16,7 +16,7 @@ from lark.visitors import Transformer_NonRecursive
 from grammar import ast
 from grammar.errors import RuleError
 from grammar.tokens import LONG_MAX, UNIT_MICROS, match_pos, token_pos
-from grammar.tree_literals import decode_string, number_literal, whole_number
+from grammar.tree.literals import decode_string, number_literal, whole_number
 from grammar.types import WrittenDuration
 
 

@@ -1,6 +1,6 @@
 """Tokens decoded into values for the tree builder: type names, numbers, strings.
 
-Part of :mod:`grammar.tree_builder`. Numbers and strings are decoded here, never
+Part of :mod:`grammar.tree.builder`. Numbers and strings are decoded here, never
 evaluated as Python, and their ranges checked: an int is 32-bit, a long 64-bit, a
 double finite, a count or an index a small whole number; a string's escapes are the
 language's few.

@@ -1,8 +1,8 @@
 """The tree builder's statements: CREATE SCHEMA, CREATE VARIABLE, SELECT and its clauses.
 
-Part of :mod:`grammar.tree_builder`. A SELECT's parts come up the tree as
+Part of :mod:`grammar.tree.builder`. A SELECT's parts come up the tree as
 :class:`Clause` values, read by kind where the statement is built (MATCH_RECOGNIZE's
-parts, :mod:`grammar.tree_recognize`, travel the same way).
+parts, :mod:`grammar.tree.recognize`, travel the same way).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lark.visitors import Transformer_NonRecursive
 from grammar import ast
 from grammar.errors import Pos, RuleError
 from grammar.tokens import match_pos, token_pos
-from grammar.tree_literals import decode_string, type_name, whole_number
+from grammar.tree.literals import decode_string, type_name, whole_number
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The tree builder's MATCH_RECOGNIZE: its clauses and its row patterns.
 
-Part of :mod:`grammar.tree_builder`. The clauses come up as
-:class:`~grammar.tree_statements.Clause` values and are read by kind where the source is
+Part of :mod:`grammar.tree.builder`. The clauses come up as
+:class:`~grammar.tree.statements.Clause` values and are read by kind where the source is
 built; a row pattern is a tree of :class:`grammar.ast.RowPattern` nodes.
 """
 
@@ -14,9 +14,9 @@ from lark.visitors import Transformer_NonRecursive
 from grammar import ast
 from grammar.errors import Pos
 from grammar.tokens import match_pos, token_pos
-from grammar.tree_literals import whole_number
-from grammar.tree_sources import Filter, split_alias
-from grammar.tree_statements import Clause
+from grammar.tree.literals import whole_number
+from grammar.tree.sources import Filter, split_alias
+from grammar.tree.statements import Clause
 
 
 @v_args(meta=True)
