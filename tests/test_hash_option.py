@@ -12,14 +12,14 @@ import pytest
 from cep.cli.dispatch import build_parser
 from cep.cli.run import run_config
 from cep.run_config import HASHES, RunConfig
-from cep.spark.runtime import SparkRunError, _manifest
+from cep.spark.run_dir import SparkRunError, run_manifest
 from migration import hashing
 from migration.hashing import kg_engine
 from splitter.routing import key_grouping
 
 
 def _start(run, hash, strategy="kg", engines=3):
-    return _manifest(run, engines, strategy, {"Reading": "in/"}, 2, hash=hash)
+    return run_manifest(run, engines, strategy, {"Reading": "in/"}, 2, hash=hash)
 
 
 def test_a_restart_keeps_the_hash_the_run_started_with(tmp_path):

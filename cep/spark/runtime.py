@@ -28,7 +28,7 @@ a fresh empty server would make the restart fail (or, had it assumed key groupin
 silently run moved keys without their state). Rebuilding them is impossible (the
 exported state left its engine), so they are kept, journaled, next to the Spark state
 they belong to. With ``--mongo-uri`` the same holds for that server: a restart must use
-it again, which :func:`_check_resumable` verifies before Spark starts.
+it again, which :func:`check_resumable` verifies before Spark starts.
 
 Stopping: a bounded run (no ``follow``) ends when the input present at its start is
 consumed (``availableNow``). A followed run goes on until SIGINT/SIGTERM (or the
@@ -48,10 +48,8 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -76,13 +74,21 @@ from cep.spark.jvm.session import SPARK_LOG, is_local_master, ship_udf_files, sp
 from cep.spark.output.event_parts import EventParts
 from cep.spark.output.sink import BatchSink, Delivery, Progress
 from cep.spark.rule_versions import RuleVersionsHook
+from cep.spark.run_dir import (
+    SparkRunError,
+    check_resumable,
+    next_batch,
+    record_engines_now,
+    record_rescale,
+    run_manifest,
+    write_kg_maps,
+)
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
 from grammar.rule_set import output_order
-from migration.protocol import KeyMap
 from migration.store import StateStore
 from splitter.balancer import Balancer
 from splitter.engine_labels import engine_partitions, stage_labels
@@ -90,17 +96,12 @@ from splitter.routing import key_grouping, map_grouping, partial_key_grouping
 
 #: How engine state is laid out in Spark's state store (``engine_log.py``); a run
 #: directory records it, so a checkpoint of another layout is refused, not misread.
-STATE_LAYOUT = "changelog-2"  # per engine one log: a base, deltas and the version
 # The parts of a trigger that Spark's progress reports time, besides its whole and its
 # planning (``_add_spark_times``)
 SPARK_PARTS = {"latest_offset": "latestOffset", "get_batch": "getBatch",
                "wal_commit": "walCommit", "add_batch": "addBatch",
                "commit_offsets": "commitOffsets"}
 METRICS_KEPT = 10_000  # batches of metrics a run keeps in memory (the files keep all)
-
-
-class SparkRunError(Exception):
-    """The streaming query failed; the message says why in one line."""
 
 
 def _is_file(output: Output) -> bool:
@@ -156,7 +157,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-        run_id, partitions, layout = _manifest(workdir, engines, strategy, sources,
+        run_id, partitions, layout = run_manifest(workdir, engines, strategy, sources,
                                                engine_partitions(engines, master),
                                                chained=bool(module.stages),
                                                hash=config.hash)
@@ -168,7 +169,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         scale_log = ScaleLog(workdir)
         if layout.rescale:  # a restart with other --engines: a scale request, then noted
             scale_log.request(engines, "restart")
-            _rescaled_manifest(workdir, engines, layout)
+            record_rescale(workdir, engines, layout)
         if on_workdir is not None:
             on_workdir(workdir)
         events_to = None
@@ -200,12 +201,12 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             try:
                 balancer.prepare()
                 if layout.kg_maps is not None:  # key grouping routed by maps from then on
-                    _kg_maps(store, *layout.kg_maps, layout.hash)
-                _check_resumable(store, workdir)
+                    write_kg_maps(store, *layout.kg_maps, layout.hash)
+                check_resumable(store, workdir)
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
                                                    checkpoint)) from None
-            hooks += [balancer, ScaleHook(workdir, partial(_engines_now, workdir))]
+            hooks += [balancer, ScaleHook(workdir, partial(record_engines_now, workdir))]
             engine_of = map_grouping(store)
             if not checkpoint:
                 cleanup.callback(_drop_run, store)
@@ -241,7 +242,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                                           else None),
                             transient_parts=not _is_directory(output),
                             lag=len(module.stages))
-        first_batch = _next_batch(workdir)  # 0, or where a restart resumes
+        first_batch = next_batch(workdir)  # 0, or where a restart resumes
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
                     "hash": layout.hash,
@@ -361,7 +362,7 @@ def _idle(query, workdir: Path, lag: int) -> bool:
         return False
     offsets = workdir / "checkpoint" / "offsets"
     planned = max((int(p.name) for p in offsets.glob("*") if p.name.isdigit()), default=-1)
-    if planned >= _next_batch(workdir):
+    if planned >= next_batch(workdir):
         return False
     return planned < 0 or not lag or drained(offsets / str(planned), lag)
 
@@ -405,119 +406,6 @@ def _state_store_figures(operators: list[dict]) -> dict[str, float]:
     return figures
 
 
-@dataclass(frozen=True)
-class EngineLayout:
-    """What a run directory says about its engines: the count the run started with
-    (maps 0 and 1), the count the command line asked for before this start, whether
-    this start asks for another (``rescale``: a restart with other ``--engines``),
-    and whether key grouping routes by key maps (a KG run once its count changed)."""
-
-    initial: int
-    before: int
-    rescale: bool
-    maps: bool
-    kg_maps: tuple[int, int] | None  # (batch, engines): where a KG run's maps begin
-    hash: str = "mod"  # KG's hash (--hash), recorded when the run directory is made
-
-
-def _manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
-              partitions: int, chained: bool = False, hash: str | None = None
-              ) -> tuple[str, int, EngineLayout]:
-    """The run id of the run in ``workdir``, its engines' shuffle partitions and its
-    :class:`EngineLayout`: drawn when the directory is new, read back on a restart (so
-    it finds its maps and state documents again, and a checkpoint deleted and recreated
-    under the same path never meets the old run's documents).
-
-    A restart must keep the strategy (key grouping after a key-moving strategy would
-    route moved keys to engines without their state) and the inputs (the input log
-    continues the inputs it has). It may change the engine count
-    (docs/guide.md#scaling-a-running-job): a restart whose ``--engines`` differs from
-    the last start's is a scale request (``cep.io.scale_changes``, written by the
-    caller), applied at the first key map the restarted run writes; a restart with the
-    same ``--engines`` keeps the count the run has, whatever ``cep scale`` made it.
-    Under key grouping the run routes by key maps from its first change on. PKG (keys
-    split) and INSERT INTO chains (later stages' keys do not move) keep their count. A
-    restart keeps the partitions the run started with, whatever its master now: Spark
-    fixed the state partitions in the checkpoint, and an engine's label must find its
-    state there (a run directory that names none had one per engine); engine e runs in
-    partition e mod P. KG's ``hash`` (None: the run's) is recorded when the directory is
-    made: a restart keeps it, and one that names another is refused (the maps written
-    already, and a hash-routed KG run's engines, hold keys by it)."""
-    if strategy == "pkg" and hash == "jump":
-        raise SparkRunError("--hash is key grouping's hash: PKG places keys by two hash "
-                            "choices of its own, so it takes no --hash jump")
-    path = workdir / "run.json"
-    wanted = {"strategy": strategy, "inputs": sources}
-    if path.exists():
-        manifest = json.loads(path.read_text())
-        if manifest.get("state_layout") != STATE_LAYOUT:
-            # Spark would resume it without a word, every engine's state left behind
-            raise SparkRunError(
-                f"checkpoint {workdir} was written by an older cep, which laid out engine "
-                f"state as {manifest.get('state_layout') or 'one blob per engine'}, not "
-                f"{STATE_LAYOUT}: this one cannot resume it, use a new checkpoint directory")
-        for name, value in wanted.items():
-            if manifest.get(name) != value:
-                raise SparkRunError(
-                    f"checkpoint {workdir} belongs to a run with {name} {manifest.get(name)}, "
-                    f"not {value}: resume it with the same options, or use a new directory")
-        recorded = str(manifest.get("hash", "mod"))
-        if hash is not None and hash != recorded:
-            raise SparkRunError(
-                f"checkpoint {workdir} belongs to a run with --hash {recorded}, not {hash}: "
-                "resume it with the same --hash (or none), or use a new directory")
-        initial = int(manifest["engines"])
-        before = int(manifest.get("engines_asked", initial))
-        maps = bool(manifest.get("maps", False))
-        rescale = engines != before
-        if rescale:
-            if strategy == "pkg" or chained:
-                why = ("PKG splits keys" if strategy == "pkg"
-                       else "an INSERT INTO chain's later stages keep their keys")
-                raise SparkRunError(
-                    f"checkpoint {workdir} belongs to a run with engines {before}, not "
-                    f"{engines}: {why}, so its engine count cannot change; resume it with "
-                    "the same --engines, or use a new directory")
-            if strategy == "kg" and not maps:  # the batch maps start at, and its count
-                manifest["kg_maps"] = [_next_batch(workdir), before]
-            manifest.update(engines_asked=engines, maps=maps or strategy == "kg")
-        layout = EngineLayout(initial, before, rescale, bool(manifest.get("maps", False)),
-                              tuple(manifest["kg_maps"]) if "kg_maps" in manifest else None,
-                              recorded)
-        return manifest["run_id"], int(manifest.get("partitions", initial)), layout
-    manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
-                "engines": engines, **wanted, "partitions": partitions,
-                "maps": strategy != "kg" and strategy != "pkg", "chained": chained,
-                "hash": hash or "mod"}
-    workdir.mkdir(parents=True, exist_ok=True)
-    _write_manifest(workdir / "run.json", manifest)
-    return manifest["run_id"], partitions, EngineLayout(engines, engines, False,
-                                                        bool(manifest["maps"]), None,
-                                                        hash or "mod")
-
-
-def _rescaled_manifest(workdir: Path, engines: int, layout: EngineLayout) -> None:
-    """Record a restart's new count in ``run.json`` (``engines_asked``, ``maps``,
-    ``kg_maps``), after its scale request is written: a crash between the two writes
-    the request again at the next start, never loses it."""
-    path = workdir / "run.json"
-    manifest = json.loads(path.read_text())
-    manifest.update(engines_asked=engines, maps=layout.maps)
-    if layout.kg_maps is not None:
-        manifest["kg_maps"] = list(layout.kg_maps)
-    _write_manifest(path, manifest)
-
-
-def _engines_now(workdir: Path, engines: int) -> None:
-    """``run.json``'s ``engines_now``: the count of the newest key map written (for
-    people; the maps are the record)."""
-    path = workdir / "run.json"
-    manifest = json.loads(path.read_text())
-    if manifest.get("engines_now") != engines:
-        manifest["engines_now"] = engines
-        _write_manifest(path, manifest)
-
-
 def _requested(log: ScaleLog) -> Callable[[int], int | None]:
     """The Balancer's ``engines_at``: the count of the newest scale request, read when
     it decides a map (None: none asked, the maps' count stays)."""
@@ -527,43 +415,6 @@ def _requested(log: ScaleLog) -> Callable[[int], int | None]:
         return None if latest is None else latest.engines
 
     return engines_at
-
-
-def _write_manifest(path: Path, manifest: dict) -> None:
-    tmp = path.with_name(".run.json.tmp")
-    tmp.write_text(json.dumps(manifest) + "\n")
-    os.replace(tmp, path)
-
-
-def _kg_maps(store: StateStore, batch: int, before: int, hash: str = "mod") -> None:
-    """A key-grouping run routed by maps from the restart that first changed its count
-    (at ``batch``): that batch and the next run as they would have without maps (plain
-    KG at the count they had, ``before``), so the new count applies from the first map
-    the Balancer writes; the batch before is written too, since an engine reads its
-    batch's map and the one before to know what it imports. Write-once: every later
-    start writes them again harmlessly."""
-    for version in range(max(0, batch - 1), batch + 2):
-        store.put_key_map(version, KeyMap(before, {}, hash).encode())
-
-
-def _next_batch(workdir: Path) -> int:
-    """The first micro-batch Spark has not committed: where a restart resumes, and the
-    one that was running when a run failed."""
-    done = [int(p.name) for p in (workdir / "checkpoint" / "commits").glob("*")
-            if p.name.isdigit()]
-    return max(done, default=-1) + 1
-
-
-def _check_resumable(store: StateStore, workdir: Path) -> None:
-    """A resumed batch t routes by map t, written by the run before the restart (maps 0
-    and 1 are written at every start): without it, this is not that run's MongoDB."""
-    batch = _next_batch(workdir)
-    if batch >= 2 and store.get_key_map(batch) is None:
-        raise SparkRunError(
-            f"MongoDB at {mask_uri(store.uri)} holds no key map {batch} of the run in "
-            f"{workdir} (run id {store.run_id}), which resuming at batch {batch} needs: "
-            "restart with the MongoDB the run started with (same --mongo-uri, or none if "
-            "it used the embedded server), or use a new checkpoint directory")
 
 
 def _drop_run(store: StateStore) -> None:
@@ -582,7 +433,7 @@ def _failure(err: Exception, store: StateStore | None, workdir: Path,
         again = (f"checkpoint {checkpoint} is intact: run the same command again once "
                  "Kafka is back" if checkpoint
                  else "with --checkpoint DIR a rerun resumes instead of starting over")
-        return f"batch {_next_batch(workdir)} failed: {message} ({again})"
+        return f"batch {next_batch(workdir)} failed: {message} ({again})"
     if store is None or mask_uri(store.uri) not in line:
         return line
     return _store_failure(line, workdir, checkpoint)
@@ -595,7 +446,7 @@ def _store_failure(line: str, workdir: Path, checkpoint: str | None) -> str:
     fix = "once MongoDB is back" if kind == "MongoUnavailableError" else "once that is fixed"
     again = (f"checkpoint {checkpoint} is intact: run the same command again {fix}"
              if checkpoint else "with --checkpoint DIR a rerun resumes instead of starting over")
-    return f"batch {_next_batch(workdir)} failed: {message} ({again})"
+    return f"batch {next_batch(workdir)} failed: {message} ({again})"
 
 
 def read_metrics(workdir: Path) -> list[dict]:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from cep.spark.runtime import STATE_LAYOUT, _manifest
+from cep.spark.run_dir import STATE_LAYOUT, run_manifest
 from splitter.engine_labels import engine_partitions, partition_of, stage_labels
 
 
@@ -44,17 +44,17 @@ def test_local_star_counts_the_cores(monkeypatch) -> None:
 
 
 def test_a_restart_keeps_the_partitions_its_checkpoint_was_made_with(tmp_path) -> None:
-    run_id, parts, _ = _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 2)
+    run_id, parts, _ = run_manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 2)
     assert parts == 2
     # the same directory under a master with more slots: Spark keeps the checkpoint's
-    assert _manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 5)[:2] == (run_id, 2)
+    assert run_manifest(tmp_path, 5, "kg", {"S": "in.jsonl"}, 5)[:2] == (run_id, 2)
     # a run directory of a cep that had one partition per engine names none
     old = tmp_path / "old"
     old.mkdir()
     (old / "run.json").write_text(json.dumps({
         "run_id": "r", "state_layout": STATE_LAYOUT, "engines": 5, "strategy": "kg",
         "inputs": {"S": "in.jsonl"}}))
-    assert _manifest(old, 5, "kg", {"S": "in.jsonl"}, 2)[:2] == ("r", 5)
+    assert run_manifest(old, 5, "kg", {"S": "in.jsonl"}, 2)[:2] == ("r", 5)
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 5])
