@@ -9,6 +9,7 @@
 * ``interpreter``: the matcher over rows as dicts, for every rule the kernel does not
   take, and the kernel's oracle;
 * ``measures``, ``navigation``: MEASURES and PREV/NEXT/FIRST/LAST over a match;
+  ``define_reads``: what the DEFINE conditions read, found once;
 * ``exact_sum``: the exact float sums both matchers' aggregates use.
 
 May import the engine's core and ``grammar``; never another operator family.

@@ -55,9 +55,9 @@ from cep.engine.keyed import PerKeyState
 from cep.engine.output import TIMER, Stamps, build_output, empty_output
 from cep.engine.row_patterns import interpreter as matcher
 from cep.engine.row_patterns.compiled import KernelOperator
+from cep.engine.row_patterns.define_reads import define_reads, outside_aggregates, rows_around
 from cep.engine.row_patterns.measures import MatchRow, aggregate, first_waiting, measure_value
 from cep.engine.row_patterns.navigation import position
-from cep.engine.row_patterns.navigation import reads as nav_reads
 from cep.engine.row_patterns.plan import plan
 from cep.engine.row_patterns.program import build_program
 from cep.engine.table import (
@@ -74,7 +74,7 @@ from cep.engine.table import (
 )
 from cep.engine.timers import TimerIndex
 from grammar import ir
-from grammar.row_nav import ALL, CLASSIFIER, MATCH, Nav, aggregate_rows
+from grammar.row_nav import CLASSIFIER, MATCH, Nav
 
 # an output row: its key, the seq it is reported at, its place in the reference order
 # (``at`` and ``origin``, see cep.engine.output: the deciding row's, or TIMER when a WITHIN
@@ -103,12 +103,12 @@ class MatchRecognizeOperator(PerKeyState):
         self.rule = rule
         self.stream = stream
         self.defines = dict(rule.defines)
-        self.refs = {var: sorted({(r.qualifier, r.name) for r in _outside_aggregates(cond)})
+        self.refs = {var: sorted({(r.qualifier, r.name) for r in outside_aggregates(cond)})
                      for var, cond in self.defines.items()}
         self.navs = {q: Nav.parse(q) for refs in self.refs.values() for q, _ in refs}
         self.groups = {**{v: (v,) for v in rule.variables}, **dict(rule.unions)}
         self.program = build_program(rule.pattern, {
-            var: _define_reads(refs, collect_nodes([cond], ir.Agg), self.groups)
+            var: define_reads(refs, collect_nodes([cond], ir.Agg), self.groups)
             for (var, refs), cond in zip(self.refs.items(), self.defines.values(),
                                          strict=True)})
         self.types = {**dict(stream.fields), CLASSIFIER: "string"}
@@ -119,7 +119,7 @@ class MatchRecognizeOperator(PerKeyState):
         # it: evaluated for a whole batch at once (with how many rows of the key before
         # and after it they need)
         self.aggs = {var: collect_nodes([cond], ir.Agg) for var, cond in self.defines.items()}
-        self.local = {var: (_around(refs, "__prev"), _around(refs, "__next"))
+        self.local = {var: (rows_around(refs, "__prev"), rows_around(refs, "__next"))
                       for var, refs in self.refs.items()
                       if all(q == var or q.startswith(("__prev", "__next")) for q, _ in refs)
                       and not self.aggs[var]}
@@ -137,7 +137,7 @@ class MatchRecognizeOperator(PerKeyState):
         # how far NEXT in DEFINE reads after the row it navigates from (at most the
         # candidate row): a row is fed to the matcher once that many rows follow it
         self.lookahead = max([0, *(n.physical for n in self.navs.values() if n is not None),
-                              *(_around(refs, "__next") for refs in self.refs.values())])
+                              *(rows_around(refs, "__next") for refs in self.refs.values())])
         kernel_plan = plan(rule, self.program, self.groups, dict(stream.fields))
         self.kernel: KernelOperator | None = None
         self.interpreted = kernel_plan if isinstance(kernel_plan, str) else ""
@@ -553,49 +553,9 @@ def _rows_by_key(table: Table, stream: ir.StreamDef, flags: dict[str, np.ndarray
                strict=True)
 
 
-def _around(refs: list[tuple[str, str]], prefix: str) -> int:
-    """How many rows before (``__prev``) or after (``__next``) the candidate a DEFINE
-    reading ``refs`` reads directly."""
-    return max([int(q[6:]) for q, _ in refs if q.startswith(prefix)], default=0)
-
-
 def _after(state: dict, j: int, name: str) -> object:
     """Field ``name`` of the key's row j at or after the first row not yet fed: a row
     waiting for its own lookahead (none past the key's last row, at the input's end)."""
     ahead = state.get("ahead", [])
     k = j - state["base"] - len(state["rows"])
     return ahead[k].get(name) if k < len(ahead) else None
-
-
-def _outside_aggregates(expr: ir.TExpr) -> list[ir.FieldRef]:
-    """The field references of an expression that no aggregate's argument holds."""
-    return [n for n in collect_nodes([expr], (ir.FieldRef, ir.Agg))
-            if isinstance(n, ir.FieldRef)]
-
-
-def _define_reads(refs: list[tuple[str, str]], aggs: list[ir.Agg],
-                  groups: dict[str, tuple[str, ...]]
-                  ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-    """What a DEFINE reading ``refs`` and aggregating ``aggs`` reads of a thread's
-    labels (see ``program.Reads``); an aggregate over one variable reads all
-    of its rows, one over every row (or ``count(*)``) none in particular, unless its
-    arguments read each row's label (``max(CLASSIFIER())``): then every label."""
-    last: set[str] = set()
-    every: set[str] = set()
-    whole = False
-    for agg in aggs:
-        if agg.arg is None:
-            continue
-        rows, _ = aggregate_rows(agg)
-        every.update(groups.get(rows, ()))
-        whole = whole or (rows == ALL and any(
-            ref.name == CLASSIFIER for ref in collect_nodes([agg.arg, agg.by], ir.FieldRef)))
-    for qual, name in refs:
-        nav = Nav.parse(qual)
-        if nav is None:
-            continue
-        var_last, var_every, var_whole = nav_reads(nav, name, CLASSIFIER)
-        last.update(var_last)
-        every.update(var_every)
-        whole = whole or var_whole
-    return tuple(sorted(last)), tuple(sorted(every)), whole
