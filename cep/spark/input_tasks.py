@@ -62,7 +62,7 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     for text, lo, hi in task["pieces"]:
         segment = Segment.from_json(text)
         stream = module.streams[segment.stream]
-        if segment.idle:  # a mark, no records
+        if segment.end == segment.start:  # a mark (idle, or a partition joins), no records
             clock.append(ClockPiece.of(segment, lo, None, stream).plain())
             continue
         segments.append(text)
