@@ -64,7 +64,7 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
         "--idle-timeout", type=_idle_timeout, default=DEFAULT_IDLE_TIMEOUT_S,
         metavar="SECONDS",
         help="a Kafka partition with no new record for this long while others advance "
-        f"stops holding the watermark back until its next record (default "
+        f"stops holding the watermark back until it has records again (default "
         f"{DEFAULT_IDLE_TIMEOUT_S:g}; 0: at once; inf: never)")
     run_parser.add_argument(
         "--late", choices=LATE_POLICIES, default="process",
