@@ -14,8 +14,9 @@ embedded broker returns the whole rest of the partition to every fetch. Two part
 * ``run`` (with ``--trees``): whole ``cep run bench/rules/latency.epl`` processes (Spark
   at its defaults but ``--batch-size``) over a topic that holds the whole backlog at the
   start, one per source tree (for example a ``git archive`` of the commit before the
-  change, and this tree), interleaved rounds: wall seconds, the input tasks' read
-  seconds (the metrics' ``stage_s.read``, summed over batches), and their ratios.
+  change, and this tree), and over the same events in a file with the last tree,
+  interleaved rounds: wall seconds, the input tasks' read seconds (the metrics'
+  ``stage_s.read``, summed over batches), the process tree's CPU seconds, and ratios.
 
     python bench/bench_kafka_read.py [--records 300000] [--rounds 3]
         [--trees BEFORE_DIR,AFTER_DIR] [--batch-size 100000] [--out PATH]
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -111,42 +113,57 @@ def read_part(broker: EmbeddedKafka, topic: str, records: int, rounds: int) -> l
 
 
 def run_part(broker: EmbeddedKafka, topic: str, trees: list[Path], rounds: int,
-             batch_size: int, records: int) -> list[dict]:
-    samples: dict[str, list[tuple[float, float]]] = {str(t): [] for t in trees}
+             batch_size: int, records: int, work: Path) -> list[dict]:
+    """Whole runs over the topic, one per tree, and over the same events in a file with
+    the last tree (the file path beside the Kafka path), interleaved rounds."""
+    events = work / "events.jsonl"
+    events.write_bytes(event_lines(0, records))
+    cases = [(str(t), f"kafka://{broker.bootstrap}/{topic}", t) for t in trees]
+    cases.append((f"{trees[-1]} (file)", str(events), trees[-1]))
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in cases}
     loads: list[list[float]] = []
     for _ in range(rounds):
-        for tree in trees:
-            with tempfile.TemporaryDirectory(prefix="bench-kafka-read-") as work:
-                metrics = Path(work) / "metrics.jsonl"
+        for name, source, tree in cases:
+            with tempfile.TemporaryDirectory(prefix="bench-kafka-read-") as run:
+                metrics = Path(run) / "metrics.jsonl"
                 command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input",
-                           f"kafka://{broker.bootstrap}/{topic}", "--batch-size",
-                           str(batch_size), "--output", f"{work}/out.jsonl", "--quiet",
-                           "--metrics", str(metrics)]
-                began = time.perf_counter()
+                           source, "--batch-size", str(batch_size), "--output",
+                           f"{run}/out.jsonl", "--quiet", "--metrics", str(metrics)]
+                began, cpu_before = time.perf_counter(), _children_cpu()
                 done = subprocess.run(command, cwd=tree, capture_output=True, text=True)
-                wall = time.perf_counter() - began
+                wall, cpu = time.perf_counter() - began, _children_cpu() - cpu_before
                 if done.returncode:
                     raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
                 rows = [json.loads(line) for line in metrics.read_text().splitlines()]
                 assert sum(r["events_in"] for r in rows) == records
                 read = sum(r.get("stage_s", {}).get("read", 0.0) for r in rows)
-                samples[str(tree)].append((wall, read))
+                samples[name].append((wall, read, cpu))
                 loads.append(load_average())
     out = []
-    for tree, values in samples.items():
-        out.append({"tree": tree, "wall_s": [round(v[0], 2) for v in values],
+    for name, values in samples.items():
+        wall, read, cpu = (statistics.median(v[i] for v in values) for i in range(3))
+        out.append({"case": name, "wall_s": [round(v[0], 2) for v in values],
                     "read_task_s": [round(v[1], 2) for v in values],
-                    "median_wall_s": round(statistics.median(v[0] for v in values), 2),
-                    "median_read_task_s": round(statistics.median(v[1] for v in values), 2),
-                    "read_task_us_per_record": round(
-                        statistics.median(v[1] for v in values) / records * 1e6, 1)})
-    if len(out) == 2:
-        before, after = out
-        out.append({"ratio_wall": round(before["median_wall_s"] / after["median_wall_s"], 2),
-                    "ratio_read_task": round(before["median_read_task_s"]
-                                             / max(after["median_read_task_s"], 1e-9), 2),
-                    "load_averages": loads})
+                    "cpu_s": [round(v[2], 2) for v in values],
+                    "median_wall_s": round(wall, 2), "median_read_task_s": round(read, 2),
+                    "median_cpu_s": round(cpu, 2),
+                    "read_task_us_per_record": round(read / records * 1e6, 1)})
+    first, last = out[0], out[-1]
+    out.append({"ratios (first tree / last tree over Kafka; Kafka / file, last tree)": {
+        "wall": round(first["median_wall_s"] / out[-2]["median_wall_s"], 2),
+        "read_task": round(first["median_read_task_s"]
+                           / max(out[-2]["median_read_task_s"], 1e-9), 2),
+        "kafka_over_file_wall": round(out[-2]["median_wall_s"] / last["median_wall_s"], 2),
+        "kafka_over_file_cpu": round(out[-2]["median_cpu_s"] / last["median_cpu_s"], 2)},
+        "load_averages": loads})
     return out
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children and their waited-for descendants
+    (the run's driver, Spark's JVM and its Python workers)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -166,8 +183,9 @@ def main() -> None:
             print(json.dumps(row))
         if args.trees:
             trees = [Path(t).resolve() for t in args.trees.split(",")]
-            results["run"] = run_part(broker, topic, trees, args.rounds, args.batch_size,
-                                      args.records)
+            with tempfile.TemporaryDirectory(prefix="bench-kafka-read-") as work:
+                results["run"] = run_part(broker, topic, trees, args.rounds,
+                                          args.batch_size, args.records, Path(work))
             for row in results["run"]:
                 print(json.dumps(row))
     print(write_results(results, args.out))

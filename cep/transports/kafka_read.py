@@ -23,7 +23,9 @@ whole rest of the partition, so reading a short range far from a partition's end
 as much as reading that rest (measured, 1 000 records of a 200 000-record partition: at
 offset 1 000, 51 MB and 0.6-1.1 s; at 100 000, 0.27 s; the last 1 000, 3 ms).
 Following a topic reads near its end and is cheap; catching up on a long backlog in
-small ranges is quadratic there. Kafka honours the limits (``max.partition.fetch.bytes``).
+small ranges is quadratic there, so a reader of several ranges of a partition reads
+them with one call (``cep.io.kafka_input.KafkaFetch``). Kafka honours the limits
+(``max.partition.fetch.bytes``).
 """
 
 from __future__ import annotations
