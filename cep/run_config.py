@@ -85,7 +85,7 @@ class RunConfig:
     back (``cep.io.event_time``). ``slowdown`` makes
     engine E's processing that many times slower (to try ``capacity="measured"``).
     ``spark_conf``: Spark settings over cep's own for the session the run creates (a
-    standalone cluster's driver address and executor sizes; ``cep.spark.cluster``)."""
+    standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``)."""
 
     inputs: tuple[str, ...]
     runner: str = "spark"
