@@ -49,6 +49,9 @@ bench_event_time.py   Do idle keys' state go as time passes (keys held over a ch
                       (event_time.json)
 bench_latency.py      How soon after an event's append is its complex event delivered, to a
                       file and to Kafka, at fixed rates? (latency.json)
+bench_kafka_read.py   Where does a Kafka input's read time go (wall, client and broker CPU
+                      per record), and what does one fetch per partition per task buy,
+                      in process and in whole runs beside the file path? (kafka_read.json)
 bench_state_path.py   The engines' state path on Spark before and after a change, side by
                       side with Flink: the flights job at the defaults, or FSD at paper
                       scale (``--fsd``). (state-path-flights.json, state-path-fsd.json)

@@ -36,6 +36,11 @@ DEFAULT_MONGO_TIMEOUT = 30.0
 # file a per-key rule's p50 latency fell from 0.81 to 0.38 s (bench/results/latency.json),
 # and an idle run's CPU rose from 0.8% to 2.1% of a core (driver, JVM and workers)
 DEFAULT_TRIGGER_S = 0.1
+#: How long a Kafka partition may have nothing new, while others advance, before the
+#: watermark stops waiting for it (``--idle-timeout``; ``cep.io.inputlog``'s idle marks):
+#: long enough for a quiet moment of a live partition, short enough that a partition
+#: that stopped delays time-driven results by about a second.
+DEFAULT_IDLE_TIMEOUT_S = 1.0
 DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer acts
 #: What becomes of an event whose timestamp is below the watermark when it arrives:
 #: processed as it comes (the default, as Esper does with every event it is sent), or
@@ -77,7 +82,9 @@ class RunConfig:
     ``mongo_timeout`` bounds each wait on MongoDB unless the URI sets it itself.
     ``follow``: run until stopped, picking up new files, appended lines and Kafka
     records every ``trigger_s`` seconds. ``starting_offsets`` (``earliest`` or
-    ``latest``) is where a Kafka partition's first read begins. ``slowdown`` makes
+    ``latest``) is where a Kafka partition's first read begins; a partition with nothing
+    new for ``idle_timeout_s`` seconds while others advance stops holding the watermark
+    back (``cep.io.event_time``). ``slowdown`` makes
     engine E's processing that many times slower (to try ``capacity="measured"``).
     ``spark_conf``: Spark settings over cep's own for the session the run creates (a
     standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``)."""
@@ -110,6 +117,7 @@ class RunConfig:
     mongo_uri: str | None = None
     mongo_timeout: float = DEFAULT_MONGO_TIMEOUT
     starting_offsets: str = "earliest"
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     late: str = "process"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
 

@@ -257,9 +257,9 @@ def test_every_command_adds_its_options_and_handler():
 
     from cep.cli.dispatch import COMMANDS
 
-    assert [c.name for c in COMMANDS] == ["check", "run", "produce", "verify", "simulate",
-                                          "bench", "prepare", "report", "deploy",
-                                          "undeploy", "scale", "rules", "ui"]
+    assert [c.name for c in COMMANDS] == ["check", "run", "produce", "consume", "verify",
+                                          "simulate", "bench", "prepare", "report",
+                                          "deploy", "undeploy", "scale", "rules", "ui"]
     for command in COMMANDS:
         parser = argparse.ArgumentParser()
         command.add_arguments(parser)

@@ -27,6 +27,44 @@ def latency_figures(data: dict, _name: str) -> str:
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
+def kafka_read_figures(data: dict, _name: str) -> str:
+    """bench_kafka_read.py: the read path per record, piece by piece or one fetch per
+    partition, and whole runs before and after beside the file path."""
+    rows = [(r.get("place", ""), r.get("variant", ""), num(r.get("wall_us_per_record"), 1),
+             num(r.get("client_cpu_us_per_record"), 1),
+             num(r.get("broker_cpu_us_per_record"), 1),
+             num((r.get("load_average") or [None])[0], 1))
+            for r in at(data, "read") or [] if isinstance(r, dict)]
+    trees = data.get("trees") or {}
+    runs = [(trees.get(str(r.get("case", "")).removesuffix(" (file)"), r.get("case", ""))
+             + (" (file)" if str(r.get("case", "")).endswith(" (file)") else " (Kafka)"),
+             num(r.get("median_wall_s"), 1), num(r.get("median_read_task_s"), 2),
+             num(r.get("read_task_us_per_record"), 1))
+            for r in at(data, "run") or [] if isinstance(r, dict) and "case" in r]
+    text = (f"{num(data.get('records'))} records in one partition; medians of "
+            f"{num(data.get('rounds'))} interleaved rounds.\n\n"
+            + table(("place", "variant", "wall µs/record", "client CPU µs/record",
+                     "broker CPU µs/record", "load"), rows))
+    if runs:
+        text += ("\n\nWhole `cep run` processes over the same records (Spark, "
+                 "`--batch-size 100000`):\n\n"
+                 + table(("tree (input)", "wall s", "input tasks' read s",
+                          "read µs/record"), runs))
+    return text
+
+
+def kafka_latency_ab_figures(data: dict, name: str) -> str:
+    """bench_latency.py's Kafka cases before and after, interleaved, with the file path."""
+    rows = [(c.get("tree", ""), c.get("sink", ""), num(c.get("rate")),
+             f"{num(c.get('delivered'))} of {num(c.get('events'))}",
+             num(c.get("p50_s"), 2), num(c.get("p99_s"), 2), num(c.get("first_output_s"), 1),
+             num(c.get("batch_gap_median_s"), 2), num((c.get("load_average") or [None])[0], 1))
+            for c in at(data, "cases") or [] if isinstance(c, dict)]
+    return (f"{data.get('what', '')}.\n\n"
+            + table(("tree", "source and sink", "events/s", "delivered", "p50 s", "p99 s",
+                     "first output s", "batch every s", "load"), rows))
+
+
 def batch_floor_figures(data: dict, _name: str) -> str:
     """bench_batch_floor.py: a small batch's median time, part by part."""
     m = data.get("median") or {}

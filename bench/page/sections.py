@@ -43,6 +43,8 @@ from page.parts import (
 from page.provenance import provenance
 from page.runtime import (
     batch_floor_figures,
+    kafka_latency_ab_figures,
+    kafka_read_figures,
     latency_figures,
     source_figures,
     spark_figures,
@@ -104,6 +106,26 @@ SECTIONS = (
             "Latency is the time from an event's append to its output; first output is "
             "the first event's output after `cep run` started. cep's defaults otherwise "
             "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
+    Section("kafka_latency_ab.json", "Detection latency over Kafka, before and after one "
+            "fetch per partition",
+            "bench_latency.py's Kafka cases (topic in, topic out, embedded broker) run with "
+            "the tree before the Kafka input tasks fetched each partition once and with the "
+            "tree after, interleaved, and the file path beside them. The machine was shared "
+            "(load averages 8 to 14 on 2 cores): compare the rows with each other, not "
+            "with the section above.",
+            "python bench/bench_latency.py --sinks kafka --triggers default --rates 50000 "
+            "--seconds 20 (in each tree, in turn)",
+            kafka_latency_ab_figures),
+    Section("kafka_read.json", "Reading Kafka: where the read time goes",
+            "The Kafka input's read path on 40-byte events of one partition: ten "
+            "10,000-offset pieces read each with its own fetch (as the input tasks did) "
+            "or with one fetch for the partition (as they do now), at the partition's end "
+            "and 200,000 records before it. The embedded broker returns the whole rest of "
+            "a partition to every fetch, so a piece far from the end costs what the rest "
+            "costs. Then whole runs over the same records, before and after, and over "
+            "the same events in a file.",
+            "python bench/bench_kafka_read.py --trees BEFORE_DIR,AFTER_DIR",
+            kafka_read_figures),
     Section("flink-match-recognize.json", "MATCH_RECOGNIZE beside Apache Flink",
             "Two MATCH_RECOGNIZE rules per aircraft over the flights "
             "(`bench/rules/flight_patterns.epl`: `A B+ C` WITHIN 24 hours with SKIP PAST "

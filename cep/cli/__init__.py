@@ -1,5 +1,5 @@
 """The ``cep`` command line: ``cep check FILE``, ``cep run FILE --input SRC``, ``cep produce
-TOPIC_URI --input SRC`` and the strategy tools.
+TOPIC_URI --input SRC``, ``cep consume TOPIC_URI`` and the strategy tools.
 
 Exit status: 0 success, 2 a rule error or bad usage (the message names file:line:col),
 1 a run that failed for another reason (unreadable input, ...). Rule errors never show a

@@ -37,6 +37,8 @@ COMMANDS = (
     Command("run", "run a rule file over an input", "cep.cli.run"),
     Command("produce", "load JSON lines or generated tweets into a Kafka topic "
             "(kafka://embedded/TOPIC: cep's own broker)", "cep.cli.produce"),
+    Command("consume", "print a Kafka topic's records as JSON lines (read back what a run "
+            "wrote)", "cep.cli.consume"),
     Command("verify", "run strategies on Spark and compare their events with key "
             "grouping's", "cep.cli.compare", "add_verify_arguments"),
     Command("simulate", "replay a key trace through strategies without Spark (the paper's "

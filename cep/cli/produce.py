@@ -13,7 +13,7 @@ from cep.io.inputlog import generator_kind
 from cep.io.kafka_produce import produce, produce_generated
 from cep.run import embedded_kafka_for
 from cep.tables import count, seconds
-from cep.transports.address import parse_kafka_uri
+from cep.transports.address import KafkaUri, parse_kafka_uri
 from cep.transports.embedded_kafka import resolve
 
 
@@ -30,15 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=produce_command)
 
 
-def produce_command(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
+def one_topic(text: str, doing: str) -> tuple[KafkaUri, str]:
+    """The URI of a command that works on one topic (``cep produce``, ``cep consume``),
+    and that topic; a one-line CommandError otherwise."""
     try:
-        uri = parse_kafka_uri(args.topic)
+        uri = parse_kafka_uri(text)
     except ValueError as err:
         raise CommandError(str(err)) from None
     if len(uri.topics) != 1:
-        raise CommandError(f"cep produce loads one topic, got {','.join(uri.topics)}")
-    topic = uri.topics[0]
+        raise CommandError(f"cep {doing} one topic, got {','.join(uri.topics)}")
+    return uri, uri.topics[0]
+
+
+def produce_command(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    uri, topic = one_topic(args.topic, "produce loads")
     with embedded_kafka_for([args.topic]):
         address = resolve(uri.address)
         if generator_kind(args.input) is not None:

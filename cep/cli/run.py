@@ -21,6 +21,7 @@ from cep.run import run
 from cep.run_config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_ENGINES,
+    DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MONGO_TIMEOUT,
     DEFAULT_TRIGGER_S,
     HASHES,
@@ -60,6 +61,12 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
         "--starting-offsets", choices=STARTING_OFFSETS, default="earliest",
         help="where a Kafka input's partitions are first read from: their earliest record "
         "(default) or only records that arrive after the start")
+    run_parser.add_argument(
+        "--idle-timeout", type=_idle_timeout, default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="a Kafka partition with no new record for this long while others advance "
+        f"stops holding the watermark back until it has records again (default "
+        f"{DEFAULT_IDLE_TIMEOUT_S:g}; 0: at once; inf: never)")
     run_parser.add_argument(
         "--late", choices=LATE_POLICIES, default="process",
         help="an event whose timestamp is below the watermark (the largest timestamp so "
@@ -165,4 +172,16 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         moves=args.moves, hash=args.hash,
         slowdown=slow, mongo_uri=args.mongo_uri,
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
+        idle_timeout_s=args.idle_timeout,
         late=args.late)
+
+
+def _idle_timeout(text: str) -> float:
+    """``--idle-timeout``'s seconds: a number at or above 0, or ``inf`` (never idle)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text!r}")
+    return value

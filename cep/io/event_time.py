@@ -9,12 +9,21 @@ Kafka partitions are separate clocks, as Flink keeps one per split: the log inte
 chunks of partitions that each run in time order, so a partition read ahead would make
 the others' events late. With Kafka inputs the watermark is the least, over the
 partitions that count, of each one's largest timestamp so far (minus the lateness);
-everything that is not a Kafka partition (files, generators) is one more clock. A
-partition counts from its first record on. A partition that a discovery of the input
-finds with nothing new while others advance is logged as idle (a segment with
-``idle``, see ``InputLog.discover``) and does not count until its next record: an idle
-partition never holds time back, and since idleness is written in the log, a replay or
-another runner reading the same log decides it the same way.
+everything that is not a Kafka partition (files, generators) is one more clock, which
+counts from its first record on.
+
+A partition counts from its *join mark* on: an empty segment that the discovery which
+first finds records in it (or finds them again after it was idle) logs before all of
+that discovery's chunks (``InputLog._join_marks``; ``--starting-offsets latest``'s
+starting mark is one too). Until its first record it holds the watermark at no time, so
+the partitions whose chunks come first in the log, which may run further in time, do
+not make its records late: their events wait in the engines until every partition's
+time has passed them, and are then processed in timestamp order, as in one file.
+A partition that has had nothing new for ``--idle-timeout`` seconds while others
+advanced is logged as idle (a segment with ``idle``, ``InputLog._idle_marks``) and does
+not count until its next join mark: an idle partition never holds time back forever,
+and since idleness is written in the log, a replay or another runner reading the same
+log decides it the same way.
 
 The clock reads a log *piece by piece* (:class:`ClockPiece`: a piece's timestamped
 events' seqs and timestamps, in log order), whatever cut them: the reference runner
@@ -48,17 +57,23 @@ class ClockPiece:
     idle: bool
     seq: np.ndarray
     ts: np.ndarray
+    joins: bool = False  # a join mark: from here on the watermark waits for this clock
 
     @staticmethod
     def of(segment: Segment, lo: int, table: Table | None, stream: ir.StreamDef
            ) -> ClockPiece:
         """The piece [lo, ...) of ``segment`` whose events are ``table`` (None: none)."""
         timed = table is not None and stream.timestamp is not None and len(table[SEQ])
+        kafka = segment.kind == KAFKA_KIND
+        # a partition of a stream without TIMESTAMP never moves time, so never holds it
+        joins = (kafka and not segment.idle and segment.end == segment.start
+                 and stream.timestamp is not None)
         return ClockPiece(
-            segment.ordinal, lo, segment.path if segment.kind == KAFKA_KIND else FILES,
+            segment.ordinal, lo, segment.path if kafka else FILES,
             segment.idle,
             table[SEQ].astype(np.int64) if timed else _NONE,  # type: ignore[index]
-            table[stream.timestamp].astype(np.int64) if timed else _NONE)  # type: ignore[index]
+            table[stream.timestamp].astype(np.int64) if timed else _NONE,  # type: ignore[index]
+            joins)
 
 
     def rises(self) -> ClockPiece:
@@ -71,17 +86,17 @@ class ClockPiece:
         top = np.maximum.accumulate(self.ts)
         keep = np.r_[True, top[1:] > top[:-1]]
         return ClockPiece(self.ordinal, self.lo, self.source, self.idle, self.seq[keep],
-                          self.ts[keep])
+                          self.ts[keep], self.joins)
 
     def plain(self) -> tuple:
         """As plain values (what travels to the engines in a payload)."""
-        return (self.ordinal, self.lo, self.source, self.idle, self.seq, self.ts)
+        return (self.ordinal, self.lo, self.source, self.idle, self.seq, self.ts, self.joins)
 
     @staticmethod
     def from_plain(values: tuple) -> ClockPiece:
-        ordinal, lo, source, idle, seq, ts = values
+        ordinal, lo, source, idle, seq, ts, joins = values
         return ClockPiece(int(ordinal), int(lo), str(source), bool(idle),
-                          np.asarray(seq, np.int64), np.asarray(ts, np.int64))
+                          np.asarray(seq, np.int64), np.asarray(ts, np.int64), bool(joins))
 
 
 _NONE = np.empty(0, dtype=np.int64)
@@ -120,6 +135,10 @@ class EventClock:
         for piece in sorted(pieces, key=lambda p: (p.ordinal, p.lo)):
             if piece.idle:
                 self.idle.add(piece.source)
+                continue
+            if piece.joins:  # counts from here, at no time until its first record
+                self.idle.discard(piece.source)
+                self.maxima.setdefault(piece.source, NO_TIME)
                 continue
             if not len(piece.seq):
                 continue

@@ -34,9 +34,12 @@ import glob
 import json
 import math
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from cep.run_config import DEFAULT_IDLE_TIMEOUT_S
 
 SEQ_SHIFT = 36
 MAX_SEGMENT = 1 << SEQ_SHIFT
@@ -179,16 +182,23 @@ class InputLog:
     bytes); without it, files are taken as complete."""
 
     def __init__(self, directory: Path | None, sources: dict[str, str], follow: bool,
-                 starting_offsets: str = "earliest") -> None:
+                 starting_offsets: str = "earliest",
+                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S) -> None:
         self.sources = sources
         self.follow = follow
         self.starting_offsets = starting_offsets  # where a Kafka partition's log begins
+        # a counting Kafka partition with nothing new for this long while others advance
+        # is marked idle (``_idle_marks``); 0: at the first discovery that finds nothing
+        self.idle_timeout_s = idle_timeout_s
+        # when each counting partition last had something new (this process's clock:
+        # a restarted run gives every partition the full timeout again)
+        self.last_new: dict[str, float] = {}
         self.file = directory / "segments.jsonl" if directory else None
         self.segments: dict[int, Segment] = {}
         self.count = 0  # segments ever logged (the next ordinal)
         self.known: dict[str, tuple[int, float]] = {}  # path -> (logged end, unit)
-        # Kafka partitions that have had a record, with their stream, and those whose
-        # last mark says idle (see ``_idle_marks``)
+        # Kafka partitions that count for the watermark (from their join mark on), with
+        # their stream, and those whose last mark says idle (see ``_idle_marks``)
         self.fed: dict[str, str] = {}
         self.idle: set[str] = set()
         if self.file is not None and self.file.exists():
@@ -210,7 +220,7 @@ class InputLog:
         if segment.kind == KAFKA_KIND:
             if segment.idle:
                 self.idle.add(segment.path)
-            elif segment.end > segment.start:
+            else:  # a chunk, or a join mark (empty): the partition counts from here
                 self.fed[segment.path] = segment.stream
                 self.idle.discard(segment.path)
         if segment.kind not in GENERATOR_KINDS:
@@ -261,20 +271,43 @@ class InputLog:
         from cep.io.kafka_input import kafka_segments
 
         found = kafka_segments(self.sources, self.known, self.starting_offsets)
-        chunks = [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)
-                  for i, (stream, path, lo, hi) in enumerate(found)]
-        return chunks + self._idle_marks(chunks, ordinal + len(chunks))
+        joins = self._join_marks(found)
+        marks = [(stream, path, lo, hi) for stream, path, lo, hi in found if hi == lo]
+        chunks = [c for c in found if c[3] > c[2]]
+        logged = [Segment(ordinal + i, stream, KAFKA_KIND, path, lo, hi, 1.0, True)
+                  for i, (stream, path, lo, hi) in enumerate(marks + joins + chunks)]
+        return logged + self._idle_marks(logged, ordinal + len(logged))
 
-    def _idle_marks(self, chunks: list[Segment], ordinal: int) -> list[Segment]:
-        """An idle mark for each partition that has had records, found nothing new in
-        this discovery while others did, and is not marked idle already: the watermark
-        then leaves it out until its next record (``event_time.py``). Nothing is marked
-        when nothing advanced (time stands still for every partition then)."""
-        advanced = {s.path for s in chunks if s.end > s.start}
+    def _join_marks(self, found: list[tuple[str, str, int, int]]
+                    ) -> list[tuple[str, str, int, int]]:
+        """A join mark (an empty segment at its first new offset) for each partition
+        that has records in this discovery and does not count yet (new, or idle), logged
+        before every chunk of the discovery: from there on the watermark waits for it
+        (``event_time.py``), so the chunks of the partitions logged before its own, which
+        may run further in time, do not make its records late."""
+        first: dict[str, tuple[str, str, int, int]] = {}
+        for stream, path, lo, hi in found:
+            if hi > lo and path not in first and (path not in self.fed or path in self.idle):
+                first[path] = (stream, path, lo, lo)
+        return list(first.values())
+
+    def _idle_marks(self, logged: list[Segment], ordinal: int) -> list[Segment]:
+        """An idle mark for each partition that counts, found nothing new in this
+        discovery while others did, has found nothing new for ``idle_timeout_s``
+        seconds, and is not marked idle already: the watermark then leaves it out until
+        its next join mark (``event_time.py``), so a partition that went quiet does not
+        hold time back forever (Flink's ``withIdleness``). The decision is logged, so a
+        replay and every runner make the same one. Nothing is marked when nothing
+        advanced (time stands still for every partition then)."""
+        now = time.monotonic()
+        advanced = {s.path for s in logged if s.end > s.start}
+        for s in logged:
+            self.last_new[s.path] = now
         if not advanced:
             return []
         quiet = [path for path in sorted(self.fed)
-                 if path not in advanced and path not in self.idle]
+                 if path not in advanced and path not in self.idle
+                 and now - self.last_new.setdefault(path, now) >= self.idle_timeout_s]
         return [Segment(ordinal + i, self.fed[path], KAFKA_KIND, path, self.known[path][0],
                         self.known[path][0], 1.0, True, idle=True)
                 for i, path in enumerate(quiet)]
@@ -357,7 +390,7 @@ class InputLog:
             s = self.segments[seg]
             lo = max(pos, s.start)
             hi = end[1] if seg == end[0] else s.end
-            if s.idle:  # no records, but the watermark must see the mark (once)
+            if s.end == s.start:  # a mark, no records, but the watermark must see it once
                 if pos <= s.start:
                     yield Piece(s, s.start, s.start)
                 seg, pos = seg + 1, 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,9 @@ from cep.io.inputlog import (
 from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from grammar import ir
+
+if TYPE_CHECKING:  # Kafka's client is imported on demand only
+    from cep.io.kafka_input import KafkaFetch
 
 TWEETS_FIELDS = ("id", "ts", "user", "lang", "text", "retweets", "topic")
 
@@ -115,10 +119,11 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     truth: list[np.ndarray] = []
     clock: list[ClockPiece] = []
+    fetched = kafka_fetch([(s, s.start, s.end) for s in segments])
     for segment in segments:
         stream = module.streams[segment.stream]
         frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
-                                    max_record_bytes)
+                                    max_record_bytes, fetched)
         table = frame_to_table(frame, stream)
         parts[segment.stream].append(table)
         clock.append(ClockPiece.of(segment, segment.start, table, stream))
@@ -134,11 +139,13 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
-                 max_record_bytes: int = MAX_RECORD_BYTES
+                 max_record_bytes: int = MAX_RECORD_BYTES, fetched: KafkaFetch | None = None
                  ) -> tuple[pd.DataFrame, np.ndarray | None]:
     """Records [lo, hi) of a segment as a typed frame whose ``seq`` is each record's
     sequence number, and (for a generator with a ground truth) which rows are first
-    stories. The one reader of both runners (the Spark source calls it on executors)."""
+    stories. The one reader of both runners (the Spark source calls it on executors).
+    ``fetched``: the Kafka records of the caller's pieces, fetched together
+    (:class:`cep.io.kafka_input.KafkaFetch`)."""
     flags = None
     if segment.kind in GENERATOR_KINDS:
         from cep.io.tweets.generator import tweets_range
@@ -148,7 +155,8 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
     elif segment.kind == KAFKA_KIND:
         from cep.io.kafka_input import read_kafka_range  # Kafka's client: on demand
 
-        frame = read_kafka_range(segment.path, lo, hi, stream, dead, max_record_bytes)
+        frame = read_kafka_range(segment.path, lo, hi, stream, dead, max_record_bytes,
+                                 fetched)
         offsets = frame["offset"].to_numpy()
     else:
         frame = read_range(segment.path, segment.kind, lo, hi, stream, dead,
@@ -156,6 +164,16 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
         offsets = frame["offset"].to_numpy()
     frame["seq"] = segment.seq_base + (offsets - segment.start)
     return frame, flags
+
+
+def kafka_fetch(pieces: list[tuple[Segment, int, int]]) -> KafkaFetch | None:
+    """One fetch per Kafka partition for these pieces (None when none is Kafka's)."""
+    ranges = [(s.path, lo, hi) for s, lo, hi in pieces if s.kind == KAFKA_KIND and hi > lo]
+    if not ranges:
+        return None
+    from cep.io.kafka_input import KafkaFetch  # Kafka's client: on demand
+
+    return KafkaFetch(ranges)
 
 
 @functools.lru_cache(maxsize=4)

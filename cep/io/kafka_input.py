@@ -39,7 +39,7 @@ from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.transports.address import KafkaAddress, parse_kafka_uri
 from cep.transports.embedded_kafka import resolve
-from cep.transports.kafka_read import partition_ends, read_partition_range
+from cep.transports.kafka_read import PartitionRecords, partition_ends, read_partition_range
 from grammar import ir
 
 CHUNK_OFFSETS = 10_000
@@ -133,12 +133,56 @@ class _KafkaDeadLetter:
         self.dead.skip(n)
 
 
-def read_kafka_range(path: str, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
-                     max_record_bytes: int = MAX_RECORD_BYTES) -> pd.DataFrame:
-    """The records with offsets [lo, hi) of a kafka segment as :func:`read_range`'s
-    typed frame, whose ``offset`` column holds Kafka offsets."""
+class KafkaFetch:
+    """The records of several offset ranges of Kafka partitions, fetched with one read per
+    partition: from the least start to the greatest end of its ranges.
+
+    Why: a Spark input task (or the local runner) reads a batch's chunks of a partition
+    one after another, and a fetch costs what the broker returns, not what the range
+    holds. The embedded broker returns the whole rest of the partition to every fetch,
+    so ten 10,000-offset chunks read one by one, 100,000 records before the end of the
+    partition, fetch the rest of the partition ten times (starting 300,000 records
+    before its end: 2.55M records fetched for 100,000; measured 46-70 µs of wall time per
+    record, against 11-13 for the same 100,000 at the partition's end): the ~74 task-µs
+    per record of batches that fell behind. One read per partition fetches each record once. The
+    ranges of one partition should be close together (a task's consecutive pieces):
+    what lies between them is fetched too."""
+
+    def __init__(self, ranges: list[tuple[str, int, int]]) -> None:
+        spans: dict[str, tuple[int, int]] = {}
+        for path, lo, hi in ranges:
+            if hi > lo:
+                first, last = spans.get(path, (lo, hi))
+                spans[path] = (min(first, lo), max(last, hi))
+        self.spans = spans
+        self.records: dict[str, PartitionRecords] = {}
+
+    def between(self, path: str, lo: int, hi: int) -> PartitionRecords:
+        """The records of [lo, hi) of ``path``'s partition (fetched on first use)."""
+        span = self.spans.get(path)
+        if span is None or not (span[0] <= lo and hi <= span[1]):
+            return _fetch(path, lo, hi)
+        if path not in self.records:
+            self.records[path] = _fetch(path, *span)
+        whole = self.records[path]
+        a, b = np.searchsorted(whole.offsets, [lo, hi])
+        return PartitionRecords(whole.offsets[a:b], whole.values[a:b])
+
+
+def _fetch(path: str, lo: int, hi: int) -> PartitionRecords:
     source, topic, partition = parse_segment_path(path)
-    records = read_partition_range(resolve(source.address), topic, partition, lo, hi)
+    return read_partition_range(resolve(source.address), topic, partition, lo, hi)
+
+
+def read_kafka_range(path: str, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
+                     max_record_bytes: int = MAX_RECORD_BYTES,
+                     fetched: KafkaFetch | None = None) -> pd.DataFrame:
+    """The records with offsets [lo, hi) of a kafka segment as :func:`read_range`'s
+    typed frame, whose ``offset`` column holds Kafka offsets; ``fetched``: where the
+    caller's ranges were fetched together (else this range is fetched alone)."""
+    source, topic, partition = parse_segment_path(path)
+    records = (fetched.between(path, lo, hi) if fetched is not None
+               else _fetch(path, lo, hi))
     values = records.values
     if None in values:
         values = [b"" if v is None else v for v in values]

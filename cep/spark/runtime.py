@@ -261,7 +261,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         ship_udf_files(spark, udfs.files)
         source = SourceConfig(sources, str(workdir), follow, batch_size,
                               max(1, spark.sparkContext.defaultParallelism), max_record_bytes,
-                              config.starting_offsets, config.late, udfs)
+                              config.starting_offsets, config.late, udfs,
+                              config.idle_timeout_s)
         spark.dataSource.register(input_source(source, module, labels, engine_of))
         source.stop_file.unlink(missing_ok=True)
         processor = EngineProcessor(module, labels, parts, store, dict(config.slowdown),

@@ -23,12 +23,15 @@ whole rest of the partition, so reading a short range far from a partition's end
 as much as reading that rest (measured, 1 000 records of a 200 000-record partition: at
 offset 1 000, 51 MB and 0.6-1.1 s; at 100 000, 0.27 s; the last 1 000, 3 ms).
 Following a topic reads near its end and is cheap; catching up on a long backlog in
-small ranges is quadratic there. Kafka honours the limits (``max.partition.fetch.bytes``).
+small ranges is quadratic there, so a reader of several ranges of a partition reads
+them with one call (``cep.io.kafka_input.KafkaFetch``). Kafka honours the limits
+(``max.partition.fetch.bytes``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,3 +207,61 @@ def _timed_out(
         + (f" ({last.str()})" if last is not None else "")
     )
 
+
+
+def consume_topic(
+    bootstrap: KafkaAddress | str,
+    topic: str,
+    start: str = "earliest",
+    follow: bool = False,
+    timeout_s: float = 60.0,
+) -> Iterator[list[Message]]:
+    """A topic's committed records, batch by batch, as Kafka's console consumer reads
+    them (``cep consume``): from every partition's ``earliest`` record or from its
+    ``latest`` end; without ``follow`` up to the ends found at the start (so a run
+    that keeps writing does not keep this reading), with it until the caller stops.
+
+    Read ``read_committed``, so a transaction's records appear once it commits, as cep's
+    own Kafka output is meant to be read. A partition's order is its offsets'; the
+    partitions interleave as the broker hands them over. Without ``follow``, a
+    partition that stops short of the end found at the start for ``timeout_s`` raises
+    :class:`KafkaTransportError`.
+    """
+    address = as_address(bootstrap)
+    ends = partition_ends(address, topic, timeout_s)
+    starts = {p: (low if start == "earliest" else high) for p, (low, high) in ends.items()}
+    unread = {p for p, (_low, high) in ends.items() if starts[p] < high}
+    if not follow and not unread:
+        return
+    what = f"read of {topic}"
+    latch = ErrorLatch()
+    consumer = Consumer(address.client_config(**{**_READER_SETTINGS, "error_cb": latch}))
+    try:
+        consumer.assign([TopicPartition(topic, p, at) for p, at in starts.items()])
+        deadline = time.monotonic() + timeout_s
+        while follow or unread:
+            with kafka_errors(address, what):
+                batch = consumer.consume(10_000, 0.2)
+            records = [m for m in batch if m.error() is None]
+            for event in batch:
+                error = event.error()
+                if error is None:
+                    continue
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise transport_error(address, what, error)
+                if event.offset() >= ends[event.partition()][1]:
+                    unread.discard(event.partition())
+            if not follow:  # a record at the end found at the start, or past it: done
+                unread -= {m.partition() for m in records
+                           if m.offset() >= ends[m.partition()][1] - 1}
+                records = [m for m in records if m.offset() < ends[m.partition()][1]]
+            if records:
+                deadline = time.monotonic() + timeout_s
+                yield records
+            elif not follow and time.monotonic() > deadline:
+                raise KafkaTransportError(
+                    f"Kafka {what} at {address}: partitions {sorted(unread)} not read to "
+                    f"their end within {timeout_s:g} s"
+                    + (f" ({latch.last.str()})" if latch.last is not None else ""))
+    finally:
+        consumer.close()

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from cep.engine.clock import END_OF_TIME, NO_TIME, Watermark, late_mask, release_seqs
-from cep.io import kafka_input
+from cep.io import inputlog, kafka_input
 from cep.io.event_time import FILES, ClockPiece, EventClock, end_of_log
 from cep.io.inputlog import SEQ_SHIFT, InputLog
 
 
 def _piece(ordinal: int, ts: list[int], source: str = FILES, lo: int = 0,
-           idle: bool = False) -> ClockPiece:
+           idle: bool = False, joins: bool = False) -> ClockPiece:
     seq = (ordinal << SEQ_SHIFT) + lo + np.arange(len(ts), dtype=np.int64)
-    return ClockPiece(ordinal, lo, source, idle, seq, np.array(ts, dtype=np.int64))
+    return ClockPiece(ordinal, lo, source, idle, seq, np.array(ts, dtype=np.int64), joins)
 
 
 def _steps(wm: Watermark) -> list[tuple[int, int]]:
@@ -113,7 +113,7 @@ def test_discovery_marks_a_quiet_partition_idle_while_others_advance(tmp_path, m
         return out
 
     monkeypatch.setattr(kafka_input, "kafka_segments", fake_segments)
-    log = InputLog(tmp_path, {"S": "kafka://h/t"}, follow=True)
+    log = InputLog(tmp_path, {"S": "kafka://h/t"}, follow=True, idle_timeout_s=0)
     ends.update(a=5, b=3)
     log.discover(first=True)
     ends.update(a=9)  # b quiet while a advances; c never had a record
@@ -127,6 +127,8 @@ def test_discovery_marks_a_quiet_partition_idle_while_others_advance(tmp_path, m
     reread = InputLog(tmp_path, {"S": "kafka://h/t"}, follow=True)
     assert reread.segments == log.segments and reread.idle == {"kafka://h/t#b"}
     pieces = list(reread.pieces((0, 0), reread.end_offset()))
+    assert [(p.segment.path[-1], p.lo, p.hi) for p in pieces[:4]] == [
+        ("a", 0, 0), ("b", 0, 0), ("a", 0, 5), ("b", 0, 3)]  # join marks, then chunks
     assert [(p.segment.idle, p.lo, p.hi) for p in pieces if p.segment.idle] == [(True, 3, 3)]
     later = list(reread.pieces((marks[0].ordinal + 1, 0), reread.end_offset()))
     assert not any(p.segment.idle for p in later)
@@ -138,3 +140,56 @@ def test_late_means_below_the_watermark_just_before(lateness: int) -> None:
     piece = _piece(0, ts)
     wm = EventClock(lateness).advance([piece])
     assert late_mask(piece.seq, piece.ts, wm).tolist() == [False, False, False, True, False]
+
+
+def test_a_joined_partition_holds_time_back_before_its_first_record() -> None:
+    """Partition-major chunks (all of p0, then all of p1) after both joined: p0 running
+    ahead does not make p1's events late; time passes as p1 catches up."""
+    clock = EventClock(lateness_us=0)
+    wm = clock.advance([
+        _piece(0, [], source="p0", joins=True), _piece(1, [], source="p1", joins=True),
+        _piece(2, [100, 200, 300], source="p0"),  # p1 holds the watermark at no time
+        _piece(3, [50, 150, 250, 350], source="p1")])
+    assert _steps(wm) == [(0, 50), (1, 150), (2, 250), (3, 300)]
+    p1 = _piece(3, [50, 150, 250, 350], source="p1")
+    assert not late_mask(p1.seq, p1.ts, wm).any()
+    # an idle partition's next records join again: held at its last time until they come
+    clock.advance([_piece(4, [], source="p1", idle=True), _piece(5, [400], source="p0")])
+    assert clock.wm == 400
+    wm = clock.advance([_piece(6, [], source="p1", joins=True), _piece(7, [500], source="p0"),
+                        _piece(8, [450], source="p1")])
+    assert _steps(wm) == [(0, 450)] and wm.seq[0] >> SEQ_SHIFT == 8
+    state = clock.state()
+    assert EventClock(0, state).state() == state
+    assert ClockPiece.from_plain(_piece(6, [], "p1", joins=True).plain()).joins
+
+
+def test_a_partition_goes_idle_only_after_the_idle_timeout(tmp_path, monkeypatch):
+    """``idle_timeout_s``: a partition quiet at a discovery is marked idle only once it
+    has had nothing new for that long (wall-clock time of the discoveries)."""
+    ends = {"a": 0, "b": 0}
+
+    def fake_segments(sources, known, starting):
+        return [("S", f"kafka://h/t#{n}", known.get(f"kafka://h/t#{n}", (0, 1.0))[0], ends[n])
+                for n in sorted(ends) if ends[n] > known.get(f"kafka://h/t#{n}", (0, 1.0))[0]]
+
+    monkeypatch.setattr(kafka_input, "kafka_segments", fake_segments)
+    now = [100.0]
+    monkeypatch.setattr(inputlog.time, "monotonic", lambda: now[0])
+    log = InputLog(tmp_path, {"S": "kafka://h/t"}, follow=True, idle_timeout_s=2.0)
+    ends.update(a=5, b=3)
+    log.discover(first=True)
+    for step, a_end in ((1.5, 7), (0.4, 8)):  # b quiet for 1.5 s, then 1.9 s: held
+        now[0] += step
+        ends.update(a=a_end)
+        log.discover()
+        assert not any(s.idle for s in log.segments.values())
+    now[0] += 0.1  # 2.0 s: idle
+    ends.update(a=9)
+    log.discover()
+    assert [s.path[-1] for s in log.segments.values() if s.idle] == ["b"]
+    ends.update(b=4)  # b back: a join mark before its chunk
+    log.discover()
+    last = [log.segments[o] for o in sorted(log.segments)][-2:]
+    assert [(s.path[-1], s.start, s.end, s.idle) for s in last] == [
+        ("b", 3, 3, False), ("b", 3, 4, False)]

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cep.run_config import DEFAULT_IDLE_TIMEOUT_S
+
 if TYPE_CHECKING:
     from cep.engine.udf.shipment import UdfShipment
     from cep.io.inputlog import Segment
@@ -32,6 +34,7 @@ class SourceConfig:
     starting_offsets: str = "earliest"  # where a Kafka partition's first read begins
     late: str = "process"  # the late-event policy: "drop" sends the engines more to check
     udfs: UdfShipment | None = None  # the user functions the rules call (cep.engine.udf.shipment)
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S  # a quiet partition stops holding time
 
     @property
     def dead_dir(self) -> str:

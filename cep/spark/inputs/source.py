@@ -86,7 +86,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def log(self) -> InputLog:
         if self._log is None:
             self._log = InputLog(self.config.log_dir, self.config.sources, self.config.follow,
-                                 self.config.starting_offsets)
+                                 self.config.starting_offsets, self.config.idle_timeout_s)
             self._log.discover(first=True)
         return self._log
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -20,11 +21,14 @@ from cep.engine.udf_errors import UdfFailure, collecting
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
 from cep.io.inputlog import Segment
-from cep.io.inputs import frame_to_table, read_segment
+from cep.io.inputs import frame_to_table, kafka_fetch, read_segment
 from cep.io.udf_letters import write_udf_letters
 from cep.spark.inputs.config import SourceConfig
 from grammar import ir
 from splitter.routing import KeyRouter, key_grouping, route_part
+
+if TYPE_CHECKING:
+    from cep.io.kafka_input import KafkaFetch
 
 Routed = list[tuple[int, bytes]]  # (engine label, payload) for every engine
 
@@ -62,14 +66,16 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     truth: list[np.ndarray] = []
     clock: list[tuple] = []  # what each piece tells the watermark (every engine gets it)
     segments: list[str] = []  # where late events' dead letters read them back
-    for text, lo, hi in task["pieces"]:
-        segment = Segment.from_json(text)
+    pieces = [(text, Segment.from_json(text), lo, hi) for text, lo, hi in task["pieces"]]
+    # one fetch per Kafka partition, not one per piece
+    fetched = kafka_fetch([(segment, lo, hi) for _, segment, lo, hi in pieces])
+    for text, segment, lo, hi in pieces:
         stream = module.streams[segment.stream]
-        if segment.idle:  # a mark, no records
+        if segment.end == segment.start:  # a mark (idle, or a partition joins), no records
             clock.append(ClockPiece.of(segment, lo, None, stream).plain())
             continue
         segments.append(text)
-        table, flags = _read_piece(config, module, batch, segment, lo, hi, info)
+        table, flags = _read_piece(config, module, batch, segment, lo, hi, info, fetched)
         parts[segment.stream].append(table)
         clock.append(ClockPiece.of(segment, lo, table, stream).rises().plain())
         if flags is not None:
@@ -99,15 +105,16 @@ def _write_failures(config: SourceConfig, module: ir.CompiledModule, batch: int,
 
 
 def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,
-                segment: Segment, lo: int, hi: int,
-                info: dict[str, float]) -> tuple[Table, np.ndarray | None]:
+                segment: Segment, lo: int, hi: int, info: dict[str, float],
+                fetched: KafkaFetch | None = None) -> tuple[Table, np.ndarray | None]:
     """One piece as an engine table with its sequence numbers, and (for a generator
     with a ground truth) which of its rows are first stories."""
     stream = module.streams[segment.stream]
     dead_path = config.dead_path(batch, segment, lo)
     os.makedirs(os.path.dirname(dead_path), exist_ok=True)
     with DeadLetter(dead_path) as dead:
-        frame, flags = read_segment(segment, lo, hi, stream, dead, config.max_record_bytes)
+        frame, flags = read_segment(segment, lo, hi, stream, dead, config.max_record_bytes,
+                                    fetched)
     info["dead"] += dead.count
     info["blank"] += dead.skipped
     return frame_to_table(frame, stream), flags
