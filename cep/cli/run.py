@@ -23,6 +23,7 @@ from cep.run_config import (
     DEFAULT_ENGINES,
     DEFAULT_MONGO_TIMEOUT,
     DEFAULT_TRIGGER_S,
+    DEFAULT_UDF_TIMEOUT,
     LATE_POLICIES,
     Output,
     RunConfig,
@@ -84,6 +85,12 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
                             "OUTPUT.dead.jsonl, or cep-dead-letter.jsonl)")
     add_set_option(run_parser, "override a variable (repeatable)")
     add_udf_option(run_parser, ", and on Spark in every Python worker")
+    run_parser.add_argument(
+        "--udf-timeout", type=float, default=DEFAULT_UDF_TIMEOUT, metavar="SECONDS",
+        help="longest a call of a user function may take: functions run in a worker "
+        "process of their own, and a call that hangs longer, or ends that process, makes "
+        f"its record a dead letter (default {DEFAULT_UDF_TIMEOUT:g}; 0: run them in the "
+        "job's process, unguarded)")
     add_balancing_options(run_parser)
     run_parser.add_argument("--strategy", default="kg", choices=STRATEGY_NAMES,
                             help="how keys are spread over engines (default kg: key "
@@ -159,4 +166,4 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         moves=args.moves,
         slowdown=slow, mongo_uri=args.mongo_uri,
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
-        late=args.late)
+        late=args.late, udf_timeout=args.udf_timeout)
