@@ -199,6 +199,8 @@ class _Child:
         self.shared.truncate(mmap.PAGESIZE)
         self.memory = mmap.mmap(self.shared.fileno(), mmap.PAGESIZE)
         self.cells = (ctypes.c_int64 * 2).from_buffer(self.memory)
+        self.cells[1] = LOADING  # starting: Python and numpy, then the first module
+        self.fresh = True
         path = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
         env = {**os.environ, "PYTHONPATH": path, "CEP_UDF_CELLS_FD":
                str(self.shared.fileno())}
@@ -210,7 +212,9 @@ class _Child:
 
     def ask(self, target: Target, args: tuple[Any, ...], limit: float) -> tuple:
         """The child's answer for ``target`` over ``args``; raises _Hung or _Died."""
-        self.cells[1] = BETWEEN
+        if not self.fresh:
+            self.cells[1] = BETWEEN
+        self.fresh = False
         payload = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
@@ -320,7 +324,7 @@ def call(spec: UserFunction, args: tuple[Any, ...]
     n = next((len(a) for a in args if isinstance(a, np.ndarray) and a.ndim), None)
     with _lock:
         if n is None:  # constant arguments: one value for every row
-            out, failed, messages = _solve_range(spec, target, args, None, limit)
+            out, failed, messages = _solve_constant(spec, target, args, limit)
             if failed is None:
                 return out, None, []
             return out.reshape(()), np.ones((), dtype=bool), messages
@@ -371,15 +375,11 @@ def _fill(spec: UserFunction, target: Target, args: tuple[Any, ...], rows: np.nd
     except _Hung as hung:
         reason, at = f"{TIMED_OUT} {hung.seconds:g}s", hung.row
         if hung.loading:
-            raise UdfIsolationError(f"function {target.name}(): importing its module "
-                                    f"{target.module!r} in the isolated worker "
-                                    f"{reason}") from None
+            raise _not_started(target, reason) from None
     except _Died as died:
         reason, at = _ended(died.status), died.row
         if died.loading:
-            raise UdfIsolationError(f"function {target.name}(): importing its module "
-                                    f"{target.module!r} in the isolated worker "
-                                    f"{reason}") from None
+            raise _not_started(target, reason) from None
     else:
         out[rows] = values
         if failed is not None:
@@ -399,8 +399,8 @@ def _fill(spec: UserFunction, target: Target, args: tuple[Any, ...], rows: np.nd
     _fill(spec, target, args, rows[mid:], limit, out, failures)
 
 
-def _solve_range(spec: UserFunction, target: Target, args: tuple[Any, ...],
-                 rows: None, limit: float) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+def _solve_constant(spec: UserFunction, target: Target, args: tuple[Any, ...],
+                    limit: float) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
     """Constant arguments: one call, failed as a whole."""
     bad = _BAD.get(target, {})
     key = tuple(args)
@@ -411,16 +411,20 @@ def _solve_range(spec: UserFunction, target: Target, args: tuple[Any, ...],
         _, values, failed, messages = _ask(target, args, limit)
         return values, failed, messages
     except (_Hung, _Died) as err:
-        loading = err.loading
         reason = (f"{TIMED_OUT} {err.seconds:g}s" if isinstance(err, _Hung)
                   else _ended(err.status))
-        if loading:
-            raise UdfIsolationError(f"function {target.name}(): importing its module "
-                                    f"{target.module!r} in the isolated worker "
-                                    f"{reason}") from None
+        if err.loading:
+            raise _not_started(target, reason) from None
         _remember(target, key, reason)
         return (np.array(PLACEHOLDERS[spec.returns], dtype=DTYPES[spec.returns]),
                 np.ones((), dtype=bool), [reason])
+
+
+def _not_started(target: Target, reason: str) -> UdfIsolationError:
+    """The child could not start or import ``target``'s module: the run stops (the
+    job's own process imported it, so no record is at fault)."""
+    return UdfIsolationError(f"function {target.name}(): starting the isolated worker "
+                             f"and importing its module {target.module!r} there {reason}")
 
 
 def _remember(target: Target, row: tuple, reason: str) -> None:
