@@ -230,7 +230,7 @@ class _Child:
         while True:
             loading = self.cells[1] == LOADING
             allowed = IMPORT_LIMIT if loading else limit
-            if poller.poll(max(1, int(allowed * 250))):  # a quarter of the limit, in ms
+            if poller.poll(max(1, int(limit * 250))):  # a quarter of a call's limit, ms
                 break
             now = time.monotonic()
             if self.cells[0] != calls:
