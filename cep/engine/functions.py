@@ -315,22 +315,17 @@ class UserFunction(ScalarFunction):
         failed[list(failures)] = True
         return out, failed, [failures[i] for i in sorted(failures)]
 
-    def _one_by_one(self, args: tuple[Any, ...], failures: dict[int, str],
-                    mark: Callable[[int], None] | None = None) -> np.ndarray:
+    def _one_by_one(self, args: tuple[Any, ...], failures: dict[int, str]) -> np.ndarray:
         """A scalar ``fn`` called value by value (Python values, as ``impl`` passes
-        them), each call's exception kept; so is a result the result type cannot hold.
-        ``mark(i)`` before the call on row i (the isolated worker's row cell)."""
+        them), each call's exception kept; so is a result the result type cannot hold."""
         converted = tuple(np.asarray(a, dtype=DTYPES[t]) if isinstance(a, np.ndarray) else a
                           for a, t in zip(args, self.arg_types, strict=True))
         _, columns = _columns(converted)
         placeholder = PLACEHOLDERS[self.returns]
         values: list[Any] = []
-        fn = self.fn
         for i, row in enumerate(zip(*columns, strict=True)):
-            if mark is not None:
-                mark(i)
             try:
-                values.append(fn(*row))
+                values.append(self.fn(*row))
             except Exception as err:  # the user's code: a dead letter
                 failures[i] = _message(err)
                 values.append(placeholder)

@@ -15,12 +15,14 @@ Design (and why)
       re-imports the parent's ``__main__`` (pytest, a user's script, PySpark's
       worker), and a plain child is simpler to kill and to read an exit status from.
       The child gets the parent's ``sys.path`` (so the code archive and the files
-      Spark shipped are found), imports each function's module the first time it is
-      asked for it (a ``--udf`` file by its path, under the module name the parent gave
-      it; any other module by name), and never unpickles anything but what its parent
-      sends it down the pipe. Its standard output goes to standard error, so a
-      function's ``print`` cannot garble the pipe; it ends when the pipe closes or
-      its parent is gone (a kill -9 of the job's process group kills it too).
+      Spark shipped are found) and each function's place (for a file Spark ships after
+      the child started: a later run's, a deployed change's), imports each function's
+      module the first time it is asked for it (a ``--udf`` file by its path, under the
+      module name the parent gave it; any other module by name), and never unpickles
+      anything but what its parent sends it down the pipe. Its standard output goes
+      to standard error, so a function's ``print`` cannot garble the pipe; it ends
+      when the pipe closes or its parent is gone (a kill -9 of the job's process group
+      kills it too).
     * **A batch of calls per round-trip**: the expression evaluator already calls a
       function once per batch's values (``cep.engine.expr``); the child gets the
       argument arrays, evaluates them as the job's process did before (the same
@@ -29,8 +31,9 @@ Design (and why)
       Pickling a batch both ways is the price of isolation; a round-trip per value
       would be far more.
     * **The time limit is per call of the user's function**: the child ticks a counter
-      in a page of shared memory (an unlinked file both map) at every call, and writes
-      the row a scalar function is called on; the parent waits for the answer while the
+      in a page of shared memory (an unlinked file both map) at every call (and, as a
+      scalar function's pass over its rows begins, the counter's value: the calls since
+      then are the row it is on); the parent waits for the answer while the
       counter moves, and a call that has not returned ``timeout`` seconds after the
       counter last moved is a hang (found between 1 and 1.25 times the limit). A
       vectorised function's call covers its batch's values. Importing a function's
@@ -38,8 +41,8 @@ Design (and why)
       that cannot be imported there, or that ends the child on import, stops the run
       in one line (the job's own process imported it: that is not a record's fault).
     * **Finding the record**: when the child hangs or dies, it is killed (SIGKILL) and
-      the next call starts a new one. For a scalar function, the row written before
-      the call is the culprit: it fails, and the rows before and after it are asked
+      the next call starts a new one. For a scalar function, the row its pass was on is
+      the culprit: it fails, and the rows before and after it are asked
       again. For a vectorised function, the batch is bisected (halves asked again,
       recursively) down to the values that hang or kill alone: k bad values in n cost
       about 2·k·log2(n) round-trips, each bad probe a time limit or a restart. Every
@@ -144,6 +147,7 @@ class Target:
     name: str
     module: str
     file: str | None
+    root: str | None  # where its top-level package was found (on the child's sys.path)
     qualname: str
     arg_types: tuple[str, ...]
     returns: str
@@ -166,10 +170,20 @@ def target_of(spec: UserFunction) -> Target | None:
     if loaded is not None and module != "__main__" and "<locals>" not in qualname:
         file = getattr(loaded, "__file__", None)
         single = "." not in module and not hasattr(loaded, "__path__") and file
-        found = Target(spec.name, module, str(file) if single else None, qualname,
-                       spec.arg_types, spec.returns, spec.vectorized)
+        found = Target(spec.name, module, str(file) if single else None,
+                       _root(module), qualname, spec.arg_types, spec.returns,
+                       spec.vectorized)
     _TARGETS[id(spec)] = (spec, found)
     return found
+
+
+def _root(module: str) -> str | None:
+    """The ``sys.path`` entry ``module``'s top-level package was imported from (a
+    directory, or a zip Spark shipped after the child started), or None."""
+    top = sys.modules.get(module.split(".")[0])
+    places = list(getattr(top, "__path__", []))
+    origin = places[0] if places else getattr(top, "__file__", None)
+    return os.path.dirname(origin) if origin else None
 
 
 # ------------------------------------------------------------------ the parent's side
@@ -187,15 +201,17 @@ class _Died(Exception):
         self.status, self.loading, self.row = status, loading, row
 
 
-LOADING = -1  # the row cell while the child imports a module
-BETWEEN = -2  # the row cell outside any call of a function
+# the second cell: the calls counter's value when a scalar function's pass over its rows
+# began, or one of these
+LOADING = -1  # the child starts or imports a module
+BETWEEN = -2  # outside a scalar function's pass
 
 
 class _Child:
     """One worker process, its pipes and its shared cells (calls, row)."""
 
     def __init__(self) -> None:
-        self.shared = tempfile.TemporaryFile()
+        self.shared = tempfile.TemporaryFile()  # noqa: SIM115 (the child's lifetime)
         self.shared.truncate(mmap.PAGESIZE)
         self.memory = mmap.mmap(self.shared.fileno(), mmap.PAGESIZE)
         self.cells = (ctypes.c_int64 * 2).from_buffer(self.memory)
@@ -249,7 +265,10 @@ class _Child:
         return pickle.loads(body)
 
     def row(self) -> int:
-        return int(self.cells[1])
+        """The row a scalar function's call is on (the calls since its pass began), or
+        LOADING or BETWEEN."""
+        base = int(self.cells[1])
+        return base if base < 0 else int(self.cells[0]) - base - 1
 
     def _dead(self) -> _Died:
         row = self.row()
@@ -492,6 +511,8 @@ def _load(target: Target, cells: Any) -> Any:
 
     from cep.engine.functions import FUNCTIONS, UserFunction, _user_impl
 
+    if target.root is not None and target.root not in sys.path:
+        sys.path.insert(0, target.root)
     if target.module in sys.modules:
         module = sys.modules[target.module]
     elif target.file is not None:
@@ -527,19 +548,24 @@ def _load(target: Target, cells: Any) -> Any:
 
 def _evaluate(function: Any, target: Target, args: tuple[Any, ...], cells: Any
               ) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-    """What ``UserFunction.call`` gives, with a scalar function's row in the cell."""
+    """What ``UserFunction.call`` gives. For a scalar function over arrays, each pass
+    over the rows (the fast one through ``np.frompyfunc``, then value by value if some
+    value raised) first writes the counter's value in the row cell, so the parent reads
+    the row a hung or dead call was on as the calls since then."""
     if target.vectorized or not any(isinstance(a, np.ndarray) and a.ndim for a in args):
         with np.errstate(all="ignore"):
             return function.call(*args)
-
-    def mark(i: int) -> None:
-        cells[1] = i
-
-    failures: dict[int, str] = {}
-    out = function._one_by_one(args, failures, mark)
+    cells[1] = cells[0]
+    try:
+        out = function.impl(*args)
+    except Exception:  # the user's code: some value raised, found value by value
+        failures: dict[int, str] = {}
+        cells[1] = cells[0]
+        out = function._one_by_one(args, failures)
+        cells[1] = BETWEEN
+        if failures:
+            failed = np.zeros(len(out), dtype=bool)
+            failed[list(failures)] = True
+            return out, failed, [failures[i] for i in sorted(failures)]
     cells[1] = BETWEEN
-    if not failures:
-        return out, None, []
-    failed = np.zeros(len(out), dtype=bool)
-    failed[list(failures)] = True
-    return out, failed, [failures[i] for i in sorted(failures)]
+    return out, None, []

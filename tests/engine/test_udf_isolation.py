@@ -141,6 +141,6 @@ def test_isolated_calls_equal_in_process_calls_and_closures_stay_in_process(tmp_
     register_udf("closure_fn", _raising({2}), ["long"], "long")
     spec = FUNCTIONS["closure_fn"]
     assert udf_isolation.target_of(spec) is None
-    out, failed, messages = udf_isolation.call(spec, (np.arange(4),))
+    out, _, messages = udf_isolation.call(spec, (np.arange(4),))
     assert out.tolist()[:2] == [0, 3] and messages == ["ValueError: bad 2"]
     del FUNCTIONS["closure_fn"]
