@@ -21,13 +21,12 @@ process with ``--udf-timeout 0``. Best of 3 per row, the whole rule (``rule``) a
 function's own call over the 1M values (``call``: ``udf_isolation.call``, what the
 rule spends in it).
 
-``--compare`` runs the bench as whole processes, before (``--udf-timeout 0``: in the
-job's process, as before isolation) and after (the default: isolated), in interleaved
-rounds, and writes each row's best before and after and their ratio, with the load
-average, to bench/results/udf.json.
+The bench runs as whole processes, before (``--udf-timeout 0``: in the job's process,
+as before isolation) and after (the default: isolated), in interleaved rounds, and
+writes each row's best after (``seconds``, ``call_s``) and before (``*_in_process``)
+and their ratio, with the load average, to bench/results/udf.json.
 
-    python bench/bench_udf.py [--events 1000000] [--udf-timeout SECONDS]
-    python bench/bench_udf.py --compare [--rounds 3]
+    python bench/bench_udf.py [--events 1000000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ def compare(rounds: int, events: int) -> None:
     for _ in range(rounds):
         for side, limit in (("before", 0.0), ("after", DEFAULT_UDF_TIMEOUT)):
             out = subprocess.run([sys.executable, __file__, "--events", str(events),
-                                  "--udf-timeout", str(limit), "--json"],
+                                  "--udf-timeout", str(limit), "--one"],
                                  check=True, capture_output=True, text=True)
             found[side].append(json.loads(out.stdout.splitlines()[-1]))
             print(side, "round done", file=sys.stderr)
@@ -118,14 +117,18 @@ def compare(rounds: int, events: int) -> None:
                                   "udf_timeout_after": DEFAULT_UDF_TIMEOUT,
                                   "load_average_at_start": start_load}
     for name in CALLS:
-        row: dict[str, object] = {}
-        for key in ("seconds", "call_s"):
-            before = [r[name][key] for r in found["before"] if r[name][key] is not None]
-            after = [r[name][key] for r in found["after"] if r[name][key] is not None]
-            if before and after:
-                row[f"{key}_before"], row[f"{key}_after"] = min(before), min(after)
-                row[f"{key}_ratio"] = round(min(after) / max(min(before), 1e-3), 2)
-        row["failed_records"] = found["after"][-1][name]["failed_records"]
+        before = [r[name] for r in found["before"]]
+        after = [r[name] for r in found["after"]]
+        seconds, in_process = min(r["seconds"] for r in after), min(r["seconds"] for r in before)
+        row: dict[str, object] = {
+            "seconds": seconds, "events_per_s": round(events / seconds),
+            "seconds_in_process": in_process, "rule_ratio": round(seconds / in_process, 2),
+            "call_s": None, "call_s_in_process": None,
+            "failed_records": after[-1]["failed_records"],
+            "failed_records_in_process": before[-1]["failed_records"]}
+        if after[-1]["call_s"] is not None:
+            row["call_s"] = min(r["call_s"] for r in after)
+            row["call_s_in_process"] = min(r["call_s"] for r in before)
         results[name] = row
         print(f"{name:20s} {row}")
     write_results(results, "udf.json")
@@ -135,12 +138,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=4096)
-    parser.add_argument("--udf-timeout", type=float, default=DEFAULT_UDF_TIMEOUT)
-    parser.add_argument("--compare", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--udf-timeout", type=float, default=DEFAULT_UDF_TIMEOUT)
+    parser.add_argument("--one", action="store_true", help="one process's measurement, "
+                        "with this --udf-timeout, printed as JSON (what the rounds run)")
     args = parser.parse_args()
-    if args.compare:
+    if not args.one:
         compare(args.rounds, args.events)
         return
     udf_isolation.configure(args.udf_timeout)
@@ -150,10 +153,7 @@ def main() -> None:
         register(bad, directory)
         results = measure(table, args.events)
     results["udf_timeout"] = args.udf_timeout
-    if args.json:
-        print(json.dumps(results))
-    else:
-        write_results(results, "udf.json")
+    print(json.dumps(results))
 
 
 def measure(table: dict, events: int) -> dict[str, object]:

@@ -507,7 +507,7 @@ def _load(target: Target, cells: Any) -> Any:
     """The function of ``target`` in this process, as a UserFunction whose calls tick
     the shared counter."""
     import importlib
-    from pathlib import Path
+    import importlib.util
 
     from cep.engine.functions import FUNCTIONS, UserFunction, _user_impl
 
@@ -515,11 +515,12 @@ def _load(target: Target, cells: Any) -> Any:
         sys.path.insert(0, target.root)
     if target.module in sys.modules:
         module = sys.modules[target.module]
-    elif target.file is not None:
-        from cep.engine.udf.files import load_udf_file
-
-        load_udf_file(Path(target.file), target.module)
-        module = sys.modules[target.module]
+    elif target.file is not None:  # as cep.engine.udf.files loaded it in the parent
+        spec = importlib.util.spec_from_file_location(target.module, target.file)
+        assert spec is not None and spec.loader is not None  # a .py file has one
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[target.module] = module
+        spec.loader.exec_module(module)
     else:
         module = importlib.import_module(target.module)
     fn = module
