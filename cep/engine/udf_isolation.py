@@ -31,24 +31,31 @@ Design (and why)
       Pickling a batch both ways is the price of isolation; a round-trip per value
       would be far more.
     * **The time limit is per call of the user's function**: the child ticks a counter
-      in a page of shared memory (an unlinked file both map) at every call (and, as a
-      scalar function's pass over its rows begins, the counter's value: the calls since
-      then are the row it is on); the parent waits for the answer while the
-      counter moves, and a call that has not returned ``timeout`` seconds after the
-      counter last moved is a hang (found between 1 and 1.25 times the limit). A
-      vectorised function's call covers its batch's values. Importing a function's
-      module in the child has a limit of its own (:data:`IMPORT_LIMIT`), and a module
-      that cannot be imported there, or that ends the child on import, stops the run
-      in one line (the job's own process imported it: that is not a record's fault).
+      in a page of shared memory (an unlinked file both map) at each call of a
+      vectorised function, and at each chunk of calls of a scalar one, writing the
+      chunk's rows there too. A chunk starts at one row and doubles while it takes
+      less than 1/50 of the limit (halves when it takes more), so the ticks come at
+      least about as often as the calls would for any function near the limit, while
+      a cheap function pays one tick per many calls (a tick per call doubled a cheap
+      function's cost). The parent waits for the answer while the counter moves; a
+      call (or chunk) that has not returned ``timeout`` seconds after the counter last
+      moved is a hang (seen between 1 and 1.25 times the limit). A vectorised
+      function's call covers its batch's values. Importing a function's module in the
+      child (and the child's own start) has a limit of its own
+      (:data:`IMPORT_LIMIT`), and a module that cannot be imported there, or that
+      ends the child on import, stops the run in one line (the job's own process
+      imported it: that is not a record's fault).
     * **Finding the record**: when the child hangs or dies, it is killed (SIGKILL) and
-      the next call starts a new one. For a scalar function, the row its pass was on is
-      the culprit: it fails, and the rows before and after it are asked
-      again. For a vectorised function, the batch is bisected (halves asked again,
-      recursively) down to the values that hang or kill alone: k bad values in n cost
-      about 2·k·log2(n) round-trips, each bad probe a time limit or a restart. Every
-      other value gets its result. A value that hung or killed is remembered for the
-      process (per function and arguments), so a rule that evaluates it again in a
-      later batch (a window's rows, a filter and a SELECT) fails it at once.
+      the next call starts a new one. For a scalar function, the chunk it was on holds
+      the culprit: the rows before and after the chunk are asked again as before, and
+      the chunk's rows a row per chunk, so the culprit is found on the second
+      misbehaviour (two limits for a hang; a chunk of one row needs no second). For a
+      vectorised function, the batch is bisected (halves asked again, recursively)
+      down to the values that hang or kill alone: k bad values in n cost about
+      2·k·log2(n) round-trips, each bad probe a limit or a restart. Every other value
+      gets its result. A value that hung or killed is remembered for the process (per
+      function and arguments), so a rule that evaluates it again in a later batch (a
+      window's rows, a filter and a SELECT) fails it at once.
     * **Reasons**: ``f() timed out after 5s`` and ``f() ended its process (exit code
       1)`` / ``(signal 11, SIGSEGV)``, as a raising function's ``f() raised ...``
       (``cep.engine.udf_errors.reason``).
@@ -190,21 +197,26 @@ def _root(module: str) -> str | None:
 
 
 class _Hung(Exception):
-    def __init__(self, seconds: float, loading: bool, row: int) -> None:
+    def __init__(self, seconds: float, loading: bool, span: tuple[int, int]) -> None:
         super().__init__(seconds)
-        self.seconds, self.loading, self.row = seconds, loading, row
+        self.seconds, self.loading, self.span = seconds, loading, span
 
 
 class _Died(Exception):
-    def __init__(self, status: int | None, loading: bool, row: int) -> None:
+    def __init__(self, status: int | None, loading: bool, span: tuple[int, int]) -> None:
         super().__init__(status)
-        self.status, self.loading, self.row = status, loading, row
+        self.status, self.loading, self.span = status, loading, span
 
 
-# the second cell: the calls counter's value when a scalar function's pass over its rows
-# began, or one of these
+# the cells: a counter the child ticks at each call (of a vectorised function) or chunk
+# of calls (of a scalar one), and the rows [start, stop) of the chunk it is on; start
+# may instead be one of these
 LOADING = -1  # the child starts or imports a module
-BETWEEN = -2  # outside a scalar function's pass
+BETWEEN = -2  # not in a scalar function's chunk
+#: A scalar function's chunks grow (doubling, up to MAX_CHUNK rows) while one takes
+#: less than the limit / CHUNK_SHARE, and shrink when one takes more.
+CHUNK_SHARE = 50
+MAX_CHUNK = 1 << 16
 
 
 class _Child:
@@ -214,7 +226,7 @@ class _Child:
         self.shared = tempfile.TemporaryFile()  # noqa: SIM115 (the child's lifetime)
         self.shared.truncate(mmap.PAGESIZE)
         self.memory = mmap.mmap(self.shared.fileno(), mmap.PAGESIZE)
-        self.cells = (ctypes.c_int64 * 2).from_buffer(self.memory)
+        self.cells = (ctypes.c_int64 * 3).from_buffer(self.memory)
         self.cells[1] = LOADING  # starting: Python and numpy, then the first module
         self.fresh = True
         path = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
@@ -226,12 +238,15 @@ class _Child:
             pass_fds=(self.shared.fileno(),), close_fds=True)
         self.pid = os.getpid()
 
-    def ask(self, target: Target, args: tuple[Any, ...], limit: float) -> tuple:
-        """The child's answer for ``target`` over ``args``; raises _Hung or _Died."""
+    def ask(self, target: Target, args: tuple[Any, ...], limit: float,
+            single: bool) -> tuple:
+        """The child's answer for ``target`` over ``args`` (``single``: a scalar
+        function's chunks one row each); raises _Hung or _Died."""
         if not self.fresh:
             self.cells[1] = BETWEEN
         self.fresh = False
-        payload = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((target, args, limit, single),
+                               protocol=pickle.HIGHEST_PROTOCOL)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             self.proc.stdin.write(struct.pack("<Q", len(payload)))
@@ -252,9 +267,9 @@ class _Child:
             if self.cells[0] != calls:
                 calls, moved = self.cells[0], now
             elif now - moved >= allowed:
-                row = self.row()
+                span = self.span()
                 self.kill()
-                raise _Hung(allowed, loading, row)
+                raise _Hung(allowed, loading, span)
         head = self.proc.stdout.read(8)
         if len(head) < 8:
             raise self._dead()
@@ -264,16 +279,15 @@ class _Child:
             raise self._dead()
         return pickle.loads(body)
 
-    def row(self) -> int:
-        """The row a scalar function's call is on (the calls since its pass began), or
-        LOADING or BETWEEN."""
-        base = int(self.cells[1])
-        return base if base < 0 else int(self.cells[0]) - base - 1
+    def span(self) -> tuple[int, int]:
+        """The rows [start, stop) of the scalar function's chunk the child is on (start
+        LOADING or BETWEEN: none)."""
+        return int(self.cells[1]), int(self.cells[2])
 
     def _dead(self) -> _Died:
-        row = self.row()
+        span = self.span()
         self.kill()
-        return _Died(self.proc.returncode, row == LOADING, row)
+        return _Died(self.proc.returncode, span[0] == LOADING, span)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -297,7 +311,8 @@ _lock = threading.Lock()
 _BAD: dict[Target, dict[tuple, str]] = {}  # values that hung or killed, per function
 
 
-def _ask(target: Target, args: tuple[Any, ...], limit: float) -> tuple:
+def _ask(target: Target, args: tuple[Any, ...], limit: float, single: bool = False
+         ) -> tuple:
     global _child
     if _child is None or not _child.alive():
         if _child is not None:
@@ -305,7 +320,7 @@ def _ask(target: Target, args: tuple[Any, ...], limit: float) -> tuple:
         _child = _Child()
     child = _child
     try:
-        answer = child.ask(target, args, limit)
+        answer = child.ask(target, args, limit, single)
     except (_Hung, _Died):
         _child = None
         raise
@@ -384,19 +399,21 @@ def _take(args: tuple[Any, ...], rows: np.ndarray | None) -> tuple[Any, ...]:
 
 
 def _fill(spec: UserFunction, target: Target, args: tuple[Any, ...], rows: np.ndarray,
-          limit: float, out: np.ndarray, failures: dict[int, str]) -> None:
+          limit: float, out: np.ndarray, failures: dict[int, str],
+          single: bool = False) -> None:
     """Fill ``out[rows]`` (and ``failures``), narrowing down where the child hangs or
-    dies: at the row it was on (a scalar function), or by halves (a vectorised one)."""
+    dies: to the chunk a scalar function was on (asked again a row per chunk), or by
+    halves (a vectorised function)."""
     if not len(rows):
         return
     try:
-        _, values, failed, messages = _ask(target, _take(args, rows), limit)
+        _, values, failed, messages = _ask(target, _take(args, rows), limit, single)
     except _Hung as hung:
-        reason, at = f"{TIMED_OUT} {hung.seconds:g}s", hung.row
+        reason, (start, stop) = f"{TIMED_OUT} {hung.seconds:g}s", hung.span
         if hung.loading:
             raise _not_started(target, reason) from None
     except _Died as died:
-        reason, at = _ended(died.status), died.row
+        reason, (start, stop) = _ended(died.status), died.span
         if died.loading:
             raise _not_started(target, reason) from None
     else:
@@ -405,17 +422,20 @@ def _fill(spec: UserFunction, target: Target, args: tuple[Any, ...], rows: np.nd
             for i, message in zip(rows[failed].tolist(), messages, strict=True):
                 failures[i] = message
         return
-    if len(rows) == 1 or (not target.vectorized and 0 <= at < len(rows)):
-        culprit = 0 if len(rows) == 1 else at
-        row = int(rows[culprit])
-        failures[row] = reason
+    if len(rows) == 1 or (not target.vectorized and start >= 0 and stop - start == 1):
+        culprit = 0 if len(rows) == 1 else start
+        failures[int(rows[culprit])] = reason
         _remember(target, _rows(_take(args, rows[culprit:culprit + 1]), 1)[0], reason)
         _fill(spec, target, args, rows[:culprit], limit, out, failures)
         _fill(spec, target, args, rows[culprit + 1:], limit, out, failures)
-        return
-    mid = len(rows) // 2
-    _fill(spec, target, args, rows[:mid], limit, out, failures)
-    _fill(spec, target, args, rows[mid:], limit, out, failures)
+    elif not target.vectorized and 0 <= start < stop <= len(rows):
+        _fill(spec, target, args, rows[:start], limit, out, failures)
+        _fill(spec, target, args, rows[start:stop], limit, out, failures, single=True)
+        _fill(spec, target, args, rows[stop:], limit, out, failures)
+    else:
+        mid = len(rows) // 2
+        _fill(spec, target, args, rows[:mid], limit, out, failures)
+        _fill(spec, target, args, rows[mid:], limit, out, failures)
 
 
 def _solve_constant(spec: UserFunction, target: Target, args: tuple[Any, ...],
@@ -464,7 +484,7 @@ def child_main() -> None:
     os.dup2(2, 1)  # a function's print goes to standard error, not down the pipe
     shared = int(os.environ.pop("CEP_UDF_CELLS_FD"))
     memory = mmap.mmap(shared, mmap.PAGESIZE)
-    cells = (ctypes.c_int64 * 2).from_buffer(memory)
+    cells = (ctypes.c_int64 * 3).from_buffer(memory)
     parent = os.getppid()
 
     def watch() -> None:  # a parent gone (kill -9): end, even with a call hung
@@ -480,7 +500,7 @@ def child_main() -> None:
         if len(head) < 8:
             return
         (size,) = struct.unpack("<Q", head)
-        target, args = pickle.loads(requests.read(size))
+        target, args, limit, single = pickle.loads(requests.read(size))
         function = loaded.get(target)
         if function is None:
             cells[1] = LOADING
@@ -493,7 +513,7 @@ def child_main() -> None:
             loaded[target] = function
             cells[0] += 1
             cells[1] = BETWEEN
-        _send(answers, ("ok", *_evaluate(function, target, args, cells)))
+        _send(answers, ("ok", *_evaluate(function, target, args, cells, limit, single)))
 
 
 def _send(answers: Any, message: tuple) -> None:
@@ -537,36 +557,53 @@ def _load(target: Target, cells: Any) -> Any:
         fn = registered.fn
     user = fn
 
-    def ticking(*values: Any) -> Any:
+    def ticking(*values: Any) -> Any:  # a vectorised function's call: one per batch
         cells[0] += 1
         return user(*values)
 
-    impl = _user_impl(ticking, list(target.arg_types), target.returns, target.vectorized)
+    called = ticking if target.vectorized else user  # a scalar one's chunks tick
+    impl = _user_impl(called, list(target.arg_types), target.returns, target.vectorized)
     return UserFunction(target.name, len(target.arg_types), len(target.arg_types),
-                        target.returns, impl, ticking, target.arg_types, target.returns,
+                        target.returns, impl, called, target.arg_types, target.returns,
                         target.vectorized)
 
 
-def _evaluate(function: Any, target: Target, args: tuple[Any, ...], cells: Any
+def _evaluate(function: Any, target: Target, args: tuple[Any, ...], cells: Any,
+              limit: float, single: bool
               ) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-    """What ``UserFunction.call`` gives. For a scalar function over arrays, each pass
-    over the rows (the fast one through ``np.frompyfunc``, then value by value if some
-    value raised) first writes the counter's value in the row cell, so the parent reads
-    the row a hung or dead call was on as the calls since then."""
-    if target.vectorized or not any(isinstance(a, np.ndarray) and a.ndim for a in args):
+    """What ``UserFunction.call`` gives. A scalar function over arrays is called in
+    chunks of rows (``np.frompyfunc``, value by value where one raised), each chunk
+    written in the cells and ticked before it runs: a chunk grows while it takes a small
+    share of the limit, so the ticks come about as often as with a tick per call, at a
+    fraction of the cost, and a hung or dead call is known to be in its chunk."""
+    n = next((len(a) for a in args if isinstance(a, np.ndarray) and a.ndim), None)
+    if target.vectorized or n is None:
         with np.errstate(all="ignore"):
+            cells[0] += 1  # a scalar function on constants: its one call
             return function.call(*args)
-    cells[1] = cells[0]
-    try:
-        out = function.impl(*args)
-    except Exception:  # the user's code: some value raised, found value by value
-        failures: dict[int, str] = {}
-        cells[1] = cells[0]
-        out = function._one_by_one(args, failures)
-        cells[1] = BETWEEN
-        if failures:
-            failed = np.zeros(len(out), dtype=bool)
-            failed[list(failures)] = True
-            return out, failed, [failures[i] for i in sorted(failures)]
+    out = np.empty(n, dtype=DTYPES[function.returns])
+    failures: dict[int, str] = {}
+    size, start, budget = 1, 0, limit / CHUNK_SHARE
+    while start < n:
+        stop = min(n, start + size)
+        cells[1], cells[2] = start, stop
+        cells[0] += 1
+        began = time.perf_counter()
+        part = tuple(a[start:stop] if isinstance(a, np.ndarray) and a.ndim else a
+                     for a in args)
+        try:
+            out[start:stop] = function.impl(*part)
+        except Exception:  # the user's code: the values that raise, value by value
+            found: dict[int, str] = {}
+            out[start:stop] = function._one_by_one(part, found)
+            failures.update((start + i, message) for i, message in found.items())
+        if not single:
+            took = time.perf_counter() - began
+            size = min(size * 2, MAX_CHUNK) if took < budget else max(1, size // 2)
+        start = stop
     cells[1] = BETWEEN
-    return out, None, []
+    if not failures:
+        return out, None, []
+    failed = np.zeros(n, dtype=bool)
+    failed[list(failures)] = True
+    return out, failed, [failures[i] for i in sorted(failures)]
