@@ -144,3 +144,52 @@ def test_isolated_calls_equal_in_process_calls_and_closures_stay_in_process(tmp_
     out, _, messages = udf_isolation.call(spec, (np.arange(4),))
     assert out.tolist()[:2] == [0, 3] and messages == ["ValueError: bad 2"]
     del FUNCTIONS["closure_fn"]
+
+
+SLOW_TEXT = '''
+import time
+
+from cep.engine.functions import register_udf
+
+
+def sleepy(x):
+    time.sleep(0.05)
+    return x + 1
+
+
+register_udf("sleepy", sleepy, ["long"], "long")
+'''
+
+
+def test_the_limit_is_per_call_not_per_batch(tmp_path):
+    """40 calls of 0.05 s under a limit of 0.5 s: 2 s for the batch, no call near the
+    limit, so no value fails (the chunks of a slow function stay one row each)."""
+    path = tmp_path / "udfs_isolated_slow.py"
+    path.write_text(SLOW_TEXT)
+    load_udf_files([path])
+    values = np.arange(40, dtype=np.int64)
+    with udf_isolation.configured(0.5):
+        out, failed, messages = udf_isolation.call(FUNCTIONS["sleepy"], (values,))
+    assert failed is None and messages == [] and out.tolist() == (values + 1).tolist()
+
+
+def test_cep_run_with_a_function_that_hangs_finishes(tmp_path):
+    """``cep run --udf-timeout``: the command line's run finishes, exit 0, the record a
+    dead letter and the summary counting it."""
+    import subprocess
+    import sys
+
+    rules = tmp_path / "tagged.epl"
+    rules.write_text(RULES)
+    funcs = udf_file(tmp_path, SCALAR_ID, HANG, VECTOR_ID, EXIT)
+    dead = tmp_path / "dead.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "cep.cli", "run", str(rules), "--input",
+         str(DATA / "tweets_small.jsonl"), "--runner", "local", "--udf", str(funcs),
+         "--udf-timeout", "1", "--output", str(tmp_path / "out.jsonl"),
+         "--dead-letter", str(dead)],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert result.returncode == 0, result.stderr
+    assert letters(dead) == {_offset(SCALAR_ID): {"tag() timed out after 1s"},
+                             _offset(VECTOR_ID): {"vtag() ended its process (exit code 1)"}}
+    assert "  2 records on which user functions failed dead-lettered to" in result.stderr
