@@ -31,7 +31,7 @@ from pathlib import Path
 from bench_speed import SENSOR, state_file
 from common import write_results
 
-# the parts of an engine task that cep measures itself (cep.spark.engine_batch)
+# the parts of an engine task that cep measures itself (cep.spark.engines.batch)
 CEP_TASK_STAGES = ("unpack", "restore", "process", "save", "output", "import", "export")
 
 

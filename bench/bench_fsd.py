@@ -32,7 +32,7 @@ from dataclasses import asdict
 from common import RESULTS, RULES, write_results
 
 from cep.bench import format_bench
-from cep.io.tweets import batch_exponents
+from cep.io.tweets.zipf_periodic import batch_exponents
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.verify import StrategyResult, verify

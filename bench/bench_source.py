@@ -5,7 +5,7 @@ engines need the rows (as Arrow/numpy columns):
 
 * ``spark-json``: Spark's built-in JSON source (the JVM parses, Jackson), the schema
   given, then ``mapInArrow`` hands the rows to Python, which only counts them;
-* ``cep-source``: cep's Data Source over the input log (``cep.spark.source``): the
+* ``cep-source``: cep's Data Source over the input log (``cep.spark.inputs.source``): the
   executor's Python reads byte ranges and parses them with pyarrow's JSON reader and
   cep's validating converters (``read_range``), routes the rows to engines and hands
   Spark one payload per engine, which a ``groupBy`` then counts.
@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 from common import RULES, readings, write_jsonl, write_results
 
-from cep.spark.session import spark_session
-from cep.spark.source import SOURCE_NAME, input_source
-from cep.spark.source_config import SourceConfig
+from cep.spark.inputs.config import SourceConfig
+from cep.spark.inputs.source import SOURCE_NAME, input_source
+from cep.spark.jvm.session import spark_session
 from grammar.compile import compile_file
 from splitter.engine_labels import engine_labels
 from splitter.routing import key_grouping

@@ -45,7 +45,9 @@ from a StreamingQueryListener (``durationMs``, state operator commit time).
 extra session setting and files the results under ``what_if_spark_conf`` of an existing
 output file instead of replacing it.
 
-Writes bench/results/spark.json.
+Writes bench/results/spark.json. The queries (b) and (c) and the inputs are in
+``spark_hand.py``, Spark's own figures (progress events, event-log stages) in
+``spark_progress.py``; this script runs (a), drives the rounds and writes the results.
 
     python bench/bench_spark.py [--events 1000000] [--batch-sizes 200000,500000] [--stages]
 """
@@ -58,26 +60,39 @@ import json
 import os
 import pickle
 import shutil
-import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-from common import RESULTS, make_events, write_jsonl, write_results
+from common import RESULTS, make_events, write_results
+from spark_hand import (
+    ENGINES,
+    MASTER,
+    hand_matches,
+    reference_rows,
+    run_plain,
+    stage_typed,
+    timing,
+    write_input,
+)
+from spark_progress import (
+    progress_listener,
+    spark_overhead,
+    stage_breakdown,
+    stage_summary,
+    take_progress,
+)
 
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
 from cep.engine.table import Table
 from cep.io.inputs import load_inputs
-from cep.reference import batch_bounds, input_watermark, run_reference
+from cep.reference import input_watermark, run_reference
 from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig
-from cep.spark.delivery import read_output
-from cep.spark.event_parts import EventParts
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
+from cep.spark.output.delivery import read_output
+from cep.spark.output.event_parts import EventParts
 from grammar.compile import compile_text
 from splitter.engine_labels import engine_labels
 from splitter.routing import key_grouping, route_part
@@ -85,195 +100,10 @@ from splitter.routing import key_grouping, route_part
 SCHEMA = "CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
 RULE = SCHEMA + """@Name('agg') SELECT k, count(*) AS n, avg(v) AS mean, max(v) AS top
 FROM S#groupwin(k)#length(10) HAVING avg(v) > 0.9;"""
-WINDOW = 10
-THRESHOLD = 0.9
-MASTER = "local[2]"
-ENGINES = 5
-TYPED_SCHEMA = "k long, ts timestamp, v double"
-HAND_OUTPUT = "k long, ts timestamp, n long, mean double, top double"
-# the natural state is ``buf array<double>``, but PySpark 4.3's worker lower-cases the
-# state schema JSON it is sent (EvalConf.state_value_schema → Conf.get(lower_str=True)),
-# so "elementType" becomes "elementtype" and every task fails with KeyError: the buffer
-# is kept as the float64 bytes instead
-HAND_STATE = "buf binary"
+
 QUERIES = ("cep", "hand", "floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
 FLOORS = ("floor", "floor-tws", "floor-tws-blob", "floor-key", "floor-jvm")
 
-
-# --------------------------------------------------------------------------- inputs
-
-def write_input(table: Table, path: Path) -> float:
-    """cep's input: the events as one JSON-lines file; the seconds it took."""
-    started = time.perf_counter()
-    write_jsonl(pd.DataFrame({"k": table["k"], "ts": pd.to_datetime(table["ts"], unit="us",
-                                                                      utc=True),
-                              "v": table["v"]}), path)
-    return time.perf_counter() - started
-
-
-def stage_typed(table: Table, batch_size: int, directory: Path) -> int:
-    """One typed Parquet file per micro-batch, modification times increasing."""
-    directory.mkdir(parents=True, exist_ok=True)
-    bounds = batch_bounds({"S": table}, batch_size)
-    base = time.time() - len(bounds) - 10
-    for b, (lo, hi) in enumerate(bounds):
-        frame = pd.DataFrame({
-            "k": table["k"][lo:hi],
-            "ts": pd.to_datetime(table["ts"][lo:hi], unit="us", utc=True),
-            "v": table["v"][lo:hi],
-        })
-        path = directory / f"batch-{b:07d}.parquet"
-        tmp = path.with_name("." + path.name)
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-        os.utime(path, (base + b, base + b))
-    return len(bounds)
-
-
-# --------------------------------------------------------------------------- (b), (c)
-
-def window_rule(key, frames, state):
-    """(b): per key, the last 10 ``v`` live in state; emit each event whose window's
-    average exceeds 0.9, with the window's count, average and maximum."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    frame = pd.concat(list(frames), ignore_index=True)
-    if not frame["ts"].is_monotonic_increasing:  # runs from several map partitions
-        frame = frame.sort_values("ts", kind="stable", ignore_index=True)
-    v = frame["v"].to_numpy(dtype=np.float64)
-    prev = np.frombuffer(state.get[0], dtype=np.float64) if state.exists else np.empty(0)
-    history = np.concatenate([prev, v])
-    state.update((history[-WINDOW:].tobytes(),))
-    padded = np.concatenate([np.full(WINDOW - 1, np.nan), history])
-    windows = sliding_window_view(padded, WINDOW)[len(prev):]
-    n = WINDOW - np.isnan(windows).sum(axis=1)
-    mean = np.nansum(windows, axis=1) / n
-    hit = mean > THRESHOLD
-    if hit.any():
-        top = np.nanmax(windows[hit], axis=1)
-        yield pd.DataFrame({"k": np.full(int(hit.sum()), key[0], dtype=np.int64),
-                            "ts": frame["ts"].to_numpy()[hit], "n": n[hit].astype(np.int64),
-                            "mean": mean[hit], "top": top})
-
-
-def stateful_noop(key, frames, state):
-    """(c): read every row, keep a row count in state, emit nothing."""
-    rows = sum(len(frame) for frame in frames)
-    seen = state.get[0] if state.exists else 0
-    state.update((seen + rows,))
-    yield from ()
-
-
-def tws_noop(blob_bytes: int):
-    """(c) with cep's operator: ``transformWithStateInPandas``, one ValueState per group
-    (read, then rewritten with ``blob_bytes`` random bytes), rows read, nothing emitted."""
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-
-    class Noop(StatefulProcessor):
-        def init(self, handle) -> None:
-            self.state = handle.getValueState("blob", "blob binary")
-            self.blob = np.random.default_rng(1).bytes(blob_bytes)
-
-        def handleInputRows(self, key, rows, timerValues):
-            for _ in rows:
-                pass
-            if self.state.exists():
-                self.state.get()
-            self.state.update((self.blob,))
-            yield from ()
-
-        def close(self) -> None:
-            pass
-
-    return Noop()
-
-
-class BatchCollector:
-    """``foreachBatch`` for b/c: collect once, count, remember when each batch ended."""
-
-    def __init__(self, keep: bool) -> None:
-        self.keep = keep
-        self.frames: list[pd.DataFrame] = []
-        self.rows_out = 0
-        self.batches: list[dict] = []
-
-    def __call__(self, batch_df, batch_id: int) -> None:
-        started = time.perf_counter()
-        frame = batch_df.toPandas()
-        self.rows_out += len(frame)
-        if self.keep:
-            self.frames.append(frame)
-        self.batches.append({"batch": batch_id, "rows_out": len(frame),
-                             "sink_s": time.perf_counter() - started,
-                             "wall_time": time.time()})
-
-
-class CountSink(BatchCollector):
-    """``foreachBatch`` for floor-jvm: count on the JVM, nothing comes to Python."""
-
-    def __call__(self, batch_df, batch_id: int) -> None:
-        started = time.perf_counter()
-        rows = batch_df.count()
-        self.rows_out += rows
-        self.batches.append({"batch": batch_id, "rows_out": rows,
-                             "sink_s": time.perf_counter() - started,
-                             "wall_time": time.time()})
-
-
-def run_plain(spark, kind: str, stage: Path, workdir: Path, blob_bytes: int = 0
-              ) -> tuple[dict, BatchCollector]:
-    """(b) or one of the floors over the typed Parquet batches."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
-    started = time.perf_counter()
-    wall_start = time.time()
-    source = (spark.readStream.schema(TYPED_SCHEMA).option("maxFilesPerTrigger", 1)
-              .parquet(str(stage)))
-    sink: BatchCollector
-    labels = F.array(*[F.lit(label) for label in engine_labels(ENGINES)])
-    engine = F.element_at(labels, F.pmod(F.hash("k"), F.lit(ENGINES)) + 1)
-    if kind == "hand":
-        result = source.groupBy("k").applyInPandasWithState(
-            window_rule, HAND_OUTPUT, HAND_STATE, "Append", GroupStateTimeout.NoTimeout)
-        sink = BatchCollector(keep=True)
-    elif kind == "floor":
-        result = source.withColumn("engine", engine).groupBy("engine").applyInPandasWithState(
-            stateful_noop, "k long", "rows long", "Append", GroupStateTimeout.NoTimeout)
-        sink = BatchCollector(keep=False)
-    elif kind in ("floor-tws", "floor-tws-blob"):
-        size = blob_bytes if kind == "floor-tws-blob" else 8
-        result = source.withColumn("engine", engine).groupBy("engine") \
-            .transformWithStateInPandas(tws_noop(size), "k long", "Append", "None")
-        sink = BatchCollector(keep=False)
-    elif kind == "floor-key":
-        result = source.groupBy("k").applyInPandasWithState(
-            stateful_noop, "k long", "rows long", "Append", GroupStateTimeout.NoTimeout)
-        sink = BatchCollector(keep=False)
-    elif kind == "floor-jvm":
-        result = source.repartition(ENGINES, "k")
-        sink = CountSink(keep=False)
-    else:
-        raise ValueError(kind)
-    query = (result.writeStream.foreachBatch(sink)
-             .option("checkpointLocation", str(workdir / "checkpoint"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    seconds = time.perf_counter() - started
-    return timing(seconds, wall_start, sink.batches, sink.rows_out), sink
-
-
-def timing(seconds: float, wall_start: float, batches: list[dict], rows_out: int) -> dict:
-    ends = [b["wall_time"] for b in batches]
-    first = ends[0] - wall_start if ends else 0.0
-    return {"seconds": seconds, "first_batch_s": first,
-            "steady_span_s": ends[-1] - ends[0] if len(ends) > 1 else 0.0,
-            "batch_ends_s": [round(t - wall_start, 3) for t in ends],
-            "sink_s": [round(b["sink_s"], 4) for b in batches],
-            "batches": len(batches), "rows_out": rows_out}
-
-
-# --------------------------------------------------------------------------- (a)
 
 def run_cep(module, source: Path, batch_size: int, workdir: Path) -> dict:
     """A Spark run over the JSON-lines file, events to a parts directory in
@@ -297,151 +127,6 @@ def run_cep(module, source: Path, batch_size: int, workdir: Path) -> dict:
     return result
 
 
-# --------------------------------------------------------------------------- listener
-
-def progress_listener(spark):
-    """Collect every query's progress (JSON dicts) by run id, and the order queries start."""
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    class Collect(StreamingQueryListener):
-        def __init__(self) -> None:
-            self.started: list[str] = []
-            self.query_ids: dict[str, str] = {}  # run id → query id
-            self.terminated: set[str] = set()
-            self.progress: dict[str, list[dict]] = {}
-            self.lock = threading.Lock()
-
-        def onQueryStarted(self, event) -> None:
-            with self.lock:
-                self.started.append(str(event.runId))
-                self.query_ids[str(event.runId)] = str(event.id)
-
-        def onQueryProgress(self, event) -> None:
-            with self.lock:
-                p = json.loads(event.progress.json)
-                self.progress.setdefault(p["runId"], []).append(p)
-
-        def onQueryIdle(self, event) -> None:
-            pass
-
-        def onQueryTerminated(self, event) -> None:
-            with self.lock:
-                self.terminated.add(str(event.runId))
-
-    listener = Collect()
-    spark.streams.addListener(listener)
-    return listener
-
-
-def take_progress(listener, since: int) -> tuple[list[dict], str | None]:
-    """Progress of the first query started after ``since`` queries had started. The
-    listener bus is ordered and asynchronous: wait for that query's termination event,
-    which comes after all its progress events. Also returns the query's id."""
-    deadline = time.time() + 30
-    run_id = None
-    while time.time() < deadline:
-        with listener.lock:
-            if len(listener.started) > since:
-                run_id = listener.started[since]
-                if run_id in listener.terminated:
-                    break
-        time.sleep(0.05)
-    with listener.lock:
-        got = list(listener.progress.get(run_id, [])) if run_id else []
-    out = []
-    for p in got:
-        state = p.get("stateOperators") or [{}]
-        out.append({
-            "batch": p["batchId"], "rows_in": p["numInputRows"],
-            "duration_ms": p["durationMs"],
-            "state_commit_ms": sum(s.get("commitTimeMs", 0) for s in state),
-            "state_rows_total": sum(s.get("numRowsTotal", 0) for s in state),
-            "state_memory_bytes": sum(s.get("memoryUsedBytes", 0) for s in state),
-        })
-    return out, listener.query_ids.get(run_id) if run_id else None
-
-
-# --------------------------------------------------------------------------- stages
-
-def stage_breakdown(directory: Path, query_id: str) -> list[dict]:
-    """Per micro-batch of one query, its Spark stages from the event log: operators,
-    tasks, wall time, summed task run/CPU/GC time and the SQL timing metrics (ms)."""
-    jobs: dict[int, int] = {}  # stage id → batch id
-    stages: dict[int, dict] = {}
-    for path in (p for p in directory.rglob("*") if p.is_file()):
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            kind = event.get("Event")
-            if kind == "SparkListenerJobStart":
-                props = event.get("Properties") or {}
-                if props.get("sql.streaming.queryId") != query_id:
-                    continue
-                batch = int(props.get("streaming.sql.batchId", -1))
-                for stage_id in event.get("Stage IDs", []):
-                    jobs[stage_id] = batch
-            elif kind == "SparkListenerStageCompleted":
-                info = event["Stage Info"]
-                stages[info["Stage ID"]] = info
-    rows = []
-    for stage_id in sorted(jobs):
-        info = stages.get(stage_id)
-        if info is None or "Submission Time" not in info:
-            continue  # skipped stage (its shuffle output was reused)
-        ops = sorted({json.loads(r["Scope"])["name"] for r in info.get("RDD Info", [])
-                      if r.get("Scope")})
-        metrics: dict[str, float] = {}
-        for acc in info.get("Accumulables", []):
-            name = acc.get("Name", "")
-            try:
-                value = float(acc.get("Value"))
-            except (TypeError, ValueError):
-                continue
-            if name in ("internal.metrics.executorRunTime", "internal.metrics.jvmGCTime",
-                        "internal.metrics.executorDeserializeTime"):
-                metrics[name.rsplit(".", 1)[1] + "_ms"] = value
-            elif name == "internal.metrics.executorCpuTime":
-                metrics["executorCpuTime_ms"] = round(value / 1e6, 1)
-            elif name == "internal.metrics.shuffle.write.writeTime":
-                metrics["shuffleWriteTime_ms"] = round(value / 1e6, 1)
-            elif not name.startswith("internal.") and ("time" in name or "duration" in name):
-                metrics[name] = value
-        rows.append({"batch": jobs[stage_id], "stage": stage_id, "operators": ops,
-                     "tasks": info.get("Number of Tasks"),
-                     "wall_ms": info["Completion Time"] - info["Submission Time"],
-                     **metrics})
-    return rows
-
-
-# --------------------------------------------------------------------------- checks
-
-def reference_rows(ref: Table) -> pd.DataFrame:
-    values = [json.loads(v) for v in ref["values"].tolist()]
-    return pd.DataFrame({"k": [v["k"] for v in values], "ts": ref["ts"].astype(np.int64),
-                         "n": [v["n"] for v in values], "mean": [v["mean"] for v in values],
-                         "top": [v["top"] for v in values]})
-
-
-def hand_matches(frames: list[pd.DataFrame], expected: pd.DataFrame) -> bool:
-    """(b)'s rows equal the reference's: same (k, ts, n), mean and top within 1e-9."""
-    got = pd.concat(frames, ignore_index=True) if frames else expected.iloc[:0]
-    if len(got) != len(expected):
-        return False
-    got = got.assign(ts=pd.to_datetime(got["ts"], utc=True).astype("datetime64[us, UTC]")
-                     .astype("int64"))
-    a = got.sort_values(["ts", "k"], ignore_index=True)
-    b = expected.sort_values(["ts", "k"], ignore_index=True)
-    same_keys = (a[["k", "ts", "n"]].to_numpy(np.int64) == b[["k", "ts", "n"]]
-                 .to_numpy(np.int64)).all()
-    close = np.allclose(a[["mean", "top"]].to_numpy(float), b[["mean", "top"]]
-                        .to_numpy(float), rtol=0, atol=1e-9)
-    return bool(same_keys and close)
-
-
-# --------------------------------------------------------------------------- state size
-
 def engine_state_bytes(module, table: Table, batch_size: int) -> int:
     """Engine 0's snapshot after the first batch, routed as cep routes it: the blob size
     ``floor-tws-blob`` rewrites per group and batch."""
@@ -453,8 +138,6 @@ def engine_state_bytes(module, table: Table, batch_size: int) -> int:
     engine.process(mine, dataclasses.replace(input_watermark(module, {"S": first}), final=False))
     return len(engine.snapshot())
 
-
-# --------------------------------------------------------------------------- driver
 
 def summarise(kind: str, events: int, run: dict) -> dict:
     steady_events = events - events / run["batches"] if run["batches"] else 0
@@ -478,34 +161,41 @@ def summarise(kind: str, events: int, run: dict) -> dict:
     return out
 
 
-def stage_summary(stages: list[dict]) -> list[dict]:
-    """Median over steady batches (all but the first) of each stage's figures, stages
-    told apart by their operators."""
-    if not stages:
-        return []
-    first = min(st["batch"] for st in stages)
-    steady = [st for st in stages if st["batch"] > first] or stages
-    groups: dict[str, list[dict]] = {}
-    for st in steady:
-        groups.setdefault(",".join(st["operators"]), []).append(st)
-    out = []
-    for ops, rows in groups.items():
-        names = sorted({k for r in rows for k in r} - {"batch", "stage", "operators"})
-        med = {k: statistics.median(r.get(k, 0) or 0 for r in rows) for k in names}
-        out.append({"operators": ops, "stages_per_batch": len(rows) / len({
-            r["batch"] for r in rows}), **med})
-    return out
-
-
-def spark_overhead(progress: list[dict]) -> dict:
-    """Median over steady batches of Spark's per-batch durations (ms)."""
-    steady = progress[1:] or progress
-    if not steady:
-        return {}
-    keys = sorted({k for p in steady for k in p["duration_ms"]})
-    med = {k: statistics.median(p["duration_ms"].get(k, 0) for p in steady) for k in keys}
-    med["state_commit_ms"] = statistics.median(p["state_commit_ms"] for p in steady)
-    return med
+def size_entry(size: int, n_files: int, typed_staging_s: float, rounds: int,
+               runs: dict[str, list[dict]], events: int, state_bytes: int) -> dict:
+    """One batch size's results: each query's best round summarised, cep's rate against
+    (b)'s and the floors', and whether the events equal the reference's."""
+    best = {k: min(v, key=lambda x: x["seconds"]) for k, v in runs.items() if v}
+    entry: dict = {"batch_size": size, "batches": n_files,
+                   "typed_parquet_staging_s": round(typed_staging_s, 3),
+                   "rounds": rounds, "queries": {}}
+    for kind, run in best.items():
+        entry["queries"][kind] = summarise(kind, events, run)
+        entry["queries"][kind]["all_rounds_s"] = [round(x["seconds"], 3)
+                                                  for x in runs[kind]]
+        entry["queries"][kind]["spark_median_steady_ms"] = spark_overhead(
+            run["spark_progress"])
+        if run.get("stages"):
+            entry["queries"][kind]["stages_median_steady"] = stage_summary(
+                run["stages"])
+    q = entry["queries"]
+    if "cep" in q:
+        cep_eq = all(x["equal_to_reference"] for x in runs["cep"])
+        q["cep"]["equal_to_reference"] = cep_eq
+        if "hand" in q:
+            q["hand"]["equal_to_reference"] = all(x["equal_to_reference"]
+                                                  for x in runs["hand"])
+            q["hand"]["same_count_as_cep"] = q["hand"]["rows_out"] == q["cep"]["rows_out"]
+            entry["a_over_b"] = round(q["cep"]["seconds"] / q["hand"]["seconds"], 3)
+            entry["a_over_b_steady"] = ratio(q["hand"], q["cep"])
+            entry["target_a_le_1_2_b"] = entry["a_over_b"] <= 1.2
+        for floor in FLOORS:
+            if floor in q:
+                name = "a_over_c" if floor == "floor" else f"a_over_{floor}"
+                entry[name] = round(q["cep"]["seconds"] / q[floor]["seconds"], 3)
+                entry[name + "_steady"] = ratio(q[floor], q["cep"])
+    entry["engine_state_bytes"] = state_bytes
+    return entry
 
 
 def main() -> None:
@@ -623,36 +313,8 @@ def main() -> None:
                           f"first {run['first_batch_s']:5.2f}s, {run['batches']} batches, "
                           f"{run['rows_out']:,} out", flush=True)
                     shutil.rmtree(workdir, ignore_errors=True)
-            best = {k: min(v, key=lambda x: x["seconds"]) for k, v in runs.items() if v}
-            entry: dict = {"batch_size": size, "batches": n_files,
-                           "typed_parquet_staging_s": round(typed_staging_s, 3),
-                           "rounds": args.rounds, "queries": {}}
-            for kind, run in best.items():
-                entry["queries"][kind] = summarise(kind, args.events, run)
-                entry["queries"][kind]["all_rounds_s"] = [round(x["seconds"], 3)
-                                                          for x in runs[kind]]
-                entry["queries"][kind]["spark_median_steady_ms"] = spark_overhead(
-                    run["spark_progress"])
-                if run.get("stages"):
-                    entry["queries"][kind]["stages_median_steady"] = stage_summary(
-                        run["stages"])
-            q = entry["queries"]
-            if "cep" in q:
-                cep_eq = all(x["equal_to_reference"] for x in runs["cep"])
-                q["cep"]["equal_to_reference"] = cep_eq
-                if "hand" in q:
-                    q["hand"]["equal_to_reference"] = all(x["equal_to_reference"]
-                                                          for x in runs["hand"])
-                    q["hand"]["same_count_as_cep"] = q["hand"]["rows_out"] == q["cep"]["rows_out"]
-                    entry["a_over_b"] = round(q["cep"]["seconds"] / q["hand"]["seconds"], 3)
-                    entry["a_over_b_steady"] = ratio(q["hand"], q["cep"])
-                    entry["target_a_le_1_2_b"] = entry["a_over_b"] <= 1.2
-                for floor in FLOORS:
-                    if floor in q:
-                        name = "a_over_c" if floor == "floor" else f"a_over_{floor}"
-                        entry[name] = round(q["cep"]["seconds"] / q[floor]["seconds"], 3)
-                        entry[name + "_steady"] = ratio(q[floor], q["cep"])
-            entry["engine_state_bytes"] = state_bytes
+            entry = size_entry(size, n_files, typed_staging_s, args.rounds, runs, args.events,
+                               state_bytes)
             results["by_batch_size"][str(size)] = entry
             print_table(entry, args.events)
     finally:

@@ -238,7 +238,7 @@ def flink_part(args: argparse.Namespace, workdir: Path) -> dict:
     median is compared); every run's rows are checked against Flink's first."""
     from flink_compare import flights_file, run_cep, run_flink, same_events
 
-    from cep.spark.jvm_archive import sharing_options
+    from cep.spark.jvm.archive import sharing_options
 
     path = flights_file(args.copies)
     runs: dict[str, list[dict]] = {}

@@ -457,7 +457,7 @@ def main() -> None:
     parts = [p for p in args.parts.split(",") if p]
     with contextlib.ExitStack() as stack:
         if args.cluster:
-            from cep.spark.cluster import LocalStandaloneCluster
+            from cep.spark.cluster.standalone import LocalStandaloneCluster
 
             cluster = stack.enter_context(LocalStandaloneCluster())
             args.master = cluster.master_url

@@ -51,12 +51,12 @@ from common import ROOT, readings, write_jsonl, write_results
 
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.io.kafka_produce import produce, produce_frame
-from cep.io.tweets import generate_tweets
+from cep.io.tweets.generator import generate_tweets
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
 from cep.transports.kafka_read import partition_ends, read_partition_range
 from cep.transports.kafka_send import ensure_topic
 from cep.transports.kafka_write import TransactionalBatchWriter

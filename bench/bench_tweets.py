@@ -12,7 +12,7 @@ Prints the figures and writes them to ``bench/results/tweets.json``:
   µs per tweet, the process's peak resident memory, the stream's shape (event-time
   span, first stories, one-off tweets, largest story, keys that occur, largest key) and
   the RSTD (100·std/mean) of key grouping over 5 engines in windows of 10,000 tweets
-  inside one zipf-periodic phase (:func:`cep.io.tweets.kg_window_rstd`), per exponent
+  inside one zipf-periodic phase (:func:`cep.io.tweets.calibration.kg_window_rstd`), per exponent
   (paper: ~3% at 0.2, ~77% at 1.5; real text in its arrival order: 40-44.5%). The default
   order is summarised under the same phase clock: it has no swing, only its own skew.
 
@@ -33,7 +33,9 @@ from pathlib import Path
 import numpy as np
 from common import RESULTS, write_results
 
-from cep.io import tweets
+from cep.io.tweets.calibration import kg_window_rstd
+from cep.io.tweets.generator import generate_tweets, tweets_range
+from cep.io.tweets.plan import DEFAULT_RATE, MODES, START_US, tweets_plan
 
 RANGE_N = 30_000_000
 RANGE_ROWS = 100_000
@@ -54,15 +56,15 @@ def summarise(values: np.ndarray) -> dict[str, float]:
 
 def measure_ranges(mode: str, seed: int) -> dict[str, dict[str, float]]:
     """Time and traced peak memory of 100k-row ranges of a 30M plan (see the docstring)."""
-    plan = tweets.tweets_plan(f"tweets:n={RANGE_N},mode={mode},seed={seed}")
-    tweets.tweets_range(plan, 15_000_000, 15_000_000 + RANGE_ROWS)  # warm the process
+    plan = tweets_plan(f"tweets:n={RANGE_N},mode={mode},seed={seed}")
+    tweets_range(plan, 15_000_000, 15_000_000 + RANGE_ROWS)  # warm the process
     out = {}
     for lo in RANGE_LOS:
         start = time.perf_counter()
-        tweets.tweets_range(plan, lo, lo + RANGE_ROWS)
+        tweets_range(plan, lo, lo + RANGE_ROWS)
         seconds = time.perf_counter() - start
         tracemalloc.start()
-        tweets.tweets_range(plan, lo, lo + RANGE_ROWS)
+        tweets_range(plan, lo, lo + RANGE_ROWS)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         out[str(lo)] = {
@@ -76,14 +78,14 @@ def measure_ranges(mode: str, seed: int) -> dict[str, dict[str, float]]:
 def measure_whole(n: int, mode: str, seed: int, buckets: int, engines: int, window: int) -> dict:
     """Generate one stream in this process and describe it (see the module docstring)."""
     start = time.perf_counter()
-    gen = tweets.generate_tweets(n, mode=mode, seed=seed, buckets=buckets)
+    gen = generate_tweets(n, mode=mode, seed=seed, buckets=buckets)
     seconds = time.perf_counter() - start
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ts = gen.frame.ts.to_numpy()
-    span = (ts[-1] - tweets.START_US) / 1e6
+    span = (ts[-1] - START_US) / 1e6
     sizes = np.bincount(gen.story_of)
     key_load = np.bincount(gen.keys, minlength=buckets)
-    exponent, rstd = tweets.kg_window_rstd(gen.keys, ts, engines, window)
+    exponent, rstd = kg_window_rstd(gen.keys, ts, engines, window)
     return {
         "seconds": seconds,
         "us_per_tweet": 1e6 * seconds / n,
@@ -130,10 +132,10 @@ def main() -> None:
         "buckets": args.buckets,
         "engines": args.engines,
         "window": args.window,
-        "rate": tweets.DEFAULT_RATE,
+        "rate": DEFAULT_RATE,
         "ranges": {"plan_n": RANGE_N, "rows": RANGE_ROWS},
     }
-    for mode in tweets.MODES:
+    for mode in MODES:
         ranges = in_child("measure_ranges", mode=mode, seed=args.seed)
         results["ranges"][mode] = ranges  # type: ignore[index]
         for lo, r in ranges.items():
@@ -141,7 +143,7 @@ def main() -> None:
                 f"{mode} range [{lo}, +{RANGE_ROWS}) of {RANGE_N}: {r['seconds']:.2f} s "
                 f"({r['rows_per_s']:,.0f} rows/s), peak traced {r['peak_traced_mb']:.0f} MB"
             )
-    for mode in tweets.MODES:
+    for mode in MODES:
         figures = in_child(
             "measure_whole", n=args.n, mode=mode, seed=args.seed, buckets=args.buckets,
             engines=args.engines, window=args.window,

@@ -56,6 +56,9 @@ bench_state_path.py   The engines' state path on Spark before and after a change
 
 ``flights.py``, ``flink_compare.py`` and ``flink_job.py`` are the Flink comparison's data
 and its other side, used by bench_speed.py.
+``spark_hand.py`` and ``spark_progress.py`` are bench_spark.py's hand-written queries and
+Spark's own figures of them. ``performance_page.py`` writes docs/performance.md from the
+result files, with the sections of ``page/``.
 """
 
 from __future__ import annotations

@@ -87,8 +87,10 @@ class Rules:
         """Start a run on Spark in the background; iterate over it for ``(batch,
         DataFrame)`` pairs as micro-batches commit, ``stop()`` to end it. ``options`` are
         :class:`cep.run_config.RunConfig`'s (``engines``, ``batch_size``, ``checkpoint``,
-        ``strategy``, ``trigger_s``, …)."""
-        config = RunConfig(self._specs(source, None), follow=follow, progress=False,
+        ``strategy``, ``trigger_s``, …); progress lines go to standard error as
+        ``cep run``'s do, from Spark's start on (``progress=False`` silences them)."""
+        options.setdefault("progress", True)
+        config = RunConfig(self._specs(source, None), follow=follow,
                            **options)  # type: ignore[arg-type]
         return StreamingRun(self.module, config)
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cep.io.tweets import batch_exponents, parse_spec, tweets_plan
+from cep.io.tweets.plan import parse_spec, tweets_plan
+from cep.io.tweets.zipf_periodic import batch_exponents
 from cep.paper import PAPER_ENGINES, PAPER_SECONDS, paper_run
 from cep.run_config import DEFAULT_BATCH_SIZE
 from cep.tables import HEADERS, MISSING, columns, count, number, pct, ratio, seconds

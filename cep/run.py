@@ -127,8 +127,8 @@ def _run_spark(module: ir.CompiledModule, config: RunConfig, stop: threading.Eve
     from cep.spark.runtime import run_on_spark  # pyspark's driver side: only for Spark
 
     if config.output.collect:
-        from cep.spark.delivery import read_output
-        from cep.spark.event_parts import EventParts
+        from cep.spark.output.delivery import read_output
+        from cep.spark.output.event_parts import EventParts
 
         with tempfile.TemporaryDirectory(prefix="cep-run-events-") as out:
             result = run_on_spark(module, dataclasses.replace(config, output=Output(out)),

@@ -83,7 +83,7 @@ class RunConfig:
     ``latest``) is where a Kafka partition's first read begins. ``slowdown`` makes
     engine E's processing that many times slower (to try ``capacity="measured"``).
     ``spark_conf``: Spark settings over cep's own for the session the run creates (a
-    standalone cluster's driver address and executor sizes; ``cep.spark.cluster``).
+    standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``).
     ``udf_timeout``: seconds one call of a user function may take; a call that hangs
     longer, or that ends its process, dead-letters its record (0: functions run in the
     job's process, unguarded; ``cep.engine.udf_isolation``)."""

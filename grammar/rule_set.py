@@ -20,7 +20,8 @@ INTO stages, another partition key for a stage whose keys are placed) is refused
 one line. Which rules keep their state across a change is ``carried_rules``'s: a rule
 whose IR is unchanged, or changed only in its SELECT list and the constants of its HAVING
 (a threshold, written or through a variable): none of those parts decides what its state
-holds.
+holds, so long as a window rule's new form reads no field its window did not keep (a
+window keeps only the fields its rule reads: ``grammar.field_reads``).
 
 The unnamed rules of the start file are named ``rule<n>`` by their place in it, once,
 so that removing a rule never renames the rules after it.
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 
 from grammar import ast, ir
 from grammar.errors import Pos, RuleError
+from grammar.field_reads import fields_read
 
 
 class ChangeRefused(Exception):
@@ -166,7 +168,8 @@ def _started(was: object, rule: object) -> str:
     if was == rule:
         return "kept"
     if (type(was) is type(rule) and not isinstance(rule, ir.DerivedRule)
-            and _blanked(was) == _blanked(rule)):  # type: ignore[arg-type]
+            and _blanked(was) == _blanked(rule)  # type: ignore[arg-type]
+            and _keeps_what_it_reads(was, rule)):
         return "compatible"
     return "replaced"
 
@@ -291,6 +294,14 @@ def _plain(node: object) -> object:
 
 
 # ---------------------------------------------------------------- state compatibility
+
+def _keeps_what_it_reads(was: object, rule: object) -> bool:
+    """A window keeps only the fields its rule reads (``grammar.field_reads``): a new
+    form of the rule that reads a field the old one did not keep cannot take its state."""
+    if not isinstance(rule, ir.WindowRule) or not isinstance(was, ir.WindowRule):
+        return True
+    return fields_read(rule) <= fields_read(was)
+
 
 def _blanked(rule: ir.StatefulRule) -> ir.StatefulRule:
     """The rule with the parts that decide no state blanked out: its SELECT list (unless

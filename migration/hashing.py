@@ -123,13 +123,59 @@ def stable_hash(values: np.ndarray) -> np.ndarray:
     raise TypeError(f"unsupported key dtype {arr.dtype} for stable_hash")
 
 
-def engine_of_hash(key_hashes: np.ndarray, n_engines: int) -> np.ndarray:
-    """``hash mod N`` as int32 engine ids (the KG assignment) from precomputed hashes."""
+HASHES = ("mod", "jump")
+"""How key grouping turns a key's 64-bit hash into an engine (``--hash``): ``mod`` is
+``hash mod N``, the DLB paper's KG and cep's from the start; ``jump`` is Lamping and
+Veach's jump consistent hash. Both are uniform; they differ in what a change of N
+moves (docs/guide.md#scaling-a-running-job): going from N to N+1 engines, ``mod``
+gives about N/(N+1) of the keys another engine, ``jump`` only the 1/(N+1) the new
+engine must take."""
+
+_JUMP_MUL = np.uint64(2862933555777941757)
+_ONE = np.uint64(1)
+
+
+def jump_hash(key_hashes: np.ndarray, n_engines: int) -> np.ndarray:
+    """Jump consistent hash (Lamping & Veach, 2014) of every 64-bit hash, as int32
+    engine ids in ``[0, n_engines)``, vectorised over the keys.
+
+    Each key walks a pseudo-random sequence of "jumps" seeded by its hash and stops at
+    the last one below N, so growing N to N+1 moves a key only if its next jump is N:
+    exactly the share 1/(N+1) the new engine must own, and no key moves between two
+    engines that both stay. The float arithmetic is the paper's (IEEE doubles, the
+    same on every machine), so the owner is a pure function of the key and N."""
     if n_engines < 1:
         raise ValueError("n_engines must be >= 1")
+    key = np.array(key_hashes, dtype=np.uint64, copy=True).ravel()
+    b = np.full(key.shape, -1, dtype=np.int64)
+    j = np.zeros(key.shape, dtype=np.int64)
+    live = np.arange(len(key))
+    with np.errstate(over="ignore"):
+        while len(live):
+            b[live] = j[live]
+            k = key[live] * _JUMP_MUL + _ONE
+            key[live] = k
+            step = (b[live] + 1).astype(np.float64) * (
+                float(1 << 31) / ((k >> np.uint64(33)).astype(np.float64) + 1.0))
+            j[live] = step.astype(np.int64)
+            live = live[j[live] < n_engines]
+    return b.astype(np.int32).reshape(np.shape(key_hashes))
+
+
+def engine_of_hash(key_hashes: np.ndarray, n_engines: int, scheme: str = "mod"
+                   ) -> np.ndarray:
+    """The KG engine of precomputed hashes as int32 ids: ``hash mod N``, or the jump
+    consistent hash (``scheme="jump"``, see :data:`HASHES`)."""
+    if n_engines < 1:
+        raise ValueError("n_engines must be >= 1")
+    if scheme == "jump":
+        return jump_hash(key_hashes, n_engines)
+    if scheme != "mod":
+        raise ValueError(f"hash must be one of {HASHES}, got {scheme!r}")
     return (np.asarray(key_hashes, dtype=np.uint64) % np.uint64(n_engines)).astype(np.int32)
 
 
-def kg_engine(values: np.ndarray, n_engines: int) -> np.ndarray:
-    """Key grouping: every key's engine, ``stable_hash mod N`` as int32 in ``[0, n_engines)``."""
-    return engine_of_hash(stable_hash(values), n_engines)
+def kg_engine(values: np.ndarray, n_engines: int, scheme: str = "mod") -> np.ndarray:
+    """Key grouping: every key's engine in ``[0, n_engines)`` as int32, from its stable
+    hash by ``scheme`` (``mod`` by default: ``stable_hash mod N``)."""
+    return engine_of_hash(stable_hash(values), n_engines, scheme)

@@ -46,8 +46,16 @@ What the short statement leaves open, and the rules this module and its callers 
 * **Restarts.** A query restarted from its checkpoint continues batch numbers and needs
   the documents and maps written before the restart: the run id belongs to the
   checkpoint (drawn when it is created, kept in it), not to a process, the MongoDB must
-  be the same one (the embedded server keeps its data in the checkpoint) and the
-  number of engines must not change.
+  be the same one (the embedded server keeps its data in the checkpoint).
+* **Scale changes.** The engine count (and KG's hash) is part of every map, so going
+  from N to N' engines at batch t is ``M[t-1].n_engines = N``, ``M[t].n_engines = N'``:
+  a key-map change like the Balancer's, with the same one batch of lag. KG itself moves
+  keys then, which no override lists, so across such a pair of maps (:func:`rescaled`)
+  each engine also checks the keys it holds (``exports(..., held)``; a retired engine
+  hands over all of them), writes every engine of ``M[t]`` a parcel, empty or not
+  (:func:`parcel_receivers`), and each engine of ``M[t]`` reads one from every other
+  engine of ``M[t-1]`` (:func:`parcel_senders`), checked by :func:`check_parcel`. A key
+  with no state anywhere needs no parcel: its new owner starts it empty, as KG would.
 * **Durability.** A handoff document lost after its batch committed cannot be rewritten
   (that batch is never replayed): the store writes ``w: majority`` (replica-set
   fail-over) and ``j: true`` (a server killed before its journal reached the disk).
@@ -56,6 +64,7 @@ What the short statement leaves open, and the rules this module and its callers 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,14 +81,18 @@ def key_text(key: object) -> str:
 
 @dataclass(frozen=True)
 class KeyMap:
-    """Owner of every key: ``overrides`` (key JSON text → engine), else key grouping."""
+    """Owner of every key: ``overrides`` (key JSON text → engine), else key grouping
+    over ``n_engines`` engines by ``hash`` (``migration.hashing.HASHES``). The engine
+    count is part of every map, so a scale change is a change of maps like the
+    Balancer's (:func:`rescaled`)."""
 
     n_engines: int
     overrides: dict[str, int] = field(default_factory=dict)
+    hash: str = "mod"
 
     def owners(self, keys: np.ndarray) -> np.ndarray:
         """Engine of each key value, vectorised (overrides looked up per distinct key)."""
-        out = kg_engine(keys, self.n_engines).astype(np.int32)
+        out = kg_engine(keys, self.n_engines, self.hash).astype(np.int32)
         if self.overrides and len(keys):
             out = _apply_overrides(keys, out, self.overrides)
         return out
@@ -93,17 +106,30 @@ class KeyMap:
         rest = np.flatnonzero(out < 0)
         if len(rest):
             values = object_array([json.loads(texts[i]) for i in rest.tolist()])
-            out[rest] = kg_engine(values, self.n_engines)
+            out[rest] = kg_engine(values, self.n_engines, self.hash)
         return out
 
     def encode(self) -> bytes:
-        return json.dumps({"n": self.n_engines, "overrides": self.overrides},
-                          sort_keys=True).encode()
+        """JSON; ``hash`` only when it is not ``mod``, so the maps of a run that never
+        chose another hash are the bytes they always were."""
+        raw: dict = {"n": self.n_engines, "overrides": self.overrides}
+        if self.hash != "mod":
+            raw["hash"] = self.hash
+        return json.dumps(raw, sort_keys=True).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> KeyMap:
         raw = json.loads(data)
-        return cls(int(raw["n"]), {k: int(v) for k, v in raw["overrides"].items()})
+        return cls(int(raw["n"]), {k: int(v) for k, v in raw["overrides"].items()},
+                   str(raw.get("hash", "mod")))
+
+
+def rescaled(a: KeyMap, b: KeyMap) -> bool:
+    """Whether key grouping itself differs between two maps (another engine count or
+    hash): then keys without an override move too, which the maps cannot list, so each
+    engine also looks at the keys it holds (:func:`exports`) and every engine sends
+    every other one a parcel, empty or not (:func:`parcel_senders`)."""
+    return a.n_engines != b.n_engines or a.hash != b.hash
 
 
 def _apply_overrides(keys: np.ndarray, owners: np.ndarray,
@@ -126,22 +152,71 @@ def _plain(value: object) -> object:
     return None if isinstance(value, float) and value != value else value
 
 
-def _moved(e: int, now: KeyMap, other: KeyMap) -> list[str]:
-    """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``."""
-    candidates = sorted(set(now.overrides) | set(other.overrides))
+def _moved(e: int, now: KeyMap, other: KeyMap, held: Iterable[str] = ()) -> list[str]:
+    """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``:
+    among the overridden keys, and among ``held`` where the maps are :func:`rescaled`."""
+    candidates = set(now.overrides) | set(other.overrides)
+    if rescaled(now, other):
+        candidates |= set(held)
+    candidates = sorted(candidates)
     moved = (now.owners_of(candidates) == e) & (other.owners_of(candidates) != e)
     return [candidates[i] for i in np.flatnonzero(moved).tolist()]
 
 
 def imports(e: int, prev: KeyMap | None, cur: KeyMap) -> list[str]:
     """Keys engine ``e`` imports in batch t (documents of t-1); ``prev`` is ``M[t-1]``,
-    None in batch 0; ``cur`` is ``M[t]``."""
+    None in batch 0; ``cur`` is ``M[t]``. Across a scale change (:func:`rescaled`) these
+    are only the overridden ones: the others are those the parcels name
+    (:func:`parcel_senders`, :func:`check_parcel`)."""
     return [] if prev is None else _moved(e, cur, prev)
 
 
-def exports(e: int, cur: KeyMap, nxt: KeyMap) -> list[str]:
-    """Keys engine ``e`` exports at the end of batch t (as documents of t)."""
-    return _moved(e, cur, nxt)
+def exports(e: int, cur: KeyMap, nxt: KeyMap, held: Iterable[str] = ()) -> list[str]:
+    """Keys engine ``e`` exports at the end of batch t (as documents of t). ``held``:
+    the keys (JSON text) ``e`` holds state for, read only across a scale change, where
+    every one of them whose owner changes leaves (a retired engine: all of them)."""
+    return _moved(e, cur, nxt, held)
+
+
+def parcel_senders(e: int, prev: KeyMap | None, cur: KeyMap) -> list[int]:
+    """The engines whose parcels engine ``e`` reads in batch t: those of the keys it
+    imports, or across a scale change every other engine of ``M[t-1]`` (each writes
+    every engine of ``M[t]`` a parcel, empty or not: :func:`parcel_receivers`, so a
+    missing one is an error, never "nothing moved")."""
+    if prev is None:
+        return []
+    if rescaled(prev, cur):
+        return [s for s in range(prev.n_engines) if s != e]
+    return sorted(by_owner(imports(e, prev, cur), prev))
+
+
+def parcel_receivers(e: int, keys: list[str], cur: KeyMap, nxt: KeyMap
+                     ) -> dict[int, list[str]]:
+    """The parcels engine ``e`` writes at the end of batch t: the keys it exports by
+    receiver, and across a scale change an empty parcel to every other engine of
+    ``M[t+1]`` that gets no key (see :func:`parcel_senders`)."""
+    out = by_owner(keys, nxt)
+    if rescaled(cur, nxt):
+        out = {r: out.get(r, []) for r in range(nxt.n_engines) if r != e}
+    return out
+
+
+def check_parcel(e: int, source: int, named: list[str], prev: KeyMap, cur: KeyMap) -> None:
+    """Refuse a parcel from ``source`` naming other keys than the maps send engine
+    ``e``: exactly :func:`imports`' keys from ``source`` where the maps list them, and
+    across a scale change keys that ``M[t-1]`` gives ``source`` and ``M[t]`` gives ``e``
+    (plus every overridden one that moves so)."""
+    if rescaled(prev, cur):
+        wanted = set(by_owner(imports(e, prev, cur), prev).get(source, []))
+        ok = (not named or (bool((cur.owners_of(named) == e).all())
+                            and bool((prev.owners_of(named) == source).all())))
+        ok = ok and wanted <= set(named)
+    else:
+        wanted = set(by_owner(imports(e, prev, cur), prev).get(source, []))
+        ok = sorted(named) == sorted(wanted)
+    if not ok:
+        raise ValueError(f"the parcel {parcel_name(source, e)!r} holds other keys than the "
+                         f"key maps send engine {e}: state from another run?")
 
 
 def parcel_name(source: int, target: int) -> str:

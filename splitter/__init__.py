@@ -11,7 +11,7 @@ event meets them:
 - ``keymaps.py``: the key maps a router of moved keys reads from MongoDB (cached per
   process; a key map is key grouping plus the keys the Balancer moved);
 - ``late_candidates.py``: which input events each engine checks for lateness (it alone
-  knows the batch's watermark: ``cep.spark.late_rows``);
+  knows the batch's watermark: ``cep.spark.engines.late_rows``);
 - ``payload.py``: the bytes one engine's rows of one task travel as;
 - ``engine_labels.py``: the group-by value of each engine, which puts engine e alone in
   Spark's shuffle partition e (the shuffle is the last hop of the Splitter);

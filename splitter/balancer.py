@@ -22,12 +22,13 @@ lose its override in the next map and move back for no reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from migration.hashing import kg_engine
 from migration.protocol import KeyMap
+from migration.scaling import rescale_map
 from migration.store import StateStore
 from splitter.key_cost import key_costs
 from splitter.keymaps import key_map
@@ -46,7 +47,8 @@ class Balancer:
 
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
                  threshold: float = 15.0, window: int = 1, decay: float | None = None,
-                 capacity: str = "equal", load: str = "events", moves: str = "pays") -> None:
+                 capacity: str = "equal", load: str = "events", moves: str = "pays",
+                 hash: str = "mod", engines_at: Callable[[int], int] | None = None) -> None:
         if capacity not in CAPACITY_MODES:
             raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
         if load not in LOAD_MEASURES:
@@ -70,22 +72,33 @@ class Balancer:
         self.texts: list[str] = []  # dense key id → key JSON text
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
+        self.hash = hash  # KG's hash of the maps this Balancer writes (``--hash``)
+        # the engine count of each map version (``migration.scaling.Schedule``): a map
+        # with another count than the one before is a scale change; None: fixed
+        self.engines_at = engines_at
 
     def prepare(self) -> None:
         """Maps 0 and 1 are plain key grouping (the first decision lands in batch 2)."""
         for version in range(FIRST_DECIDED_BATCH):
-            self.store.put_key_map(version, KeyMap(self.n_engines).encode())
+            self.store.put_key_map(version, KeyMap(self.n_engines, {}, self.hash).encode())
 
     def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
         counts = self._batch_loads(stats)
         self.gate.costs.observe(metrics)
         nxt = key_map(self.store, batch + 1)
+        self._follow(nxt)
         self._know(nxt.overrides)
+        target = self.engines_at(batch + 2) if self.engines_at is not None else nxt.n_engines
+        if target != nxt.n_engines:
+            self._rescale(batch, nxt, target, counts, metrics)
+            return
         current = self._owners(nxt)
         load = self.statistics.load
         shares = None
         if self.capacity is not None:
-            self.capacity.observe(metrics["rows_per_engine"], metrics["busy_s_per_engine"])
+            n = self.n_engines  # engines past the maps' count (retired ones) hold no key
+            self.capacity.observe(metrics["rows_per_engine"][:n],
+                                  metrics["busy_s_per_engine"][:n])
             shares = self.capacity.shares()
         series = self.statistics.series if self.name in SERIES_WINDOWS else None
         snapshot = LoadSnapshot(load, current, self.n_engines, threshold=self.threshold,
@@ -98,7 +111,8 @@ class Balancer:
             proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])
                      for i in np.flatnonzero(proposal != self.kg).tolist()}
-        if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides).encode()):
+        if not self.store.put_key_map(batch + 2, KeyMap(self.n_engines, overrides,
+                                                        self.hash).encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
             self._know(decided.overrides)
             current, load = self._owners(nxt), self.statistics.load
@@ -120,6 +134,43 @@ class Balancer:
             "batch_keys": len(counts),
         })
         if batch >= 1:  # batch t may be replayed: documents of t-1 must stay
+            self.store.gc(batch - 1)
+
+    def _follow(self, nxt: KeyMap) -> None:
+        """Take the layout (engine count, hash) of map ``M[t+1]``, the current
+        assignment, once a scale change reached it (or a restart found another count in
+        the maps than it was given): every known key's KG engine again, and capacity
+        shares for the new engines."""
+        if (nxt.n_engines, nxt.hash) == (self.n_engines, self.hash):
+            return
+        self.n_engines, self.hash = nxt.n_engines, nxt.hash
+        values = np.empty(len(self.texts), dtype=object)
+        values[:] = [json.loads(t) for t in self.texts]
+        self.kg = kg_engine(values, self.n_engines, self.hash).astype(np.int32)
+        if self.capacity is not None:
+            self.capacity = CapacityModel(self.n_engines)
+
+    def _rescale(self, batch: int, nxt: KeyMap, target: int, counts: dict[str, int],
+                 metrics: dict) -> None:
+        """Write ``M[t+2]`` at ``target`` engines (``migration.scaling.rescale_map``):
+        no balancing decision in the same map, so what the change moves is its own."""
+        decided = rescale_map(nxt, target, self.hash)
+        if not self.store.put_key_map(batch + 2, decided.encode()):
+            decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
+        self._know(decided.overrides)
+        current = self._owners(nxt)
+        after = (decided.owners_of(self.texts) if self.texts
+                 else np.zeros(0, dtype=np.int32))
+        moved = after != current
+        metrics.update({
+            "strategy": self.name, "load_measure": self.load,
+            "rebalanced": bool(moved.any()), "keys_moved": int(moved.sum()),
+            "load_moved": self._events_moved(moved, self.statistics.load, counts),
+            "moves": self.gate.policy, "keys": len(self.texts), "batch_keys": len(counts),
+            "rescaled": {"at_batch": batch + 2, "from": nxt.n_engines,
+                         "to": decided.n_engines, "hash": decided.hash},
+        })
+        if batch >= 1:
             self.store.gc(batch - 1)
 
     def _events_moved(self, moved: np.ndarray, load: np.ndarray, counts: dict[str, int]
@@ -148,7 +199,7 @@ class Balancer:
                 self.texts.append(text)
             values = np.empty(len(new), dtype=object)
             values[:] = [json.loads(t) for t in new]
-            self.kg = np.concatenate([self.kg, kg_engine(values, self.n_engines)
+            self.kg = np.concatenate([self.kg, kg_engine(values, self.n_engines, self.hash)
                                       .astype(np.int32)])
         self.statistics.ensure_keys(len(self.texts))
 

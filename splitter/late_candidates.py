@@ -1,5 +1,5 @@
 """What an input task sends each engine to find the late events of its batch
-(``cep.spark.late_rows``, where the why is): the seq and timestamp of the task's input
+(``cep.spark.engines.late_rows``, where the why is): the seq and timestamp of the task's input
 events of streams with a TIMESTAMP that the engine owns or receives rows of.
 
 Part of the Splitter: it runs in the input tasks, beside the routing (``routing.py``).

@@ -1,7 +1,7 @@
 """The Splitter's data path inside Spark: stateless rules, keys, engine of every row.
 
 Part of the Splitter (see ``splitter/__init__.py``): the part that routes.
-Runs on executors inside the input source's tasks (``cep/spark/source.py``), right after
+Runs on executors inside the input source's tasks (``cep/spark/inputs/source.py``), right after
 a task has read its pieces, in parallel and with no shuffle. For every engine it emits
 exactly one row (its slice of every stream, ``payload.py``, for the engine task of the
 same job), so every engine runs in every micro-batch even when it got no events (it may

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from support.ports import refusing_port
 
+from cep.engine.functions import FUNCTIONS
 from cep.engine.output import output_records
+from cep.engine.udf.shipment import _INSTALLED
 from cep.io.inputs import load_inputs
 from cep.reference import run_reference
 from cep.servers.mongo import EmbeddedMongo
@@ -47,6 +49,21 @@ def run_epl(tmp_path):
         return [{**r, "seq": index[r["seq"]]} for r in out]
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def udf_registry() -> Iterator[None]:
+    """Each test starts with the functions registry as the session began it (the
+    built-ins and what earlier fixtures registered) and leaves it so: a function a test
+    registers (``register_udf``, a ``--udf`` file's import, a shipment installed in
+    this process) is gone after it, so no test sees another's functions and a test run
+    twice in one process meets a registry as it did the first time."""
+    functions, installed = dict(FUNCTIONS), set(_INSTALLED)
+    yield
+    FUNCTIONS.clear()
+    FUNCTIONS.update(functions)
+    _INSTALLED.clear()
+    _INSTALLED.update(installed)
 
 
 @pytest.fixture(scope="session")

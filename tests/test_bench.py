@@ -18,7 +18,7 @@ from cep.bench import (
     window_rate,
     window_s,
 )
-from cep.io.tweets import generate_tweets
+from cep.io.tweets.generator import generate_tweets
 from cep.verify import StrategyResult, run_order
 
 

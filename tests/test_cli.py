@@ -318,11 +318,11 @@ def test_run_with_udf_files_and_their_one_line_errors(tmp_path):
     a missing file, or one whose import raises, is one line and exit 1; a rule calling a
     function no file registered is a rule error at its place, for ``cep check`` too
     unless it is given the file."""
-    from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
+    from support.udf_sample import FAILING, RULES, UDF_TEXT, letters, module_name
 
     rules = tmp_path / "loud.epl"
     rules.write_text(RULES)
-    funcs = tmp_path / "tweet_udfs.py"
+    funcs = tmp_path / f"{module_name('tweet_udfs')}.py"
     funcs.write_text(UDF_TEXT)
     out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
     result = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),

@@ -9,8 +9,8 @@ import random
 import pyarrow as pa
 from pyarrow import ipc
 
-from cep.spark.delivery import AppendLedger, merged_lines
-from cep.spark.event_parts import ORDER_SCHEMA, order_path
+from cep.spark.output.delivery import AppendLedger, merged_lines
+from cep.spark.output.event_parts import ORDER_SCHEMA, order_path
 
 ORDER = {"a": 0, "b": 1}
 

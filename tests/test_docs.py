@@ -238,7 +238,7 @@ def _units() -> list[str]:
 
 
 def _unit_of(path: str, units: list[str]) -> str | None:
-    """The most specific part a module (``cep/spark/source.py``) belongs to."""
+    """The most specific part a module (``cep/spark/inputs/source.py``) belongs to."""
     best = [u for u in units if path == u or path.startswith(u.rstrip("/") + "/")]
     return max(best, key=len) if best else None
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from support.udf_sample import module_name
+
 from cep.cli import main
 from cep.io.rule_changes import Applied, ChangeLog
 from grammar.compile import compile_text
@@ -104,7 +106,7 @@ def test_deploy_with_a_function_file_keeps_a_copy_that_any_process_imports(tmp_p
     import sys
 
     run = _run_dir(tmp_path)
-    funcs = tmp_path / "cli_units.py"
+    funcs = tmp_path / f"{module_name('cli_units')}.py"
     funcs.write_text("from cep.engine.functions import register_udf\n"
                      "register_udf('to_kelvin', lambda c: c + 273.15, ['double'], 'double')\n")
     new = tmp_path / "kelvin.epl"

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +37,10 @@ def _pytest(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """pytest in a process of its own, with this tree's cep first on its path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "cep.testing.plugin",
+    # an installed cep's entry point loads the plugin; naming it too would register it twice
+    installed = any(e.name == "cep" for e in entry_points(group="pytest11"))
+    by_hand = [] if installed else ["-p", "cep.testing.plugin"]
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *by_hand,
                            "-p", "no:cacheprovider", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, env=env)
 

@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with interruptible(), quiet_broken_pipe():
         spark = spark_to_start(arguments)
         if spark is not None:
-            from cep.spark.session import start_in_background
+            from cep.spark.jvm.session import start_in_background
 
             start_in_background(*spark)
         return run_command(arguments)

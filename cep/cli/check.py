@@ -133,7 +133,7 @@ def _headline(rule: dict[str, Any]) -> str:
 def _chain_on_spark(module: ir.CompiledModule) -> str:
     """Whether the Spark runner takes this INSERT INTO chain, in one line (its check is
     loaded only for a module that has a chain, and loads no data library)."""
-    from cep.spark.chain_check import ChainError, check_chain
+    from cep.spark.chains.check import ChainError, check_chain
 
     try:
         check_chain(module)

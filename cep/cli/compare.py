@@ -2,7 +2,7 @@
 first, as the reference), and only the table of the results differs.
 
 ``--nodes N`` runs them on an emulated cluster of N one-slot nodes on this machine, each
-capped at the machine's cores / N (``cep.spark.emulated_cluster``): the DLB paper's
+capped at the machine's cores / N (``cep.spark.cluster.emulated``): the DLB paper's
 setting of an engine per node, with the engines as many as the nodes unless
 ``--engines`` says otherwise.
 """
@@ -146,7 +146,7 @@ def _placed(config: RunConfig, args: argparse.Namespace
         return
     if args.nodes < 1:
         raise CommandError(f"--nodes must be at least 1, got {args.nodes}")
-    from cep.spark.emulated_cluster import on_nodes  # Spark's side: only for this
+    from cep.spark.cluster.emulated import on_nodes  # Spark's side: only for this
     from cep.spark.prepare import run_training_query
 
     with on_nodes(config, args.nodes, args.node_cpus) as (placed, cluster):

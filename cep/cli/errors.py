@@ -23,8 +23,8 @@ RUN_FAILURES = (
     ("cep.transports.address", "KafkaTransportError"),
     ("cep.servers.kafka", "EmbeddedKafkaError"),
     ("cep.ui.errors", "UiError"),
-    ("cep.spark.cpu_quota", "CgroupError"),
-    ("cep.spark.cluster", "ClusterStartError"),
+    ("cep.spark.cluster.cpu_quota", "CgroupError"),
+    ("cep.spark.cluster.standalone", "ClusterStartError"),
 )
 
 

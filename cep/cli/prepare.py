@@ -1,5 +1,5 @@
-"""``cep prepare``: the checkpoint file system of :mod:`cep.spark.local_fs`, then the
-class archive of :mod:`cep.spark.jvm_archive` (made with the jar on the class path), so
+"""``cep prepare``: the checkpoint file system of :mod:`cep.spark.jvm.local_fs`, then the
+class archive of :mod:`cep.spark.jvm.archive` (made with the jar on the class path), so
 that Spark starts seconds sooner (the install command runs it)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 import time
 
 from cep.cli.errors import EXIT_RUN_ERROR
-from cep.spark.jvm_archive import ArchiveError
-from cep.spark.local_fs import LocalFsError, build_jar
+from cep.spark.jvm.archive import ArchiveError
+from cep.spark.jvm.local_fs import LocalFsError, build_jar
 from cep.spark.prepare import make_archive
 from cep.tables import count, seconds
 

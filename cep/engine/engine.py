@@ -27,6 +27,7 @@ above all, are refused with :class:`~cep.engine.codec.StateFormatError`, never r
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -180,10 +181,13 @@ class Engine:
             out |= set(rows[KEY].tolist())
         return out
 
-    def export_keys(self, keys: Iterable) -> bytes:
+    def export_keys(self, keys: Iterable, clock: dict | None = None) -> bytes:
         """Remove the keys' state from this engine and return it as one parcel: the keys
         named (the importer checks it received exactly the ones it expects) and their
         state as a snapshot of the work engine :meth:`split_off` makes of them.
+        ``clock``: the sender's watermark clock (:attr:`clock`), sent across a scale
+        change so that an engine that starts there follows the input's time from where
+        every other engine is, not from nothing.
 
         Why one blob for all the keys, in the snapshot's shape: the hand-over cost what
         it was made of per key. A MongoDB document per key: 1,000 FSD keys of 4.9 MB
@@ -192,7 +196,10 @@ class Engine:
         0.08–0.11 s and 0.04 s as one mask and whole columns (measured on one core;
         on the emulated cluster: ``bench/bench_handoff.py``)."""
         keys = list(keys)
-        return codec.encode({"keys": keys, **self.split_off(keys).state_value()}, PARCEL)
+        value = self.split_off(keys).state_value()
+        if clock is not None:  # see the argument's note
+            value["clock"] = clock
+        return codec.encode({"keys": keys, **value}, PARCEL)
 
     def import_keys(self, parcel: bytes) -> list:
         """Adopt the keys of a parcel that :meth:`export_keys` wrote (in another engine,
@@ -231,7 +238,7 @@ class Engine:
         self._take_back(parcel.engine, parcel.keys)
 
     # ---- bulk key moves: a resident engine (all of an engine's keys, kept from batch to
-    # batch) and the work engine that runs a batch's keys (``cep.spark.resident``)
+    # batch) and the work engine that runs a batch's keys (``cep.spark.engines.resident``)
 
     def windows(self) -> list[KeyedWindow]:
         """Every window of every rule, in a fixed order (the order of a change's parts)."""
@@ -378,6 +385,17 @@ class Engine:
 #: :mod:`cep.engine.patterns.until_rule`); the differential tests turn it off to run the
 #: interpreter, the kernels' oracle, on the same rules.
 PATTERN_KERNEL = True
+#: The environment variable that forces every rule onto the interpreters (event patterns
+#: and MATCH_RECOGNIZE), so that a rule set can be run on both paths from the command
+#: line and the outputs compared (docs/guide.md#environment-variables)
+INTERPRET_ENV = "CEP_INTERPRET"
+
+
+def kernels_on() -> bool:
+    """Whether rules the kernels take run on them: read each time an engine builds an
+    operator (never cached), so a test or a run's process can switch it; set
+    ``CEP_INTERPRET`` to anything but ``0`` or empty to turn them off."""
+    return PATTERN_KERNEL and os.environ.get(INTERPRET_ENV, "") in ("", "0")
 
 
 def _key_array(keys: list) -> np.ndarray:
@@ -396,8 +414,8 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
         return JoinOperator(rule, module.streams[rule.trigger_stream],
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
-        return MatchRecognizeOperator(rule, module.streams[rule.stream])
-    if PATTERN_KERNEL:
+        return MatchRecognizeOperator(rule, module.streams[rule.stream], kernels_on())
+    if kernels_on():
         shape = chain_shape(rule.pattern)
         if shape is not None:
             return ChainPatternOperator(rule, module.streams, shape)

@@ -76,7 +76,7 @@ Design (and why)
       exit stops the run as before).
     * **Exactness**: kill -9 and restart replay batches in new processes: the child,
       its memory of bad values and the dead letters already written are handled as a
-      raising function's (``cep.spark.udf_seen``). A time limit is wall-clock time: a
+      raising function's (``cep.spark.output.udf_seen``). A time limit is wall-clock time: a
       call near the limit on a loaded machine may time out in one run and not in
       another; the default leaves a wide margin.
 

@@ -18,7 +18,7 @@ removed when the `DeadLetter` is made, and the file is created at the first reje
 record (a clean input leaves no file behind). The reference runner reads its whole input
 in every run, so replacing the file loses no record, where appending would list each
 once per run. On Spark the input tasks write each piece's rejected records, and the
-driver appends them per micro-batch, exactly once (``cep.spark.delivery``).
+driver appends them per micro-batch, exactly once (``cep.spark.output.delivery``).
 """
 
 from __future__ import annotations

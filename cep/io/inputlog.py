@@ -281,7 +281,7 @@ class InputLog:
 
     def _generator_segments(self, stream: str, kind: str, spec: str, added: int
                             ) -> list[Segment]:
-        from cep.io.tweets import parse_spec
+        from cep.io.tweets.plan import parse_spec
 
         n = parse_spec(spec).get("n", 200_000)
         return self._cut(stream, kind, spec, 0, n, 1.0, True, self.count + added)

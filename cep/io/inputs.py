@@ -141,7 +141,7 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
     stories. The one reader of both runners (the Spark source calls it on executors)."""
     flags = None
     if segment.kind in GENERATOR_KINDS:
-        from cep.io.tweets import tweets_range
+        from cep.io.tweets.generator import tweets_range
 
         frame, flags = tweets_range(_tweets_plan(segment.path), lo, hi)
         offsets = frame["seq"].to_numpy()
@@ -161,7 +161,7 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
 @functools.lru_cache(maxsize=4)
 def _tweets_plan(spec: str) -> dict:
     """A generator's plan, made once per process and spec (executors read many ranges)."""
-    from cep.io.tweets import tweets_plan
+    from cep.io.tweets.plan import tweets_plan
 
     return tweets_plan(spec)
 

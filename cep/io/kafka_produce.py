@@ -118,7 +118,8 @@ def produce_generated(
     blocks of ``GRID_ROWS``, so memory holds one block whatever ``n``."""
     from cep.io.inputlog import GRID_ROWS  # the generator (numba): on demand
     from cep.io.inputs import TWEETS_FIELDS
-    from cep.io.tweets import tweets_plan, tweets_range
+    from cep.io.tweets.generator import tweets_range
+    from cep.io.tweets.plan import tweets_plan
 
     plan = tweets_plan(spec)
     total = plan["n"]

@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from cep.run_config import Output, RunConfig
-from cep.spark.jvm_archive import build_archive
+from cep.spark.jvm.archive import build_archive
+from cep.spark.jvm.session import DRIVER_JAVA_OPTIONS, spark_session
 from cep.spark.runtime import run_on_spark
-from cep.spark.session import DRIVER_JAVA_OPTIONS, spark_session
 from grammar.compile import compile_text
 
 TRAINING_RULES = (

@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -63,16 +64,16 @@ from cep.io.rule_changes import ChangeLog, ChangeLogError, RuleBook
 from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
-from cep.spark.chain_check import ChainError, check_chain
-from cep.spark.chain_stages import drained
-from cep.spark.event_parts import EventParts
-from cep.spark.input_progress import InputProgress
-from cep.spark.processor import OUTPUT_SCHEMA, EngineProcessor
+from cep.spark.chains.check import ChainError, check_chain
+from cep.spark.chains.stages import drained
+from cep.spark.engines.processor import OUTPUT_SCHEMA, EngineProcessor
+from cep.spark.inputs.config import SourceConfig
+from cep.spark.inputs.progress import InputProgress
+from cep.spark.inputs.source import SOURCE_NAME, input_source
+from cep.spark.jvm.session import SPARK_LOG, is_local_master, ship_udf_files, spark_session
+from cep.spark.output.event_parts import EventParts
+from cep.spark.output.sink import BatchSink, Delivery, Progress
 from cep.spark.rule_versions import RuleVersionsHook
-from cep.spark.session import SPARK_LOG, is_local_master, ship_udf_files, spark_session
-from cep.spark.sink import BatchSink, Delivery, Progress
-from cep.spark.source import SOURCE_NAME, input_source
-from cep.spark.source_config import SourceConfig
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
@@ -199,6 +200,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                 cleanup.callback(_drop_run, store)
         # MongoDB is checked (prepare) before Spark starts, so a bad URI fails in seconds
         session_started = time.perf_counter()
+        if config.progress:  # Spark takes seconds to start: say so before the first batch
+            print(f"cep: starting Spark ({master}, {engines} engines)", file=sys.stderr,
+                  flush=True)
         try:
             spark = spark_session(master, partitions, config.verbose, conf=config.spark_conf)
         except PySparkRuntimeError as err:  # the JVM did not start: a bad option, no java

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 def _import_task_modules(_partition: Iterator[int]) -> Iterator[int]:
     """Runs in a worker: import what the input and engine tasks import."""
-    import cep.spark.engine_batch
-    import cep.spark.input_tasks  # noqa: F401
+    import cep.spark.engines.batch
+    import cep.spark.inputs.tasks  # noqa: F401
 
     yield os.getpid()
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cep.api import Rules, compile_rules, write_input
@@ -51,7 +52,8 @@ from cep.run_config import RunConfig, RunResult
 from cep.testing.compare import diff_events, records_of
 from cep.verify import StrategyResult, format_table, verify
 from grammar import ir
-from migration.protocol import KeyMap, by_owner, exports
+from migration.protocol import KeyMap, by_owner, exports, key_text, rescaled
+from migration.scaling import Schedule
 from splitter.balancer import Balancer
 from splitter.keymaps import key_map
 from splitter.policies.stats import rstd
@@ -84,11 +86,18 @@ class MemoryMaps:
 
 
 def split_run(module: ir.CompiledModule, config: RunConfig,
-              stop: threading.Event | None = None) -> RunResult:
+              stop: threading.Event | None = None, schedule: Schedule | None = None,
+              hash: str = "mod") -> RunResult:
     """One strategy's run in this process (module notes): ``config.engines`` engines,
     routed by ``config.strategy`` over batches of ``config.batch_size`` events, with
     its events and per-batch metrics as ``cep verify`` reads them (``exported_keys``:
-    the keys handed over at the end of the batch)."""
+    the keys handed over at the end of the batch).
+
+    ``schedule`` changes the engine count while the run goes on (``migration.scaling``):
+    engines are added empty and retired once they handed every key over, the keys KG
+    or the maps move going with their state as on Spark; key grouping then routes by
+    the maps too (the ``kg`` strategy never overrides a key). ``hash``: KG's hash
+    (``migration.hashing.HASHES``)."""
     if len(module.stage_modules()) != 1:
         raise ValueError("rules with INSERT INTO chains between keys run their strategies "
                          "on Spark: runner='spark'")
@@ -99,29 +108,38 @@ def split_run(module: ir.CompiledModule, config: RunConfig,
     bounds = batch_bounds(loaded.tables, config.batch_size) or [(0, 0)]
     clocks = batch_watermarks(log_watermark(module, loaded.clock, loaded.end_seq), bounds)
     n = config.engines
+    if schedule is not None and schedule.initial != n:
+        raise ValueError(f"the schedule starts at {schedule.initial} engines, the run at {n}")
     engines = [stage_engines(module)[0] for _ in range(n)]
     maps = MemoryMaps()
     balancer = None
     route: KeyRouter
-    if config.strategy == "kg":
-        route = key_grouping(n)
-    elif config.strategy == "pkg":
+    if config.strategy == "pkg":
+        if schedule is not None or hash != "mod":
+            raise ValueError("PKG splits keys: it has no key maps to scale or hash")
         route = partial_key_grouping(n)
+    elif config.strategy == "kg" and schedule is None and hash == "mod":
+        route = key_grouping(n)
     else:
         balancer = Balancer(maps, config.strategy, n, config.threshold,  # type: ignore[arg-type]
-                            config.stat_window, capacity="equal", moves=config.moves)
+                            config.stat_window, capacity="equal", moves=config.moves,
+                            hash=hash,
+                            engines_at=schedule.engines_at if schedule is not None else None)
         balancer.prepare()
         route = map_grouping(maps)  # type: ignore[arg-type]
     order, records, metrics = rule_order(module), [], []
     for batch, ((lo, hi), clock) in enumerate(zip(bounds, clocks, strict=True)):
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt("stopped")
+        if balancer is not None:
+            n = key_map(maps, batch).n_engines  # type: ignore[arg-type]
+            assert len(engines) == n, "engines follow the maps (_hand_over)"
         out, loads = split_batch(module, engines, lambda keys, b=batch: route(keys, b),
                                  batch_of(loaded.tables, lo, hi), clock, order)
         records += out
         rows = [sum(load.values()) for load in loads]
         figures: dict[str, Any] = {
-            "batch": batch, "events_in": sum(rows), "events_out": len(out),
+            "batch": batch, "engines": n, "events_in": sum(rows), "events_out": len(out),
             "rows_per_engine": rows, "busy_s_per_engine": [0.0] * n,
             "rstd": round(rstd(rows), 3), "input_ended": batch == len(bounds) - 1,
             "exported_keys": 0, "exported_bytes": 0}
@@ -145,15 +163,30 @@ def split_run(module: ir.CompiledModule, config: RunConfig,
 def _hand_over(engines: list, now: KeyMap, after: KeyMap) -> tuple[int, int]:
     """Each key that changes engine between ``now`` and ``after`` leaves its engine with
     its whole state for the next owner (``migration.protocol.exports``): the keys and
-    the bytes handed over."""
+    the bytes handed over. Across a scale change (``protocol.rescaled``) engines are
+    added empty before, and the retired ones, checked empty, dropped after."""
     keys = size = 0
-    for e, engine in enumerate(engines):
-        for target, texts in by_owner(exports(e, now, after), after).items():
+    scaling = rescaled(now, after)
+    while len(engines) < after.n_engines:
+        engines.append(type(engines[0])(engines[0].module, engines[0].version))
+    for e, engine in enumerate(engines[:now.n_engines]):
+        kept = engine.keys() if scaling else set()
+        held = [key_text(_plain_key(k)) for k in kept]
+        for target, texts in by_owner(exports(e, now, after, held), after).items():
             parcel = engine.export_keys([json.loads(t) for t in texts])
             engines[target].import_keys(parcel)
             keys += len(texts)
             size += len(parcel)
+    for engine in engines[after.n_engines:]:
+        if engine.keys():
+            raise AssertionError(f"a retired engine still holds {len(engine.keys())} keys")
+    del engines[after.n_engines:]
     return keys, size
+
+
+def _plain_key(key: object) -> object:
+    """A key as JSON writes it: NumPy scalars (int64 key columns) as Python values."""
+    return key.item() if isinstance(key, np.generic) else key
 
 
 @dataclass

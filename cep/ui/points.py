@@ -1,6 +1,6 @@
 """One batch's metrics record as the few figures the page plots for it.
 
-A record (``cep.spark.sink``) holds the run's settings, per-engine arrays and the latest
+A record (``cep.spark.output.sink``) holds the run's settings, per-engine arrays and the latest
 events; the page's charts need only numbers per batch, so this is what the server keeps
 in its window of history and sends on every poll. Fields a record lacks (an older cep,
 the local runner's single record) come out as 0 or None, never as an error.

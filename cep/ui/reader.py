@@ -1,6 +1,6 @@
 """Reading a run's metrics as it writes them: only what is new, and old batches on demand.
 
-Two places hold a run's per-batch metrics (``cep.spark.sink``): its run directory
+Two places hold a run's per-batch metrics (``cep.spark.output.sink``): its run directory
 (``--checkpoint DIR``: ``DIR/metrics/batch-<b>.json``, one file per batch, written
 atomically) and a ``--metrics FILE`` (JSON lines, appended per batch; a replayed batch
 truncates the file back and appends again). Both grow while the run goes on; a poll must

@@ -20,7 +20,7 @@ import pytest
 from cep.engine.engine import Engine
 from cep.engine.table import SEQ
 from cep.io.inputs import frame_to_table
-from cep.io.tweets import generate_tweets
+from cep.io.tweets.generator import generate_tweets
 from cep.reference import batch_watermarks, input_watermark, run_batch
 from grammar.compile import compile_file
 

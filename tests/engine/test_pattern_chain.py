@@ -15,6 +15,7 @@ then (as on Spark, where keys' state is split off, merged back, moved and restor
 
 from __future__ import annotations
 
+import os
 import zlib
 from contextlib import contextmanager
 
@@ -23,11 +24,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from support import moving_engines
+from support.shares import EmptyShare
 
-import cep.engine.engine as engine_module
 from cep.engine import codec
 from cep.engine.derive import add_keys, derive_streams
-from cep.engine.engine import Engine
+from cep.engine.engine import INTERPRET_ENV, Engine
 from cep.engine.output import output_records
 from cep.engine.patterns.chain import chain_shape
 from cep.engine.patterns.chain_rule import ChainPatternOperator
@@ -46,12 +47,13 @@ N = 90
 
 @contextmanager
 def interpreted():
-    """Engines made inside run every pattern rule on the interpreter."""
-    engine_module.PATTERN_KERNEL = False
+    """Engines made inside run every pattern rule on the interpreter (``CEP_INTERPRET``,
+    the documented switch)."""
+    os.environ[INTERPRET_ENV] = "1"
     try:
         yield
     finally:
-        engine_module.PATTERN_KERNEL = True
+        del os.environ[INTERPRET_ENV]
 
 
 def _field(stream: str) -> str:
@@ -60,7 +62,7 @@ def _field(stream: str) -> str:
 
 @st.composite
 def atoms(draw, tag: str, earlier: list[tuple[str, str]],
-          unbound: bool = False) -> tuple[str, str]:
+          unbound: bool = False, loose: bool = False) -> tuple[str, str]:
     """``tag=Stream(filter)`` and its stream; the filter may read earlier tags (given
     ``unbound``, also as filters that tell an unbound tag from a NULL: ``IS NULL``, and a
     ``coalesce`` that reads the tag only where the event's value is NULL)."""
@@ -68,6 +70,9 @@ def atoms(draw, tag: str, earlier: list[tuple[str, str]],
     mine = _field(stream)
     local = [f"kind = {draw(st.integers(0, 2))}", f"kind != {draw(st.integers(0, 2))}",
              f"{mine} > {draw(st.integers(0, 9))}", f"{mine} IS NULL"]
+    if loose:  # for long patterns: filters most events pass, so that most draws match
+        local = [f"kind != {draw(st.integers(0, 2))}", f"{mine} > {draw(st.integers(0, 3))}",
+                 f"{mine} IS NOT NULL"]
     options = [*local, None]
     if earlier:
         other, other_stream = draw(st.sampled_from(earlier))
@@ -153,8 +158,8 @@ def repeat_chains(draw) -> str:
     """A rule ``every a -> [n] b [-> c] [-> timer or absence] [WITHIN T]``: b's filter
     reads its event or a (never an earlier b), c's may read ``b[i]``, also past n (never
     bound); the output reads ``b[0]`` to ``b[n]``."""
-    a, a_stream = draw(atoms("a", []))
-    b, b_stream = draw(atoms("b", [("a", a_stream)]))
+    a, a_stream = draw(atoms("a", [], loose=True))
+    b, b_stream = draw(atoms("b", [("a", a_stream)], loose=True))
     n = draw(st.integers(1, 3))
     steps = [f"every {a}", f"[{n}] {b}"]
     columns = [f"a.{_field(a_stream)} AS af"]
@@ -170,7 +175,7 @@ def repeat_chains(draw) -> str:
     elif end == "absence":
         x, _ = draw(atoms("x", earlier))
         steps.append(f"(timer:interval({draw(st.integers(1, 6))} sec) and not {x})")
-    within = draw(st.sampled_from(["", " WITHIN 3 sec", " WITHIN 7 sec"]))
+    within = draw(st.sampled_from(["", "", " WITHIN 3 sec", " WITHIN 7 sec"]))
     return (f"{SCHEMA}SELECT {', '.join(columns)} FROM PATTERN [{' -> '.join(steps)}"
             f"{within}] PARTITION BY k;")
 
@@ -190,7 +195,7 @@ def groups(draw, once: bool = False) -> str:
     for width in widths:
         alternatives = []
         for _ in range(width):
-            text, stream = draw(atoms(next(names), []))
+            text, stream = draw(atoms(next(names), [], loose=True))
             alternatives.append(text)
             tags.append((text.split("=")[0], stream))
         joiner = " and " if (len(widths) == 1 and not once) or draw(st.booleans()) else " or "
@@ -238,7 +243,7 @@ def run_moving(module, inputs: dict, cuts: list[int], movers: int) -> list:
 @st.composite
 def untils(draw) -> str:
     """A rule ``every ([n:m] b until c) [WITHIN T]`` (or ``[n] b``) the kernel takes."""
-    b, b_stream = draw(atoms("b", []))
+    b, b_stream = draw(atoms("b", [], loose=True))
     most = draw(st.integers(1, 4))
     least = draw(st.integers(0, most))
     columns = [f"b[{i}].{_field(b_stream)} AS b{i}" for i in range(draw(st.integers(1, 5)))]
@@ -257,7 +262,7 @@ def untils(draw) -> str:
 @settings(max_examples=300, deadline=None)
 @given(text=chains(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
+def _kernel_equals_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<chain>")
     (rule,) = module.stateful
     assert chain_shape(rule.pattern) is not None
@@ -269,7 +274,7 @@ def test_kernel_equals_the_interpreter(text, seed, cuts, movers):
 @settings(max_examples=300, deadline=None)
 @given(text=or_chains(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
+def _or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<or chain>")
     (rule,) = module.stateful
     shape = chain_shape(rule.pattern)
@@ -282,7 +287,7 @@ def test_or_and_and_steps_on_the_kernel_equal_the_interpreter(text, seed, cuts, 
 @settings(max_examples=300, deadline=None)
 @given(text=repeat_chains(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter(text, seed, cuts,
+def _repeats_inside_a_chain_on_the_kernel_equal_the_interpreter(text, seed, cuts,
                                                                     movers):
     module = compile_text(text, "<repeat chain>")
     (rule,) = module.stateful
@@ -296,7 +301,7 @@ def test_repeats_inside_a_chain_on_the_kernel_equal_the_interpreter(text, seed, 
 @settings(max_examples=300, deadline=None)
 @given(text=groups(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
+def _group_kernel_equals_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<group>")
     (rule,) = module.stateful
     shape = group_shape(rule.pattern)
@@ -309,7 +314,7 @@ def test_group_kernel_equals_the_interpreter(text, seed, cuts, movers):
 @settings(max_examples=300, deadline=None)
 @given(text=groups(once=True), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_patterns_without_every_on_the_group_kernel_equal_the_interpreter(text, seed, cuts,
+def _patterns_without_every_on_the_group_kernel_equal_the_interpreter(text, seed, cuts,
                                                                           movers):
     module = compile_text(text, "<once>")
     (rule,) = module.stateful
@@ -323,7 +328,7 @@ def test_patterns_without_every_on_the_group_kernel_equal_the_interpreter(text, 
 @settings(max_examples=200, deadline=None)
 @given(text=untils(), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(1, N - 1), max_size=6), movers=st.integers(0, 2**28))
-def test_until_kernel_equals_the_interpreter(text, seed, cuts, movers):
+def _until_kernel_equals_the_interpreter(text, seed, cuts, movers):
     module = compile_text(text, "<until>")
     (rule,) = module.stateful
     assert until_shape(rule.pattern) is not None
@@ -332,16 +337,52 @@ def test_until_kernel_equals_the_interpreter(text, seed, cuts, movers):
     _same_as_the_interpreter(module, seed, cuts, movers)
 
 
+#: the empty share of the differential test running now (see :func:`_bounded`)
+SHARE: list[EmptyShare] = []
+#: the most examples of a differential test whose output may be empty
+MOST_EMPTY = 0.4
+
+
 def _same_as_the_interpreter(module, seed: int, cuts: list[int], movers: int) -> None:
+    """The kernel's output (in random batches over two engines that swap keys and
+    restart) and the reference run's in batches equal the oracle's: the interpreter
+    (``InterpretedPatternOperator``, forced on by ``CEP_INTERPRET``) over the whole
+    input in one batch."""
     inputs = streams(seed)
     with interpreted():
         (_, oracle), = Engine(module).operators
         assert isinstance(oracle, InterpretedPatternOperator)
         expected = output_records(run_reference(module, inputs))
     event("matches" if expected else "no match")
+    if SHARE:
+        SHARE[-1].note(expected)
     assert run_moving(module, inputs, cuts, movers) == expected
     batch = min(cuts, default=N)
     assert output_records(run_reference(module, inputs, batch)) == expected
+
+
+def _bounded(check) -> None:
+    """Run the Hypothesis test ``check`` counting its empty examples, then bound them."""
+    SHARE.append(EmptyShare(check.__name__.strip("_")))
+    try:
+        check()
+    finally:
+        share = SHARE.pop()
+    share.check(MOST_EMPTY)
+
+
+@pytest.mark.parametrize("check", [
+    _kernel_equals_the_interpreter,
+    _or_and_and_steps_on_the_kernel_equal_the_interpreter,
+    _repeats_inside_a_chain_on_the_kernel_equal_the_interpreter,
+    _group_kernel_equals_the_interpreter,
+    _patterns_without_every_on_the_group_kernel_equal_the_interpreter,
+    _until_kernel_equals_the_interpreter,
+], ids=lambda check: check.__name__.strip("_"))
+def test_each_kernel_equals_the_interpreter(check):
+    """Oracle: the interpreter (:func:`_same_as_the_interpreter`); at most
+    ``MOST_EMPTY`` of each draw's examples may have no output."""
+    _bounded(check)
 
 
 @pytest.mark.parametrize("pattern", [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.udf_sample import FAILING, RULES, UDF_TEXT, letters
+from support.udf_sample import FAILING, RULES, UDF_TEXT, letters, module_name
 
 from cep.engine.functions import FUNCTIONS, UserFunction, register_udf
 from cep.engine.udf.files import UdfFileError, load_udf_files
@@ -91,8 +91,10 @@ def test_a_function_is_never_called_on_nulls_and_a_null_is_no_failure():
     assert len(stateless[0]["seq"]) == 3
 
 
-def _udf_file(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.py"
+def _udf_file(folder: Path, stem: str, exact: bool = False) -> Path:
+    """support.udf_sample's functions in a file of ``folder`` whose module name no other
+    test imports (``stem`` and a random suffix; ``exact``: ``stem`` itself)."""
+    path = folder / f"{stem if exact else module_name(stem)}.py"
     path.write_text(UDF_TEXT)
     return path
 
@@ -119,8 +121,9 @@ def test_local_runner_dead_letters_exactly_the_failing_records(tmp_path):
 
 
 def test_udf_files_load_and_refuse_in_one_line(tmp_path):
-    loaded = load_udf_files([_udf_file(tmp_path, "udfs_load_sample")])
-    assert [f.module for f in loaded] == ["udfs_load_sample"]
+    first = _udf_file(tmp_path, "udfs_load_sample")
+    loaded = load_udf_files([first])
+    assert [f.module for f in loaded] == [first.stem]
     assert set(loaded[0].functions) == {"shout", "score", "initial", "twice"}
     with pytest.raises(UdfFileError, match=r"^.*nothere\.py: no such file$"):
         load_udf_files([tmp_path / "nothere.py"])
@@ -133,7 +136,7 @@ def test_udf_files_load_and_refuse_in_one_line(tmp_path):
     assert "\n" not in str(err.value)
     other = tmp_path / "sub"
     other.mkdir()
-    twin = _udf_file(other, "udfs_load_sample")
+    twin = _udf_file(other, first.stem, exact=True)
     with pytest.raises(UdfFileError, match="already imported"):
         load_udf_files([twin])
 
@@ -146,13 +149,14 @@ def test_a_rule_calling_an_unregistered_function_names_its_place():
 
 
 def test_the_shipment_names_the_called_functions_modules(tmp_path):
-    load_udf_files([_udf_file(tmp_path, "udfs_ship_sample")])
+    ship = _udf_file(tmp_path, "udfs_ship_sample")
+    load_udf_files([ship])
     module = compile_text(RULES, "loud.epl")
     assert {"shout", "score", "initial", "twice"} <= called_functions(module)
     shipment = shipment_for(module)
     assert {s.name for s in shipment.functions} == {"shout", "score", "initial", "twice"}
-    assert {s.module for s in shipment.functions} == {"udfs_ship_sample"}
-    assert shipment.files == (str((tmp_path / "udfs_ship_sample.py").resolve()),)
+    assert {s.module for s in shipment.functions} == {ship.stem}
+    assert shipment.files == (str(ship.resolve()),)
     register_udf("from_main", lambda s: s, ["string"], "string")
     FUNCTIONS["from_main"].fn.__module__ = "__main__"
     with pytest.raises(UdfShipError, match=r"from_main.*--udf FILE\.py"):

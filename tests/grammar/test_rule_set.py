@@ -54,6 +54,19 @@ def test_what_changes_state_is_a_replacement():
     assert carried_rules(module, version.module) == {"hot": "replaced"}
 
 
+def test_a_window_rule_that_reads_a_field_its_window_did_not_keep_is_a_replacement():
+    """A window keeps only the fields its rule reads: SELECT reading ``ok`` (which the
+    running form never read) cannot take the state; SELECT dropping a field can."""
+    module, reads_more = _one("@Name('hot') SELECT sensor, avg(temp) AS a, last(ok) AS o "
+                              "FROM Reading#groupwin(sensor)#length(3) GROUP BY sensor "
+                              "HAVING avg(temp) > limit;")
+    assert carried_rules(module, reads_more.module) == {"hot": "replaced"}
+    module, reads_less = _one("@Name('hot') SELECT count(*) AS n "
+                              "FROM Reading#groupwin(sensor)#length(3) GROUP BY sensor "
+                              "HAVING avg(temp) > limit;")
+    assert carried_rules(module, reads_less.module) == {"hot": "compatible"}
+
+
 def test_removing_a_rule_never_renames_the_unnamed_rules_after_it():
     module = compile_text(SCHEMA + "SELECT sensor FROM Reading(temp > 1);\n"
                           "SELECT sensor FROM Reading(temp > 2);", "s.epl")

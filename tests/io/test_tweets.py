@@ -16,8 +16,25 @@ import pandas as pd
 import pytest
 
 from cep.engine.text import lsh_bucket, similarity
-from cep.io import tweets
-from cep.io.tweets import GeneratedTweets, generate_tweets, parse_spec, write_ground_truth
+from cep.io.tweets import default_order
+from cep.io.tweets import layout as lay
+from cep.io.tweets.calibration import kg_window_rstd
+from cep.io.tweets.generator import (
+    GeneratedTweets,
+    generate_tweets,
+    tweets_range,
+    write_ground_truth,
+)
+from cep.io.tweets.plan import (
+    DEFAULT_RATE,
+    MODES,
+    START_US,
+    TWITTER_EPOCH_MS,
+    parse_spec,
+    tweets_plan,
+)
+from cep.io.tweets.world import LANGS, TOPICS
+from cep.io.tweets.zipf_periodic import batch_exponents, zipf_exponent
 
 COLUMNS = ["seq", "id", "ts", "user", "lang", "text", "retweets", "topic"]
 N = 30_000
@@ -57,7 +74,7 @@ def test_same_stream_in_another_process() -> None:
     """No salted hash() or global random state: a fresh interpreter agrees."""
     code = (
         "import hashlib\n"
-        "from cep.io.tweets import generate_tweets\n"
+        "from cep.io.tweets.generator import generate_tweets\n"
         "g = generate_tweets(3000, mode='zipf-periodic', seed=5)\n"
         "print(hashlib.sha256(g.frame.to_csv(index=False).encode()).hexdigest())\n"
     )
@@ -83,21 +100,21 @@ def test_schema_and_types(gen: GeneratedTweets) -> None:
     np.testing.assert_array_equal(f.seq.to_numpy(), np.arange(len(f)))
     assert f.id.is_unique
     ms = f.id.to_numpy() >> 22  # snowflake ids: their millisecond part follows ts
-    np.testing.assert_array_equal(ms, f.ts.to_numpy() // 1000 - tweets.TWITTER_EPOCH_MS)
+    np.testing.assert_array_equal(ms, f.ts.to_numpy() // 1000 - TWITTER_EPOCH_MS)
     assert f.ts.is_monotonic_increasing
-    assert f.ts.iloc[0] >= tweets.START_US
-    assert set(f.lang) == set(tweets.LANGS)
+    assert f.ts.iloc[0] >= START_US
+    assert set(f.lang) == set(LANGS)
     assert (f.lang == "en").mean() > 0.5  # 72% of stories; a trend (~18% of rows) has one
-    assert set(f.topic) <= set(tweets.TOPICS)
+    assert set(f.topic) <= set(TOPICS)
     assert f.retweets.min() >= 0
     assert f.retweets.max() > 100 * max(1.0, f.retweets.median())  # heavy tail
     assert f.text.str.len().min() > 0
 
 
 def test_event_time_rate(default: GeneratedTweets, zipf: GeneratedTweets) -> None:
-    for gen, rate in ((default, tweets.DEFAULT_RATE), (zipf, ZIPF_RATE)):
+    for gen, rate in ((default, DEFAULT_RATE), (zipf, ZIPF_RATE)):
         ts = gen.frame.ts.to_numpy()
-        span_s = (ts[-1] - tweets.START_US) / 1e6
+        span_s = (ts[-1] - START_US) / 1e6
         assert 0.75 < len(ts) / span_s / rate < 1.25
 
 
@@ -165,20 +182,20 @@ def test_write_ground_truth(default: GeneratedTweets, tmp_path: Path) -> None:
 
 def test_zipf_exponent_schedule() -> None:
     minute = 60_000_000
-    at = tweets.START_US + np.array([0, 5 * minute - 1, 5 * minute, 15 * minute - 1, 15 * minute])
-    np.testing.assert_array_equal(tweets.zipf_exponent(at), [0.2, 0.2, 1.5, 1.5, 0.2])
+    at = START_US + np.array([0, 5 * minute - 1, 5 * minute, 15 * minute - 1, 15 * minute])
+    np.testing.assert_array_equal(zipf_exponent(at), [0.2, 0.2, 1.5, 1.5, 0.2])
 
 
 def test_batch_exponents_read_the_plan_as_the_rows_are_generated() -> None:
     spec = "tweets:n=40000,mode=zipf-periodic,seed=3,rate=40"  # a phase every 300 s: 12k
-    frame, _ = tweets.tweets_range(tweets.tweets_plan(spec), 0, 40_000)
+    frame, _ = tweets_range(tweets_plan(spec), 0, 40_000)
     ts = frame["ts"].to_numpy().astype("datetime64[us]").astype(np.int64)
-    exponents = tweets.zipf_exponent(ts)
+    exponents = zipf_exponent(ts)
     expected = []
     for lo in range(0, 40_000, 4_000):
         values, counts = np.unique(exponents[lo:lo + 4_000], return_counts=True)
         expected.append(float(values[np.argmax(counts)]))
-    assert tweets.batch_exponents(spec, 4_000) == expected
+    assert batch_exponents(spec, 4_000) == expected
     assert 0.2 in expected and 1.5 in expected
 
 
@@ -192,7 +209,7 @@ def test_zipf_periodic_reposts_its_pool(zipf: GeneratedTweets) -> None:
 
 def test_zipf_periodic_kg_rstd_swings(zipf: GeneratedTweets) -> None:
     """KG over 5 engines: balanced at exponent 0.2 (~3% in the paper), skewed at 1.5 (~77%)."""
-    exponent, rstd = tweets.kg_window_rstd(zipf.keys, zipf.frame.ts.to_numpy(), 5, 3_000)
+    exponent, rstd = kg_window_rstd(zipf.keys, zipf.frame.ts.to_numpy(), 5, 3_000)
     low, high = rstd[exponent == 0.2], rstd[exponent == 1.5]
     print(
         f"KG RSTD per 3k-tweet window: exponent 0.2 median {np.median(low):.1f}% "
@@ -207,7 +224,7 @@ def test_zipf_periodic_kg_rstd_swings(zipf: GeneratedTweets) -> None:
 def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> None:
     """KG over 5 engines in 10k-tweet windows: 30-50% RSTD (real tweets: 40-44.5%), the
     trending story's hashtag key carrying most of the excess."""
-    _, window_rstd = tweets.kg_window_rstd(default.keys, default.frame.ts.to_numpy(), 5, 10_000)
+    _, window_rstd = kg_window_rstd(default.keys, default.frame.ts.to_numpy(), 5, 10_000)
     print(f"default order KG RSTD per 10k window: {np.round(window_rstd, 1)}")
     assert len(window_rstd) >= 2
     assert 30.0 <= np.median(window_rstd) <= 50.0
@@ -217,7 +234,7 @@ def test_default_order_is_skewed_like_real_text(default: GeneratedTweets) -> Non
 def test_renderer_writes_each_slot_in_its_style() -> None:
     """The compiled renderer against the plain definition: non-empty slots in order,
     prefix + token (in its case) + suffix, a space between slots, the end mark last."""
-    from cep.io import tweet_text as tt
+    from cep.io.tweets import text as tt
 
     forms = {tt._PLAIN: str, tt._CAP: str.capitalize, tt._HASH: lambda t: "#" + t,
              tt._MENTION: lambda t: "@" + t, tt._MENTION_COLON: lambda t: "@" + t + ":",
@@ -239,7 +256,7 @@ def test_renderer_writes_each_slot_in_its_style() -> None:
 
 
 def _concat(plan: dict, cuts: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
-    parts = [tweets.tweets_range(plan, lo, hi) for lo, hi in itertools.pairwise(cuts)]
+    parts = [tweets_range(plan, lo, hi) for lo, hi in itertools.pairwise(cuts)]
     frame = pd.concat([f for f, _ in parts])
     return frame, np.concatenate([flags for _, flags in parts])
 
@@ -249,20 +266,20 @@ def _random_cuts(rng: np.random.Generator, lo: int, hi: int, k: int) -> list[int
     return sorted({lo, hi, *(c for c in inner if lo <= c <= hi)})
 
 
-@pytest.mark.parametrize("mode", tweets.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_any_cut_gives_the_same_stream(mode: str) -> None:
     """Ranges concatenate to generate_tweets, bit for bit, whatever the cut."""
     n = 34_567
     gen = generate_tweets(n, mode=mode, seed=3, rate=60.0)
-    plan = tweets.tweets_plan(f"tweets:n={n},mode={mode},seed=3,rate=60")
+    plan = tweets_plan(f"tweets:n={n},mode={mode},seed=3,rate=60")
     rng = np.random.default_rng(11)
     for _ in range(3):
         frame, flags = _concat(plan, _random_cuts(rng, 0, n, 6))
         pd.testing.assert_frame_equal(frame, gen.frame)
         np.testing.assert_array_equal(frame.id.to_numpy()[flags], gen.first_story_ids)
-    some, _ = tweets.tweets_range(plan, 20_000, 20_100)
+    some, _ = tweets_range(plan, 20_000, 20_100)
     pd.testing.assert_frame_equal(some, gen.frame.iloc[20_000:20_100])
-    empty, no_flags = tweets.tweets_range(plan, 500, 500)
+    empty, no_flags = tweets_range(plan, 500, 500)
     assert list(empty.columns) == COLUMNS and len(empty) == 0 and len(no_flags) == 0
     pd.testing.assert_series_equal(empty.dtypes, gen.frame.dtypes)
 
@@ -274,17 +291,17 @@ def test_ranges_in_any_order_share_the_memo_and_stay_exact(
     still give generate_tweets' rows and first-story flags bit for bit."""
     n = 95_000
     gen = generate_tweets(n, seed=4)
-    plan = tweets.tweets_plan(f"tweets:n={n},seed=4")
+    plan = tweets_plan(f"tweets:n={n},seed=4")
     cuts = [0, 13_000, 31_000, 47_500, 66_000, 95_000]
     pieces = list(itertools.pairwise(cuts))
-    memo = tweets._DefaultMemo()  # as in a process that has read nothing yet
-    monkeypatch.setattr(tweets, "_MEMO", memo)
+    memo = default_order._DefaultMemo()  # as in a process that has read nothing yet
+    monkeypatch.setattr(default_order, "_MEMO", memo)
     rng = np.random.default_rng(8)
     for order in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], rng.permutation(5).tolist() * 2):
         layouts = set()
         for i in order:
             lo, hi = pieces[i]
-            frame, flags = tweets.tweets_range(plan, lo, hi)
+            frame, flags = tweets_range(plan, lo, hi)
             pd.testing.assert_frame_equal(frame, gen.frame.iloc[lo:hi])
             ids = frame.id.to_numpy()[flags]
             np.testing.assert_array_equal(ids, gen.first_story_ids[
@@ -298,38 +315,39 @@ def test_a_second_pass_keeps_its_own_checkpoints(monkeypatch: pytest.MonkeyPatch
     """A process that read the stream to its end and starts again at the front (a second
     run in the same Spark session) keeps the checkpoints it makes: the next range
     replays from the checkpoint the last one left, not from block 0."""
-    memo = tweets._DefaultMemo()
-    monkeypatch.setattr(tweets, "_MEMO", memo)
-    block = tweets.lay.BLOCK
-    blocks = tweets._SEEN_KEPT + 4
-    plan = tweets.tweets_plan(f"tweets:n={blocks * block},seed=4")
+    memo = default_order._DefaultMemo()
+    monkeypatch.setattr(default_order, "_MEMO", memo)
+    block = lay.BLOCK
+    blocks = default_order._SEEN_KEPT + 4
+    plan = tweets_plan(f"tweets:n={blocks * block},seed=4")
     for b in range(blocks):  # the first pass leaves checkpoints at its last blocks
-        tweets.tweets_range(plan, b * block, (b + 1) * block)
+        tweets_range(plan, b * block, (b + 1) * block)
     replayed: list[int] = []
-    follow = tweets.lay.StreamLayout.follow_counts
+    follow = lay.StreamLayout.follow_counts
 
     def counting(layout, b):
         replayed.append(b)
         return follow(layout, b)
 
-    monkeypatch.setattr(tweets.lay.StreamLayout, "follow_counts", counting)
+    monkeypatch.setattr(lay.StreamLayout, "follow_counts", counting)
     for b in range(4):  # the second pass
         replayed.clear()
-        tweets.tweets_range(plan, b * block, (b + 1) * block)
+        tweets_range(plan, b * block, (b + 1) * block)
         assert replayed == [], f"block {b} replayed blocks {replayed}"
     assert set(memo.seen[4]) >= {1, 2, 3, 4}
 
 
 def test_first_story_flags_are_first_appearances(default: GeneratedTweets) -> None:
-    plan = tweets.tweets_plan(f"tweets:n={N},seed=7")
-    _, flags = tweets.tweets_range(plan, 0, N)
+    plan = tweets_plan(f"tweets:n={N},seed=7")
+    _, flags = tweets_range(plan, 0, N)
     seen = np.maximum.accumulate(np.concatenate([[-1], default.story_of[:-1]]))
     np.testing.assert_array_equal(flags, default.story_of > seen)
 
 
 _CUT_CODE = """
 import hashlib, itertools, sys
-from cep.io.tweets import tweets_plan, tweets_range
+from cep.io.tweets.generator import tweets_range
+from cep.io.tweets.plan import tweets_plan
 plan = tweets_plan(sys.argv[1])
 cuts = [int(c) for c in sys.argv[2].split(",")]
 rows, truth = hashlib.sha256(), hashlib.sha256()
@@ -350,7 +368,7 @@ def _digest_in_process(spec: str, cuts: list[int], hash_seed: str) -> str:
     return out.stdout.strip()
 
 
-@pytest.mark.parametrize("mode", tweets.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_cuts_agree_across_processes(mode: str) -> None:
     """No salted hash(), no global state: other processes, other cuts, same rows.
 
@@ -364,27 +382,27 @@ def test_cuts_agree_across_processes(mode: str) -> None:
 
 
 def test_plan_is_small_json_and_ranges_do_not_depend_on_n() -> None:
-    plan = tweets.tweets_plan("tweets:n=30000000,mode=zipf-periodic,seed=7")
+    plan = tweets_plan("tweets:n=30000000,mode=zipf-periodic,seed=7")
     text = json.dumps(plan)
     assert len(text) < 2_000_000
     assert json.loads(text) == plan
     # The world is the same for n >= 2M (200,000 users), block clocks are prefix-stable:
     # a range is a function of the blocks it touches, not of n or of what precedes it.
-    small = tweets.tweets_plan("tweets:n=2500000,mode=zipf-periodic,seed=7")
-    far, far_flags = tweets.tweets_range(json.loads(text), 2_480_000, 2_500_000)
-    near, near_flags = tweets.tweets_range(small, 2_480_000, 2_500_000)
+    small = tweets_plan("tweets:n=2500000,mode=zipf-periodic,seed=7")
+    far, far_flags = tweets_range(json.loads(text), 2_480_000, 2_500_000)
+    near, near_flags = tweets_range(small, 2_480_000, 2_500_000)
     pd.testing.assert_frame_equal(far, near)
     np.testing.assert_array_equal(far_flags, near_flags)
 
 
 def test_range_cost_does_not_grow_with_lo() -> None:
     """A 20k range at the end of a 30M stream costs about what one at its start costs."""
-    plan = tweets.tweets_plan("tweets:n=30000000,seed=7")
-    tweets.tweets_range(plan, 15_000_000, 15_020_000)  # world, rendered pieces: warm
+    plan = tweets_plan("tweets:n=30000000,seed=7")
+    tweets_range(plan, 15_000_000, 15_020_000)  # world, rendered pieces: warm
     seconds = []
     for lo in (0, 29_980_000):
         start = time.perf_counter()
-        frame, _ = tweets.tweets_range(plan, lo, lo + 20_000)
+        frame, _ = tweets_range(plan, lo, lo + 20_000)
         seconds.append(time.perf_counter() - start)
         assert frame.seq.iloc[0] == lo and len(frame) == 20_000
     print(f"20k rows at lo=0: {seconds[0]:.2f} s, at lo=29.98M: {seconds[1]:.2f} s")
@@ -394,7 +412,7 @@ def test_range_cost_does_not_grow_with_lo() -> None:
 @pytest.mark.parametrize(("lo", "hi"), [(-1, 5), (5, 4), (0, N + 1)])
 def test_range_outside_the_stream_is_refused(lo: int, hi: int) -> None:
     with pytest.raises(ValueError, match="not within"):
-        tweets.tweets_range(tweets.tweets_plan(f"tweets:n={N}"), lo, hi)
+        tweets_range(tweets_plan(f"tweets:n={N}"), lo, hi)
 
 
 # ---------------------------------------------------------------- specs and arguments
@@ -443,7 +461,7 @@ def test_parse_spec_rejects(spec: str, message: str) -> None:
 ])
 def test_plan_rejects_what_generate_rejects(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        tweets.tweets_plan(spec)
+        tweets_plan(spec)
 
 
 def test_spec_feeds_generate() -> None:

@@ -12,7 +12,7 @@ from cep.engine.engine import Engine
 from cep.engine.output import output_records
 from cep.engine.table import SEQ, take
 from cep.reference import batch_watermarks, input_watermark, run_batch, run_reference
-from cep.spark.engine_batch import export_moved_keys, import_moved_keys, leaving_keys
+from cep.spark.engines.batch import export_moved_keys, import_moved_keys, leaving_keys
 from grammar.compile import compile_text
 from migration.protocol import KeyMap, key_text, parcel_name
 from migration.store import StateStore

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _run_resident(module: ir.CompiledModule, tables: dict, bounds: list[tuple[int, int]],
                   rng: random.Random) -> list[dict]:
     """Every batch on one of two workers' copies of the engine, each brought to the
-    latest version as ``cep.spark.resident`` does: as it is, caught up through the log's
+    latest version as ``cep.spark.engines.resident`` does: as it is, caught up through the log's
     changes (``Engine.apply_changes``), or rebuilt from its base (folds at random); the
     output, in reference order.
     A batch's work engine holds the keys its events reach and those whose timers its

@@ -4,7 +4,11 @@ finds when it tries every choice in preference order (a greedy quantifier one mo
 iteration first, a reluctant one fewer, an alternation its left branch) over the whole
 input. Random patterns, random DEFINEs (one of them reading another variable's last
 row, so merged threads would lose matches), random rows; the engine runs them in
-random batch sizes, its matches held until the input's end decides them."""
+random batch sizes, its matches held until the input's end decides them.
+
+Oracle: ``_expected`` below (shares no code with the matchers). It runs the rule as
+the engine picks its form (the kernel, for these rules); the wider oracle of
+tests/semantics/test_row_pattern_oracle.py compares both matchers, each forced."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from support.spark_runs import ROOT, reference, run_and_read
 
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
 from grammar.compile import compile_file
 
 

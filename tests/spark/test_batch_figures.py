@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from cep.io.deadletter import DeadLetter
 from cep.io.deadletter_summary import LATEST_REASONS, DeadLetterSummary
 from cep.io.inputlog import InputLog
-from cep.spark.engine_batch import input_ended, rule_scores
-from cep.spark.input_progress import InputProgress
-from cep.spark.latest import LATEST_KEPT, LINE_CHARS, engine_latest, merge_latest
-from cep.spark.sink import progress_line
+from cep.spark.engines.batch import input_ended, rule_scores
+from cep.spark.inputs.progress import InputProgress
+from cep.spark.output.latest import LATEST_KEPT, LINE_CHARS, engine_latest, merge_latest
+from cep.spark.output.sink import progress_line
 
 
 def _offsets(run: Path, batch: int, seg: int, pos: int) -> None:
@@ -151,8 +151,8 @@ def test_input_ended_is_read_from_the_input_tasks_time_info():
 
 def _latest_by_groupby(frame: pd.DataFrame) -> dict[str, list]:
     """The pandas form engine_latest replaced (a groupby and nlargest per rule): the oracle."""
-    from cep.spark.event_parts import event_lines
-    from cep.spark.latest import _cut
+    from cep.spark.output.event_parts import event_lines
+    from cep.spark.output.latest import _cut
 
     out: dict[str, list] = {}
     for rule, rows in frame.groupby("rule", sort=False):

@@ -24,10 +24,10 @@ from cep.io.inputs import load_inputs
 from cep.reference import input_watermark, run_batch
 from cep.run import run
 from cep.run_config import Output, RunConfig
-from cep.spark.chain_stages import ChainParts, split_rows
+from cep.spark.chains.stages import ChainParts, split_rows
+from cep.spark.inputs.config import SourceConfig
+from cep.spark.inputs.source import InputReader
 from cep.spark.runtime import SparkRunError
-from cep.spark.source import InputReader
-from cep.spark.source_config import SourceConfig
 from grammar.compile import compile_text
 from splitter.engine_labels import partition_of, stage_labels
 from splitter.routing import key_grouping

@@ -26,7 +26,7 @@ from support.stock_ticks import RULES, TICKS, write_ticks
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.reference import run_reference
-from cep.spark.chain_stages import drained
+from cep.spark.chains.stages import drained
 from grammar.compile import compile_file
 
 

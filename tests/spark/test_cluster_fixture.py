@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from support.cluster import cluster_processes, cluster_spark, spark_cluster
 
-from cep.spark.cluster import MASTER_CLASS, WORKER_CLASS, LocalStandaloneCluster
+from cep.spark.cluster.standalone import MASTER_CLASS, WORKER_CLASS, LocalStandaloneCluster
 
 __all__ = ["cluster_spark", "spark_cluster"]  # fixtures, imported for pytest to find
 

@@ -8,7 +8,7 @@ import zipfile
 
 from support.spark_runs import ROOT
 
-from cep.spark.session import CODE_PACKAGES, code_archive
+from cep.spark.jvm.session import CODE_PACKAGES, code_archive
 
 
 def test_the_archive_holds_every_module_the_grammar_and_the_rules(tmp_path):

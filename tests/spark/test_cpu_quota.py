@@ -1,4 +1,4 @@
-"""CPU quotas per group of processes (``cep.spark.cpu_quota``), on the machine's real
+"""CPU quotas per group of processes (``cep.spark.cluster.cpu_quota``), on the machine's real
 cgroup v1 controllers: a process started in a group and the processes it forks are in
 it, a busy one gets no more than its quota, and closing removes every group it made."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.spark.cpu_quota import CGROUPS, CgroupError, CpuGroups
+from cep.spark.cluster.cpu_quota import CGROUPS, CgroupError, CpuGroups
 
 writable = pytest.mark.skipif(
     not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),

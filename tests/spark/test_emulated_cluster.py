@@ -1,4 +1,4 @@
-"""The emulated cluster (``cep.spark.emulated_cluster``): N one-slot nodes on this
+"""The emulated cluster (``cep.spark.cluster.emulated``): N one-slot nodes on this
 machine, each in a cgroup with a CPU quota. cep's runs on it give the reference events
 (key grouping, and DLB-H moving keys through MongoDB); every executor, its
 ``pyspark.daemon`` and its Python workers are in their node's cgroup; a task that spins
@@ -25,9 +25,9 @@ from support.spark_runs import ROOT, reference
 from cep.cli import main
 from cep.run import run
 from cep.run_config import Output, RunConfig
-from cep.spark import cpu_quota
-from cep.spark.cpu_quota import CGROUPS
-from cep.spark.emulated_cluster import on_nodes
+from cep.spark.cluster import cpu_quota
+from cep.spark.cluster.cpu_quota import CGROUPS
+from cep.spark.cluster.emulated import on_nodes
 from grammar.compile import compile_file
 
 NODES, CPUS, SPIN_S = 3, 0.5, 2.0
@@ -117,7 +117,7 @@ def test_a_sigterm_stops_the_cluster_and_removes_its_cgroups():
     child = subprocess.Popen(default_signals(
         [sys.executable, "-c",
          "import time\n"
-         "from cep.spark.cluster import LocalStandaloneCluster\n"
+         "from cep.spark.cluster.standalone import LocalStandaloneCluster\n"
          "LocalStandaloneCluster().start(workers=2, cpus_per_worker=0.5)\n"
          "print('up', flush=True)\n"
          "time.sleep(600)\n"]),

@@ -12,9 +12,9 @@ import pytest
 from support.cache_files import plant
 from support.jdk import javac_here
 
-from cep.spark import jvm_archive
-from cep.spark.jvm_archive import archive_path, sharing_options
-from cep.spark.session import DRIVER_JAVA_OPTIONS
+from cep.spark.jvm import archive as jvm_archive
+from cep.spark.jvm.archive import archive_path, sharing_options
+from cep.spark.jvm.session import DRIVER_JAVA_OPTIONS
 
 RULES = Path(__file__).parents[2] / "rules" / "sensor_average.epl"
 

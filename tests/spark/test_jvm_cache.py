@@ -1,5 +1,5 @@
 """Where ``cep prepare``'s files live, when they are trusted, and which JDK tools a run
-uses (``cep.spark.jvm_cache``): JAVA_HOME's when it is set, else PATH's."""
+uses (``cep.spark.jvm.cache``): JAVA_HOME's when it is set, else PATH's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.spark.jvm_cache import cache_dir, is_private, jdk_tool
+from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool
 
 
 def _tool(directory: Path, name: str) -> Path:

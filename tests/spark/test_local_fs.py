@@ -1,4 +1,4 @@
-"""The checkpoint file system of ``cep prepare`` (``cep.spark.local_fs``): trusted only
+"""The checkpoint file system of ``cep prepare`` (``cep.spark.jvm.local_fs``): trusted only
 when private, and in a local session the file system that Hadoop hands out for file://,
 setting the permissions Hadoop asks for without forking chmod."""
 
@@ -13,8 +13,8 @@ import pytest
 from support.cache_files import plant
 from support.jdk import javac_here
 
-from cep.spark import local_fs
-from cep.spark.local_fs import LocalFsError, build_jar, jar_path, spark_settings
+from cep.spark.jvm import local_fs
+from cep.spark.jvm.local_fs import LocalFsError, build_jar, jar_path, spark_settings
 
 
 def _plant(tmp_path, monkeypatch, file_mode: int, dir_mode: int):
@@ -53,9 +53,9 @@ def test_without_javac_prepare_is_told_why_and_runs_keep_hadoops_file_system(
 
 SESSION = """
 import json, sys
-from cep.spark.local_fs import build_jar
+from cep.spark.jvm.local_fs import build_jar
 build_jar()
-from cep.spark.session import spark_session
+from cep.spark.jvm.session import spark_session
 spark = spark_session("local[1]", 1)
 jvm = spark._jvm
 fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"),

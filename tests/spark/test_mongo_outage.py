@@ -38,7 +38,7 @@ from support.faults import (
 from cep.engine.output import output_records
 from cep.io.inputs import load_inputs
 from cep.reference import run_reference
-from cep.spark.session import SPARK_LOG
+from cep.spark.jvm.session import SPARK_LOG
 from cep.transports.mongo_client import MongoUnavailableError, StoreError
 from grammar.compile import compile_file
 from migration.store import StateStore

@@ -1,4 +1,4 @@
-"""The resident-state path on real Spark (``cep.spark.resident``, ``engine_log``): engines
+"""The resident-state path on real Spark (``cep.spark.engines.resident``, ``engine_log``): engines
 kept in the Python workers from batch to batch, the state store's changelog as the truth.
 
 Each case compares the events with the reference evaluator's, event for event: engines

@@ -23,7 +23,17 @@ from pathlib import Path
 
 import pytest
 from support.changed_runs import log_reference
-from support.faults import batch_total, events, kill_group, land, start, wait_until
+from support.faults import (
+    batch_total,
+    committed,
+    events,
+    in_flight,
+    kill_group,
+    land,
+    start,
+    wait_until,
+)
+from support.udf_sample import module_name
 
 from cep.io.rule_changes import ChangeLog
 
@@ -216,15 +226,26 @@ def test_changes_in_an_insert_into_chain(tmp_path):
 
 
 def test_kill_9_while_a_change_applies_then_restart(tmp_path):
+    """SIGKILL while the batch that applies a change is in flight (planned, its offsets
+    logged, not committed: proved after the kill, when nothing can commit it any more),
+    then a restart: the change applies once, at the same batch, and the events equal the
+    reference's."""
     job = Job(tmp_path, START, "--engines", "2")
     job.feed(120)
     path = tmp_path / "added.epl"
     path.write_text(ADDED)
     _cep("deploy", str(job.run), str(path))
     log = ChangeLog(job.run)
-    wait_until(lambda: bool(log.applied()[0]), job.proc, "the change planned")
+
+    def applying() -> bool:
+        applied = log.applied()[0]
+        return bool(applied) and in_flight(job.run, applied[0].batch)
+
+    wait_until(applying, job.proc, "the batch that applies the change in flight")
+    kill_group(job.proc)
     planned = log.applied()[0]
-    kill_group(job.proc)  # the batch that applies it: planned, maybe not logged or run
+    assert planned and not committed(job.run, planned[0].batch), \
+        "killed while the batch that applies the change was in flight"
     job.proc = start(_command(job.rule, job.folder, job.run, *job.extra), tmp_path / "again")
     wait_until(lambda: _ran_version(job.run, 1), job.proc, "a batch of rule set version 1")
     assert log.applied()[0] == planned, "the change applies once, at the same batch"
@@ -257,7 +278,7 @@ def test_a_rule_deployed_with_its_function_file(tmp_path):
     """``cep deploy RUN_DIR rules.epl --udf FILE.py``: a function the running job never
     had reaches its processes with the change (the engines compile the new version from
     the change log, the file's copy in it), on Spark as in the reference."""
-    funcs = tmp_path / "deployed_units.py"
+    funcs = tmp_path / f"{module_name('deployed_units')}.py"
     funcs.write_text(FAHRENHEIT)
     job = Job(tmp_path, START, "--engines", "2")
     job.feed(120)

@@ -6,7 +6,7 @@ import os
 
 from pyspark.sql.datasource import DataSource
 
-from cep.spark.session import NO_LOOKUP_PYTHON
+from cep.spark.jvm.session import NO_LOOKUP_PYTHON
 
 
 class _Probe(DataSource):

@@ -1,6 +1,6 @@
 """The input source stays cheap to unpickle where Spark only plans: its creation, its
 streaming runner and the read planner each unpickle it in a Python process of their own
-before a run's first batch, one after the other (``cep/spark/source.py``). Making its
+before a run's first batch, one after the other (``cep/spark/inputs/source.py``). Making its
 stream reader there must not load the rule parser or checker (Lark, ``grammar.check``):
 only a job whose rules changed composes a version, and it imports them then."""
 
@@ -14,8 +14,8 @@ import sys
 from pyspark import cloudpickle
 from support.spark_runs import ROOT
 
-from cep.spark.source import input_source
-from cep.spark.source_config import SourceConfig
+from cep.spark.inputs.config import SourceConfig
+from cep.spark.inputs.source import input_source
 from grammar.compile import compile_file
 from splitter.routing import key_grouping
 
@@ -42,7 +42,7 @@ def test_planning_the_source_loads_no_parser_and_no_checker(tmp_path):
                              env={**os.environ, "PYTHONPATH": path})  # this checkout's cep
     result = json.loads(planned.stdout)
     assert result["version"] == 0
-    assert "cep.spark.source" in result["new"]
+    assert "cep.spark.inputs.source" in result["new"]
     loaded = [m for m in result["new"]
               if m.split(".")[0] == "lark" or m in ("grammar.parser", "grammar.check",
                                                      "grammar.compile")]

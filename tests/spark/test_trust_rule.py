@@ -1,4 +1,4 @@
-"""The trust rule of resident engines (``cep.spark.resident.take_engine``), case by case,
+"""The trust rule of resident engines (``cep.spark.engines.resident.take_engine``), case by case,
 against a changelog held in a dict in place of Spark's state variable (same calls:
 ``getValue``/``updateValue``/``clear``), so that each case can set up
 exactly the worker copy it needs. On Spark a failed task's worker exits with its copy,
@@ -16,9 +16,9 @@ import pytest
 from cep.engine.codec import StateFormatError
 from cep.engine.table import KEY, SEQ, SUB
 from cep.reference import input_watermark
-from cep.spark import resident
-from cep.spark.engine_batch import save
-from cep.spark.engine_log import VERSION_KEY, EngineLog, Version
+from cep.spark.engines import resident
+from cep.spark.engines.batch import save
+from cep.spark.engines.log import VERSION_KEY, EngineLog, Version
 from grammar.compile import compile_text
 
 MODULE = compile_text("CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"

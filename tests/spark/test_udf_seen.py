@@ -1,11 +1,11 @@
 """The driver keeps one udf_error letter per (record, function) across batches, replays
-and restarts (``cep.spark.udf_seen``); no Spark needed."""
+and restarts (``cep.spark.output.udf_seen``); no Spark needed."""
 
 from __future__ import annotations
 
 import json
 
-from cep.spark.udf_seen import SeenFailures
+from cep.spark.output.udf_seen import SeenFailures
 
 
 def _letter(offset: int, reason: str, kind: str = "udf_error") -> bytes:

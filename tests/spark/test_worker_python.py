@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.spark.worker_python import spark_zips, worker_python
+from cep.spark.jvm.worker_python import spark_zips, worker_python
 
 SHOW = ("import json, os, sys, pyspark, py4j; print(json.dumps("
         "[os.environ.get('PYTHONPATH'), pyspark.__file__, py4j.__file__, sys.path]))")

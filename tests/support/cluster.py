@@ -25,7 +25,7 @@ import pytest
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from cep.spark.cluster import LocalStandaloneCluster
+from cep.spark.cluster.standalone import LocalStandaloneCluster
 
 # One shuffle partition per core: each is a state store and a task, and Spark's default
 # of 200 crawls on two cores. Test JVMs do little work, so C1 alone and a serial GC are

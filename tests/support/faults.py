@@ -104,7 +104,7 @@ def in_flight(checkpoint: Path, batch: int) -> bool:
 def reading(checkpoint: Path, batch: int) -> bool:
     """Spark runs ``batch`` and has not committed it, and its input tasks have begun
     reading: the earliest mark a batch's tasks leave (each piece's read first makes the
-    batch's dead-letter folder, ``cep.spark.source_config.SourceConfig.dead_path``). A
+    batch's dead-letter folder, ``cep.spark.inputs.config.SourceConfig.dead_path``). A
     kill there lands inside the batch, before its engines, its output and its commit,
     however fast or loaded the machine (a fixed sleep after the batch is planned landed
     after its commit on a fast one)."""

@@ -1,6 +1,6 @@
 """Whether this machine can compile Java, read from the environment itself: the skips
 and expectations of the tests of ``cep prepare`` must not come from the lookup they test
-(``cep.spark.jvm_cache.jdk_tool``, tested on its own in ``tests/spark/test_jvm_cache.py``).
+(``cep.spark.jvm.cache.jdk_tool``, tested on its own in ``tests/spark/test_jvm_cache.py``).
 """
 
 from __future__ import annotations

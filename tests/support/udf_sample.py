@@ -56,6 +56,15 @@ FAILING = {
 }
 
 
+def module_name(stem: str) -> str:
+    """A ``--udf`` file's module name no other test (nor a rerun of the same one in this
+    process) imports: ``stem`` and a random suffix (a file of a name already imported
+    from another path is refused, cep.engine.udf.files)."""
+    import uuid
+
+    return f"{stem}_{uuid.uuid4().hex[:12]}"
+
+
 def letters(path) -> dict[int, set[str]]:
     """A dead-letter file's udf_error letters: offset -> reasons."""
     import json

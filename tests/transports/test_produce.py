@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cep.io.kafka_produce import produce, produce_frame
-from cep.io.tweets import generate_tweets
+from cep.io.tweets.generator import generate_tweets
 from cep.servers.kafka import EmbeddedKafka
 from cep.transports.address import KafkaTransportError
 from cep.transports.kafka_read import partition_ends

@@ -334,7 +334,7 @@ def test_the_servers_memory_stays_flat_over_a_long_run(run, tmp_path):
 
 def test_a_metrics_file_rewritten_by_a_replay_is_read_again(run, tmp_path):
     """A replayed batch truncates the metrics file back and appends its record again
-    (cep.spark.delivery.AppendLedger): the view starts over, and counts it once."""
+    (cep.spark.output.delivery.AppendLedger): the view starts over, and counts it once."""
     records = metrics(Path(f"{run}.metrics"))
     path = tmp_path / "replayed.metrics"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -96,7 +96,10 @@ class MatchRecognizeOperator(PerKeyState):
     #: what the differential tests and the benchmark's before figure compare with)
     use_kernel = True
 
-    def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef) -> None:
+    def __init__(self, rule: ir.MatchRecognizeRule, stream: ir.StreamDef,
+                 kernel: bool = True) -> None:
+        """``kernel`` False runs the rule on the interpreter even where the kernel would
+        take it (the engine passes ``engine.kernels_on()``: ``CEP_INTERPRET``)."""
         self.rule = rule
         self.stream = stream
         self.defines = dict(rule.defines)
@@ -138,7 +141,7 @@ class MatchRecognizeOperator(PerKeyState):
         kernel_plan = plan(rule, self.program, self.groups, dict(stream.fields))
         self.kernel: KernelOperator | None = None
         self.interpreted = kernel_plan if isinstance(kernel_plan, str) else ""
-        if self.use_kernel and not isinstance(kernel_plan, str):
+        if kernel and self.use_kernel and not isinstance(kernel_plan, str):
             self.kernel = KernelOperator(rule, stream, kernel_plan, self.groups,
                                          self.numbered)
 

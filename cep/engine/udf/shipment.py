@@ -5,7 +5,7 @@ A function registered with ``cep.engine.functions.register_udf`` lives in the pr
 that registered it; a Spark worker is another process. The driver describes each
 function the rules call by where it is defined (:class:`UdfSpec`: its module and
 qualified name, its types), sends the modules' files the way PySpark ships code
-(``SparkContext.addPyFile``: ``cep.spark.session.ship_udf_files``), and each task calls
+(``SparkContext.addPyFile``: ``cep.spark.jvm.session.ship_udf_files``), and each task calls
 :func:`install_udfs` first: it imports the modules (a module that registers its
 functions at its top level, as a ``cep run --udf FILE.py`` file does, registers them
 there) and registers each function again from its spec, for functions registered from
@@ -13,7 +13,7 @@ elsewhere. Nothing is unpickled: the worker imports code the user named.
 
 This module imports only the standard library at its top, since the stateful
 processor that carries a :class:`UdfShipment` must stay cheap to unpickle
-(``cep/spark/processor.py``).
+(``cep/spark/engines/processor.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# cep's own packages reach executors in its code archive (``cep.spark.session``)
+# cep's own packages reach executors in its code archive (``cep.spark.jvm.session``)
 OWN_PACKAGES = ("cep", "grammar", "splitter", "migration")
 
 

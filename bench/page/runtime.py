@@ -1,0 +1,227 @@
+"""Sections of the result files that measure cep on Spark: beside hand-written PySpark,
+its input source, a small batch's parts, latency, the driver's memory, the transports
+and the live view's cost.
+"""
+
+from __future__ import annotations
+
+from page.figures import at, num, pct, ratio, table, yes_no
+from page.provenance import provenance
+
+
+def latency_figures(data: dict, _name: str) -> str:
+    """bench_latency.py's cases: latency from an event's append to its output, and the
+    machine's 1-minute load average at each case's end (latencies move with it)."""
+    rows = [(c.get("sink", ""), num(c.get("trigger_s"), 1, " s"), num(c.get("rate")),
+             f"{num(c.get('delivered'))} of {num(c.get('events'))}",
+             num(c.get("p50_s"), 2), num(c.get("p95_s"), 2), num(c.get("p99_s"), 2),
+             num(c.get("max_s"), 2), num(c.get("first_output_s"), 1),
+             num(c.get("batch_gap_median_s"), 2), num((c.get("load_average") or [None])[0], 1))
+            for c in at(data, "cases") or [] if isinstance(c, dict)]
+    best = at(data, "best_rate_p99_under_1s") or {}
+    tail = "; ".join(f"{name}: {num(rate) or 'none'}" for name, rate in best.items())
+    return (f"Rule `{data.get('rule', '')}`, {num(data.get('keys'))} keys.\n\n"
+            + table(("source and sink", "trigger", "events/s", "delivered", "p50 s",
+                     "p95 s", "p99 s", "max s", "first output s", "batch every s",
+                     "load"), rows)
+            + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
+
+
+def batch_floor_figures(data: dict, _name: str) -> str:
+    """bench_batch_floor.py: a small batch's median time, part by part."""
+    m = data.get("median") or {}
+    spark = m.get("spark_ms") or {}
+    rows = [("trigger (the whole batch)", num(m.get("trigger_ms"))),
+            ("planning", num(spark.get("planning"))),
+            ("offsets and commit logs", num(sum(spark.get(k, 0) for k in
+                                                ("latest_offset", "wal_commit",
+                                                 "commit_offsets")))),
+            ("the batch's job", num(m.get("jobs_ms"))),
+            ("driver after the job (delivery, dead letters, metrics)",
+             num(m.get("driver_after_job_ms"))),
+            ("state stores' commit", num(spark.get("state_commit")))]
+    for name, stage in (m.get("stages") or {}).items():
+        rows.append((f"stage `{name}`: wall ({num(stage.get('tasks'))} tasks)",
+                     num(stage.get("wall_ms"))))
+        rows.append((f"stage `{name}`: tasks' run time, summed", num(stage.get("run_ms"))))
+    rows += [("the engines' state update (Spark's allUpdatesTimeMs, summed)",
+              num(at(m, "state_store", "allUpdatesTimeMs"))),
+             ("cep's own work in the engine tasks, summed", num(m.get("cep_engine_work_ms"))),
+             ("cep's own work in the input tasks, summed", num(m.get("cep_input_work_ms")))]
+    return (f"Batches of {num(data.get('events_per_batch'))} events, "
+            f"{num(data.get('engines'))} engines, `{data.get('master', '')}`; medians over "
+            f"{num(data.get('batches_profiled'))} batches, milliseconds.\n\n"
+            + table(("part", "ms"), rows))
+
+
+SPARK_QUERIES = {
+    "cep": "cep on Spark (reads JSON lines, 5 engines)",
+    "cep-aipws": "cep on Spark with `applyInPandasWithState` engines",
+    "hand": "the same rule hand-written in PySpark (typed Parquet)",
+    "floor": "floor: Spark reads the Parquet file and counts",
+    "floor-tws": "floor: a stateful operator that keeps nothing",
+    "floor-tws-blob": "floor: a stateful operator that keeps one blob",
+    "floor-key": "floor: a stateful operator grouped by key",
+    "floor-jvm": "floor: the JVM alone, no Python",
+}
+
+
+def spark_figures(data: dict, _name: str) -> str:
+    parts = [f"Rule: `{' '.join(str(data.get('rule', '')).split())}`; "
+             f"{num(data.get('events'))} events, {num(data.get('keys'))} keys, master "
+             f"`{data.get('master', '')}`, {num(data.get('engines'))} engines."]
+    for size, entry in sorted((at(data, "by_batch_size") or {}).items(),
+                              key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+        rows = [(SPARK_QUERIES.get(q, q), num(at(v, "seconds"), 1), num(at(v, "events_per_s")),
+                 num(at(v, "steady_events_per_s")), yes_no(at(v, "equal_to_reference")))
+                for q, v in (at(entry, "queries") or {}).items()]
+        parts.append(f"Batches of {num(int(size)) if size.isdigit() else size} events:\n\n"
+                     + table(("query", "seconds", "events/s", "steady events/s",
+                              "= reference"), rows))
+    cold = at(data, "cold_cep")
+    if isinstance(cold, dict):
+        parts.append(
+            f"A cold start of cep (a new session): session {num(cold.get('session_start_s'), 1)}"
+            f" s, first batch {num(cold.get('first_batch_s'), 1)} s, "
+            f"{num(cold.get('events_per_s'))} events/s over the whole run.")
+    return "\n\n".join(parts)
+
+
+def source_figures(data: dict, _name: str) -> str:
+    rows = [(name, num(at(data, name, "best_s"), 2), num(at(data, name, "events_per_s")))
+            for name in ("spark-json", "cep-source") if isinstance(data.get(name), dict)]
+    setup = at(data, "setup") or {}
+    return (f"{num(at(setup, 'n'))} events ({num(at(setup, 'bytes'))} bytes), master "
+            f"`{at(setup, 'master') or ''}`.\n\n"
+            + table(("source", "best s", "events/s"), rows)
+            + f"\n\ncep's source over Spark's JSON source: "
+            f"{ratio(data.get('ratio_cep_over_spark_json'))}")
+
+
+def _memory_table(memory: dict) -> str:
+    rows = [(name, num(at(c, "events")), num(at(c, "seconds"), 1), num(at(c, "events_per_s")),
+             num(at(c, "peak_rss_mb", "driver"), 0), num(at(c, "peak_rss_mb", "jvm"), 0),
+             num(at(c, "peak_rss_mb", "executor_workers"), 0))
+            for name, c in (at(memory, "cases") or {}).items()]
+    growth = [f"- {name}: driver {ratio(at(g, 'driver'))}, driver and JVM "
+              f"{ratio(at(g, 'driver+jvm'))}"
+              for name, g in (at(memory, "growth") or {}).items()]
+    return (f"Batches of {num(at(memory, 'batch_size'))} events; peak resident memory in MB, "
+            "summed per role.\n\n"
+            + table(("case", "events", "seconds", "events/s", "driver MB", "JVM MB",
+                     "executor workers MB"), rows)
+            + ("\n\nPeak memory of the larger input over the smaller:\n\n" + "\n".join(growth)
+               if growth else ""))
+
+
+def _follow_lines(follow: dict) -> str:
+    return (f"Files of {num(at(follow, 'file_events'))} events landing at "
+            f"{num(at(follow, 'rate_events_per_s'))} events/s for "
+            f"{num(at(follow, 'seconds'), 0)} s, `--trigger-interval "
+            f"{num(at(follow, 'trigger_interval_s'), 0)}`: latency from a file landing to its "
+            f"events in the output, median {num(at(follow, 'latency_p50_s'), 2)} s, 99th "
+            f"percentile {num(at(follow, 'latency_p99_s'), 2)} s, largest "
+            f"{num(at(follow, 'latency_max_s'), 2)} s; median batch interval "
+            f"{num(at(follow, 'median_batch_interval_s'), 2)} s.")
+
+
+def stream_figures(data: dict, _name: str) -> str:
+    parts = [f"Master `{data.get('master', '')}`, driver memory "
+             f"`{data.get('cep_driver_memory', '')}`."]
+    for key, title in (("memory", "Driver memory against input size, local master"),
+                       ("memory-cluster", "Driver memory against input size, standalone "
+                        "cluster on one machine")):
+        if isinstance(data.get(key), dict):
+            parts.append(f"**{title}** (part `{key}`). {provenance(data[key], data)}\n\n"
+                         + _memory_table(data[key]))
+    paper = data.get("paper")
+    if isinstance(paper, dict):
+        parts.append(f"**FSD end to end** (part `paper`). {provenance(paper, data)}\n\n"
+                     f"{num(paper.get('events'))} tweets in {num(paper.get('seconds'), 1)} s, "
+                     f"{num(paper.get('events_per_s'))} tweets/s, "
+                     f"{num(paper.get('batches'))} batches.")
+    if isinstance(data.get("follow"), dict):
+        parts.append(f"**Latency under `--follow`** (part `follow`). "
+                     f"{provenance(data['follow'], data)}\n\n" + _follow_lines(data["follow"]))
+    return "\n\n".join(parts)
+
+
+def transports_io_figures(data: dict, _name: str) -> str:
+    names = {"produce": "`cep produce` into Kafka", "read": "Kafka read by offset range",
+             "kafka_write": "Kafka transactional write", "mongo_write": "MongoDB event write",
+             "mongo_replay": "MongoDB replay of a written batch"}
+    rows = [(label, num(at(data, key, "records")), num(at(data, key, "seconds"), 2),
+             num(at(data, key, "records_per_s")))
+            for key, label in names.items() if isinstance(data.get(key), dict)]
+    return (f"{num(data.get('n'))} generated tweets, {num(data.get('partitions'))} partitions, "
+            "embedded brokers on 127.0.0.1.\n\n"
+            + table(("operation", "records", "seconds", "records/s"), rows)
+            + f"\n\nA replayed Kafka batch, skipped by its marker: "
+            f"{num(data.get('kafka_replay_skip_s'), 4)} s.")
+
+
+def transports_figures(data: dict, _name: str) -> str:
+    rows = []
+    for rule in ("sensor_average", "fsd"):
+        for side in ("file", "kafka"):
+            v = at(data, rule, side)
+            if isinstance(v, dict):
+                rows.append((rule, side, num(v.get("events")), num(v.get("events_out")),
+                             num(v.get("seconds"), 2), num(v.get("events_per_s"))))
+    lag = at(data, "lag") or {}
+    return (f"{num(data.get('n'))} records, {num(data.get('partitions'))} partitions, "
+            f"{num(data.get('engines'))} engines, batches of {num(data.get('batch_size'))}."
+            "\n\n" + table(("rule", "input", "events", "events out", "seconds", "events/s"),
+                           rows)
+            + f"\n\nConsumer lag at {num(at(lag, 'rate_per_s'))} records/s fed for "
+            f"{num(at(lag, 'seconds'), 0)} s: mean {num(at(lag, 'lag_mean'))}, largest "
+            f"{num(at(lag, 'lag_max'))} records.")
+
+
+def ui_figures(data: dict, _name: str) -> str:
+    options = at(data, "options") or {}
+    lines = [f"FSD over {num(at(options, 'n'))} tweets, batches of "
+             f"{num(at(options, 'batch_size'))}, {num(at(options, 'engines'))} engines, "
+             f"{num(at(options, 'pairs'))} pairs of runs with and without the live view and "
+             "a client polling it.", ""]
+    overhead, cpu = data.get("median_overhead"), data.get("server_cpu_share_max")
+    if isinstance(overhead, int | float):
+        lines.append(f"- median throughput lost with the live view: {pct(100 * overhead, 2)}")
+    if isinstance(cpu, int | float):
+        lines.append(f"- the server's CPU, largest share of one core: {pct(100 * cpu, 3)}")
+    return "\n".join(lines)
+
+
+
+def stages_figures(data: dict, _name: str) -> str:
+    """bench_stages.py: each job's seconds per stage beside the parse floor, and the
+    picture of the same figures."""
+    parts = []
+    for name, job in (data.get("jobs") or {}).items():
+        local = at(job, "local_best") or {}
+        spark = at(job, "spark_best") or {}
+        stages = list((local.get("stages_s") or {}).items())
+        rows = [(stage, num(seconds, 2)) for stage, seconds in stages]
+        rows.append(("**whole process (wall)**", num(local.get("wall_s"), 2)))
+        rows.append(("CPU seconds, peak memory",
+                     f"{num(local.get('process_cpu_s'), 1)} s, "
+                     f"{num(local.get('peak_rss_mb'))} MB"))
+        floor = min(job.get("parse_floor_s") or [0]) or None
+        text = (f"**{name}** (`{job.get('rule', '')}`, {num(local.get('events_in'))} events): "
+                f"pyarrow alone parses the file in {num(floor, 2)} s; the local runner's "
+                f"whole process takes {ratio(at(job, 'bound', 'local_over_floor'))} that.\n\n"
+                + table(("local runner stage", "seconds"), rows))
+        if spark:
+            spark_parts = spark.get("wall_parts_s") or {}
+            core = spark.get("task_core_s") or {}
+            text += ("\n\n" + table(("Spark stage", "seconds of the run", "core-seconds"),
+                                    [(k, num(v, 2), num(core.get(k), 2))
+                                     for k, v in spark_parts.items()])
+                     + f"\n\nSpark: {num(spark.get('wall_s'), 1)} s wall, "
+                     f"{num(spark.get('tree_cpu_s'), 1)} CPU seconds (the process tree: "
+                     f"driver, JVM, Python workers), {num(spark.get('batches'))} batches; "
+                     "a task stage's seconds of the run are its core-seconds over the "
+                     "machine's cores.")
+        parts.append(text)
+    return ("![Seconds per stage, stacked, beside the parse floor](images/stages.png)\n\n"
+            + "\n\n".join(parts))
