@@ -193,3 +193,17 @@ def test_cep_run_with_a_function_that_hangs_finishes(tmp_path):
     assert letters(dead) == {_offset(SCALAR_ID): {"tag() timed out after 1s"},
                              _offset(VECTOR_ID): {"vtag() ended its process (exit code 1)"}}
     assert "  2 records on which user functions failed dead-lettered to" in result.stderr
+
+
+def test_the_python_api_takes_the_limit(tmp_path):
+    """``Rules.run(..., udf_timeout=)``: the run finishes, the two records counted."""
+    import cep
+
+    funcs = udf_file(tmp_path, SCALAR_ID, HANG, VECTOR_ID, EXIT)
+    rules = cep.compile_rules(RULES, udf=[funcs])
+    frame = rules.run(str(DATA / "tweets_small.jsonl"), runner="local", udf_timeout=1,
+                      dead_letter=str(tmp_path / "dead.jsonl"))
+    tagged = frame[frame["rule"] == "tagged"].set_index("id")
+    assert tagged["t"].isna()[SCALAR_ID] and not tagged["t"].isna()[1000]
+    assert tagged["v"].isna()[VECTOR_ID] and not tagged["v"].isna()[1000]
+    assert rules.last_run is not None and rules.last_run.udf_failures == 2
