@@ -36,7 +36,7 @@ from cep.engine.udf.files import load_udf_files
 from cep.io import rule_changes, scale_changes
 from cep.io.jsonl_writer import write_events_jsonl
 from cep.run import run
-from cep.run_config import Output, RunConfig, RunResult
+from cep.run_config import DEFAULT_UDF_TIMEOUT, Output, RunConfig, RunResult
 from grammar import ir
 from grammar.compile import compile_file, compile_text
 
@@ -64,14 +64,17 @@ class Rules:
 
     def run(self, source: Source, *, runner: str = "spark", engines: int = 5,
             batch_size: int | None = None, master: str = "local[*]",
-            dead_letter: str | None = None, late: str = "process") -> pd.DataFrame:
+            dead_letter: str | None = None, late: str = "process",
+            udf_timeout: float = DEFAULT_UDF_TIMEOUT) -> pd.DataFrame:
         """Every complex event of the rules over a bounded ``source``, as a DataFrame;
-        ``late``: ``process`` or ``drop`` the events below the watermark."""
+        ``late``: ``process`` or ``drop`` the events below the watermark;
+        ``udf_timeout``: seconds a call of a user function may take (0: unguarded)."""
         with tempfile.TemporaryDirectory(prefix="cep-api-") as tmp:
             config = RunConfig(self._specs(source, Path(tmp)), runner=runner,
                                output=Output(collect=True), engines=engines,
                                batch_size=batch_size, master=master,
-                               dead_letter=dead_letter, progress=False, late=late)
+                               dead_letter=dead_letter, progress=False, late=late,
+                               udf_timeout=udf_timeout)
             result = run(self.module, config)
         records = result.records
         assert records is not None  # collected

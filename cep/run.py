@@ -23,6 +23,7 @@ from pathlib import Path
 from cep.engine.output import output_lines, output_records, rows_per_rule
 from cep.engine.table import nrows
 from cep.engine.udf_errors import collecting
+from cep.engine.udf_isolation import configured
 from cep.io.deadletter import DeadLetter
 from cep.io.inputs import InputError, load_inputs
 from cep.io.late_letters import add_late_letters
@@ -82,7 +83,8 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         loaded = load_inputs(module, list(config.inputs), config.dead_letter,
                              max_record_bytes=limit)
         clock = log_watermark(module, loaded.clock, loaded.end_seq)
-        with collecting() as failures:  # user functions that raised: dead letters
+        with collecting() as failures, configured(config.udf_timeout):
+            # user functions that raised, hung or ended their process: dead letters
             reference = reference_run(module, loaded.tables, config.batch_size, clock,
                                       config.late, figures=True)
         late = len(reference.late["seq"])

@@ -46,6 +46,11 @@ DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer 
 #: processed as it comes (the default, as Esper does with every event it is sent), or
 #: dropped to the dead letters (kind ``late``), as Flink drops late events.
 LATE_POLICIES = ("process", "drop")
+#: Seconds one call of a user function may take before its record is a dead letter
+#: (``cep.engine.udf_isolation``, which runs functions outside the job's process): far
+#: above what a function a rule calls per batch should take, short enough that a hang
+#: costs a batch seconds, not the run. 0: functions run in the job's process, unguarded.
+DEFAULT_UDF_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,10 @@ class RunConfig:
     back (``cep.io.event_time``). ``slowdown`` makes
     engine E's processing that many times slower (to try ``capacity="measured"``).
     ``spark_conf``: Spark settings over cep's own for the session the run creates (a
-    standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``)."""
+    standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``).
+    ``udf_timeout``: seconds one call of a user function may take; a call that hangs
+    longer, or that ends its process, dead-letters its record (0: functions run in the
+    job's process, unguarded; ``cep.engine.udf_isolation``)."""
 
     inputs: tuple[str, ...]
     runner: str = "spark"
@@ -120,6 +128,7 @@ class RunConfig:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     late: str = "process"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    udf_timeout: float = DEFAULT_UDF_TIMEOUT
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", input_specs(self.inputs))
@@ -129,6 +138,8 @@ class RunConfig:
             raise ValueError(f"late must be 'process' or 'drop', not {self.late!r}")
         if self.hash is not None and self.hash not in HASHES:
             raise ValueError(f"hash must be 'mod' or 'jump', not {self.hash!r}")
+        if not self.udf_timeout >= 0:
+            raise ValueError(f"udf_timeout must be >= 0 seconds, not {self.udf_timeout!r}")
 
 
 def input_specs(inputs: InputSpecs) -> tuple[str, ...]:

@@ -332,7 +332,7 @@ def test_run_with_udf_files_and_their_one_line_errors(tmp_path):
     first = json.loads(out.read_text().splitlines()[0])
     assert first["loud"] == "EARTHQUAKE HITS THE NORTHERN COAST BUILDINGS LIVE!"
     assert letters(dead) == FAILING
-    assert "  10 records on which user functions raised dead-lettered to" in result.stderr
+    assert "  10 records on which user functions failed dead-lettered to" in result.stderr
 
     missing = cep("run", str(rules), "--input", str(DATA / "tweets_small.jsonl"),
                   "--runner", "local", "--udf", str(tmp_path / "nope.py"))

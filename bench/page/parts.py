@@ -74,15 +74,25 @@ def udf_figures(data: dict, _name: str) -> str:
              "scalar": "a scalar Python function",
              "vectorized": "a vectorised function (`vectorized=True`)",
              "scalar_raising": "scalar, raising on some records",
-             "vectorized_raising": "vectorised, raising on some records"}
-    rows = [(label, num(at(data, key, "seconds"), 3), num(at(data, key, "events_per_s")),
-             num(at(data, key, "call_s"), 3) if at(data, key, "call_s") is not None else "",
-             num(at(data, key, "failed_records")))
+             "vectorized_raising": "vectorised, raising on some records",
+             "scalar_batches_10k": "scalar, batches of 10,000 events"}
+
+    def seconds(key: str, field: str) -> str:
+        value = at(data, key, field)
+        return num(value, 3) if value is not None else ""
+
+    rows = [(label, seconds(key, "seconds"), seconds(key, "seconds_in_process"),
+             num(at(data, key, "rule_ratio"), 2) if at(data, key, "rule_ratio") is not None
+             else "", num(at(data, key, "events_per_s")), seconds(key, "call_s"),
+             seconds(key, "call_s_in_process"), num(at(data, key, "failed_records")))
             for key, label in names.items() if isinstance(data.get(key), dict)]
     return (f"{num(data.get('events'))} events through the reference evaluator, one "
-            "stateless rule each.\n\n"
-            + table(("the rule calls", "rule s", "events/s", "the function's own s",
-                     "dead letters"), rows))
+            "stateless rule each; the functions run in the isolated worker process "
+            f"(`--udf-timeout {num(data.get('udf_timeout_after'))}`, the default) and "
+            "in the job's process (`--udf-timeout 0`), whole processes in "
+            f"{num(data.get('rounds'))} interleaved rounds, the best of each side.\n\n"
+            + table(("the rule calls", "rule s", "in-process s", "ratio", "events/s",
+                     "the function's own s", "in-process s", "dead letters"), rows))
 
 
 def tweets_figures(data: dict, _name: str) -> str:

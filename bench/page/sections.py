@@ -251,7 +251,9 @@ SECTIONS = (
             "python bench/bench_text.py", text_figures),
     Section("udf.json", "User functions, scalar and vectorised",
             "The same computation as the language's functions, a scalar Python function "
-            "and a vectorised one, and the two raising on a few records.",
+            "and a vectorised one, and the two raising on a few records: in the worker "
+            "process that guards the job against a hang or an exit, and in the job's "
+            "own.",
             "python bench/bench_udf.py", udf_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "

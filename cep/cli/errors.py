@@ -16,6 +16,7 @@ RUN_FAILURES = (
     ("cep.io.inputs", "InputError"),
     ("cep.engine.udf.files", "UdfFileError"),
     ("cep.engine.udf.shipment", "UdfShipError"),
+    ("cep.engine.udf_isolation", "UdfIsolationError"),
     ("cep.spark.run_dir", "SparkRunError"),
     ("cep.transports.mongo_client", "StoreError"),
     ("cep.servers.mongo", "EmbeddedMongoError"),

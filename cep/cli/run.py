@@ -24,6 +24,7 @@ from cep.run_config import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MONGO_TIMEOUT,
     DEFAULT_TRIGGER_S,
+    DEFAULT_UDF_TIMEOUT,
     HASHES,
     LATE_POLICIES,
     Output,
@@ -92,6 +93,12 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
                             "OUTPUT.dead.jsonl, or cep-dead-letter.jsonl)")
     add_set_option(run_parser, "override a variable (repeatable)")
     add_udf_option(run_parser, ", and on Spark in every Python worker")
+    run_parser.add_argument(
+        "--udf-timeout", type=float, default=DEFAULT_UDF_TIMEOUT, metavar="SECONDS",
+        help="longest a call of a user function may take: functions run in a worker "
+        "process of their own, and a call that hangs longer, or ends that process, makes "
+        f"its record a dead letter (default {DEFAULT_UDF_TIMEOUT:g}; 0: run them in the "
+        "job's process, unguarded)")
     add_balancing_options(run_parser)
     run_parser.add_argument(
         "--hash", choices=HASHES, default=None,
@@ -173,7 +180,7 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         slowdown=slow, mongo_uri=args.mongo_uri,
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
         idle_timeout_s=args.idle_timeout,
-        late=args.late)
+        late=args.late, udf_timeout=args.udf_timeout)
 
 
 def _idle_timeout(text: str) -> float:

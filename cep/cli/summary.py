@@ -24,7 +24,7 @@ def summary_text(result: RunResult, elapsed: float, dead_path: str) -> str:
         parts.append(f"  {count(data['dead_lettered'])} malformed records dead-lettered to "
                      f"{dead_path}")
     if data["udf_failures"]:
-        parts.append(f"  {count(data['udf_failures'])} records on which user functions raised "
+        parts.append(f"  {count(data['udf_failures'])} records on which user functions failed "
                      f"dead-lettered to {dead_path} (their values NULL)")
     if data["blank_lines"]:
         parts.append(f"  {count(data['blank_lines'])} blank lines skipped")

@@ -20,6 +20,7 @@ import numpy as np
 from cep.engine import functions as function_registry
 from cep.engine.table import DTYPES, NULL_SUFFIX, PLACEHOLDERS, SEQ, Table
 from cep.engine.udf_errors import report
+from cep.engine.udf_isolation import call as isolated_call
 from grammar import ir
 
 
@@ -269,7 +270,8 @@ def _func(expr: ir.Func, env: Env, aggs: AggValues) -> Col:
 def _user_call(spec: function_registry.UserFunction, name: str, args: list[Col],
                nulls: np.ndarray | None, env: Env) -> tuple[np.ndarray, np.ndarray | None]:
     """A user function over the rows whose arguments are all non-NULL (it never sees
-    a NULL's placeholder); the rows where it raised are reported with their records'
+    a NULL's placeholder), in its isolated worker (``cep.engine.udf_isolation``); the
+    rows where it raised, hung or ended its process are reported with their records'
     seq and come back in the mask (NULL there)."""
     rows = None if nulls is None else ~nulls
     inputs = [a.values if rows is None or a.values.ndim == 0 else a.values[rows]
@@ -278,7 +280,7 @@ def _user_call(spec: function_registry.UserFunction, name: str, args: list[Col],
         return np.full(env.n, PLACEHOLDERS[spec.returns],
                        dtype=DTYPES[spec.returns]), None
     with np.errstate(all="ignore"):
-        part, failed_part, messages = spec.call(*inputs)
+        part, failed_part, messages = isolated_call(spec, tuple(inputs))
     m = env.n if rows is None else int(rows.sum())
     if part.ndim == 0:
         part = np.full(m, part.item(), dtype=part.dtype)

@@ -1,5 +1,6 @@
-"""Where a user function's failures go: a record on which a function raised is a dead
-letter with the exception's message, never the end of a run.
+"""Where a user function's failures go: a record on which a function raised, hung or
+ended its process (``cep.engine.udf_isolation``) is a dead letter with the reason,
+never the end of a run.
 
 The expression compiler (``cep.engine.expr``) calls a user function on a batch's
 values; when the function raises on some of them, their values are NULL (as Esper
@@ -57,6 +58,18 @@ def report(function: str, seqs: np.ndarray | None, messages: list[str]) -> None:
             del found[: len(found) - _OUTSIDE_LIMIT]
     order = seqs.tolist() if seqs is not None else [-1] * len(messages)
     found.extend(UdfFailure(int(s), function, m) for s, m in zip(order, messages, strict=True))
+
+
+#: how an isolated function's misbehaviour begins its message (``udf_isolation``)
+ISOLATION_VERBS = ("timed out after", "ended its process")
+
+
+def reason(failure: UdfFailure) -> str:
+    """A dead letter's reason: ``f() raised ValueError: ...``, ``f() timed out after
+    10s`` or ``f() ended its process (exit code 1)``."""
+    if failure.message.startswith(ISOLATION_VERBS):
+        return f"{failure.function}() {failure.message}"
+    return f"{failure.function}() raised {failure.message}"
 
 
 def distinct(failures: list[UdfFailure]) -> list[UdfFailure]:

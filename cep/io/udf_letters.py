@@ -1,6 +1,7 @@
 """User functions' failures as dead letters: a record on which a function the rules
-call raised (``cep.engine.udf_errors``) is one dead letter of kind ``udf_error``, with
-the function and the exception's message as its reason.
+call raised, hung on or ended its process on (``cep.engine.udf_errors``) is one dead
+letter of kind ``udf_error``, with the function and the exception's message (or "timed
+out after 10s", "ended its process (exit code 1)") as its reason.
 
 Like a late event's, the record is known by its seq and read back from its input by
 whoever found it (``late_letters``: its source, offset and text): the reference runner
@@ -15,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from cep.engine.udf_errors import UdfFailure, distinct
+from cep.engine.udf_errors import UdfFailure, distinct, reason
 from cep.io.deadletter import DeadLetter
 from cep.io.inputlog import SEQ_SHIFT, Segment
 from cep.io.late_letters import OFFSET_MASK, record_source, record_text
@@ -27,13 +28,13 @@ def add_udf_letters(dead: DeadLetter, module: ir.CompiledModule,
     """Dead-letter each (record, function) of ``failures`` once; how many letters."""
     letters = distinct(failures)
     for failure in letters:
-        reason = f"{failure.function}() raised {failure.message}"
+        why = reason(failure)
         segment = segments.get(failure.seq >> SEQ_SHIFT) if failure.seq >= 0 else None
         if segment is None:
-            dead.add("", -1, "udf_error", f"{reason} (record not known)", "")
+            dead.add("", -1, "udf_error", f"{why} (record not known)", "")
             continue
         offset = segment.start + (failure.seq & OFFSET_MASK)
-        dead.add(record_source(segment), offset, "udf_error", reason,
+        dead.add(record_source(segment), offset, "udf_error", why,
                  record_text(module, segment, offset))
     return len(letters)
 

@@ -39,6 +39,7 @@ finishes and commits, and the run returns normally.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -134,7 +135,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         raise ValueError("Output(collect=True) needs the run entry, which reads events back")
     try:
         check_chain(module)
-        udfs = shipment_for(module)  # the user functions the rules call, for the workers
+        # the user functions the rules call, for the workers, with their time limit
+        udfs = dataclasses.replace(shipment_for(module), timeout=config.udf_timeout)
     except (ChainError, UdfShipError) as err:
         raise SparkRunError(str(err)) from None
     if strategy not in ("kg", "pkg") and mongo_uri is None and not is_local_master(master):

@@ -53,6 +53,7 @@ class UdfShipment:
 
     functions: tuple[UdfSpec, ...] = ()
     files: tuple[str, ...] = ()
+    timeout: float | None = None  # a call's limit (None: the process's, udf_isolation)
 
 
 def called_functions(tree: Any) -> set[str]:
@@ -127,7 +128,12 @@ _INSTALLED: set[UdfShipment] = set()  # what this worker process has registered
 def install_udfs(shipment: UdfShipment | None) -> None:
     """Register the shipment's functions in this process (once per process): import
     each function's module, then register the function from its spec where its name
-    resolves (a lambda registered at a module's top level is registered by the import)."""
+    resolves (a lambda registered at a module's top level is registered by the import),
+    and set this process's limit per call (``cep.engine.udf_isolation``)."""
+    if shipment is not None and shipment.timeout is not None:
+        from cep.engine.udf_isolation import configure
+
+        configure(shipment.timeout)  # functions a change deploys later get it too
     if not shipment or not shipment.functions or shipment in _INSTALLED:
         return
     from cep.engine.functions import FUNCTIONS, UserFunction, register_udf
