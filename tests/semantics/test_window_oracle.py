@@ -1,0 +1,131 @@
+"""Data windows, event time and output rate limiting on the reference evaluator against
+an independent reading of the docs.
+
+Oracle: :mod:`support.window_oracle`, plain Python over lists of dicts written from
+docs/language.md, docs/esper.md and docs/semantics-event-time.md; it imports nothing of
+``cep`` and recomputes each window from the key's whole history at every trigger, so it
+shares no code with the windows (``cep.engine.windows``), the rate limiting
+(``cep.engine.rate``), the timers or the watermark clock (``cep.engine.clock``) it
+checks. Drawn: the window (``#length``, ``#time``, ``#length_batch``, ``#time_batch``,
+``#unique``), with and without ``#groupwin(k)``, a stream filter, WHERE, HAVING, an
+OUTPUT clause (ALL/FIRST/LAST/SNAPSHOT, EVERY n EVENTS or EVERY T), keys, times with
+ties and steps onto window and interval ends, late events, a LATENESS (events that wait
+for the watermark), and the batches the reference evaluator cuts the input into.
+
+The share of examples whose output is empty on both sides is measured and bounded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.shares import EmptyShare
+from support.window_oracle import Rule, output
+
+from cep.engine.output import output_records
+from cep.engine.table import SEQ, SUB
+from cep.reference import run_reference
+from grammar.compile import compile_text
+
+#: the most examples whose output is empty, as a share of all
+MOST_EMPTY = 0.4
+MS = 1000
+
+
+def schema(lateness_ms: int) -> str:
+    late = f" LATENESS {lateness_ms} msec" if lateness_ms else ""
+    return f"CREATE SCHEMA S (k long, ts timestamp, v long, kind int) TIMESTAMP ts{late};\n"
+
+
+@st.composite
+def rules(draw, rated: bool | None = None) -> Rule:
+    kind = draw(st.sampled_from(["length", "time", "length_batch", "time_batch", "unique"]))
+    arg = {"length": st.integers(1, 4), "length_batch": st.integers(1, 4),
+           "time": st.sampled_from([500, 1000, 1500, 3000]).map(lambda t: t * MS),
+           "time_batch": st.sampled_from([1000, 1500, 2000, 4000]).map(lambda t: t * MS),
+           "unique": st.just("kind")}[kind]
+    out = None
+    if rated if rated is not None else draw(st.booleans()):
+        if kind in ("time_batch",):
+            kind, arg = "length", st.integers(1, 4)
+        unit = draw(st.sampled_from(["events", "us"]))
+        every = draw(st.integers(1, 4) if unit == "events"
+                     else st.sampled_from([1000, 1500, 3000]).map(lambda t: t * MS))
+        out = (draw(st.sampled_from(["ALL", "FIRST", "LAST", "SNAPSHOT"])), every, unit)
+    optional = st.one_of(st.none(), st.integers(0, 2))
+    return Rule((kind, draw(arg)), keyed=draw(st.sampled_from([True, True, False])),
+                stream_filter=draw(optional), where=draw(optional),
+                having=draw(st.one_of(st.none(), st.integers(1, 3))), output=out)
+
+
+@st.composite
+def inputs(draw) -> tuple[list[dict], int, int]:
+    """Events in seq order (steps of half a second, ties, some late), a lateness (ms)
+    and a batch size."""
+    n = draw(st.integers(1, 30))
+    keys = draw(st.integers(1, 3))
+    steps = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    back = draw(st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 4]), min_size=n, max_size=n))
+    ts, events = 0, []
+    for i in range(n):
+        ts += steps[i] * 500 * MS
+        events.append({"seq": i, "ts": max(ts - back[i] * 500 * MS, 0),
+                       "k": draw(st.integers(0, keys - 1)), "v": draw(st.integers(0, 9)),
+                       "kind": draw(st.integers(0, 2))})
+    lateness = draw(st.sampled_from([0, 0, 500, 1000]))
+    return events, lateness * MS, draw(st.sampled_from([None, 1, 2, 3, 7]))
+
+
+def _tables(events: list[dict]) -> dict:
+    n = len(events)
+    return {"S": {SEQ: np.arange(n, dtype=np.int64), SUB: np.zeros(n, dtype=np.int64),
+                  **{f: np.array([e[f] for e in events], np.int64)
+                     for f in ("k", "ts", "v", "kind")}}}
+
+
+def _canon(rows: list[dict]) -> list[tuple]:
+    return sorted(tuple((k, r[k]) for k in ("key", "seq", "ts", "v", "n", "s", "lo", "hi",
+                                             "mean")) for r in rows)
+
+
+def got(rule: Rule, events: list[dict], lateness: int, batch: int | None) -> list[dict]:
+    module = compile_text(schema(lateness // MS) + rule.text() + ";", "oracle")
+    rows = output_records(run_reference(module, _tables(events), batch))
+    out = []
+    for r in rows:
+        ts = np.datetime64(r["ts"].rstrip("Z"), "us").astype(np.int64)
+        out.append({**r, "ts": int(ts)})
+    return out
+
+
+def compare(rule: Rule, events: list[dict], lateness: int, batch: int | None) -> list:
+    expected = output(rule, events, lateness)
+    assert _canon(got(rule, events, lateness, batch)) == _canon(expected), rule.text()
+    return expected
+
+
+def _check(max_examples: int, rated: bool | None) -> None:
+    share = EmptyShare(f"windows{'' if rated is None else ' rated' if rated else ' plain'}")
+
+    @settings(max_examples=max_examples, deadline=None)
+    @given(rule=rules(rated), drawn=inputs())
+    def check(rule, drawn):
+        events, lateness, batch = drawn
+        share.note(compare(rule, events, lateness, batch), kind=rule.window[0])
+
+    check()
+    share.check(MOST_EMPTY)
+
+
+def test_windows_equal_the_oracle():
+    _check(300, False)
+
+
+def test_rate_limited_windows_equal_the_oracle():
+    _check(300, True)
+
+
+@pytest.mark.slow
+def test_windows_equal_the_oracle_on_more_draws():
+    _check(3000, None)
