@@ -10,7 +10,10 @@ checks. Drawn: the window (``#length``, ``#time``, ``#length_batch``, ``#time_ba
 ``#unique``), with and without ``#groupwin(k)``, a stream filter, WHERE, HAVING, an
 OUTPUT clause (ALL/FIRST/LAST/SNAPSHOT, EVERY n EVENTS or EVERY T), keys, times with
 ties and steps onto window and interval ends, late events, a LATENESS (events that wait
-for the watermark), and the batches the reference evaluator cuts the input into.
+for the watermark), and the batches the reference evaluator cuts the input into; for
+rules with a key, also a run on two engines that hand random keys to each other through
+the state codec and restart from their snapshots between random batches (the handoff
+the Splitter does, ``support.moving_engines``), against the same oracle.
 
 The share of examples whose output is empty on both sides is measured and bounded."""
 
@@ -20,6 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.moving_engines import run_moving
 from support.shares import EmptyShare
 from support.window_oracle import Rule, output
 
@@ -63,7 +67,7 @@ def rules(draw, rated: bool | None = None) -> Rule:
 def inputs(draw) -> tuple[list[dict], int, int]:
     """Events in seq order (steps of half a second, ties, some late), a lateness (ms)
     and a batch size."""
-    n = draw(st.integers(1, 30))
+    n = draw(st.integers(6, 30))
     keys = draw(st.integers(1, 3))
     steps = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
     back = draw(st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 4]), min_size=n, max_size=n))
@@ -89,9 +93,15 @@ def _canon(rows: list[dict]) -> list[tuple]:
                                              "mean")) for r in rows)
 
 
-def got(rule: Rule, events: list[dict], lateness: int, batch: int | None) -> list[dict]:
+def got(rule: Rule, events: list[dict], lateness: int, batch: int | None,
+        moving: tuple[list[int], int] | None = None) -> list[dict]:
+    """The reference evaluator's rows in batches of ``batch`` events, or, given
+    ``moving`` (cuts and the movers' bits), two engines handing keys over."""
     module = compile_text(schema(lateness // MS) + rule.text() + ";", "oracle")
-    rows = output_records(run_reference(module, _tables(events), batch))
+    if moving is None:
+        rows = output_records(run_reference(module, _tables(events), batch))
+    else:
+        rows = run_moving(module, _tables(events), len(events), moving[0], moving[1], 3)
     out = []
     for r in rows:
         ts = np.datetime64(r["ts"].rstrip("Z"), "us").astype(np.int64)
@@ -99,9 +109,13 @@ def got(rule: Rule, events: list[dict], lateness: int, batch: int | None) -> lis
     return out
 
 
-def compare(rule: Rule, events: list[dict], lateness: int, batch: int | None) -> list:
+def compare(rule: Rule, events: list[dict], lateness: int, batch: int | None,
+            moving: tuple[list[int], int] | None = None) -> list:
     expected = output(rule, events, lateness)
     assert _canon(got(rule, events, lateness, batch)) == _canon(expected), rule.text()
+    if moving is not None and rule.keyed:
+        assert _canon(got(rule, events, lateness, None, moving)) == _canon(expected), (
+            f"moving keys: {rule.text()}")
     return expected
 
 
@@ -109,10 +123,13 @@ def _check(max_examples: int, rated: bool | None) -> None:
     share = EmptyShare(f"windows{'' if rated is None else ' rated' if rated else ' plain'}")
 
     @settings(max_examples=max_examples, deadline=None)
-    @given(rule=rules(rated), drawn=inputs())
-    def check(rule, drawn):
+    @given(rule=rules(rated), drawn=inputs(), cuts=st.lists(st.integers(1, 29), max_size=5),
+           movers=st.integers(0, 2**18 - 1))
+    def check(rule, drawn, cuts, movers):
         events, lateness, batch = drawn
-        share.note(compare(rule, events, lateness, batch), kind=rule.window[0])
+        cuts = sorted({c for c in cuts if c < len(events)})
+        expected = compare(rule, events, lateness, batch, (cuts, movers))
+        share.note(expected, kind=f"{rule.window[0]}{'' if expected else ' empty'}")
 
     check()
     share.check(MOST_EMPTY)
