@@ -146,3 +146,28 @@ def test_rate_limited_windows_equal_the_oracle():
 @pytest.mark.slow
 def test_windows_equal_the_oracle_on_more_draws():
     _check(3000, None)
+
+
+def _event(seq: int, ts_ms: int, kind: int = 1, k: int = 0, v: int = 0) -> dict:
+    return {"seq": seq, "ts": ts_ms * MS, "k": k, "v": v, "kind": kind}
+
+
+def test_the_readings_the_docs_now_state():
+    """The three places where the oracle had to choose a reading of the docs, each the
+    minimal case Hypothesis found, pinned by hand (docs/language.md, Output rows and
+    Evaluation; docs/esper.md, Output rate limiting)."""
+    # a late event's row has the event's own timestamp, not the watermark it counts at
+    late = [_event(0, 500), _event(1, 0)]
+    rows = got(Rule(("length", 1)), late, 0, None)
+    assert [(r["seq"], r["ts"]) for r in rows] == [(0, 500 * MS), (1, 0)]
+    assert _canon(rows) == _canon(output(Rule(("length", 1)), late))
+    # a batch window's row is made even where its last event fails WHERE
+    rule = Rule(("length_batch", 1), where=0)
+    rows = got(rule, [_event(0, 0, kind=0, v=4)], 0, None)
+    assert [(r["v"], r["n"], r["s"]) for r in rows] == [(4, 0, None)]
+    # an event the stream filter drops opens an OUTPUT EVERY T interval of its key
+    rule = Rule(("length", 1), stream_filter=0, output=("SNAPSHOT", 1000 * MS, "us"))
+    events = [_event(0, 0, kind=1), _event(1, 1000, kind=0)]
+    rows = got(rule, events, 0, None)
+    assert [(r["seq"], r["ts"]) for r in rows] == [(1, 1000 * MS), (1 << 36, 2000 * MS)]
+    assert _canon(rows) == _canon(output(rule, events))
