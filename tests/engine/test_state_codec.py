@@ -4,6 +4,11 @@ A planted pickle whose unpickling would create a file is handed to ``Engine.rest
 ``Engine.import_keys``: it is refused with a clear error and the file never appears (the
 MongoDB path is in ``tests/migration/test_state_documents.py``). Random bytes, truncated
 and damaged blobs only ever raise :class:`StateFormatError`.
+
+Oracle: none is needed beyond the value itself (a round trip must give back exactly
+what went in, compared by ``same``, which reads types and bits, not by the codec); the
+damage tests have no expected value, only the rule "plain data or StateFormatError".
+No test here compares two outputs, so none can pass on empty ones.
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@ With a TTL, a ``#keepall`` window is read and retained as ``#time(ttl)``, and a 
 without WITHIN runs as if it had ``WITHIN ttl``; windows and patterns with a bound of their
 own give the same events with or without it. Eviction is checked on the engine's retained
 state itself, over a long stream, not only on the output.
+
+Oracles: the reference evaluator over the rule the docs say a TTL makes of it
+(``#time(ttl)`` for ``#keepall``, ``WITHIN ttl`` for a pattern), or the rule without
+the TTL: shared code, so these show the rewriting, not that ``#time`` or WITHIN is
+right (``#time`` against an independent reading: ``tests/semantics/test_window_oracle.py``).
+The inputs are fixed and their outputs asserted non-empty where compared (row counts,
+``len(with_ttl) == 20``).
 """
 
 from __future__ import annotations

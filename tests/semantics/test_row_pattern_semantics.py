@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.shares import bounded, note
 
 from cep.engine.output import output_records
 from cep.engine.table import SEQ, SUB
@@ -205,6 +206,8 @@ def test_a_waiting_match_of_a_within_rule_is_reported_at_the_input_s_end(run_epl
 
 
 DIFF_SCHEMA = "CREATE SCHEMA S (k long, id long, value long, ts timestamp) TIMESTAMP ts;\n"
+#: each key's rows (an empty input matches nothing: at least 6 rows)
+VALUES = st.lists(st.integers(0, 5), min_size=6, max_size=30)
 DIFF_PATTERNS = [
     ("A B+ C+", "B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)", ""),
     ("A+? B", "B AS B.value > A.value", ""),
@@ -230,15 +233,20 @@ def _keyed_rows(values: list[int], keys: list[int]) -> dict:
 
 
 @settings(max_examples=200, deadline=None)
-@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+@given(case=st.sampled_from(DIFF_PATTERNS), values=VALUES,
        keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), n=st.integers(1, 3),
        within=st.sampled_from(["", "WITHIN 4 seconds"]), batch=st.integers(2, 9))
-def test_next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys, n,
+def _next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys, n,
                                                               within, batch):
     """Against the same rule without NEXT: the same matches and rows; NEXT(value, n) is
     the key's n-th row after the output row, NEXT(FINAL LAST(value), n) the n-th after
     the match's last row (NULL where the key has no such row, or the match is empty);
-    every cut of the input gives the same events."""
+    every cut of the input gives the same events.
+
+    Oracle: the same rule without NEXT for the matches (the same matcher: shared code),
+    and a brute-force reading of NEXT over the input for ``nv`` and ``fv`` (no shared
+    code).
+    """
     pattern, define, skip = case
     m = len(values)
     inputs = _keyed_rows(values, keys)
@@ -247,6 +255,7 @@ def test_next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys
                                      f"NEXT(FINAL LAST(value), {n}) AS fv", within), "next")
     base = output_records(run_reference(plain, inputs))
     out = output_records(run_reference(module, inputs))
+    note(out, kind=case[0])
     assert output_records(run_reference(module, inputs, 1)) == out
     assert output_records(run_reference(module, inputs, batch)) == out
     columns = ("key", "id", "mn", "c", "s")
@@ -268,14 +277,25 @@ def test_next_changes_no_match_and_reads_the_key_s_later_rows(case, values, keys
         assert r["fv"] == (None if empty else after(r["key"], last[r["key"], r["mn"]]))
 
 
+def test_next_changes_no_match_and_reads_the_key_s_later_rows():
+    with bounded("next"):
+        _next_changes_no_match_and_reads_the_key_s_later_rows()
+
+
+
 @settings(max_examples=150, deadline=None)
-@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+@given(case=st.sampled_from(DIFF_PATTERNS), values=VALUES,
        keys=st.lists(st.integers(0, 2), min_size=30, max_size=30),
        rows=st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]))
-def test_semantics_inside_an_expression_combine_whole_measures(case, values, keys, rows):
+def _semantics_inside_an_expression_combine_whole_measures(case, values, keys, rows):
     """Against measures that each carry one semantics for all of them (cep's older form,
     FINAL at the start of a measure): a measure mixing RUNNING and FINAL calls is what
-    those measures combine to."""
+    those measures combine to.
+
+    Oracle: measures each of one semantics, computed by the same evaluator (shared
+    code): the test shows that mixing combines them, not that either is right (that is
+    ``test_row_pattern_oracle.py``, whose oracle shares no code).
+    """
     pattern, define, skip = case
     inputs = _keyed_rows(values, keys)
     measures = ("FINAL (LAST(value)) AS fl, LAST(value) AS rl, FINAL (count(*)) AS fc, "
@@ -287,6 +307,7 @@ def test_semantics_inside_an_expression_combine_whole_measures(case, values, key
     text = (DIFF_SCHEMA + f"SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES "
             f"{measures} {rows} {skip} PATTERN ({pattern}) DEFINE {define} );")
     out = output_records(run_reference(compile_text(text, "mixed"), inputs))
+    note(out, kind=case[0])
 
     def minus(a: object, b: object) -> object:
         return None if a is None or b is None else a - b  # type: ignore[operator]
@@ -299,14 +320,24 @@ def test_semantics_inside_an_expression_combine_whole_measures(case, values, key
         assert r["rc"] <= r["fc"]  # RUNNING counts up to the output row
 
 
+def test_semantics_inside_an_expression_combine_whole_measures():
+    with bounded("mixed semantics"):
+        _semantics_inside_an_expression_combine_whole_measures()
+
+
+
 @settings(max_examples=150, deadline=None)
-@given(case=st.sampled_from(DIFF_PATTERNS), values=st.lists(st.integers(0, 5), max_size=30),
+@given(case=st.sampled_from(DIFF_PATTERNS), values=VALUES,
        keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), batch=st.integers(1, 9))
-def test_aggregate_arguments_are_read_on_each_row_they_cover(case, values, keys, batch):
+def _aggregate_arguments_are_read_on_each_row_they_cover(case, values, keys, batch):
     """Aggregates of expressions in MEASURES against a brute-force computation over the
     output rows of each match: the argument is evaluated on every row the aggregate
     covers (RUNNING: up to the output row; FINAL: the whole match), CLASSIFIER() being
-    that row's label and MATCH_NUMBER() the match's number."""
+    that row's label and MATCH_NUMBER() the match's number.
+
+    Oracle: plain Python over the output rows; the matches themselves (which rows, which
+    labels) are the matcher's own, so only the aggregates are checked independently.
+    """
     pattern, define, skip = case
     var = next(ch for ch in pattern if ch.isalpha())  # the pattern's first variable
     inputs = _keyed_rows(values, keys)
@@ -320,6 +351,7 @@ def test_aggregate_arguments_are_read_on_each_row_they_cover(case, values, keys,
             f"{measures} ALL ROWS PER MATCH {skip} PATTERN ({pattern}) DEFINE {define} );")
     module = compile_text(text, "args")
     out = output_records(run_reference(module, inputs))
+    note(out, kind=case[0])
     assert output_records(run_reference(module, inputs, batch)) == out
     matches: dict[tuple, list[dict]] = {}
     for r in out:
@@ -357,14 +389,24 @@ AGG_DEFINES = [
 ]
 
 
+def test_aggregate_arguments_are_read_on_each_row_they_cover():
+    with bounded("aggregate arguments"):
+        _aggregate_arguments_are_read_on_each_row_they_cover()
+
+
+
 @settings(max_examples=150, deadline=None)
-@given(case=st.sampled_from(AGG_DEFINES), values=st.lists(st.integers(0, 5), max_size=30),
+@given(case=st.sampled_from(AGG_DEFINES), values=VALUES,
        keys=st.lists(st.integers(0, 2), min_size=30, max_size=30), batch=st.integers(1, 9))
-def test_define_aggregates_of_expressions_equal_their_rewriting(case, values, keys, batch):
+def _define_aggregates_of_expressions_equal_their_rewriting(case, values, keys, batch):
     """A DEFINE aggregating an expression of the row (no NULLs here) against the same
     condition with the arithmetic moved out of the aggregate (``sum(A.value * 2)`` is
     ``2 * sum(A.value)``): the same events. (An argument naming two variables,
-    ``min(B.value - A.value)``, is refused, as SQL:2016 says.)"""
+    ``min(B.value - A.value)``, is refused, as SQL:2016 says.)
+
+    Oracle: the rewritten rule on the same evaluator (shared code): it shows the
+    expression argument is read row by row as the rewriting says.
+    """
     pattern, with_expr, rewritten = case
     inputs = _keyed_rows(values, keys)
 
@@ -375,5 +417,11 @@ def test_define_aggregates_of_expressions_equal_their_rewriting(case, values, ke
         return output_records(run_reference(compile_text(text, "define"), inputs, size))
 
     out = run(with_expr)
+    note(out, kind=case[0])
     assert run(with_expr, batch) == out
     assert out == run(rewritten)
+
+
+def test_define_aggregates_of_expressions_equal_their_rewriting():
+    with bounded("define aggregates"):
+        _define_aggregates_of_expressions_equal_their_rewriting()

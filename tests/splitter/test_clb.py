@@ -1,12 +1,18 @@
 """CLB (Guo & Zhou, Algorithm 2): partition by load series, fewest-moves mapping, the
-imbalance over a series, and the load series the statistics keep for it."""
+imbalance over a series, and the load series the statistics keep for it.
+
+The hand cases are their own oracles. ``test_clb_never_raises_the_series_imbalance`` has
+no oracle of the map, only properties (``series_imbalance`` is CLB's own measure: shared
+code); an example where CLB moves nothing passes trivially, and their share is measured
+and bounded."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.shares import bounded, note
 
 from splitter.policies.base import LoadSnapshot
 from splitter.policies.clb import clb, fewest_moves, partition, series_imbalance
@@ -114,15 +120,31 @@ def test_statistics_keep_the_series_clb_needs() -> None:
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 25), st.data())
-def test_clb_never_raises_the_series_imbalance(n, windows, n_keys, data) -> None:
+@example(1, 2, 3, None)  # one engine, and no key: nothing can move
+@example(2, 1, 0, None)
+@given(st.integers(2, 6), st.integers(1, 6), st.integers(2, 25), st.data())
+def _clb_never_raises_the_series_imbalance(n, windows, n_keys, data) -> None:
+    if data is None:
+        series, current = np.ones((windows, n_keys)), np.zeros(n_keys, dtype=np.int64)
+        out = clb(LoadSnapshot(series[-1], current, n, threshold=0.0, load_series=series))
+        assert out.tolist() == current.tolist()
+        return
     series = np.array(data.draw(st.lists(
         st.lists(st.integers(0, 9), min_size=n_keys, max_size=n_keys),
         min_size=windows, max_size=windows)), dtype=float).reshape(windows, n_keys)
-    current = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=n_keys,
+    # maps skewed towards the low engines (uniform maps were balanced enough in 42% of
+    # the examples, where CLB rightly moved nothing)
+    low = data.draw(st.integers(0, n - 1))
+    current = np.array(data.draw(st.lists(st.integers(0, low), min_size=n_keys,
                                           max_size=n_keys)), dtype=np.int64)
     out = clb(LoadSnapshot(series[-1], current, n, threshold=0.0, load_series=series))
+    note(np.flatnonzero(out != current))
     assert out.dtype == current.dtype and np.all((out >= 0) & (out < n))
     assert series_imbalance(series, out, n) <= series_imbalance(series, current, n)
     idle = series.sum(axis=0) == 0
     assert np.array_equal(out[idle], current[idle])
+
+
+def test_clb_never_raises_the_series_imbalance() -> None:
+    with bounded("clb (nothing moved)"):
+        _clb_never_raises_the_series_imbalance()

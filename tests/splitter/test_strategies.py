@@ -1,5 +1,12 @@
 """Balancing strategies: hand-worked Algorithm 1 / LPTF examples, an exact reference
-implementation of Algorithm 1, and properties every key-preserving strategy must keep."""
+implementation of Algorithm 1, and properties every key-preserving strategy must keep.
+
+Oracles: ``reference_dlb`` below, an exact integer reading of Algorithm 1 (DLB-H and
+DLB-L) written from the paper, sharing no code with ``splitter.policies`` (not even
+``imbalance``); the other strategies have only properties (a total map, RSTD never
+worse, idle keys stay, DLB a fixed point), which check no particular map. An example
+in which nothing moves proves little (the map handed back unchanged passes): the share
+of such examples is measured and bounded."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.shares import bounded, note
 
 from splitter.policies.base import LoadSnapshot
 from splitter.policies.stats import engine_loads, imbalance
@@ -236,20 +244,26 @@ def reference_dlb(load: list[int], current: list[int], n: int, theta: int, heavy
 
 @st.composite
 def problems(draw, max_keys: int = 12, max_engines: int = 5):
-    n = draw(st.integers(1, max_engines))
-    k = draw(st.integers(0, max_keys))
+    # one engine or no key now and then (nothing can move); mostly maps skewed towards
+    # the low engines, which something must move (uniform maps were balanced enough in
+    # nearly half of the examples, which then passed by moving nothing)
+    edge = draw(st.integers(0, 9)) == 0
+    n = draw(st.integers(1, max_engines) if edge else st.integers(2, max_engines))
+    k = draw(st.integers(0, max_keys) if edge else st.integers(3, max_keys))
     load = draw(st.lists(st.integers(0, 30), min_size=k, max_size=k))
-    current = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))
+    low = draw(st.integers(0, n - 1))
+    current = draw(st.lists(st.integers(0, low), min_size=k, max_size=k))
     theta = draw(st.sampled_from([0, 5, 15, 40]))
     return np.array(load, dtype=np.int64), np.array(current, dtype=np.int64), n, theta
 
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(problems(), st.booleans())
-def test_dlb_matches_exact_reference(problem, heavy) -> None:
+def _dlb_matches_exact_reference(problem, heavy) -> None:
     load, current, n, theta = problem
     fn = dlb_h if heavy else dlb_l
     expected = reference_dlb(load.tolist(), current.tolist(), n, theta, heavy)
+    note([k for k, e in enumerate(expected) if e != current[k]])
     assert fn(LoadSnapshot(load, current, n, threshold=float(theta))).tolist() == expected
 
 
@@ -278,9 +292,10 @@ def test_every_strategy_returns_a_total_map_and_never_mutates(problem, name) -> 
 
 @settings(max_examples=200, deadline=None, database=None)
 @given(general_problems(), st.sampled_from(["dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"]))
-def test_balancing_strategies_never_worsen_rstd_nor_move_idle_keys(problem, name) -> None:
+def _balancing_strategies_never_worsen_rstd_nor_move_idle_keys(problem, name) -> None:
     load, current, n, theta, capacity = problem
     out = STRATEGIES[name](LoadSnapshot(load, current, n, threshold=theta, capacity=capacity))
+    note(np.flatnonzero(out != current), kind=name)
     before = imbalance(load, current, n, capacity)
     assert imbalance(load, out, n, capacity) <= before + 1e-9 * max(1.0, before)
     idle = load == 0
@@ -299,6 +314,16 @@ def test_dlb_output_is_a_fixed_point(problem, name) -> None:
     once = fn(LoadSnapshot(load, current, n, threshold=theta, capacity=capacity))
     again = fn(LoadSnapshot(load, once, n, threshold=theta, capacity=capacity))
     assert again.tolist() == once.tolist()
+
+
+def test_dlb_matches_exact_reference() -> None:
+    with bounded("dlb against the reference (nothing moved)"):
+        _dlb_matches_exact_reference()
+
+
+def test_balancing_strategies_never_worsen_rstd_nor_move_idle_keys() -> None:
+    with bounded("never worse (nothing moved)"):
+        _balancing_strategies_never_worsen_rstd_nor_move_idle_keys()
 
 
 def test_dlb_reaches_threshold_on_many_keys() -> None:

@@ -7,6 +7,8 @@ examples the comparison ran on)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 
@@ -33,3 +35,28 @@ class EmptyShare:
         print(f"{self.name}: {self.examples} examples, {self.empty} empty "
               f"({self.empty / max(self.examples, 1):.0%}) {self.kinds}")
         assert self.examples and self.empty <= most_empty * self.examples, self
+
+
+#: the shares being counted now, innermost last (see :func:`bounded`)
+_COUNTING: list[EmptyShare] = []
+
+
+def note(*outputs: object, kind: str | None = None) -> None:
+    """Count one example of the differential test running inside :func:`bounded` (a
+    no-op outside one, so a test body may be called on its own too)."""
+    if _COUNTING:
+        _COUNTING[-1].note(*outputs, kind=kind)
+
+
+@contextmanager
+def bounded(name: str, most_empty: float = 0.4) -> Iterator[EmptyShare]:
+    """Count the examples of the Hypothesis test run inside (its body calls
+    :func:`note`), then print the figures and assert the empty share's bound (not when
+    the test itself failed: its own error is the one to see)."""
+    share = EmptyShare(name)
+    _COUNTING.append(share)
+    try:
+        yield share
+    finally:
+        _COUNTING.remove(share)
+    share.check(most_empty)
