@@ -36,7 +36,7 @@ def test_unpickling_the_processor_loads_no_data_library_and_no_engine(tmp_path):
     new = json.loads(loaded.stdout)
     assert not [m for m in new if m.split(".")[0] in ("pandas", "pyarrow", "numpy")]
     assert {m for m in new if m.split(".")[0] == "cep"} <= {
-        "cep", "grammar", "grammar.ir", "cep.spark", "cep.spark.engines.processor",
-        "cep.spark.engines.task"}
+        "cep", "grammar", "grammar.ir", "cep.spark", "cep.spark.engines",
+        "cep.spark.engines.processor", "cep.spark.engines.task"}
     assert processor.task.engine_of_label == {0: (0, 0), 1: (0, 1), 2: (1, 0), 3: (1, 1)}
     assert processor.task.parts_at == (str(tmp_path / "p"), "jsonl")

@@ -47,8 +47,14 @@ def test_verify_prints_the_table_and_writes_json(tmp_path):
     assert all(r["headroom_events"] >= 1.0 and r["headroom_cpu"] >= 1.0
                for r in rows.values())
     assert not rows["pkg"]["equal_to_kg"] and rows["pkg"]["extra"] > 0
-    # a line per run on standard error as it ends: a comparison runs for minutes
-    progress = [line for line in result.stderr.splitlines() if line.startswith("cep: [")]
+    # a line per run on standard error as it starts and as it ends: a comparison runs
+    # for minutes, and a run on Spark says nothing until its first batch
+    lines = [line for line in result.stderr.splitlines() if line.startswith("cep: [")]
+    starting = [line for line in lines if line.endswith(": running")]
+    progress = [line for line in lines if not line.endswith(": running")]
+    assert [line.split(":")[1].strip() for line in starting] == [
+        line.split(":")[1].strip() for line in progress]
+    assert lines.index(starting[0]) == 0 and lines.index(starting[1]) > lines.index(progress[0])
     assert [line.split(":")[1].strip() for line in progress] == [
         "[1/4] round 1, kg (events)", "[2/4] round 1, dlb-h (events)",
         "[3/4] round 1, dlb-h (cost)", "[4/4] round 1, pkg (events)"]
