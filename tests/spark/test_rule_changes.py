@@ -204,7 +204,9 @@ def test_changes_under_key_grouping_equal_the_reference(tmp_path):
     assert any("version" in r for r in silent) and any("version" not in r for r in silent)
 
 
-@pytest.mark.parametrize("strategy", ["dlb-l", "dlb-h", "lptf"])
+# dlb-l by default; the other movers of the same handoff are slow tests
+@pytest.mark.parametrize("strategy", ["dlb-l", *(
+    pytest.param(name, marks=pytest.mark.slow) for name in ("dlb-h", "lptf"))])
 def test_changes_while_keys_move_every_batch(tmp_path, strategy):
     job = Job(tmp_path, START, "--engines", "3", "--strategy", strategy,
               "--moves", "always", "--threshold", "1")
