@@ -185,8 +185,7 @@ class Autoscaler:
                                     "and the job keeps up")
         else:
             self._streak = []
-            return said("hold", _holding(mean, self.lower, self.upper, falls_behind,
-                                         keeps_up))
+            return said("hold", _holding(mean, self.lower, self.upper, obs.behind))
         if direction != self._direction:
             self._streak, self._direction = [], direction
         self._streak.append((demand, growth or 0.0, obs.events_in))
@@ -208,13 +207,16 @@ class Autoscaler:
                         f"{target} for w = {load:.2f}", target, growth)
 
 
-def _holding(mean: float, lower: float, upper: float, behind: bool, keeps_up: bool) -> str:
+def _holding(mean: float, lower: float, upper: float, behind: float | None) -> str:
+    """Why a batch outside the band changes nothing (or that it is inside)."""
     if lower <= mean <= upper:
         return f"engines {mean:.0%} busy, inside [v, u] = [{lower:.0%}, {upper:.0%}]"
+    if behind is None:
+        return f"engines {mean:.0%} busy, but the input lag is not known"
     if mean > upper:
-        return f"engines {mean:.0%} busy but the input lag did not grow"
-    return (f"engines {mean:.0%} busy but the lag is not known" if not keeps_up and not behind
-            else f"engines {mean:.0%} busy but the job is behind")
+        return (f"engines {mean:.0%} busy, but the job is not falling behind (lag "
+                f"{behind:,.0f}: not more than the batch read, or not growing)")
+    return f"engines {mean:.0%} busy, but the job is behind (lag {behind:,.0f})"
 
 
 def observation(metrics: dict, previous_wall: float | None) -> Observation:

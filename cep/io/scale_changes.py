@@ -52,6 +52,7 @@ class Request:
     number: int
     engines: int
     by: str
+    reason: str = ""  # ``--engines auto``'s, in words
 
 
 class ScaleLog:
@@ -73,7 +74,8 @@ class ScaleLog:
             path = self.dir / f"request-{number:06d}.json"
             try:
                 raw = json.loads(path.read_text())
-                out.append(Request(number, int(raw["engines"]), str(raw.get("by", ""))))
+                out.append(Request(number, int(raw["engines"]), str(raw.get("by", "")),
+                                   str(raw.get("reason", ""))))
             except (ValueError, KeyError, TypeError) as err:
                 raise ScaleError(f"{path} is damaged ({err})") from None
         return out
