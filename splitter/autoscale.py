@@ -27,7 +27,9 @@ the band, ``(u + v) / 2``. In cep:
 **Hysteresis**, so that it never flaps:
 
 * scale out only when the mean busy share is above ``u`` **and the job falls behind**
-  (the lag grew in every batch of the streak); scale in only when it is below ``v``
+  (the lag grew in every batch of the streak, and is more than the batch read; a
+  bounded run, whose input is all there at its start, is behind while more is left
+  than a batch reads); scale in only when it is below ``v``
   **and the job keeps up** (no lag, or a lag that shrinks) -- inside ``[v, u]`` it holds;
 * the condition must hold for ``patience`` consecutive batches (default 3), and the new
   count comes from the mean load over them;
@@ -121,6 +123,9 @@ class Autoscaler:
     lower: float = DEFAULT_LOWER
     patience: int = DEFAULT_PATIENCE
     cooldown: int = DEFAULT_COOLDOWN
+    # a bounded run's input is all there at its start: its lag only shrinks, and it is
+    # behind while more is left than a batch reads (no growth asked for)
+    bounded: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.lo <= self.hi:
@@ -173,13 +178,15 @@ class Autoscaler:
         # after a batch the lag is what arrived while it ran: a job that keeps up leaves
         # about one batch's events (jitter aside: twice), one that falls behind more
         # than it read, and more each batch
-        falls_behind = (growth is not None and growth > 0
-                        and obs.behind is not None and obs.behind > obs.events_in)
+        falls_behind = (obs.behind is not None and obs.behind > obs.events_in
+                        and (self.bounded or (growth is not None and growth > 0)))
         keeps_up = obs.behind is not None and (
             obs.behind <= 2 * max(obs.events_in, 1) or (growth is not None and growth <= 0))
         if mean > self.upper and falls_behind:
             direction, why = "out", (f"engines {mean:.0%} busy (> u = {self.upper:.0%}) "
-                                     f"and the input lag grew by {growth:,.0f}")
+                                     + (f"and {obs.behind:,.0f} records left to read"
+                                        if self.bounded else
+                                        f"and the input lag grew by {growth:,.0f}"))
         elif mean < self.lower and keeps_up:
             direction, why = "in", (f"engines {mean:.0%} busy (< v = {self.lower:.0%}) "
                                     "and the job keeps up")
@@ -194,7 +201,8 @@ class Autoscaler:
         streak, self._streak = self._streak, []
         load = sum(d for d, _, _ in streak) / len(streak)
         grown = sum(g for _, g, _ in streak)
-        if direction == "out" and grown <= sum(e for _, _, e in streak) / len(streak):
+        if (direction == "out" and not self.bounded
+                and grown <= sum(e for _, _, e in streak) / len(streak)):
             return said("hold", f"{why}, but over {len(streak)} batches the lag grew by "
                         f"{grown:,.0f}, less than a batch's events")
         target = min(self.hi, max(self.lo, parallelism(load, self.upper, self.lower)))

@@ -221,7 +221,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                                                    checkpoint)) from None
             if config.autoscale is not None:  # before the Balancer: its map t+2 follows
                 hooks.append(autoscale_hook(config.autoscale, config.autoscale_band,
-                                            scale_log))
+                                            scale_log, bounded=not follow))
             hooks += [balancer, ScaleHook(workdir, partial(record_engines_now, workdir))]
             engine_of = map_grouping(store)
             if not checkpoint:
@@ -438,8 +438,8 @@ def _requested(log: ScaleLog) -> Callable[[int], int | None]:
     return engines_at
 
 
-def autoscale_hook(bounds: tuple[int, int], band: tuple[float, float], log: ScaleLog
-                   ) -> AutoscaleHook:
+def autoscale_hook(bounds: tuple[int, int], band: tuple[float, float], log: ScaleLog,
+                   bounded: bool = False) -> AutoscaleHook:
     """``--engines auto:LO-HI``'s hook: the policy (``splitter.autoscale``) after each
     batch; its decisions are scale requests (``by: auto``, with the reason), which the
     Balancer applies as it applies ``cep scale``'s."""
@@ -448,7 +448,7 @@ def autoscale_hook(bounds: tuple[int, int], band: tuple[float, float], log: Scal
         request = log.latest()
         return None if request is None else request.engines
 
-    return AutoscaleHook(Autoscaler(*bounds, upper=band[1], lower=band[0]),
+    return AutoscaleHook(Autoscaler(*bounds, upper=band[1], lower=band[0], bounded=bounded),
                          lambda engines, reason: log.request(engines, "auto", reason),
                          latest)
 

@@ -150,3 +150,20 @@ def test_the_hook_reads_the_metrics_and_writes_one_request():
     assert asked == [(4, metrics[1]["reason"])] and metrics[1]["target"] == 4  # HI
     assert metrics[1]["request"] == 1 and "pi = ceil(2w/(u+v))" in metrics[1]["reason"]
     assert observation({"busy_s_per_engine": [1, 2], "events_in": 3}, None).wall_s == 0
+
+
+def test_a_bounded_run_scales_out_while_more_is_left_than_a_batch_reads():
+    """A bounded input is all there at the start: its lag only shrinks. Busy engines
+    with more left than a batch reads are behind it (out); a followed job whose lag
+    shrinks is catching up (hold)."""
+    def series(policy: Autoscaler) -> list[str]:
+        left = 100_000.0
+        out = []
+        for _ in range(6):
+            left -= 1_000
+            out.append(policy.step(Observation((0.95, 0.9), 1.0, 1_000, left)).action)
+        return out
+
+    bounded = series(Autoscaler(1, 8, bounded=True))
+    assert bounded[:3] == ["hold", "hold", "out"]
+    assert "out" not in series(Autoscaler(1, 8))
