@@ -207,8 +207,8 @@ class Autoscaler:
                         f"{grown:,.0f}, less than a batch's events")
         target = min(self.hi, max(self.lo, parallelism(load, self.upper, self.lower)))
         if (direction == "out" and target <= n) or (direction == "in" and target >= n):
-            bound = self.hi if direction == "out" else self.lo
-            return said("hold", f"{why}, but {n} engines is the bound ({bound})")
+            return said("hold", f"{why}, but pi = {target} for w = {load:.2f} within "
+                        f"[{self.lo}, {self.hi}] is no change from {n} engines")
         self._asked = target
         return Decision(direction, n, load, target,
                         f"{why} for {self.patience} batches: pi = ceil(2w/(u+v)) = "
@@ -229,9 +229,9 @@ def _holding(mean: float, lower: float, upper: float, behind: float | None) -> s
 
 def observation(metrics: dict, previous_wall: float | None) -> Observation:
     """A batch's metrics (``cep.spark.output.sink``) as an observation: its engines'
-    busy seconds, its wall time since the previous batch's commit (its sink's own time
-    for the first one a process runs), the events it processed and the input records
-    behind (``"input"``'s sources, ``cep.spark.inputs.progress``)."""
+    busy seconds, its wall time since the previous batch's commit (0, not measured, for
+    the first one a process runs: the policy holds), the events it processed and the
+    input records behind (``"input"``'s sources, ``cep.spark.inputs.progress``)."""
     wall = metrics.get("wall_time")
     if wall is not None and previous_wall is not None and wall > previous_wall:
         wall_s = wall - previous_wall
