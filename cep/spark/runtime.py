@@ -448,9 +448,14 @@ def autoscale_hook(bounds: tuple[int, int], band: tuple[float, float], log: Scal
         request = log.latest()
         return None if request is None else request.engines
 
+    def request(engines: int, reason: str) -> int:
+        number = log.request(engines, "auto", reason)
+        print(f"cep: --engines auto asks for {engines} engines (request {number}): "
+              f"{reason}", file=sys.stderr, flush=True)
+        return number
+
     return AutoscaleHook(Autoscaler(*bounds, upper=band[1], lower=band[0], bounded=bounded),
-                         lambda engines, reason: log.request(engines, "auto", reason),
-                         latest)
+                         request, latest)
 
 
 def _drop_run(store: StateStore) -> None:

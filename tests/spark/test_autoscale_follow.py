@@ -59,3 +59,5 @@ def test_engines_auto_scales_a_job_that_falls_behind_and_its_events_equal_the_re
     assert all("reason" in m["autoscale"] for m in metrics.values())
     assert len(metrics[change["at_batch"]]["rows_per_engine"]) == change["to"]
     assert metrics[change["at_batch"] - 1]["scaled"]["keys"] > 0
+    said = (tmp_path / "job.err").read_text()
+    assert "--engines auto asks for" in said and "1 -> " in said
