@@ -95,7 +95,9 @@ class RunConfig:
     standalone cluster's driver address and executor sizes; ``cep.spark.cluster.standalone``).
     ``udf_timeout``: seconds one call of a user function may take; a call that hangs
     longer, or that ends its process, dead-letters its record (0: functions run in the
-    job's process, unguarded; ``cep.engine.udf_isolation``)."""
+    job's process, unguarded; ``cep.engine.udf_isolation``). ``autoscale``: ``(LO,
+    HI)``, the engine count follows the load between them (``--engines auto:LO-HI``,
+    ``splitter.autoscale``; Spark runner, key-preserving strategies)."""
 
     inputs: tuple[str, ...]
     runner: str = "spark"
@@ -129,6 +131,12 @@ class RunConfig:
     late: str = "process"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     udf_timeout: float = DEFAULT_UDF_TIMEOUT
+    # ``--engines auto:LO-HI``: (LO, HI), the policy's bounds (``splitter.autoscale``);
+    # the run starts at ``engines`` (LO) and its state partitions are HI's
+    autoscale: tuple[int, int] | None = None
+    # its load band [v, u]: an engine's busy share below v is idle, above u overloaded
+    # (``splitter.autoscale.DEFAULT_LOWER``, ``DEFAULT_UPPER``; this layer imports none)
+    autoscale_band: tuple[float, float] = (0.3, 0.8)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", input_specs(self.inputs))
@@ -140,6 +148,14 @@ class RunConfig:
             raise ValueError(f"hash must be 'mod' or 'jump', not {self.hash!r}")
         if not self.udf_timeout >= 0:
             raise ValueError(f"udf_timeout must be >= 0 seconds, not {self.udf_timeout!r}")
+        if self.autoscale is not None:
+            lo, hi = self.autoscale
+            if not 1 <= lo <= hi or not lo <= self.engines <= hi:
+                raise ValueError(f"autoscale bounds must be 1 <= LO <= engines <= HI, got "
+                                 f"{lo}-{hi} with {self.engines} engines")
+        lower, upper = self.autoscale_band
+        if not 0 <= lower < upper:
+            raise ValueError(f"the autoscale band must have 0 <= v < u, got {lower}:{upper}")
 
 
 def input_specs(inputs: InputSpecs) -> tuple[str, ...]:

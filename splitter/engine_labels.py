@@ -60,16 +60,23 @@ def engine_labels(n_engines: int) -> list[int]:
     return stage_labels(n_engines, 1)[0]
 
 
-def engine_partitions(n_engines: int, master: str) -> int:
-    """Shuffle partitions for ``n_engines`` on ``master``: one per engine on a cluster
-    (an engine per task, and so per node), at most one per task slot on a local master
-    (``local``: 1, ``local[N]`` or ``local[N,F]``: N, ``local[*]``: the machine's cores)."""
+def local_slots(master: str) -> int | None:
+    """The task slots of a local master (``local``: 1, ``local[N]`` or ``local[N,F]``:
+    N, ``local[*]``: the machine's cores); None for a cluster's master."""
     match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
     if match is None:
-        return n_engines
+        return None
     slots = match.group(1)
-    cores = (os.cpu_count() or 1) if slots == "*" else int(slots or 1)
-    return max(1, min(n_engines, cores))
+    return (os.cpu_count() or 1) if slots == "*" else int(slots or 1)
+
+
+def engine_partitions(n_engines: int, master: str) -> int:
+    """Shuffle partitions for ``n_engines`` on ``master``: one per engine on a cluster
+    (an engine per task, and so per node), at most one per task slot on a local master.
+    A job that may scale passes the most engines it may have (``--engines auto:LO-HI``:
+    HI), so that every engine up to it has a partition, and a task, of its own."""
+    slots = local_slots(master)
+    return n_engines if slots is None else max(1, min(n_engines, slots))
 
 
 def stage_labels(n_engines: int, stages: int, partitions: int | None = None

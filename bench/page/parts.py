@@ -145,3 +145,18 @@ def generic_figures(data: dict, _name: str) -> str:
             for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)]
     return table(("field", "value"), rows) if rows else "No top-level figures."
 
+
+def partitions_figures(data: dict, _name: str) -> str:
+    """The same few engines with their partitions forced to each side's P."""
+    runs = data.get("runs", [])
+    rows = [(num(r.get("partitions")), num(r.get("median_trigger_ms")),
+             num(r.get("seconds"), 1), " / ".join(num(x, 1) for x in r.get("load", [])))
+            for r in runs]
+    return (f"{num(data.get('engines'))} engines (key grouping by key maps, "
+            f"`--engines auto:3-16` held at 3), the rule `{data.get('rule')}`, "
+            f"{num(data.get('events'))} events in batches of {num(data.get('batch_size'))} "
+            f"on `{data.get('master')}`; each run a whole process, the sides interleaved; "
+            "the median batch is Spark's trigger time over the batches after the first "
+            "two.\n\n"
+            + table(("partitions P", "median batch (ms)", "run (s)", "load average"), rows))
+

@@ -33,6 +33,7 @@ from page.parts import (
     event_time_figures,
     generic_figures,
     match_recognize_figures,
+    partitions_figures,
     readers_figures,
     reference_figures,
     state_figures,
@@ -255,6 +256,13 @@ SECTIONS = (
             "process that guards the job against a hang or an exit, and in the job's "
             "own.",
             "python bench/bench_udf.py", udf_figures),
+    Section("partitions.json", "State partitions beyond the engines",
+            "What a job that may scale pays while it runs few engines: Spark runs a task "
+            "per shuffle partition of the stateful stage every batch, so a 3-engine job "
+            "started with a partition per engine up to 16 (`--engines auto:3-16` on a "
+            "cluster) against one with 3.",
+            "python bench/bench_partitions.py --events 20000 --batch 1000 --rounds 2",
+            partitions_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "
             "paper's scale.", "python bench/bench_tweets.py", tweets_figures),

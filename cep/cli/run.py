@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from cep.cli.summary import balance_text, quality_lines, summary_data, summary_t
 from cep.engine.udf.files import load_udf_files
 from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
+from cep.io.scale_changes import MAX_ENGINES
 from cep.io.sinks import FORMATS
 from cep.run import run
 from cep.run_config import (
@@ -33,6 +35,8 @@ from cep.run_config import (
 from cep.transports.outputs import is_uri_output
 from grammar import ir
 from grammar.compile import compile_file
+from splitter.autoscale import DEFAULT_CLUSTER_MAX, DEFAULT_LOWER, DEFAULT_UPPER
+from splitter.engine_labels import local_slots
 
 
 def add_arguments(run_parser: argparse.ArgumentParser) -> None:
@@ -47,9 +51,21 @@ def add_arguments(run_parser: argparse.ArgumentParser) -> None:
         "kafka://HOST:PORT/TOPIC[,TOPIC] (kafka://embedded/TOPIC: cep's own broker); with "
         "several input streams write STREAM=SRC (repeatable)")
     add_runner_options(run_parser)
-    run_parser.add_argument("--engines", type=int, default=DEFAULT_ENGINES, metavar="N",
-                            help=f"CEP engines (Spark stateful groups), default "
-                            f"{DEFAULT_ENGINES}")
+    run_parser.add_argument(
+        "--engines", type=engines_option, default=(DEFAULT_ENGINES, None),
+        metavar="N|auto[:LO-HI]",
+        help=f"CEP engines (Spark stateful groups), default {DEFAULT_ENGINES}; auto:LO-HI "
+        "lets the load set the count between LO and HI while the job runs (starting at "
+        "LO; Guo and Zhou's pi = ceil(2w/(u+v)) from the engines' busy share, out only "
+        "when the input lag grows, in only when the job keeps up, decisions in the "
+        "metrics); auto alone is 1 to the local master's task slots, or 1-"
+        f"{DEFAULT_CLUSTER_MAX} on a cluster; key-preserving strategies only")
+    run_parser.add_argument(
+        "--autoscale-band", type=_band, default=(DEFAULT_LOWER, DEFAULT_UPPER),
+        metavar="V:U",
+        help="with --engines auto: the busy share of its batches' wall time below which "
+        "an engine is idle (v) and above which it is overloaded (u); each engine is given "
+        f"(u+v)/2 (default {DEFAULT_LOWER:g}:{DEFAULT_UPPER:g})")
     run_parser.add_argument("--batch-size", type=int, default=None, metavar="N",
                             help=f"events per micro-batch (spark default "
                             f"{DEFAULT_BATCH_SIZE:,}; local default: all at once)")
@@ -167,10 +183,15 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
     slow down, and reads no ``--slow-engine``."""
     console = args.format == "console"
     slow = slowdown(args.slow_engine) if args.runner == "spark" else {}
+    engines, bounds = args.engines
+    if bounds == AUTO:  # bare auto: the bounds depend on the master
+        bounds = (1, local_slots(args.master) or DEFAULT_CLUSTER_MAX)
+        engines = 1
     return RunConfig(
         tuple(args.input), runner=args.runner,
         output=Output(None if console else args.output, "jsonl" if console else args.format),
-        engines=args.engines, batch_size=args.batch_size, master=args.master,
+        engines=engines, autoscale=bounds, autoscale_band=args.autoscale_band,
+        batch_size=args.batch_size, master=args.master,
         checkpoint=args.checkpoint, follow=args.follow, trigger_s=args.trigger_interval,
         dead_letter=dead_path, metrics_file=args.metrics,
         max_record_bytes=args.max_record_bytes, verbose=args.verbose,
@@ -181,6 +202,39 @@ def run_config(args: argparse.Namespace, dead_path: str) -> RunConfig:
         mongo_timeout=args.mongo_timeout, starting_offsets=args.starting_offsets,
         idle_timeout_s=args.idle_timeout,
         late=args.late, udf_timeout=args.udf_timeout)
+
+
+AUTO = (0, 0)  # ``--engines auto`` without bounds, resolved once the master is known
+
+
+def engines_option(text: str) -> tuple[int, tuple[int, int] | None]:
+    """``--engines``: ``N`` (a fixed count), ``auto`` or ``auto:LO-HI`` (the count the
+    run starts at, LO, and the policy's bounds)."""
+    text = text.strip()
+    if text.isdigit() and int(text) >= 1:
+        return int(text), None
+    if text == "auto":
+        return 1, AUTO
+    match = re.fullmatch(r"auto:(\d+)-(\d+)", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"not an engine count: {text!r} (a number, auto or auto:LO-HI, e.g. auto:2-8)")
+    lo, hi = int(match.group(1)), int(match.group(2))
+    if not 1 <= lo <= hi <= MAX_ENGINES:
+        raise argparse.ArgumentTypeError(
+            f"auto:{lo}-{hi}: the bounds must be 1 <= LO <= HI <= {MAX_ENGINES}")
+    return lo, (lo, hi)
+
+
+def _band(text: str) -> tuple[float, float]:
+    """``--autoscale-band V:U``: two shares, 0 <= V < U."""
+    try:
+        lower, upper = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not V:U shares like 0.3:0.8: {text!r}") from None
+    if not 0 <= lower < upper:
+        raise argparse.ArgumentTypeError(f"the band must have 0 <= V < U, got {text!r}")
+    return lower, upper
 
 
 def _idle_timeout(text: str) -> float:

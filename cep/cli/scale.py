@@ -41,7 +41,8 @@ def _status(run_dir: str) -> int:
     log = ScaleLog(run_dir)
     requests, applied = log.requests(), log.applied()
     for request in requests:
-        print(f"request {request.number}: {request.engines} engines ({request.by})")
+        why = f": {request.reason}" if request.reason else ""
+        print(f"request {request.number}: {request.engines} engines ({request.by}){why}")
     for change in applied:
         moved = ("" if change.get("keys") is None
                  else f": {change['keys']} keys, {change['bytes']} bytes handed over")

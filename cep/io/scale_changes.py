@@ -6,8 +6,9 @@ Balancer applies the newest request at the first key map it writes after it.
 change log (whole under a temporary name, then linked into place, fsynced):
 
 * ``request-000001.json``, …: one per request, ``{"engines": N, "by": "cep scale" |
-  "restart", "written": time}``; the number is claimed with a hard link that fails if
-  taken, so two commands at once never write the same one; never rewritten;
+  "restart" | "auto", "written": time}`` (``auto``'s with its ``reason``); the
+  number is claimed with a hard link that fails if taken, so two commands at once
+  never write the same one; never rewritten;
 * ``applied.json``: written by the job's driver (:class:`ScaleHook`): each change that
   applied, the request it came from, its batch, counts and what it handed over.
 
@@ -51,6 +52,7 @@ class Request:
     number: int
     engines: int
     by: str
+    reason: str = ""  # ``--engines auto``'s, in words
 
 
 class ScaleLog:
@@ -72,7 +74,8 @@ class ScaleLog:
             path = self.dir / f"request-{number:06d}.json"
             try:
                 raw = json.loads(path.read_text())
-                out.append(Request(number, int(raw["engines"]), str(raw.get("by", ""))))
+                out.append(Request(number, int(raw["engines"]), str(raw.get("by", "")),
+                                   str(raw.get("reason", ""))))
             except (ValueError, KeyError, TypeError) as err:
                 raise ScaleError(f"{path} is damaged ({err})") from None
         return out
@@ -89,10 +92,12 @@ class ScaleLog:
         except (ValueError, KeyError, TypeError) as err:
             raise ScaleError(f"{path} is damaged ({err})") from None
 
-    def request(self, engines: int, by: str) -> int:
-        """Write a request for ``engines`` as the next number; the number."""
+    def request(self, engines: int, by: str, reason: str | None = None) -> int:
+        """Write a request for ``engines`` as the next number; the number. ``reason``:
+        why (``--engines auto``'s policy says what it measured)."""
         return append_numbered(self.dir, "request", self.numbers, json.dumps(
-            {"engines": engines, "by": by, "written": time.time()}))
+            {"engines": engines, "by": by, "written": time.time(),
+             **({"reason": reason} if reason else {})}))
 
     def applied(self) -> list[dict]:
         """The changes that applied, in batch order (see the module's docstring)."""

@@ -43,8 +43,8 @@ class EngineLayout:
 
 
 def run_manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, str],
-              partitions: int, chained: bool = False, hash: str | None = None
-              ) -> tuple[str, int, EngineLayout]:
+              partitions: int, chained: bool = False, hash: str | None = None,
+              scalable: bool = False) -> tuple[str, int, EngineLayout]:
     """The run id of the run in ``workdir``, its engines' shuffle partitions and its
     :class:`EngineLayout`: drawn when the directory is new, read back on a restart (so
     it finds its maps and state documents again, and a checkpoint deleted and recreated
@@ -64,7 +64,10 @@ def run_manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, 
     state there (a run directory that names none had one per engine); engine e runs in
     partition e mod P. KG's ``hash`` (None: the run's) is recorded when the directory is
     made: a restart keeps it, and one that names another is refused (the maps written
-    already, and a hash-routed KG run's engines, hold keys by it)."""
+    already, and a hash-routed KG run's engines, hold keys by it). ``scalable``: the
+    run's count may change while it runs (``--engines auto``), so key grouping routes
+    by key maps from its start (or, on a restart of a run that routed by hash, from
+    the batch it resumes at)."""
     if strategy == "pkg" and hash == "jump":
         raise SparkRunError("--hash is key grouping's hash: PKG places keys by two hash "
                             "choices of its own, so it takes no --hash jump")
@@ -92,6 +95,10 @@ def run_manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, 
         before = int(manifest.get("engines_asked", initial))
         maps = bool(manifest.get("maps", False))
         rescale = engines != before
+        if scalable and strategy == "kg" and not maps and not rescale:
+            manifest["kg_maps"] = [next_batch(workdir), before]
+            manifest["maps"] = True
+            _write_manifest(path, manifest)
         if rescale:
             if strategy == "pkg" or chained:
                 why = ("PKG splits keys" if strategy == "pkg"
@@ -109,7 +116,8 @@ def run_manifest(workdir: Path, engines: int, strategy: str, sources: dict[str, 
         return manifest["run_id"], int(manifest.get("partitions", initial)), layout
     manifest = {"run_id": uuid.uuid4().hex[:16], "state_layout": STATE_LAYOUT,
                 "engines": engines, **wanted, "partitions": partitions,
-                "maps": strategy != "kg" and strategy != "pkg", "chained": chained,
+                "maps": strategy != "pkg" and (strategy != "kg" or scalable),
+                "chained": chained,
                 "hash": hash or "mod"}
     workdir.mkdir(parents=True, exist_ok=True)
     _write_manifest(workdir / "run.json", manifest)

@@ -91,6 +91,7 @@ from cep.transports.outputs import is_uri_output, publisher
 from grammar import ir
 from grammar.rule_set import output_order
 from migration.store import StateStore
+from splitter.autoscale import AutoscaleHook, Autoscaler
 from splitter.balancer import Balancer
 from splitter.engine_labels import engine_partitions, stage_labels
 from splitter.routing import key_grouping, map_grouping, partial_key_grouping
@@ -159,10 +160,20 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                    else Path(tempfile.mkdtemp(prefix="cep-run-")))
         if not checkpoint:
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
+        if config.autoscale is not None and (strategy == "pkg" or module.stages):
+            raise SparkRunError(
+                "--engines auto changes the engine count, which "
+                + ("PKG cannot (it splits keys: no key map to scale)" if strategy == "pkg"
+                   else "an INSERT INTO chain cannot (its later stages keep their keys)")
+                + ": give a fixed --engines N")
+        # a job that may scale gets a partition per engine up to its most (on a local
+        # master up to its task slots): engines beyond the partitions add no cores
+        most = config.autoscale[1] if config.autoscale is not None else engines
         run_id, partitions, layout = run_manifest(workdir, engines, strategy, sources,
-                                               engine_partitions(engines, master),
+                                               engine_partitions(most, master),
                                                chained=bool(module.stages),
-                                               hash=config.hash)
+                                               hash=config.hash,
+                                               scalable=config.autoscale is not None)
         try:
             ChangeLog(workdir).begin(module)  # rules deployed later compose onto these
         except ChangeLogError as err:
@@ -208,6 +219,9 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             except StoreError as err:
                 raise SparkRunError(_store_failure(f"{type(err).__name__}: {err}", workdir,
                                                    checkpoint)) from None
+            if config.autoscale is not None:  # before the Balancer: its map t+2 follows
+                hooks.append(autoscale_hook(config.autoscale, config.autoscale_band,
+                                            scale_log, bounded=not follow))
             hooks += [balancer, ScaleHook(workdir, partial(record_engines_now, workdir))]
             engine_of = map_grouping(store)
             if not checkpoint:
@@ -248,14 +262,18 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         done = sum(m["events_in"] for m in read_metrics(workdir) if m["batch"] < first_batch)
         settings = {"strategy": strategy, "threshold": config.threshold, "engines": engines,
                     "hash": layout.hash,
+                    **({"autoscale": list(config.autoscale),
+                        "autoscale_band": list(config.autoscale_band)}
+                       if config.autoscale else {}),
                     "load": config.load, "moves": config.moves,
                     "batch_size": batch_size, "follow": follow,
                     **_described(module, sources, output, config.dead_letter,
                                  config.metrics_file, master, run_id)}
         sink = BatchSink(workdir, engines, settings, delivery,
                          Progress(expected, config.progress, done=done),
-                         [RuleVersionsHook(book, order), *hooks,
-                          InputProgress(workdir, sources)])
+                         # the input's lag first: the autoscale policy reads it
+                         [RuleVersionsHook(book, order), InputProgress(workdir, sources),
+                          *hooks])
         kept: deque[dict] = deque(maxlen=METRICS_KEPT)
         sink.hooks.append(lambda _batch, _stats, metrics: kept.append(metrics))
         max_record_bytes = (MAX_RECORD_BYTES if config.max_record_bytes is None
@@ -418,6 +436,26 @@ def _requested(log: ScaleLog) -> Callable[[int], int | None]:
         return None if latest is None else latest.engines
 
     return engines_at
+
+
+def autoscale_hook(bounds: tuple[int, int], band: tuple[float, float], log: ScaleLog,
+                   bounded: bool = False) -> AutoscaleHook:
+    """``--engines auto:LO-HI``'s hook: the policy (``splitter.autoscale``) after each
+    batch; its decisions are scale requests (``by: auto``, with the reason), which the
+    Balancer applies as it applies ``cep scale``'s."""
+
+    def latest() -> int | None:
+        request = log.latest()
+        return None if request is None else request.engines
+
+    def request(engines: int, reason: str) -> int:
+        number = log.request(engines, "auto", reason)
+        print(f"cep: --engines auto asks for {engines} engines (request {number}): "
+              f"{reason}", file=sys.stderr, flush=True)
+        return number
+
+    return AutoscaleHook(Autoscaler(*bounds, upper=band[1], lower=band[0], bounded=bounded),
+                         request, latest)
 
 
 def _drop_run(store: StateStore) -> None:

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,9 @@ from cep.verify import StrategyResult, format_table, verify
 from grammar import ir
 from migration.protocol import KeyMap, by_owner, exports, key_text, rescaled
 from migration.scaling import Schedule
+
+if TYPE_CHECKING:
+    from cep.testing.elastic import ElasticLoad
 from splitter.balancer import Balancer
 from splitter.keymaps import key_map
 from splitter.policies.stats import rstd
@@ -87,7 +90,7 @@ class MemoryMaps:
 
 def split_run(module: ir.CompiledModule, config: RunConfig,
               stop: threading.Event | None = None, schedule: Schedule | None = None,
-              hash: str = "mod") -> RunResult:
+              hash: str = "mod", elastic: ElasticLoad | None = None) -> RunResult:
     """One strategy's run in this process (module notes): ``config.engines`` engines,
     routed by ``config.strategy`` over batches of ``config.batch_size`` events, with
     its events and per-batch metrics as ``cep verify`` reads them (``exported_keys``:
@@ -97,7 +100,12 @@ def split_run(module: ir.CompiledModule, config: RunConfig,
     engines are added empty and retired once they handed every key over, the keys KG
     or the maps move going with their state as on Spark; key grouping then routes by
     the maps too (the ``kg`` strategy never overrides a key). ``hash``: KG's hash
-    (``migration.hashing.HASHES``)."""
+    (``migration.hashing.HASHES``).
+
+    ``elastic`` (``cep.testing.elastic``) runs ``--engines auto``: it sizes each batch
+    from a simulated input rate and backlog, times the engines from their events, and
+    its policy (``splitter.autoscale``) writes scale requests the Balancer follows as
+    it follows a ``schedule`` (one of the two)."""
     if len(module.stage_modules()) != 1:
         raise ValueError("rules with INSERT INTO chains between keys run their strategies "
                          "on Spark: runner='spark'")
@@ -110,25 +118,34 @@ def split_run(module: ir.CompiledModule, config: RunConfig,
     n = config.engines
     if schedule is not None and schedule.initial != n:
         raise ValueError(f"the schedule starts at {schedule.initial} engines, the run at {n}")
+    if elastic is not None:
+        if schedule is not None:
+            raise ValueError("a run scales by a schedule or by its policy, not both")
+        steps = elastic.batches(loaded.tables, config.batch_size,
+                                log_watermark(module, loaded.clock, loaded.end_seq))
+    else:
+        steps = ((b, c, i == len(bounds) - 1)
+                 for i, (b, c) in enumerate(zip(bounds, clocks, strict=True)))
     engines = [stage_engines(module)[0] for _ in range(n)]
     maps = MemoryMaps()
     balancer = None
     route: KeyRouter
     if config.strategy == "pkg":
-        if schedule is not None or hash != "mod":
+        if schedule is not None or elastic is not None or hash != "mod":
             raise ValueError("PKG splits keys: it has no key maps to scale or hash")
         route = partial_key_grouping(n)
-    elif config.strategy == "kg" and schedule is None and hash == "mod":
+    elif config.strategy == "kg" and schedule is None and elastic is None and hash == "mod":
         route = key_grouping(n)
     else:
         balancer = Balancer(maps, config.strategy, n, config.threshold,  # type: ignore[arg-type]
                             config.stat_window, capacity="equal", moves=config.moves,
                             hash=hash,
-                            engines_at=schedule.engines_at if schedule is not None else None)
+                            engines_at=(elastic.engines_at if elastic is not None else
+                                        schedule.engines_at if schedule is not None else None))
         balancer.prepare()
         route = map_grouping(maps)  # type: ignore[arg-type]
     order, records, metrics = rule_order(module), [], []
-    for batch, ((lo, hi), clock) in enumerate(zip(bounds, clocks, strict=True)):
+    for batch, ((lo, hi), clock, last) in enumerate(steps):
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt("stopped")
         if balancer is not None:
@@ -141,11 +158,13 @@ def split_run(module: ir.CompiledModule, config: RunConfig,
         figures: dict[str, Any] = {
             "batch": batch, "engines": n, "events_in": sum(rows), "events_out": len(out),
             "rows_per_engine": rows, "busy_s_per_engine": [0.0] * n,
-            "rstd": round(rstd(rows), 3), "input_ended": batch == len(bounds) - 1,
+            "rstd": round(rstd(rows), 3), "input_ended": last,
             "exported_keys": 0, "exported_bytes": 0}
         if balancer is not None:
             stats = [{"engine": e, "busy_s": 0.0, "key_load": load}
                      for e, load in enumerate(loads)]
+            if elastic is not None:  # before the Balancer, as on Spark
+                elastic.after_batch(batch, stats, figures)
             balancer(batch, stats, figures)
             figures["exported_keys"], figures["exported_bytes"] = _hand_over(
                 engines, key_map(maps, batch), key_map(maps, batch + 1))  # type: ignore[arg-type]

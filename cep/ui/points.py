@@ -67,7 +67,22 @@ def batch_point(record: dict, previous_wall: float | None) -> dict:
         # the rule set version the batch ran, and whether it started there (cep deploy)
         "rules_version": (record.get("rules") or {}).get("version", 0),
         "rules_changed": bool((record.get("rules") or {}).get("changed")),
+        # the engines that ran it; a scale decision (--engines auto) and its reason
+        "engines": len(record.get("rows_per_engine", [])),
+        **_autoscale(record.get("autoscale")),
     }
+
+
+def _autoscale(decision: dict | None) -> dict:
+    """A batch's ``--engines auto`` decision as plotted: only a change (``out``, ``in``)
+    is marked; every batch says the count the policy wants (``pi``)."""
+    if not decision:
+        return {}
+    changed = decision.get("action") in ("out", "in")
+    return {"autoscale": decision.get("action"), "autoscale_pi": decision.get("pi"),
+            "autoscale_load": decision.get("load"),
+            **({"autoscale_target": decision.get("target"),
+                "autoscale_reason": decision.get("reason")} if changed else {})}
 
 
 def _round(value: float | None) -> float | None:

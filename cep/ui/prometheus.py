@@ -114,6 +114,11 @@ def _balance(out: Exposition, snapshot: dict) -> None:
                [({}, None if threshold is None else round(threshold / 100, 6))])
     out.family("cep_engines", "gauge", "CEP engines of the run.",
                [({}, settings.get("engines"))])
+    last = snapshot["points"][-1] if snapshot["points"] else {}
+    out.family("cep_engines_running", "gauge",
+               "CEP engines that ran the last micro-batch (cep scale, --engines auto).",
+               [({}, last.get("engines") or None)])
+    _autoscale(out, snapshot.get("autoscale") or {})
     out.family("cep_balancer_moved_keys_total", "counter",
                "Keys the Balancer decided to move.", [({}, totals["keys_moved"])])
     out.family("cep_keys_handed_over_total", "counter",
@@ -127,6 +132,31 @@ def _balance(out: Exposition, snapshot: dict) -> None:
                [({}, totals["handover_s"])])
     out.family("cep_balancer_keys", "gauge", "Keys the Balancer has seen.",
                [({}, snapshot["balance"].get("keys"))])
+
+
+def _autoscale(out: Exposition, auto: dict) -> None:
+    """``--engines auto``: the policy's bounds, its last measure and decision (with its
+    reason as a label of an info gauge) and its changes per direction."""
+    bounds, last = auto.get("bounds"), auto.get("last") or {}
+    if not bounds:
+        return
+    out.family("cep_autoscale_bound_engines", "gauge",
+               "The engine counts --engines auto may choose between.",
+               [({"bound": "min"}, bounds[0]), ({"bound": "max"}, bounds[1])])
+    out.family("cep_autoscale_load_engines", "gauge",
+               "The load w the policy measured after the last micro-batch: the engines' "
+               "busy seconds per wall second, scaled by arrivals when the lag grew.",
+               [({}, last.get("load"))])
+    out.family("cep_autoscale_wanted_engines", "gauge",
+               "Guo and Zhou's pi = ceil(2w/(u+v)) for the last micro-batch, in bounds.",
+               [({}, last.get("pi"))])
+    out.family("cep_autoscale_decision_info", "gauge",
+               "The policy's last decision (out, in, hold, wait) and its reason.",
+               [({"action": str(last.get("action", "")),
+                  "reason": str(last.get("reason", ""))}, 1)] if last else [])
+    out.family("cep_autoscale_decisions_total", "counter",
+               "Engine count changes the policy asked for, per direction.",
+               [({"direction": d}, n) for d, n in (auto.get("counts") or {}).items()])
 
 
 def _timing(out: Exposition, snapshot: dict) -> None:

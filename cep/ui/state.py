@@ -43,6 +43,9 @@ class LiveState:
         self.dead_latest: deque[dict] = deque(maxlen=REASONS_KEPT)
         self.moves: deque[dict] = deque(maxlen=MOVES_KEPT)
         self.rule_changes: deque[dict] = deque(maxlen=MOVES_KEPT)  # batches a version began
+        # --engines auto's decisions to change the count, and how many of each
+        self.scale_decisions: deque[dict] = deque(maxlen=MOVES_KEPT)
+        self.scale_counts = {"out": 0, "in": 0}
 
     @property
     def last_batch(self) -> int | None:
@@ -77,6 +80,12 @@ class LiveState:
         if point["rules_changed"]:
             self.rule_changes.append({"batch": record["batch"],
                                       "version": point["rules_version"]})
+        if point.get("autoscale") in self.scale_counts:
+            self.scale_counts[point["autoscale"]] += 1
+            self.scale_decisions.append({
+                "batch": record["batch"], "action": point["autoscale"],
+                "from": point["engines"], "to": point["autoscale_target"],
+                "reason": point["autoscale_reason"]})
         if point["handed_over"] or point["imported"] or point["decided"]:
             self.moves.append({k: point[k] for k in (
                 "batch", "decided", "handed_over", "handover_bytes", "imported",
@@ -116,6 +125,10 @@ class LiveState:
             "balance": {k: last[k] for k in ("keys", "batch_keys", "capacity_shares",
                                              "keys_restored", "watermark", "keys_held")
                         if k in last},
+            "autoscale": {"bounds": last.get("settings", {}).get("autoscale"),
+                          "last": last.get("autoscale"),
+                          "decisions": list(self.scale_decisions),
+                          "counts": dict(self.scale_counts)},
             "points": points,
             "kept": self.points.maxlen,
         }

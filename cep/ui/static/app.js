@@ -302,13 +302,37 @@
     }));
   }
 
+  // where the engine count changed (cep scale, --engines auto): a mark at the batch that
+  // first ran the new count, and one at each --engines auto decision with its reason
+  function scaleMarks(xOf) {
+    const marks = [];
+    points.forEach((p, i) => {
+      const before = i > 0 ? points[i - 1].engines : null;
+      if (before && p.engines && p.engines !== before) {
+        marks.push({ x: xOf(p), cls: "scale-change", label: `${p.engines} engines`,
+                     title: `batch ${p.batch}: ${before} -> ${p.engines} engines from here` });
+      }
+      if (p.autoscale === "out" || p.autoscale === "in") {
+        marks.push({ x: xOf(p), cls: "scale-decision", label: `auto ${p.autoscale} → ${p.autoscale_target}`,
+                     title: `batch ${p.batch}: --engines auto asks for ${p.autoscale_target} engines: ${p.autoscale_reason}` });
+      }
+    });
+    return marks;
+  }
+
   function renderThroughput(snap) {
     const start = snap.started;
     const xOf = (p) => (start && p.wall ? p.wall - start : p.batch);
     lineChart(byId("chart-throughput"), [
       { name: "events in /s", color: COLORS[0], values: points.map((p) => [xOf(p), p.in_rate]) },
       { name: "complex events out /s", color: COLORS[1], values: points.map((p) => [xOf(p), p.out_rate]) },
-    ], { xLabel: start ? "seconds since the first batch" : "batch", marks: ruleMarks(xOf) });
+    ], { xLabel: start ? "seconds since the first batch" : "batch",
+         marks: [...ruleMarks(xOf), ...scaleMarks(xOf)] });
+  }
+
+  function lastEngines(snap) {
+    const p = points[points.length - 1];
+    return p && p.engines ? p.engines : "?";
   }
 
   function engineCount(snap) {
@@ -323,7 +347,8 @@
       series.push({ name: `engine ${e}`, color: COLORS[e % COLORS.length],
                     values: points.map((p) => [p.batch, p.rows[e] ?? null]) });
     }
-    lineChart(byId("chart-engines"), series, { xLabel: "batch", integerX: true });
+    lineChart(byId("chart-engines"), series, { xLabel: "batch", integerX: true,
+                                               marks: scaleMarks((p) => p.batch) });
     const rows = snap.engines.rows.map((events, e) => ({
       label: `engine ${e}`, value: events, color: COLORS[e % COLORS.length],
       text: `${short(events)} events · ${seconds(snap.engines.busy_s[e])} busy`,
@@ -341,7 +366,7 @@
       integerX: true,
       yFormat: (v) => `${short(v)}%`,
       hline: theta !== undefined && theta !== null ? { y: theta, label: `θ = ${num(theta, 1)}%` } : null,
-      marks: [...ruleMarks((p) => p.batch), ...moves.map((p) => ({
+      marks: [...ruleMarks((p) => p.batch), ...scaleMarks((p) => p.batch), ...moves.map((p) => ({
         x: p.batch, label: `${short(p.handed_over)} ${p.handed_over === 1 ? "key" : "keys"}`,
         title: `batch ${p.batch}: ${num(p.handed_over)} keys handed over (${bytes(p.handover_bytes)}), ` +
                `hand-over ${seconds(p.handover_s)} of engine time`,
@@ -452,6 +477,12 @@
       [run.kind || "source", run.path],
     ];
     const balance = snap.balance || {};
+    const auto = snap.autoscale || {};
+    if (auto.bounds) {
+      const last = auto.last || {};
+      rows.push(["engines (auto)", `${auto.bounds[0]}–${auto.bounds[1]}, now ${lastEngines(snap)}`]);
+      if (last.action) rows.push(["autoscale, last batch", `${last.action}: ${last.reason}`]);
+    }
     if (balance.keys !== undefined) rows.push(["keys seen by the Balancer", num(balance.keys)]);
     if (balance.watermark !== undefined) {
       // microseconds of event time; far below any real time until an event has a timestamp
