@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from support.moving_engines import run_moving
 from support.shares import EmptyShare
@@ -252,16 +252,21 @@ def test_what_the_kernel_does_not_take_runs_on_the_interpreter(rule, why):
 def test_the_kernel_continues_from_the_interpreters_snapshot():
     """A checkpoint made before the rule ran on the kernel: the interpreter's rows,
     threads and held matches, carried on by the kernel. Oracle: the interpreter over the
-    whole input."""
+    whole input. An example whose output is empty is compared, then rejected
+    (``assume``), so the 60 examples Hypothesis counts all have output: the empty share of
+    these draws ran from 22% to 43% over five runs, too wide for a fixed bound."""
     share = EmptyShare("kernel from the interpreter's snapshot")
 
     @settings(max_examples=60, deadline=None)
     @given(rule=rules(), seed=st.integers(0, 10_000), cut=st.integers(1, N_ROWS - 1))
     def check(rule, seed, cut):
-        share.note(_continued(rule, seed, cut))
+        got = _continued(rule, seed, cut)
+        share.note(got)
+        assume(got)
 
     check()
-    share.check(MOST_EMPTY)
+    share.check(1.0)
+    assert share.examples - share.empty >= 60, share
 
 
 def _continued(rule: str, seed: int, cut: int) -> list[dict]:
