@@ -19,7 +19,13 @@ the parcels' export and import are not here: ``cep bench`` measures them (stage
 ``import``/``export``); what is here is the fixed price of the balancing machinery,
 which is what a run pays where balancing cannot help.
 
-Run: ``python bench/bench_balance_cost.py [--n 240000] [--mode zipf-periodic]``.
+With ``--before DIR`` (a checkout, e.g. ``git worktree add`` or ``git archive``) each
+round runs both trees, each in a process of its own, in turn; the file keeps every
+round and the medians. ``--bound`` reads ``cep bench --nodes`` files for what balancing
+can buy at most there (the engines' share of KG's batch and KG's headroom) and what the
+machinery costs a batch where it buys nothing.
+
+Run: ``python bench/bench_balance_cost.py [--before DIR] [--rounds 3]``.
 Writes ``bench/results/balance-cost.json``.
 """
 
@@ -28,15 +34,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import RESULTS, write_results
+from common import RESULTS, ROOT, write_results
 
 from cep.io.tweets.generator import generate_tweets
 from cep.provenance import load_average
@@ -50,6 +61,7 @@ from splitter.keymaps import key_map
 from splitter.routing import key_grouping, map_grouping, owners_of
 
 ENGINES = 5
+NODE_CPUS = 0.4  # cep bench --nodes 5 on this 2-core machine
 # an engine's busy seconds per event of FSD on a 0.4-core node (the gate's saving is
 # proportional to it; cep bench --nodes 5 measured 0.3-0.9 s per 20,000-tweet batch)
 BUSY_S_PER_EVENT = 6e-5
@@ -166,6 +178,82 @@ def run_case(strategy: str, moves: str, batches: list[np.ndarray], uri: str | No
     return out
 
 
+def measure(args: argparse.Namespace) -> list[dict]:
+    """Every case of ``args.cases`` in this process, one after the other."""
+    keys = np.asarray(generate_tweets(n=args.n, mode=args.mode, rate=args.rate).keys)
+    batches = [keys[lo:lo + args.batch_size] for lo in range(0, len(keys), args.batch_size)]
+    rows = []
+    with EmbeddedMongo() as mongo:
+        pid = mongo._proc.pid if mongo._proc is not None else None
+        for case in args.cases.split(","):
+            strategy, _, moves = case.partition("/")
+            rows.append(run_case(strategy, moves or "pays", batches, mongo.uri, pid))
+    return rows
+
+
+def side_rows(side: str, tree: str, args: argparse.Namespace) -> list[dict]:
+    """The cases measured by a process of their own importing cep from ``tree``."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as raw:
+        command = [sys.executable, __file__, "--raw", raw.name, "--n", str(args.n),
+                   "--mode", args.mode, "--rate", str(args.rate),
+                   "--batch-size", str(args.batch_size), "--cases", args.cases]
+        env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+        subprocess.run(command, check=True, env=env)
+        rows = json.loads(Path(raw.name).read_text())
+    for row in rows:
+        row["side"] = side
+    return rows
+
+
+def medians(rows: list[dict]) -> list[dict]:
+    """Per side and case: each part's median over the rounds."""
+    cells: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        cells[(row["side"], row["strategy"])].append(row)
+    out = []
+    for (side, strategy), runs in cells.items():
+        cell: dict[str, Any] = {"side": side, "strategy": strategy, "rounds": len(runs)}
+        for field in ("wall_ms_per_batch", "cpu_ms_per_batch", "mongo_round_trips_per_batch"):
+            parts = sorted({p for r in runs for p in r[field]})
+            cell[field] = {p: round(statistics.median(r[field].get(p, 0.0) for r in runs), 2)
+                           for p in parts}
+        for field in ("server_cpu_ms_per_batch", "overrides_per_map_median", "keys_exported"):
+            cell[field] = statistics.median(r[field] for r in runs)
+        cell["critical_path_ms_per_batch"] = critical_path_ms(cell)
+        out.append(cell)
+    return out
+
+
+def critical_path_ms(cell: dict) -> float:
+    """What the machinery adds to a batch on emulated nodes of ``NODE_CPUS`` cores: the
+    driver's hook (between two batches: wall), the input task's routing and one engine's
+    map bookkeeping (CPU on a node of its own), and the server's CPU shared by the
+    machine's 2 cores. The part KG has too (the engines' per-key loads) is left out."""
+    cpu = cell["cpu_ms_per_batch"]
+    return round(cell["wall_ms_per_batch"].get("balancer", 0.0)
+                 + (cpu.get("route", 0.0) + cpu.get("handoff_maps", 0.0) / ENGINES) / NODE_CPUS
+                 + cell["server_cpu_ms_per_batch"] / 2, 2)
+
+
+def bounds(paths: list[str], machinery_ms: float) -> list[dict]:
+    """From ``cep bench --nodes`` files: KG's batch, the engines' share of it, KG's
+    headroom by events (``verify.balance_headroom``), the most balancing can buy end to
+    end (``1 / (1 - share (1 - 1/headroom))``) and what ``machinery_ms`` a batch costs
+    where it buys nothing (``batch / (batch + machinery)``)."""
+    out = []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        kg = next(r for r in data["results"] if r["strategy"] == "kg")
+        wall, batches = kg["wall_s"], len(kg["batch_events"])
+        share, room = wall["engines"] / wall["batches"], kg["headroom_events"]
+        batch_ms = 1000 * wall["batches"] / batches
+        out.append({"file": Path(path).name, "kg_batch_ms": round(batch_ms),
+                    "engines_share": round(share, 3), "kg_headroom_events": room,
+                    "best_x_kg": round(1 / (1 - share * (1 - 1 / room)), 3),
+                    "no_gain_x_kg": round(batch_ms / (batch_ms + machinery_ms), 3)})
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=240_000)
@@ -173,27 +261,50 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--batch-size", type=int, default=20_000)
     parser.add_argument("--cases", default="kg,dlb-l/pays,dlb-l/always")
-    parser.add_argument("--label", default="")
+    parser.add_argument("--before", help="a checkout to measure beside this one")
+    parser.add_argument("--before-name", help="what to call it (default: its commit)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bound", nargs="*", default=[
+        str(RESULTS / "gate-5nodes" / "zipf-pays-1.json"),
+        str(RESULTS / "gate-5nodes" / "default-pays-1.json")],
+        help="cep bench --nodes files whose KG runs give the bound")
+    parser.add_argument("--raw", help=argparse.SUPPRESS)  # a side's process writes here
     parser.add_argument("--out", default=str(RESULTS / "balance-cost.json"))
     args = parser.parse_args()
-    keys = np.asarray(generate_tweets(n=args.n, mode=args.mode, rate=args.rate).keys)
-    batches = [keys[lo:lo + args.batch_size] for lo in range(0, len(keys), args.batch_size)]
+    if args.raw:
+        Path(args.raw).write_text(json.dumps(measure(args)))
+        return
     start_load = load_average()
+    sides = [("before", args.before)] if args.before else []
+    sides.append(("after", str(ROOT)))
     rows = []
-    with EmbeddedMongo() as mongo:
-        pid = mongo._proc.pid if mongo._proc is not None else None
-        for case in args.cases.split(","):
-            strategy, _, moves = case.partition("/")
-            row = run_case(strategy, moves or "pays", batches, mongo.uri, pid)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    kg_cpu = sum(rows[0]["cpu_ms_per_batch"].values()) if rows else 0.0
-    for row in rows:
-        row["extra_cpu_ms_per_batch_vs_kg"] = round(
-            sum(row["cpu_ms_per_batch"].values()) + row["server_cpu_ms_per_batch"] - kg_cpu, 2)
+    for turn in range(args.rounds):  # interleaved: each round runs every side once
+        for side, tree in sides:
+            rows += [{**r, "round": turn + 1} for r in side_rows(side, tree, args)]
+            print(f"round {turn + 1} {side} done, load {load_average()}", flush=True)
+    cells = medians(rows)
+    after = next(c for c in cells if c["side"] == "after" and c["strategy"] == "dlb-l/pays")
     write_results({"input": f"tweets:n={args.n},mode={args.mode},rate={args.rate}",
-                   "batch_size": args.batch_size, "engines": ENGINES, "label": args.label,
-                   "load_average_at_start": start_load, "cases": rows}, args.out)
+                   "batch_size": args.batch_size, "engines": ENGINES,
+                   "node_cpus": NODE_CPUS, "rounds": args.rounds,
+                   "sides": {side: (args.before_name if side == "before" and args.before_name
+                                     else _describe(tree)) for side, tree in sides},
+                   "load_average_at_start": start_load, "cells": cells,
+                   "bounds": bounds(args.bound, after["critical_path_ms_per_batch"]),
+                   "runs": rows}, args.out)
+    for cell in cells:
+        print(cell["side"], cell["strategy"], "CPU ms", cell["cpu_ms_per_batch"],
+              "server", cell["server_cpu_ms_per_batch"], "critical path ms",
+              cell["critical_path_ms_per_batch"])
+
+
+def _describe(tree: str) -> str:
+    """A checkout as its commit (and whether its tree has changes)."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "-C", tree, *words], capture_output=True,
+                              text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or Path(tree).name
+    return commit + (" (with changes)" if git("status", "--porcelain") else "")
 
 
 if __name__ == "__main__":
