@@ -49,8 +49,8 @@ class Balancer:
     def __init__(self, store: StateStore, strategy: str, n_engines: int,
                  threshold: float = 15.0, window: int = 1, decay: float | None = None,
                  capacity: str = "equal", load: str = "events", moves: str = "pays",
-                 hash: str = "mod", engines_at: Callable[[int], int | None] | None = None
-                 ) -> None:
+                 hash: str = "mod", engines_at: Callable[[int], int | None] | None = None,
+                 partitions: int | None = None) -> None:
         if capacity not in CAPACITY_MODES:
             raise ValueError(f"capacity must be one of {CAPACITY_MODES}, got {capacity!r}")
         if load not in LOAD_MEASURES:
@@ -79,6 +79,9 @@ class Balancer:
         # newest ``cep scale`` request): a map with another count than the one before is
         # a scale change; None (or a None answer): the count of the maps stays
         self.engines_at = engines_at
+        # Spark's tasks of the engines (engine e in task e mod P): the gate prices moves
+        # by the busiest task, not engine (``MoveGate.judge``); None: a task per engine
+        self.partitions = partitions
 
     def prepare(self) -> None:
         """Maps 0 and 1 are plain key grouping (the first decision lands in batch 2)."""
@@ -114,7 +117,8 @@ class Balancer:
                                 capacity=shares, load_series=series)
         proposal = np.asarray(self.strategy(snapshot))
         verdict = self.gate.judge(load, current, proposal, self.n_engines,
-                                  _busiest_busy_s(stats), shares)
+                                  _busiest_busy_s(stats, self.partitions), shares,
+                                  self.partitions)
         if not verdict.pays:
             proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])
@@ -237,11 +241,13 @@ class Balancer:
         return counts
 
 
-def _busiest_busy_s(stats: list[dict]) -> float:
+def _busiest_busy_s(stats: list[dict], partitions: int | None = None) -> float:
     """The busy seconds of the batch's busiest engine (its stats rows summed: a chain's
-    stages report one row each)."""
+    stages report one row each), or of its busiest task, engine e in task e mod
+    ``partitions``."""
     busy: dict[int, float] = {}
     for info in stats:
         engine = int(info.get("engine", 0))
-        busy[engine] = busy.get(engine, 0.0) + float(info.get("busy_s", 0.0))
+        task = engine % partitions if partitions else engine
+        busy[task] = busy.get(task, 0.0) + float(info.get("busy_s", 0.0))
     return max(busy.values(), default=0.0)
