@@ -9,7 +9,8 @@ gate and writes ``M[t+2]`` and collects old documents, and all of it goes throug
 embedded MongoDB server (SecantusDB: a Python process of its own, sharing the cores).
 This bench replays FSD's real keys (the LSH buckets of ``tweets``, batches of 20,000)
 through exactly those calls, each role with a key-map cache of its own as separate
-processes have, and times each part per batch: wall and this process's CPU seconds,
+processes have (and, where the tree does so, the maps the input task sends the engines
+in the payloads), and times each part per batch: wall and this process's CPU seconds,
 the MongoDB round trips, and the server process's CPU seconds (read from /proc).
 
 Cases: ``kg`` (the hash; what routing costs without maps), ``dlb-l`` at the defaults
@@ -140,8 +141,10 @@ def run_case(strategy: str, moves: str, batches: list[np.ndarray], uri: str | No
     server_before = server_cpu_s(server_pid) if server_pid else 0.0
     overrides, moved = [], 0
     for t, keys in enumerate(batches):
+        maps_for = getattr(router, "maps_for", None)  # trees that send the engines maps
         with meter.part("route", "input"):
             owners, _ = owners_of(router, keys, t)
+            maps = maps_for(t) if maps_for is not None else None
         stats = []
         for e in range(ENGINES):
             mine = keys[owners == e]
@@ -149,6 +152,8 @@ def run_case(strategy: str, moves: str, batches: list[np.ndarray], uri: str | No
                 load = key_counts(mine) if len(mine) else {}
             if store is not None:
                 with meter.part("handoff_maps", f"engine-{e}"):
+                    if maps:  # what engines/batch.py does with the payload's maps
+                        keymaps.prime(store, maps)
                     leaving = handoff(store, e, t)
                 moved += len(leaving)
             stats.append({"engine": e, "key_load": load,

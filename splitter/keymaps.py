@@ -55,3 +55,13 @@ def remember(store: StateStore, version: int, written: KeyMap) -> None:
     _CACHE[(store.run_id, version)] = written
     while len(_CACHE) > KEPT:
         _CACHE.popitem(last=False)
+
+
+def prime(store: StateStore, maps: dict[int, bytes]) -> None:
+    """Cache maps another process read from ``store`` (an input task sends the engines
+    the maps of their batch in the payloads, ``routing.map_grouping``): maps are
+    write-once, so bytes read anywhere are the map; only versions not cached yet are
+    decoded."""
+    for version, data in maps.items():
+        if (store.run_id, version) not in _CACHE:
+            remember(store, version, KeyMap.decode(data))

@@ -65,7 +65,7 @@ from migration.protocol import (
     parcel_senders,
     rescaled,
 )
-from splitter.keymaps import key_map
+from splitter.keymaps import key_map, prime
 from splitter.late_candidates import Candidates
 from splitter.payload import unpack_payload
 
@@ -91,7 +91,10 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     checks: list[Candidates] = []  # input events to check for lateness (late_rows)
     for frame in rows:
         for payload in frame["payload"].tolist():
-            batch, mine, extra, info, first_stories, time_info, check = unpack_payload(payload)
+            batch, mine, extra, info, first_stories, time_info, check, maps = (
+                unpack_payload(payload))
+            if maps and store is not None:  # no MongoDB round trip for these versions
+                prime(store, maps)
             tasks.update(info)
             if time_info is not None:
                 times.append(time_info)
