@@ -230,14 +230,15 @@ def medians(rows: list[dict]) -> list[dict]:
 
 
 def critical_path_ms(cell: dict) -> float:
-    """What the machinery adds to a batch on emulated nodes of ``NODE_CPUS`` cores: the
-    driver's hook (between two batches: wall), the input task's routing and one engine's
-    map bookkeeping (CPU on a node of its own), and the server's CPU shared by the
-    machine's 2 cores. The part KG has too (the engines' per-key loads) is left out."""
+    """What the machinery adds to a batch on emulated nodes of ``NODE_CPUS`` cores, in
+    CPU terms (wall times on this shared machine move with its load): the driver's hook
+    and the server's work (the hook waits for its writes, between two batches), plus
+    the input task's routing and one engine's map bookkeeping, each on a node of its
+    own. The part KG has too (the engines' per-key loads) is left out."""
     cpu = cell["cpu_ms_per_batch"]
-    return round(cell["wall_ms_per_batch"].get("balancer", 0.0)
-                 + (cpu.get("route", 0.0) + cpu.get("handoff_maps", 0.0) / ENGINES) / NODE_CPUS
-                 + cell["server_cpu_ms_per_batch"] / 2, 2)
+    return round(cpu.get("balancer", 0.0) + cell["server_cpu_ms_per_batch"]
+                 + (cpu.get("route", 0.0) + cpu.get("handoff_maps", 0.0) / ENGINES) / NODE_CPUS,
+                 2)
 
 
 def bounds(paths: list[str], machinery_ms: float) -> list[dict]:

@@ -168,8 +168,9 @@ SECTIONS = (
             "input task's routing by the key map, the engines' map bookkeeping (which keys "
             "they import and export, the parcels' round trips), the driver's Balancer "
             "(statistics, strategy, gate, the map's write, collection), and the server "
-            "process's CPU. `critical path`: the Balancer's wall, plus the routing's and one "
-            "engine's bookkeeping CPU on a 0.4-core node, plus half the server's CPU. "
+            "process's CPU. `critical path`: the Balancer's and the server's CPU, plus the "
+            "routing's and one engine's bookkeeping CPU on a 0.4-core node (CPU, since wall "
+            "times on the shared machine move with its load). "
             "`best × KG` is `1 / (1 - share (1 - 1/headroom))`: the engines' share of KG's "
             "batch, shortened by the most a key-preserving placement can take off its "
             "busiest engines; `no-gain × KG` is `batch / (batch + critical path)`.",
