@@ -26,6 +26,9 @@ round and the medians. ``--bound`` reads ``cep bench --nodes`` files for what ba
 can buy at most there (the engines' share of KG's batch and KG's headroom) and what the
 machinery costs a batch where it buys nothing.
 
+``--end-to-end DIR`` adds, to the same file, the ``cep bench --nodes 5 --strategies
+kg,dlb-l --json DIR/<side>-<input>.json`` runs of each checkout.
+
 Run: ``python bench/bench_balance_cost.py [--before DIR] [--rounds 3]``.
 Writes ``bench/results/balance-cost.json``.
 """
@@ -260,6 +263,27 @@ def bounds(paths: list[str], machinery_ms: float) -> list[dict]:
     return out
 
 
+def end_to_end(folder: Path) -> list[dict]:
+    """Per ``cep bench`` file ``<side>-<input>.json``: each run's seconds, rate and load at
+    its start, and DLB-L's rate over KG's (Table 1's, over both rounds' windows), with
+    whether the events equalled KG's."""
+    out = []
+    for path in sorted(folder.glob("*-*.json")):
+        side, _, name = path.stem.partition("-")
+        data = json.loads(path.read_text())
+        table = {row["strategy"]: row for row in data["table1"]}
+        out.append({
+            "side": side, "input": name, "inputs": data.get("inputs"),
+            "date": data.get("date"), "load_average_at_start": data.get("load_average_at_start"),
+            "x_kg": {k: r.get("x_kg") for k, r in table.items()},
+            "skewed_x_kg": {k: r.get("skewed_x_kg") for k, r in table.items()},
+            "equal_to_kg": all(r.get("equal_to_kg") for r in table.values()),
+            "runs": [{k: r.get(k) for k in ("strategy", "round", "seconds", "events_per_s",
+                                            "keys_moved", "load_average")}
+                     for r in data["results"]]})
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=240_000)
@@ -274,11 +298,18 @@ def main() -> None:
         str(RESULTS / "gate-5nodes" / "zipf-pays-1.json"),
         str(RESULTS / "gate-5nodes" / "default-pays-1.json")],
         help="cep bench --nodes files whose KG runs give the bound")
+    parser.add_argument("--end-to-end", metavar="DIR",
+                        help="only add to the result file the cep bench --nodes files "
+                             "DIR/<side>-<input>.json (KG and DLB-L, each side a checkout)")
     parser.add_argument("--raw", help=argparse.SUPPRESS)  # a side's process writes here
     parser.add_argument("--out", default=str(RESULTS / "balance-cost.json"))
     args = parser.parse_args()
     if args.raw:
         Path(args.raw).write_text(json.dumps(measure(args)))
+        return
+    if args.end_to_end:
+        write_results({"end_to_end": end_to_end(Path(args.end_to_end))}, args.out,
+                      merge=True)
         return
     start_load = load_average()
     sides = [("before", args.before)] if args.before else []

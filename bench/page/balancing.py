@@ -46,7 +46,26 @@ def balance_cost_figures(data: dict, _name: str) -> str:
         + "\n\nWhat balancing can buy on the emulated nodes, from KG's runs there, and what "
         "the machinery (the `after` side's DLB-L critical path) costs a batch where it buys "
         "nothing:\n\n" + table(("KG run", "batch ms", "engines' share", "KG headroom",
-                                 "best × KG", "no-gain × KG"), bound_rows))
+                                 "best × KG", "no-gain × KG"), bound_rows)
+        + _end_to_end(at(data, "end_to_end")))
+
+
+def _end_to_end(runs: object) -> str:
+    """The ``cep bench --nodes 5`` runs of each side (``--end-to-end``), if any."""
+    if not isinstance(runs, list) or not runs:
+        return ""
+    rows = [(r.get("side", ""), r.get("input", ""),
+             " / ".join(num(x, 1) for x in r.get("load_average_at_start") or []),
+             ratio(at(r, "x_kg", "dlb-l")), ratio(at(r, "skewed_x_kg", "dlb-l")),
+             " ".join(num(x.get("seconds"), 1) for x in r.get("runs") or []
+                      if isinstance(x, dict)),
+             yes_no(r.get("equal_to_kg")))
+            for r in runs if isinstance(r, dict)]
+    return ("\n\nEnd to end, `cep bench --nodes 5 --strategies kg,dlb-l --rounds 2` per "
+            "side and input (runs in the order kg, dlb-l, kg, dlb-l); only figures measured "
+            "at a low load mean anything:\n\n" + table(
+                ("side", "input", "load at start", "DLB-L × KG", "skewed × KG",
+                 "run seconds", "= KG"), rows))
 
 
 def fsd_figures(data: dict, _name: str) -> str:
