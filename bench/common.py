@@ -39,6 +39,10 @@ cep bench --nodes 5   Does balancing buy throughput where each engine has a node
                       as in the DLB paper? Table 1 beside the paper's; ``cep report`` draws
                       Figures 3 and 4 from the files. (paper-<order>-<nodes>nodes.json,
                       one per order of the tweets and cluster, written with ``--json``)
+bench_balance_cost.py What does the balancing machinery (routing by maps, the engines'
+                      map bookkeeping, the Balancer, the MongoDB server) cost a batch
+                      beyond KG, part by part, and what can balancing buy at most on
+                      the emulated nodes? In process, no Spark. (balance-cost.json)
 bench_stream.py       Does the driver's memory stay flat as the input grows, and how long
                       from a file landing to its events under ``--follow``? (stream.json)
 bench_transports.py   How fast are the Kafka and MongoDB transports alone, and Kafka → cep
@@ -59,6 +63,8 @@ bench_state_path.py   The engines' state path on Spark before and after a change
 
 ``flights.py``, ``flink_compare.py`` and ``flink_job.py`` are the Flink comparison's data
 and its other side, used by bench_speed.py.
+``fortune_tweets.py`` writes real text for FSD (Debian's fortune cookies replayed in Zipf
+order) as a tweets file for ``cep bench --input``.
 ``spark_hand.py`` and ``spark_progress.py`` are bench_spark.py's hand-written queries and
 Spark's own figures of them. ``performance_page.py`` writes docs/performance.md from the
 result files, with the sections of ``page/``.

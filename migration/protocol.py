@@ -68,6 +68,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -93,11 +94,38 @@ class KeyMap:
     hash: str = "mod"
 
     def owners(self, keys: np.ndarray) -> np.ndarray:
-        """Engine of each key value, vectorised (overrides looked up per distinct key)."""
+        """Engine of each key value, vectorised (overrides looked up per distinct key, or
+        for integer keys by one ``searchsorted`` over the map's integer overrides)."""
         out = kg_engine(keys, self.n_engines, self.hash).astype(np.int32)
         if self.overrides and len(keys):
+            ints = _as_int64(keys)
+            if ints is not None:
+                return _apply_int_overrides(ints, out, *self._int_overrides)
             out = _apply_overrides(keys, out, self.overrides)
         return out
+
+    @cached_property
+    def _int_overrides(self) -> tuple[np.ndarray, np.ndarray]:
+        """The overrides of integer keys as (sorted int64 keys, their engines), built once
+        per map (maps are write-once and cached per process, ``splitter.keymaps``): FSD's
+        keys are LSH bucket numbers, and routing 20,000 of them through a per-key JSON
+        lookup cost an input task ~3 ms a batch against KG's 0.2 ms
+        (bench/bench_balance_cost.py). A text that is not a JSON integer (``"5"`` as a
+        string is ``'"5"'``, ``5.0`` is a float key) never matches an integer key, as
+        under :func:`key_text`."""
+        pairs = []
+        for text, engine in self.overrides.items():
+            if text[:1] not in "-0123456789":
+                continue
+            try:
+                value = int(text)
+            except ValueError:
+                continue
+            if str(value) == text and -(1 << 63) <= value < (1 << 63):  # key_text(value)
+                pairs.append((value, engine))
+        pairs.sort()
+        return (np.array([k for k, _ in pairs], dtype=np.int64),
+                np.array([e for _, e in pairs], dtype=np.int32))
 
     def owners_of(self, texts: list[str]) -> np.ndarray:
         """Engine of each key given as JSON text, vectorised: overrides by one dict
@@ -149,6 +177,30 @@ def _apply_overrides(keys: np.ndarray, owners: np.ndarray,
     return owners
 
 
+def _as_int64(keys: np.ndarray) -> np.ndarray | None:
+    """Integer keys as int64 (their JSON text is their decimal digits), else None."""
+    arr = np.asarray(keys)
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "u" and (not len(arr) or int(arr.max()) < (1 << 63)):
+        return arr.astype(np.int64)
+    return None
+
+
+def _apply_int_overrides(keys: np.ndarray, owners: np.ndarray, known: np.ndarray,
+                         engines: np.ndarray) -> np.ndarray:
+    """Replace the KG owner of the integer keys found in ``known`` (sorted)."""
+    if not len(known):
+        return owners
+    at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    hit = known[at] == keys
+    if not hit.any():
+        return owners
+    owners = owners.copy()
+    owners[hit] = engines[at[hit]]
+    return owners
+
+
 def _plain(value: object) -> object:
     """pandas reports a missing key as NaN; the key itself was None."""
     return None if isinstance(value, float) and value != value else value
@@ -156,10 +208,17 @@ def _plain(value: object) -> object:
 
 def _moved(e: int, now: KeyMap, other: KeyMap, held: Iterable[str] = ()) -> list[str]:
     """Keys (JSON text) owned by ``e`` in ``now`` and by another engine in ``other``:
-    among the overridden keys, and among ``held`` where the maps are :func:`rescaled`."""
-    candidates = set(now.overrides) | set(other.overrides)
+    among the overridden keys, and among ``held`` where the maps are :func:`rescaled`.
+    Under one KG (the maps not rescaled) a key with the same override in both maps, or
+    none, keeps its owner, so only the keys whose override differs are looked at: the
+    work follows what the Balancer changed, not the thousands of keys its maps have
+    overridden so far (bench/bench_balance_cost.py)."""
     if rescaled(now, other):
-        candidates |= set(held)
+        candidates = set(now.overrides) | set(other.overrides) | set(held)
+    else:  # same KG: only a key whose override differs can change owner
+        candidates = {text for text, _ in now.overrides.items() ^ other.overrides.items()}
+    if not candidates:
+        return []
     candidates = sorted(candidates)
     moved = (now.owners_of(candidates) == e) & (other.owners_of(candidates) != e)
     return [candidates[i] for i in np.flatnonzero(moved).tolist()]

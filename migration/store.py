@@ -201,10 +201,12 @@ class StateStore(ProcessLocalClient, Closing):
         head_id = self._map_id(version)
         with self._op(f"put_key_map(version={version})"):
             heads = self._coll("key_maps")
-            if heads.find_one({"_id": head_id}, {"_id": 1}) is not None:
-                return False
             fields = {"run": self.run_id, "version": int(version)}
             chunk_ops, head = self._blob_ops(head_id, fields, data)
+            # an inline map is one insert (a duplicate id: it exists); chunks are only
+            # written for a map that does not exist yet
+            if chunk_ops and heads.find_one({"_id": head_id}, {"_id": 1}) is not None:
+                return False
             if chunk_ops:
                 self._coll("key_map_chunks").bulk_write(chunk_ops, ordered=True)
             try:

@@ -46,3 +46,22 @@ def key_map(store: StateStore, version: int) -> KeyMap:
     else:
         _CACHE.move_to_end(cache_key)
     return found
+
+
+def remember(store: StateStore, version: int, written: KeyMap) -> None:
+    """Cache the map this process has just written as ``version`` (the Balancer's
+    ``M[t+2]``, which it reads back as ``M[t+1]`` after the next batch): a write that
+    succeeded is what every reader decodes, so the round trip is saved."""
+    _CACHE[(store.run_id, version)] = written
+    while len(_CACHE) > KEPT:
+        _CACHE.popitem(last=False)
+
+
+def prime(store: StateStore, maps: dict[int, bytes]) -> None:
+    """Cache maps another process read from ``store`` (an input task sends the engines
+    the maps of their batch in the payloads, ``routing.map_grouping``): maps are
+    write-once, so bytes read anywhere are the map; only versions not cached yet are
+    decoded."""
+    for version, data in maps.items():
+        if (store.run_id, version) not in _CACHE:
+            remember(store, version, KeyMap.decode(data))

@@ -92,14 +92,32 @@ class MoveGate:
 
     def judge(self, load: np.ndarray, current: np.ndarray, proposal: np.ndarray,
               n_engines: int, busiest_busy_s: float,
-              capacity: np.ndarray | None = None) -> Verdict:
+              capacity: np.ndarray | None = None, partitions: int | None = None
+              ) -> Verdict:
         """The verdict on moving from ``current`` to ``proposal`` (engine per key id),
-        given the keys' ``load`` and the busiest engine's busy seconds last batch."""
+        given the keys' ``load`` and the busiest engine's busy seconds last batch.
+
+        ``partitions``: Spark's tasks of the engines, engine e in task e mod P, one
+        task's engines one after another (a local master with fewer slots than
+        engines: ``engine_labels.engine_partitions``). Then a batch lasts as long as its
+        busiest task, so loads are summed per task and ``busiest_busy_s`` is that task's
+        seconds: a move between two engines of one task saves nothing, and the gate
+        lets no such move through where the paper's Balancer would make it."""
         moved = int(np.count_nonzero(proposal != current))
-        before = float(engine_loads(load, current, n_engines, capacity).max(initial=0.0))
-        after = float(engine_loads(load, proposal, n_engines, capacity).max(initial=0.0))
+        before = float(_per_task(engine_loads(load, current, n_engines, capacity),
+                                 partitions).max(initial=0.0))
+        after = float(_per_task(engine_loads(load, proposal, n_engines, capacity),
+                                partitions).max(initial=0.0))
         share = (before - after) / before if before > 0 else 0.0
         saving = max(busiest_busy_s, 0.0) * share * self.payback
         cost = moved * self.costs.per_key_s
         pays = moved == 0 or self.policy == "always" or saving > cost
         return Verdict(moved, saving, cost, pays)
+
+
+def _per_task(loads: np.ndarray, partitions: int | None) -> np.ndarray:
+    """Engine loads summed per Spark task (engine e in task e mod ``partitions``)."""
+    if partitions is None or partitions >= len(loads):
+        return loads
+    return np.bincount(np.arange(len(loads)) % partitions, weights=loads,
+                       minlength=partitions)

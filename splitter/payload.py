@@ -157,24 +157,26 @@ def decode_table(coded: Coded) -> Table:
 
 def pack_payload(batch: int, tables: Mapping[str, Coded], passthrough: Table | None,
                  info: dict[str, float], truth: np.ndarray | None,
-                 time_info: tuple | None = None, late: tuple | None = None) -> bytes:
+                 time_info: tuple | None = None, late: tuple | None = None,
+                 maps: dict[int, bytes] | None = None) -> bytes:
     """An engine's rows per stream (coded), the task's stateless output and counts (sent
     to engine 0 only), the first-story sequence numbers of a generator with a truth and
     how the task's pieces move the watermark (``input_tasks``: every engine gets it),
-    the events the engine checks for lateness (``late_rows.Candidates``), LZ4-compressed
-    (about half the bytes, for about 25 ms of CPU per million rows), after their
-    uncompressed size."""
-    raw = pickle.dumps((batch, dict(tables), passthrough, info, truth, time_info, late),
-                       protocol=5)
+    the events the engine checks for lateness (``late_rows.Candidates``), the key maps
+    the engine reads in this batch as the input task read them (``routing.map_grouping``:
+    version -> encoded map), LZ4-compressed (about half the bytes, for about 25 ms of CPU
+    per million rows), after their uncompressed size."""
+    raw = pickle.dumps((batch, dict(tables), passthrough, info, truth, time_info, late,
+                        maps), protocol=5)
     return _SIZE.pack(len(raw)) + pa.compress(raw, codec=CODEC, asbytes=True)
 
 
 def unpack_payload(payload: bytes) -> tuple[int, dict[str, Table], Table | None,
                                              dict[str, Any], np.ndarray | None, tuple | None,
-                                             tuple | None]:
+                                             tuple | None, dict[int, bytes] | None]:
     """What :func:`pack_payload` packed, with the streams' tables decoded."""
     (size,) = _SIZE.unpack_from(payload)
     raw = pa.decompress(memoryview(payload)[_SIZE.size:], size, codec=CODEC, asbytes=True)
-    batch, tables, passthrough, info, truth, time_info, late = pickle.loads(raw)
+    batch, tables, passthrough, info, truth, time_info, late, maps = pickle.loads(raw)
     return (batch, {n: decode_table(t) for n, t in tables.items()}, passthrough, info, truth,
-            time_info, late)
+            time_info, late, maps)

@@ -42,7 +42,8 @@ KeyRouter = Callable[[np.ndarray, int], np.ndarray]
 def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list[int],
                engine_of: KeyRouter, batch: int, info: dict[str, float],
                truth: np.ndarray | None = None, time_info: tuple | None = None,
-               late: tuple[bool, list[str]] | None = None) -> list[tuple[int, bytes]]:
+               late: tuple[bool, list[str]] | None = None,
+               maps: dict[int, bytes] | None = None) -> list[tuple[int, bytes]]:
     """(label, payload) for every engine, from one task's input tables. Engine 0's
     payload also carries the stateless output and ``info``, the task's counts and the
     seconds its stages took, to which this adds ``derive`` (the stateless rules, FSD's
@@ -50,7 +51,8 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
     to be first stories (each engine scores its own events against them). ``time_info``:
     how the task's pieces move the watermark, which every engine gets (``engine_batch``
     reads it). ``late``: for stage 0's input, whether late events are dropped and the
-    task's segments (JSON), for the engines to find the late events (``late_rows``)."""
+    task's segments (JSON), for the engines to find the late events (``late_rows``).
+    ``maps``: the key maps every engine reads in this batch (``map_grouping``)."""
     started = time.perf_counter()
     streams, stateless = derive_streams(module, inputs)
     derived = time.perf_counter()
@@ -70,7 +72,8 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
         checks = candidates(module, inputs, rows_of, segments)
     info = {**info, "derive": derived - started, "route": time.perf_counter() - derived}
     return [(label, pack_payload(batch, mine[e], passthrough if e == 0 else None,
-                                 info if e == 0 else {}, truth, time_info, checks[e]))
+                                 info if e == 0 else {}, truth, time_info, checks[e],
+                                 maps))
             for e, label in enumerate(labels)]
 
 
@@ -128,7 +131,17 @@ def map_grouping(store: StateStore) -> KeyRouter:
     def engines_at(batch: int) -> int:
         return key_map(store, batch).n_engines
 
+    def maps_for(batch: int) -> dict[int, bytes]:
+        """Maps ``M[t-1]``, ``M[t]``, ``M[t+1]``, which batch t's engines read (imports,
+        exports), for the payloads: the input task reads them anyway (its cache keeps
+        them from batch to batch), and each engine, a process of its own, would
+        otherwise ask MongoDB for ``M[t+1]`` every batch, a round trip to a server that
+        shares the machine's cores (bench/bench_balance_cost.py)."""
+        return {v: key_map(store, v).encode() for v in (batch - 1, batch, batch + 1)
+                if v >= 0}
+
     engine_of.engines_at = engines_at  # type: ignore[attr-defined]
+    engine_of.maps_for = maps_for  # type: ignore[attr-defined]
     return engine_of
 
 

@@ -19,6 +19,55 @@ def gate_figures(data: dict, _name: str) -> str:
                   "avg RSTD", "keys moved", "moves cost s", "= KG"), rows)
 
 
+def balance_cost_figures(data: dict, _name: str) -> str:
+    """bench_balance_cost.py: each part's per-batch cost by side and case, and the bound."""
+    parts = ("route", "handoff_maps", "balancer")
+    rows = [(c.get("side", ""), c.get("strategy", ""),
+             *(num(at(c, "cpu_ms_per_batch", p), 2) for p in parts),
+             num(at(c, "wall_ms_per_batch", "balancer"), 1),
+             num(c.get("server_cpu_ms_per_batch"), 1),
+             num(at(c, "mongo_round_trips_per_batch", "balancer"), 2),
+             num(c.get("overrides_per_map_median")),
+             num(c.get("critical_path_ms_per_batch"), 1))
+            for c in at(data, "cells") or [] if isinstance(c, dict)]
+    sides = ", ".join(f"{k} = {v}" for k, v in (at(data, "sides") or {}).items())
+    head = (f"Keys of `{data.get('input', '')}` in batches of {num(data.get('batch_size'))}, "
+            f"{num(data.get('engines'))} engines, {num(data.get('rounds'))} interleaved "
+            f"rounds, medians; milliseconds per batch. Sides: {sides}.")
+    bound_rows = [(b.get("file", ""), num(b.get("kg_batch_ms")), pct(
+                      100 * b["engines_share"] if isinstance(b.get("engines_share"), float)
+                      else None), ratio(b.get("kg_headroom_events")),
+                   ratio(b.get("best_x_kg")), ratio(b.get("no_gain_x_kg")))
+                  for b in at(data, "bounds") or [] if isinstance(b, dict)]
+    return (head + "\n\n" + table(
+        ("side", "case", "route CPU", "engines' maps CPU (5)", "Balancer CPU",
+         "Balancer wall", "server CPU", "Balancer round trips", "overrides a map",
+         "critical path"), rows)
+        + "\n\nWhat balancing can buy on the emulated nodes, from KG's runs there, and what "
+        "the machinery (the `after` side's DLB-L critical path) costs a batch where it buys "
+        "nothing:\n\n" + table(("KG run", "batch ms", "engines' share", "KG headroom",
+                                 "best × KG", "no-gain × KG"), bound_rows)
+        + _end_to_end(at(data, "end_to_end")))
+
+
+def _end_to_end(runs: object) -> str:
+    """The ``cep bench --nodes 5`` runs of each side (``--end-to-end``), if any."""
+    if not isinstance(runs, list) or not runs:
+        return ""
+    rows = [(r.get("side", ""), r.get("input", ""),
+             " / ".join(num(x, 1) for x in r.get("load_average_at_start") or []),
+             ratio(at(r, "x_kg", "dlb-l")), ratio(at(r, "skewed_x_kg", "dlb-l")),
+             " ".join(num(x.get("seconds"), 1) for x in r.get("runs") or []
+                      if isinstance(x, dict)),
+             yes_no(r.get("equal_to_kg")))
+            for r in runs if isinstance(r, dict)]
+    return ("\n\nEnd to end, `cep bench --nodes 5 --strategies kg,dlb-l --rounds 2` per "
+            "side and input (runs in the order kg, dlb-l, kg, dlb-l); only figures measured "
+            "at a low load mean anything:\n\n" + table(
+                ("side", "input", "load at start", "DLB-L × KG", "skewed × KG",
+                 "run seconds", "= KG"), rows))
+
+
 def fsd_figures(data: dict, _name: str) -> str:
     fsd = data["fsd"] if isinstance(data.get("fsd"), dict) else data
     engines = fsd.get("engines", 5)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from page.balancing import (
+    balance_cost_figures,
     balancers_figures,
     fsd_figures,
     gate_figures,
@@ -162,6 +163,20 @@ SECTIONS = (
             "bench's KG.", "python bench/gate_summary.py",
             gate_figures, "Needs the benches' files in `bench/results/gate-5nodes/` "
             "(`cep bench … --moves pays|always --json …`)."),
+    Section("balance-cost.json", "What the balancing machinery costs a batch",
+            "The calls a key-moving strategy adds to key grouping's, each batch, replayed "
+            "in process over FSD's keys against the embedded MongoDB (SecantusDB): the "
+            "input task's routing by the key map, the engines' map bookkeeping (which keys "
+            "they import and export, the parcels' round trips), the driver's Balancer "
+            "(statistics, strategy, gate, the map's write, collection), and the server "
+            "process's CPU. `critical path`: the Balancer's and the server's CPU, plus the "
+            "routing's and one engine's bookkeeping CPU on a 0.4-core node (CPU, since wall "
+            "times on the shared machine move with its load). "
+            "`best × KG` is `1 / (1 - share (1 - 1/headroom))`: the engines' share of KG's "
+            "batch, shortened by the most a key-preserving placement can take off its "
+            "busiest engines; `no-gain × KG` is `batch / (batch + critical path)`.",
+            "python bench/bench_balance_cost.py --before DIR --rounds 3",
+            balance_cost_figures),
     Section("event_time.json", "Event time: idle keys and timers",
             "The reference evaluator over a churn of users, each active for a few minutes of "
             "a long stream: how many keys hold state as time passes; and a per-key absence "

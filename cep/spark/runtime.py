@@ -210,7 +210,8 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
             balancer = Balancer(store, strategy, layout.initial, config.threshold,
                                 config.stat_window, capacity=config.capacity,
                                 load=config.load, moves=config.moves, hash=layout.hash,
-                                engines_at=None if module.stages else _requested(scale_log))
+                                engines_at=None if module.stages else _requested(scale_log),
+                                partitions=partitions)
             try:
                 balancer.prepare()
                 if layout.kg_maps is not None:  # key grouping routed by maps from then on

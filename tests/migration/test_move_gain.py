@@ -15,7 +15,7 @@ from support.shares import bounded, note
 
 from migration.hashing import kg_engine
 from migration.store import StateStore
-from splitter.balancer import Balancer
+from splitter.balancer import Balancer, _busiest_busy_s
 from splitter.move_gain import PAYBACK_BATCHES, PRIOR_KEY_S, MoveCosts, MoveGate
 
 
@@ -154,3 +154,28 @@ def test_the_balancer_moves_only_what_pays_and_always_as_the_paper(store: StateS
     assert refused["keys_moved"] == 0 and not refused["rebalanced"]
     always = _decide(store, "always", tiny)
     assert always["move_pays"] and always["keys_moved"] == refused["keys_proposed"]
+
+
+def test_a_move_between_engines_of_one_task_saves_nothing() -> None:
+    """Four engines in two Spark tasks (engine e in task e mod 2, a local[2] master):
+    moving a key from engine 0 to engine 2 evens the engines but not the tasks, whose
+    loads (the oracle: summed by hand) stay 10 and 2, so the gate refuses it; the
+    same move with a task per engine saves a share of the busiest engine."""
+    load = np.array([6.0, 4.0, 1.0, 1.0])
+    current = np.array([0, 0, 1, 3])  # engines 6+4=10, 1, 0, 1; tasks 10, 2
+    proposal = np.array([0, 2, 1, 3])  # engines 6, 1, 4, 1; tasks 10, 2
+    per_task = MoveGate().judge(load, current, proposal, 4, 1.0, partitions=2)
+    assert per_task.saving_s == 0.0 and not per_task.pays
+    per_engine = MoveGate().judge(load, current, proposal, 4, 1.0)
+    assert per_engine.saving_s == pytest.approx(0.4 * PAYBACK_BATCHES) and per_engine.pays
+    across = np.array([1, 0, 1, 3])  # key 0 to engine 1: tasks 4+0=4, 6+1+1=8
+    verdict = MoveGate().judge(load, current, across, 4, 1.0, partitions=2)
+    assert verdict.saving_s == pytest.approx((10 - 8) / 10 * PAYBACK_BATCHES)
+
+
+def test_the_balancer_prices_moves_by_its_busiest_task() -> None:
+    """The busy seconds the gate weighs are the busiest task's (its engines' summed)."""
+    stats = [{"engine": e, "busy_s": s} for e, s in enumerate([1.0, 0.5, 0.25, 2.0])]
+    assert _busiest_busy_s(stats) == 2.0
+    assert _busiest_busy_s(stats, 2) == 2.5  # engines 1 and 3
+    assert _busiest_busy_s(stats, 4) == 2.0

@@ -65,7 +65,7 @@ from migration.protocol import (
     parcel_senders,
     rescaled,
 )
-from splitter.keymaps import key_map
+from splitter.keymaps import key_map, prime
 from splitter.late_candidates import Candidates
 from splitter.payload import unpack_payload
 
@@ -91,7 +91,10 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     checks: list[Candidates] = []  # input events to check for lateness (late_rows)
     for frame in rows:
         for payload in frame["payload"].tolist():
-            batch, mine, extra, info, first_stories, time_info, check = unpack_payload(payload)
+            batch, mine, extra, info, first_stories, time_info, check, maps = (
+                unpack_payload(payload))
+            if maps and store is not None:  # no MongoDB round trip for these versions
+                prime(store, maps)
             tasks.update(info)
             if time_info is not None:
                 times.append(time_info)
@@ -112,8 +115,12 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     engine, origin = take_engine(rules.stage_module, log, p.start, label, batch)
     if engine.version != rules.version:  # the rules changed: carry the state over
         engine = engine.evolved(module, rules.version)[0]
+    fetched = time.perf_counter()
     incoming = (open_moved_keys(store, engine, engine_index, batch, rules.stage_module)
                 if store is not None else Incoming([], [], None))
+    # reading and opening the parcels is the import's work, not the restore's: the gate
+    # prices a moved key by its export and import seconds (move_gain.MoveCosts)
+    fetched = time.perf_counter() - fetched
     if incoming.clock is not None:  # an engine starting at a scale change
         engine.clock = incoming.clock
     watermark = batch_watermark(p.module, engine, times)
@@ -140,6 +147,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
         imported = incoming.keys
         moves["imported_keys"] = len(imported)
         clock.lap("import")
+        clock.shift(fetched, "restore", "import")
     with collecting() as failures:
         events = work.process(batch_streams, watermark)
     if failures and p.dead_at is not None and p.log_at is not None:
@@ -434,6 +442,12 @@ class StageClock:
         now = time.perf_counter()
         self.laps[stage] = round(now - self.last, 6)
         self.last = now
+
+    def shift(self, seconds: float, source: str, target: str) -> None:
+        """Count ``seconds`` timed inside stage ``source`` as ``target``'s."""
+        seconds = min(seconds, self.laps.get(source, 0.0))
+        self.laps[source] = round(self.laps[source] - seconds, 6)
+        self.laps[target] = round(self.laps.get(target, 0.0) + seconds, 6)
 
     @property
     def total(self) -> float:

@@ -60,6 +60,7 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     engines_at = getattr(engine_of, "engines_at", None)
     if engines_at is not None:  # routed by key maps: the engines of this batch's map
         labels = labels[:engines_at(batch)]
+    maps_for = getattr(engine_of, "maps_for", None)  # the maps the engines will read
     started = time.perf_counter()
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     info: dict[str, float] = {"dead": 0, "blank": 0, "truth": 0}
@@ -88,7 +89,8 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     with collecting() as failures:
         routed = route_part(module, tables, labels, engine_of, batch, info,
                             np.concatenate(truth) if truth else None, time_info,
-                            late=(config.late == "drop", segments))
+                            late=(config.late == "drop", segments),
+                            maps=maps_for(batch) if maps_for is not None else None)
     first = task["pieces"][0] if task["pieces"] else None
     name = (f"{Segment.from_json(first[0]).ordinal:012d}-{int(first[1]):015d}"
             if first is not None else "none")
