@@ -56,8 +56,8 @@ from migration.protocol import KeyMap, by_owner, exports, key_text, rescaled
 from migration.scaling import Schedule
 from splitter.balancer import Balancer
 from splitter.keymaps import key_map
+from splitter.policies.names import KEY_PRESERVING
 from splitter.policies.stats import rstd
-from splitter.policies.strategies import KEY_PRESERVING
 from splitter.routing import KeyRouter, key_grouping, map_grouping, partial_key_grouping
 
 DEFAULT_STRATEGIES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg")  # as cep verify's
