@@ -17,24 +17,26 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from cep.engine.output import output_lines, output_records, rows_per_rule
-from cep.engine.table import nrows
+import numpy as np
+
+from cep.engine.output import output_lines, output_records
 from cep.engine.udf_errors import collecting
 from cep.engine.udf_isolation import configured
 from cep.io.deadletter import DeadLetter
-from cep.io.inputs import InputError, load_inputs
+from cep.io.event_time import end_of_log
+from cep.io.input_chunks import Chunk, read_chunks
+from cep.io.inputlog import GENERATOR_KINDS
+from cep.io.inputs import InputError, input_segments
 from cep.io.late_letters import add_late_letters
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.sinks import write_lines, write_metrics, write_records
 from cep.io.udf_letters import add_udf_letters
+from cep.local_runner import KeptRows, LineSink, stream_reference
 from cep.quality import precision_recall, quality_from_metrics
-from cep.reference import log_watermark, reference_run
-from cep.run_config import Output, RunConfig, RunResult
-from cep.servers.kafka import embedded_broker
-from cep.transports.outputs import is_uri_output
+from cep.run_config import Output, RunConfig, RunResult, is_uri_output
 from grammar import ir
 
 
@@ -61,14 +63,17 @@ def embedded_kafka_for(uris: Iterable[str]) -> contextlib.AbstractContextManager
     """cep's own Kafka broker, for as long as the block runs, when one of ``uris`` names
     it (``kafka://embedded/TOPIC``); else nothing."""
     if any("kafka://embedded/" in uri for uri in uris):
+        from cep.servers.kafka import embedded_broker  # Kafka's and MongoDB's clients
+
         return embedded_broker()
     return contextlib.nullcontext()
 
 
 def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
-    """The reference evaluator over the whole input: its events written (or handed
-    back) at the end, its metrics a row per batch (one without ``batch_size``), with
-    the watermark, late events and what the engines hold after it."""
+    """The reference evaluator over a bounded input, streamed (``cep.local_runner``):
+    read a chunk at a time, its events written as each batch makes them; its metrics a
+    row per batch (one without ``batch_size``), with the watermark, late events and
+    what the engines hold after it."""
     started = time.perf_counter()
     output = config.output
     if config.follow:
@@ -80,44 +85,61 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         raise InputError("events handed over batch by batch need --runner spark")
     limit = MAX_RECORD_BYTES if config.max_record_bytes is None else config.max_record_bytes
     with embedded_kafka_for(config.inputs):
-        loaded = load_inputs(module, list(config.inputs), config.dead_letter,
-                             max_record_bytes=limit)
-        clock = log_watermark(module, loaded.clock, loaded.end_seq)
-        with collecting() as failures, configured(config.udf_timeout):
+        segments = input_segments(module, list(config.inputs))
+        end_seq = end_of_log(segments[-1].ordinal + 1) if segments else 0
+        truth: list[np.ndarray] = []
+        # dicts per event only where a caller needs them (see cep.local_runner)
+        kept = KeptRows(module) if (output.collect or output.fmt == "parquet" or any(
+            s.kind in GENERATOR_KINDS for s in segments)) else None
+        sink = (contextlib.nullcontext(kept) if kept is not None else
+                LineSink(None if output.fmt == "console" else output.path))
+        with DeadLetter(config.dead_letter) as read_dead, \
+                collecting() as failures, configured(config.udf_timeout), sink as emit:
             # user functions that raised, hung or ended their process: dead letters
-            reference = reference_run(module, loaded.tables, config.batch_size, clock,
-                                      config.late, figures=True)
-        late = len(reference.late["seq"])
+            chunks = _with_truth(read_chunks(module, segments, read_dead, limit), truth)
+            streamed = stream_reference(module, chunks, end_seq, emit, config.batch_size,
+                                        config.late)
+        late = len(streamed.late["seq"])
         failed = 0
         if (late and config.late == "drop") or failures:
             with DeadLetter(config.dead_letter, append=True) as dead:
                 if late and config.late == "drop":
-                    add_late_letters(dead, module, loaded.segments, reference.late)
-                failed = add_udf_letters(dead, module, loaded.segments, failures)
-    table = reference.output
-    # dicts per event only where a caller needs them: JSON lines are built column-wise
-    needs_records = (output.collect or output.fmt == "parquet"
-                     or loaded.truth_ids is not None)
-    records = output_records(table) if needs_records else None
-    if not output.collect:
-        if records is not None:
-            write_records(records, output.path, output.fmt)
-        else:
-            write_lines(output_lines(table), None if output.fmt == "console"
-                        else output.path)
-    quality = (precision_recall(records, loaded.truth_ids)
-               if loaded.truth_ids is not None else None)
-    metrics = reference.batches
+                    add_late_letters(dead, module, {s.ordinal: s for s in segments},
+                                     streamed.late)
+                failed = add_udf_letters(dead, module, {s.ordinal: s for s in segments},
+                                         failures)
+    truth_ids = np.concatenate(truth) if truth else None
+    records = None
+    if kept is not None:
+        table = kept.table()
+        records = output_records(table) if (output.collect or output.fmt == "parquet"
+                                            or truth_ids is not None) else None
+        if not output.collect:
+            if records is not None:
+                write_records(records, output.path, output.fmt)
+            else:
+                write_lines(output_lines(table), None if output.fmt == "console"
+                            else output.path)
+    quality = (precision_recall(records, truth_ids)
+               if truth_ids is not None else None)
+    metrics = streamed.batches
     if config.metrics_file:
         write_metrics([*metrics, {"quality": quality}] if quality else metrics,
                       config.metrics_file)
-    totals = {"events_in": loaded.accepted, "events_out": nrows(table) if table else 0,
-              "dead_lettered": loaded.rejected,
-              "udf_failures": failed, "blank_lines": loaded.skipped,
+    totals = {"events_in": streamed.events_in, "events_out": streamed.events_out,
+              "dead_lettered": read_dead.count,
+              "udf_failures": failed, "blank_lines": read_dead.skipped,
               "late_events": late, "late_dropped": late if config.late == "drop" else 0}
     return RunResult(metrics=metrics, totals=totals, seconds=time.perf_counter() - started,
-                     outputs_per_rule=rows_per_rule(table),
+                     outputs_per_rule=streamed.per_rule,
                      quality=quality, records=records if output.collect else None)
+
+
+def _with_truth(chunks: Iterable[Chunk], truth: list[np.ndarray]) -> Iterator[Chunk]:
+    """The chunks, a generator's ground truth (its first stories' ids) kept aside."""
+    for chunk in chunks:
+        truth.extend(chunk.truth)
+        yield chunk
 
 
 def _run_spark(module: ir.CompiledModule, config: RunConfig, stop: threading.Event | None,

@@ -46,6 +46,7 @@ DEFAULT_THRESHOLD = 15.0  # the engines' load RSTD (%) above which the Balancer 
 #: processed as it comes (the default, as Esper does with every event it is sent), or
 #: dropped to the dead letters (kind ``late``), as Flink drops late events.
 LATE_POLICIES = ("process", "drop")
+STARTING_OFFSETS = ("earliest", "latest")  # where a Kafka input is first read from
 #: Seconds one call of a user function may take before its record is a dead letter
 #: (``cep.engine.udf_isolation``, which runs functions outside the job's process): far
 #: above what a function a rule calls per batch should take, short enough that a hang
@@ -189,3 +190,10 @@ class RunResult:
     @property
     def events(self) -> int:
         return self.totals.get("events_in", 0)
+
+
+def is_uri_output(path: str | None) -> bool:
+    """An output that is a service, not a file or directory (here, not in
+    ``cep.transports.outputs``, whose Kafka and MongoDB clients a local run does not
+    import)."""
+    return path is not None and path.startswith(("kafka://", "mongodb://", "mongodb+srv://"))

@@ -25,8 +25,8 @@ from cep.run import run as run_rules
 from cep.run_config import Output, RunConfig, RunResult
 from cep.tables import HEADERS, columns, count, pct, seconds
 from grammar import ir
+from splitter.policies.names import KEY_PRESERVING
 from splitter.policies.stats import rstd
-from splitter.policies.strategies import KEY_PRESERVING
 
 # placed by hashes alone, never by the Balancer: the measure of a key's load is not theirs
 PLACED_WITHOUT_LOAD = frozenset({"kg", "pkg"})

@@ -35,10 +35,10 @@ from splitter.keymaps import key_map, remember
 from splitter.move_gain import MoveGate
 from splitter.policies.base import LoadSnapshot
 from splitter.policies.capacity import CapacityModel
-from splitter.policies.stats import LOAD_MEASURES, LoadStatistics
+from splitter.policies.names import CAPACITY_MODES, LOAD_MEASURES
+from splitter.policies.stats import LoadStatistics
 from splitter.policies.strategies import SERIES_WINDOWS, get_strategy
 
-CAPACITY_MODES = ("equal", "measured")
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
 GC_EVERY = 8  # batches between collections of old handoff documents and maps
 

@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from splitter.policies.names import MOVE_POLICIES, PAYBACK_BATCHES
 from splitter.policies.stats import engine_loads
 
-MOVE_POLICIES = ("pays", "always")
-PAYBACK_BATCHES = 3  # a move must pay for itself within this many batches
 # Seconds per moved key before any move was measured: export plus import of one FSD key
 # on a 0.4-core node (bench/bench_handoff.py: 1,000 keys took 0.12-0.15 s on a full core)
 PRIOR_KEY_S = 4e-4

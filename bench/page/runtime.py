@@ -259,7 +259,9 @@ def stages_figures(data: dict, _name: str) -> str:
                      f"{num(spark.get('tree_cpu_s'), 1)} CPU seconds (the process tree: "
                      f"driver, JVM, Python workers), {num(spark.get('batches'))} batches; "
                      "a task stage's seconds of the run are its core-seconds over the "
-                     "machine's cores.")
+                     "machine's cores."
+                     + (f" Spark's figures are of an earlier run ({job['spark_date'][:16]})."
+                        if job.get("spark_date") else ""))
         parts.append(text)
     return ("![Seconds per stage, stacked, beside the parse floor](images/stages.png)\n\n"
             + "\n\n".join(parts))

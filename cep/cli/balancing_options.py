@@ -8,12 +8,15 @@ import os
 
 from cep.cli.errors import CommandError
 from cep.run_config import DEFAULT_THRESHOLD
-from splitter.move_gain import MOVE_POLICIES, PAYBACK_BATCHES
-from splitter.policies.simulate import CAPACITY_MODES
-from splitter.policies.stats import LOAD_MEASURES
-from splitter.policies.strategies import STRATEGIES
+from splitter.policies.names import (
+    CAPACITY_MODES,
+    LOAD_MEASURES,
+    MAP_STRATEGIES,
+    MOVE_POLICIES,
+    PAYBACK_BATCHES,
+)
 
-STRATEGY_NAMES = [*STRATEGIES, "pkg"]
+STRATEGY_NAMES = [*MAP_STRATEGIES, "pkg"]
 
 
 def add_strategies_option(parser: argparse.ArgumentParser, default: str) -> None:

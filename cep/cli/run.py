@@ -4,6 +4,7 @@ then a summary on standard error."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -15,7 +16,6 @@ from cep.cli.options import add_set_option, add_state_options, add_udf_option, o
 from cep.cli.runner_options import add_runner_options
 from cep.cli.summary import balance_text, quality_lines, summary_data, summary_text
 from cep.engine.udf.files import load_udf_files
-from cep.io.kafka_input import STARTING_OFFSETS
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.scale_changes import MAX_ENGINES
 from cep.io.sinks import FORMATS
@@ -29,10 +29,11 @@ from cep.run_config import (
     DEFAULT_UDF_TIMEOUT,
     HASHES,
     LATE_POLICIES,
+    STARTING_OFFSETS,
     Output,
     RunConfig,
+    is_uri_output,
 )
-from cep.transports.outputs import is_uri_output
 from grammar import ir
 from grammar.compile import compile_file
 from splitter.autoscale import DEFAULT_CLUSTER_MAX, DEFAULT_LOWER, DEFAULT_UPPER
@@ -150,9 +151,13 @@ def run_command(args: argparse.Namespace) -> int:
     dead_path = args.dead_letter or (
         f"{args.output}.dead.jsonl" if args.output and not is_uri_output(args.output)
         else "cep-dead-letter.jsonl")
-    from cep.ui.live import live_view  # the standard library's HTTP server, when asked
+    if args.ui is None:
+        view = contextlib.nullcontext(None)
+    else:
+        from cep.ui.live import live_view  # the standard library's HTTP server, when asked
 
-    with live_view(args.ui) as on_workdir:
+        view = live_view(args.ui)
+    with view as on_workdir:
         result = run(module, run_config(args, dead_path), on_workdir=on_workdir)
     elapsed = time.perf_counter() - started
     print(summary_text(result, elapsed, dead_path), file=sys.stderr)

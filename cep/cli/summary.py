@@ -8,7 +8,7 @@ import statistics
 
 from cep.run_config import RunResult
 from cep.tables import count, pct, seconds
-from splitter.policies.strategies import KEY_PRESERVING
+from splitter.policies.names import KEY_PRESERVING
 
 
 def summary_text(result: RunResult, elapsed: float, dead_path: str) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,16 +40,22 @@ from cep.engine.output import empty_output, sort_output
 from cep.engine.patterns.chain import chain_shape
 from cep.engine.patterns.chain_rule import ChainPatternOperator
 from cep.engine.patterns.group_rule import GroupPatternOperator, group_shape
-from cep.engine.patterns.rule import InterpretedPatternOperator, PatternOperator
+from cep.engine.patterns.rule import InterpretedPatternOperator
 from cep.engine.patterns.until_rule import UntilPatternOperator, until_shape
 from cep.engine.rate.limit import RateLimited, clock_tables
-from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import KEY, RELEASE, SEQ, TIME, Table, concat, factorize, take
 from cep.engine.windows.join import JoinOperator
 from cep.engine.windows.keyed_window import KeyedWindow, apply_window_changes, window_changes
 from cep.engine.windows.rule import WindowOperator
 from grammar import ir
 from grammar.rule_set import carried_rules
+
+if TYPE_CHECKING:  # MATCH_RECOGNIZE's kernels load numba (about 1 s): only where used
+    from cep.engine.patterns.rule import PatternOperator
+    from cep.engine.row_patterns.rule import MatchRecognizeOperator
+
+    Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
+                | RateLimited)
 
 PARCEL = "keys"  # the codec kind of :meth:`Engine.export_keys`'s blob
 
@@ -61,8 +68,6 @@ class Parcel:
     keys: list
     engine: Engine
 
-Operator = (WindowOperator | JoinOperator | PatternOperator | MatchRecognizeOperator
-            | RateLimited)
 
 
 class Engine:
@@ -414,6 +419,8 @@ def _operator(rule: ir.StatefulRule, module: ir.CompiledModule) -> Operator:
         return JoinOperator(rule, module.streams[rule.trigger_stream],
                             module.streams[rule.window_stream])
     if isinstance(rule, ir.MatchRecognizeRule):
+        from cep.engine.row_patterns.rule import MatchRecognizeOperator
+
         return MatchRecognizeOperator(rule, module.streams[rule.stream], kernels_on())
     if kernels_on():
         shape = chain_shape(rule.pattern)

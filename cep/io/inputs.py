@@ -24,6 +24,7 @@ from cep.io.event_time import ClockPiece, end_of_log
 from cep.io.inputlog import (
     GENERATOR_KINDS,
     KAFKA_KIND,
+    KAFKA_URI,
     InputLog,
     InputLogError,
     Segment,
@@ -99,17 +100,26 @@ def load_inputs(module: ir.CompiledModule, specs: list[str],
                 max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
     """Read every input, dead-lettering bad records (records over ``max_record_bytes``
     among them), each event numbered by its place in the input."""
-    from cep.transports.address import KafkaTransportError  # Kafka's client: on demand
+    segments = input_segments(module, specs)
+    with DeadLetter(dead_letter_path) as dead:
+        return load_segments(module, segments, dead, max_record_bytes)
 
+
+def input_segments(module: ir.CompiledModule, specs: list[str]) -> list[Segment]:
+    """The segments of every input, in log order (what :func:`load_inputs` reads whole
+    and ``cep.io.input_chunks`` piece by piece)."""
     sources = parse_input_specs(module, specs)
+    errors: tuple[type[Exception], ...] = (InputLogError, ValueError)
+    if any(source.startswith(KAFKA_URI) for source in sources.values()):
+        from cep.transports.address import KafkaTransportError  # Kafka's client: on demand
+
+        errors = (*errors, KafkaTransportError)
     log = InputLog(None, sources, follow=False)
     try:
         log.discover(first=True)
-    except (InputLogError, KafkaTransportError, ValueError) as err:
+    except errors as err:
         raise InputError(str(err)) from None
-    with DeadLetter(dead_letter_path) as dead:
-        return load_segments(module, [log.segments[o] for o in sorted(log.segments)], dead,
-                             max_record_bytes)
+    return [log.segments[o] for o in sorted(log.segments)]
 
 
 def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: DeadLetter,

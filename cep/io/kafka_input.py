@@ -37,13 +37,13 @@ import pandas as pd
 from cep.io.deadletter import DeadLetter
 from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
+from cep.run_config import STARTING_OFFSETS
 from cep.transports.address import KafkaAddress, parse_kafka_uri
 from cep.transports.embedded_kafka import resolve
 from cep.transports.kafka_read import PartitionRecords, partition_ends, read_partition_range
 from grammar import ir
 
 CHUNK_OFFSETS = 10_000
-STARTING_OFFSETS = ("earliest", "latest")
 _CEP_OPTIONS = ("format",)  # query options cep reads itself, never passed to librdkafka
 _FORMATS = ("json", "csv")
 

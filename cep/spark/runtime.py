@@ -62,7 +62,7 @@ from cep.io.inputs import parse_input_specs
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from cep.io.rule_changes import ChangeLog, ChangeLogError, RuleBook
 from cep.io.scale_changes import MAX_ENGINES, ScaleHook, ScaleLog
-from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult
+from cep.run_config import DEFAULT_BATCH_SIZE, Output, RunConfig, RunResult, is_uri_output
 from cep.servers.kafka import embedded_broker
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.chains.check import ChainError, check_chain
@@ -87,7 +87,7 @@ from cep.spark.run_dir import (
 from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
-from cep.transports.outputs import is_uri_output, publisher
+from cep.transports.outputs import publisher
 from grammar import ir
 from grammar.rule_set import output_order
 from migration.store import StateStore

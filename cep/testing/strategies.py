@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from cep.testing.elastic import ElasticLoad
 from splitter.balancer import Balancer
 from splitter.keymaps import key_map
+from splitter.policies.names import KEY_PRESERVING
 from splitter.policies.stats import rstd
-from splitter.policies.strategies import KEY_PRESERVING
 from splitter.routing import KeyRouter, key_grouping, map_grouping, partial_key_grouping
 
 DEFAULT_STRATEGIES = ("kg", "dlb-h", "dlb-l", "lptf", "pkg")  # as cep verify's

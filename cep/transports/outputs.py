@@ -36,11 +36,6 @@ class Publisher(Protocol):
     def close(self) -> None: ...
 
 
-def is_uri_output(path: str | None) -> bool:
-    """An output that is a service, not a file or directory."""
-    return path is not None and path.startswith(("kafka://", "mongodb://", "mongodb+srv://"))
-
-
 class KafkaPublisher:
     """A batch's events into a topic, in one transaction keyed by the batch id."""
 

@@ -39,6 +39,7 @@ import numpy as np
 from migration.hashing import kg_engine, stable_hash
 from splitter.policies.base import LoadSnapshot
 from splitter.policies.capacity import CapacityModel
+from splitter.policies.names import CAPACITY_MODES
 from splitter.policies.pkg import PartialKeyGrouping
 from splitter.policies.stats import (
     LoadStatistics,
@@ -81,7 +82,6 @@ def _split_keys_pct(ids: np.ndarray, engines: np.ndarray, n_engines: int) -> flo
 
 
 STATE_MODELS = ("length", "time")
-CAPACITY_MODES = ("equal", "measured")
 
 
 def _state_of_keys(

@@ -17,7 +17,6 @@ from itertools import islice
 import numpy as np
 
 # a key's load: its events (the DLB paper's), or the seconds its engine spent on it
-LOAD_MEASURES = ("events", "cost")
 
 
 def capacity_weights(capacity: np.ndarray | None, n_engines: int) -> np.ndarray:

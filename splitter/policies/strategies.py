@@ -85,9 +85,8 @@ STRATEGIES: dict[str, Strategy] = {
 """Map-based strategies by CLI name, each a pure function.  ``pkg`` is not here: it routes per
 event, see :mod:`splitter.policies.pkg`."""
 
-KEY_PRESERVING: frozenset[str] = frozenset(STRATEGIES)
-"""Strategies under which every key lives on exactly one engine at a time, so their complex
-events must equal KG's."""
+# their names, for whoever needs only the names, are splitter.policies.names.MAP_STRATEGIES
+# (tests/splitter/test_strategies.py checks that the two agree)
 
 SERIES_WINDOWS: dict[str, int] = {"clb": CLB_WINDOWS}
 """Strategies that read ``load_series``, and how many windows of it they want: give

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from support.shares import bounded, note
 
 from splitter.policies.base import LoadSnapshot
+from splitter.policies.names import KEY_PRESERVING, MAP_STRATEGIES
 from splitter.policies.stats import engine_loads, imbalance
 from splitter.policies.strategies import (
-    KEY_PRESERVING,
     PERIODS,
     STRATEGIES,
     dlb_h,
@@ -127,6 +127,7 @@ def test_kg_returns_a_copy() -> None:
 def test_registry() -> None:
     names = {"kg", "dlb-h", "dlb-l", "lptf", "elb", "clb", "milp"}
     assert set(STRATEGIES) == names == set(KEY_PRESERVING)
+    assert tuple(STRATEGIES) == MAP_STRATEGIES  # the names the command line offers
     assert "pkg" not in KEY_PRESERVING
     assert get_strategy("dlb-h") is dlb_h
     with pytest.raises(KeyError, match="known: clb, dlb-h"):

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from pymongo import MongoClient
 from support.shares import bounded, note
 
+from cep.run_config import is_uri_output
 from cep.servers.kafka import EmbeddedKafka
 from cep.servers.mongo import EmbeddedMongo
-from cep.transports.outputs import KafkaPublisher, MongoPublisher, is_uri_output, record_keys
+from cep.transports.outputs import KafkaPublisher, MongoPublisher, record_keys
 
 EVENTS = [{"rule": "fsd", "key": 5, "seq": 0, "ts": "2026-01-01T00:00:00.000Z", "text": "été"},
           {"rule": "agg", "key": "u1", "seq": 3, "ts": None, "n": 2},
