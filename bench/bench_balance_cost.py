@@ -308,8 +308,15 @@ def main() -> None:
         Path(args.raw).write_text(json.dumps(measure(args)))
         return
     if args.end_to_end:
-        write_results({"end_to_end": end_to_end(Path(args.end_to_end))}, args.out,
-                      merge=True)
+        # the file's date stays the in-process rounds' (each end-to-end entry has its own)
+        out = Path(args.out) if Path(args.out).parent != Path() else RESULTS / args.out
+        kept = json.loads(out.read_text()).get("date") if out.exists() else None
+        path = write_results({"end_to_end": end_to_end(Path(args.end_to_end))}, out,
+                             merge=True)
+        if kept:
+            document = json.loads(path.read_text())
+            path.write_text(json.dumps({**document, "date": kept}, indent=2) + "\n",
+                            encoding="utf-8")
         return
     start_load = load_average()
     sides = [("before", args.before)] if args.before else []

@@ -54,17 +54,19 @@ def _end_to_end(runs: object) -> str:
     """The ``cep bench --nodes 5`` runs of each side (``--end-to-end``), if any."""
     if not isinstance(runs, list) or not runs:
         return ""
-    rows = [(r.get("side", ""), r.get("input", ""),
+    rows = [(r.get("side", ""), r.get("input", ""), str(r.get("date") or "")[:16],
+             num(len(r.get("runs") or []) // 2),
              " / ".join(num(x, 1) for x in r.get("load_average_at_start") or []),
              ratio(at(r, "x_kg", "dlb-l")), ratio(at(r, "skewed_x_kg", "dlb-l")),
              " ".join(num(x.get("seconds"), 1) for x in r.get("runs") or []
                       if isinstance(x, dict)),
              yes_no(r.get("equal_to_kg")))
             for r in runs if isinstance(r, dict)]
-    return ("\n\nEnd to end, `cep bench --nodes 5 --strategies kg,dlb-l --rounds 2` per "
-            "side and input (runs in the order kg, dlb-l, kg, dlb-l); only figures measured "
-            "at a low load mean anything:\n\n" + table(
-                ("side", "input", "load at start", "DLB-L × KG", "skewed × KG",
+    return ("\n\nEnd to end, `cep bench --nodes 5 --strategies kg,dlb-l --rounds R` per "
+            "side and input (runs in the order kg, dlb-l, kg, dlb-l, ...); only figures "
+            "measured at a low load mean anything:\n\n" + table(
+                ("side", "input", "measured", "rounds", "load at start", "DLB-L × KG",
+                 "skewed × KG",
                  "run seconds", "= KG"), rows))
 
 
