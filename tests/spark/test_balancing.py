@@ -32,8 +32,15 @@ def _moves(run) -> int:
     return sum(m["exported_keys"] for m in run.metrics)
 
 
-@pytest.mark.parametrize("strategy", ["dlb-h", "dlb-l", "lptf"])
-@pytest.mark.parametrize("rule", sorted(SKEWED))
+MOVERS = ["dlb-h", "dlb-l", "lptf"]
+# by default each strategy on one rule and each rule under one strategy (a diagonal);
+# the other six pairs are slow tests
+PAIRS = [pytest.param(rule, strategy, marks=() if (i - j) % len(MOVERS) == 0
+                      else pytest.mark.slow)
+         for i, rule in enumerate(sorted(SKEWED)) for j, strategy in enumerate(MOVERS)]
+
+
+@pytest.mark.parametrize(("rule", "strategy"), PAIRS)
 def test_key_moving_strategies_give_exactly_the_kg_events(spark, example, rule, strategy):
     module, path, expected = example(rule, f"skewed/{SKEWED[rule]}")
     run, records = run_and_read(module, path, engines=3, batch_size=30, strategy=strategy,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support.udf_isolation_sample import EXIT, HANG, RAISE, RULES, reasons, udf_file
 from support.udf_sample import letters
 
@@ -67,6 +68,9 @@ def test_a_hang_and_an_exit_on_spark_with_keys_moving_cost_their_records_only(
     assert result.totals["udf_failures"] == 2
 
 
+# slow: test_udf_spark's kill -9 test proves each failing record dead-lettered once across
+# a restart, and the hang test above a hang on Spark; this one is both at once
+@pytest.mark.slow
 def test_sigkill_then_restart_with_a_function_that_hangs(tmp_path):
     """``cep run --udf`` with a function that sleeps for ever on one record and one that
     calls ``os._exit(1)`` on another, SIGKILLed inside a batch whose tasks have written
