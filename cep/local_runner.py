@@ -36,7 +36,7 @@ from cep.engine.output import concat_sorted, output_lines, rows_per_rule
 from cep.engine.table import SEQ, SUB, Table, concat, empty, nrows, sorted_unique, take
 from cep.io.event_time import EventClock
 from cep.io.input_chunks import Chunk
-from cep.reference import batch_figures, late_events, run_stages, stage_engines
+from cep.reference import batch_figures, held_figures, late_events, run_stages, stage_engines
 from grammar import ir
 from grammar.rule_set import output_order
 
@@ -191,9 +191,7 @@ def stream_reference(module: ir.CompiledModule, chunks: Iterable[Chunk], end_seq
             "batch": 0, "events_in": cutter.read - (len(seqs) if late == "drop" else 0),
             "events_out": events_out, "watermark": cutter.clock.wm,
             "late_events": int(((seqs >= (first or 0)) & (seqs < last)).sum()),
-            "keys_held": sum(len(e.keys()) for e in engines),
-            "state_bytes": sum(len(e.snapshot()) for e in engines),
-            "seconds": round(seconds, 4)})
+            **held_figures(engines), "seconds": round(seconds, 4)})
     return StreamedRun(late_found, cutter.read, events_out, per_rule, rows)
 
 

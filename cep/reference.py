@@ -206,7 +206,13 @@ def batch_figures(batch: int, inputs: dict[str, Table], out: Table, engines: lis
             "events_out": len(out["seq"]) if out else 0,
             "watermark": clock.last,
             "late_events": int(((late >= lo) & (late < hi)).sum()),
-            "keys_held": sum(len(e.keys()) for e in engines),
+            **held_figures(engines)}
+
+
+def held_figures(engines: list[Engine]) -> dict:
+    """What the engines hold: keys and state bytes (a batch's figures, and the streamed
+    local runner's whole-input row)."""
+    return {"keys_held": sum(len(e.keys()) for e in engines),
             "state_bytes": sum(len(e.snapshot()) for e in engines)}
 
 

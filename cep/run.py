@@ -102,12 +102,11 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         late = len(streamed.late["seq"])
         failed = 0
         if (late and config.late == "drop") or failures:
+            by_ordinal = {s.ordinal: s for s in segments}
             with DeadLetter(config.dead_letter, append=True) as dead:
                 if late and config.late == "drop":
-                    add_late_letters(dead, module, {s.ordinal: s for s in segments},
-                                     streamed.late)
-                failed = add_udf_letters(dead, module, {s.ordinal: s for s in segments},
-                                         failures)
+                    add_late_letters(dead, module, by_ordinal, streamed.late)
+                failed = add_udf_letters(dead, module, by_ordinal, failures)
     truth_ids = np.concatenate(truth) if truth else None
     records = None
     if kept is not None:
