@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cep.engine.table import SEQ, SUB, Table, concat, empty
+from cep.engine.table import SEQ, Table
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
 from cep.io.inputlog import GRID_BYTES, GRID_ROWS, TEXT_KINDS, Segment
-from cep.io.inputs import frame_to_table, kafka_fetch, read_segment
+from cep.io.inputs import read_ranges
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from grammar import ir
 
@@ -90,20 +90,4 @@ def read_group(module: ir.CompiledModule, group: list[tuple[Segment, int, int]],
                dead: DeadLetter, max_record_bytes: int) -> Chunk:
     """One chunk: the ranges ``group`` read as :func:`cep.io.inputs.load_segments`
     reads whole segments."""
-    parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
-    pieces: list[ClockPiece] = []
-    truth: list[np.ndarray] = []
-    fetched = kafka_fetch(group)
-    for segment, lo, hi in group:
-        stream = module.streams[segment.stream]
-        frame, flags = read_segment(segment, lo, hi, stream, dead, max_record_bytes,
-                                    fetched)
-        table = frame_to_table(frame, stream)
-        parts[segment.stream].append(table)
-        pieces.append(ClockPiece.of(segment, lo, table, stream))
-        if flags is not None:
-            truth.append(frame["id"].to_numpy()[flags])
-        del frame
-    tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
-              for name, tabs in parts.items()}
-    return Chunk(tables, pieces, truth)
+    return Chunk(*read_ranges(module, group, dead, max_record_bytes))

@@ -126,26 +126,39 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
                   max_record_bytes: int = MAX_RECORD_BYTES) -> LoadedInputs:
     """The events of the given segments (in their order) as the reference runner's
     tables: also how a followed run's input log is replayed in one process."""
-    parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
-    truth: list[np.ndarray] = []
-    clock: list[ClockPiece] = []
-    fetched = kafka_fetch([(s, s.start, s.end) for s in segments])
-    for segment in segments:
-        stream = module.streams[segment.stream]
-        frame, flags = read_segment(segment, segment.start, segment.end, stream, dead,
-                                    max_record_bytes, fetched)
-        table = frame_to_table(frame, stream)
-        parts[segment.stream].append(table)
-        clock.append(ClockPiece.of(segment, segment.start, table, stream))
-        if flags is not None:
-            truth.append(frame["id"].to_numpy()[flags])
-    tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
-              for name, tabs in parts.items()}
+    tables, clock, truth = read_ranges(module, [(s, s.start, s.end) for s in segments],
+                                       dead, max_record_bytes)
     accepted = sum(len(t[SEQ]) for t in tables.values())
     truth_ids = np.concatenate(truth) if truth else None
     end = end_of_log(segments[-1].ordinal + 1) if segments else 0
     return LoadedInputs(tables, accepted, dead.count, dead.skipped, truth_ids, clock, end,
                         {s.ordinal: s for s in segments})
+
+
+def read_ranges(module: ir.CompiledModule, ranges: list[tuple[Segment, int, int]],
+                dead: DeadLetter, max_record_bytes: int = MAX_RECORD_BYTES
+                ) -> tuple[dict[str, Table], list[ClockPiece], list[np.ndarray]]:
+    """Records [lo, hi) of each segment in ``ranges`` (in their order): each input
+    stream's events (every stream present, maybe empty), what the ranges tell the clock,
+    and a generator's ground truth (the ids of its first stories). Whole segments for
+    :func:`load_segments`, a chunk of them for ``cep.io.input_chunks``."""
+    parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
+    truth: list[np.ndarray] = []
+    clock: list[ClockPiece] = []
+    fetched = kafka_fetch(ranges)
+    for segment, lo, hi in ranges:
+        stream = module.streams[segment.stream]
+        frame, flags = read_segment(segment, lo, hi, stream, dead, max_record_bytes,
+                                    fetched)
+        table = frame_to_table(frame, stream)
+        parts[segment.stream].append(table)
+        clock.append(ClockPiece.of(segment, lo, table, stream))
+        if flags is not None:
+            truth.append(frame["id"].to_numpy()[flags])
+        del frame
+    tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
+              for name, tabs in parts.items()}
+    return tables, clock, truth
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
