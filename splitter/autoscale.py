@@ -231,14 +231,17 @@ def observation(metrics: dict, previous_wall: float | None) -> Observation:
     """A batch's metrics (``cep.spark.output.sink``) as an observation: its engines'
     busy seconds, its wall time since the previous batch's commit (0, not measured, for
     the first one a process runs: the policy holds), the events it processed and the
-    input records behind (``"input"``'s sources, ``cep.spark.inputs.progress``)."""
+    input records behind: logged and not read, plus arrived since the last listing
+    (``"input"``'s sources, ``cep.spark.inputs.progress``): a job following one growing
+    file reads all of it at each planning, so only what arrived shows it falling behind."""
     wall = metrics.get("wall_time")
     if wall is not None and previous_wall is not None and wall > previous_wall:
         wall_s = wall - previous_wall
     else:
         wall_s = 0.0  # not measured: the policy holds
     sources = (metrics.get("input") or {}).get("sources")
-    behind = (float(sum(s.get("behind_records", 0) for s in sources))
+    behind = (float(sum(s.get("behind_records", 0) + s.get("arrived_records", 0)
+                        for s in sources))
               if sources else metrics.get("behind_records"))
     return Observation(tuple(float(b) for b in metrics.get("busy_s_per_engine", [])),
                        wall_s, int(metrics.get("events_in", 0)), behind)

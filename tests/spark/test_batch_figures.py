@@ -46,17 +46,23 @@ def test_input_progress_counts_read_and_behind_from_the_log_and_offsets(tmp_path
     [row] = metrics["input"]["sources"]
     assert row == {"stream": "Reading", "source": str(folder), "kind": "json", "unit": "bytes",
                    "read": 4 * len(line), "behind": size - 4 * len(line),
-                   "read_records": 4, "behind_records": 6,
+                   "read_records": 4, "behind_records": 6, "arrived_records": 0,
                    "last_file": str(folder / "a.jsonl")}
-    (folder / "b.jsonl").write_text(line * 5)  # lands; the planner logs it
+    with open(folder / "a.jsonl", "a") as grow:  # after the listing: arrived, not logged
+        grow.write(line * 7)
+    progress(0, [], metrics)
+    [row] = metrics["input"]["sources"]
+    assert (row["behind_records"], row["arrived_records"]) == (6, 7)
+    (folder / "b.jsonl").write_text(line * 5)  # lands; the planner logs it and a's growth
     log.discover()
-    _offsets(run, 1, 1, len(line) * 2)  # batch 1: the rest of a, two lines of b
+    _offsets(run, 1, 2, len(line) * 2)  # batch 1: the rest of a, two lines of b
     progress(1, [], metrics)
     [row] = metrics["input"]["sources"]
-    assert (row["read_records"], row["behind_records"]) == (12, 3)
+    assert (row["read_records"], row["behind_records"]) == (19, 3)
     assert row["last_file"] == str(folder / "b.jsonl")
-    assert metrics["input"]["position"] == [1, len(line) * 2]
-    assert list(progress._unread) == [1], "a wholly read segment is folded, not kept"
+    assert row["arrived_records"] == 0, "the newest file is all logged"
+    assert metrics["input"]["position"] == [2, len(line) * 2]
+    assert list(progress._unread) == [2], "a wholly read segment is folded, not kept"
 
 
 def test_input_progress_without_an_offset_file_reports_what_is_logged(tmp_path):

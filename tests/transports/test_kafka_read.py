@@ -189,3 +189,39 @@ def test_ranges_fetched_together_equal_ranges_fetched_alone(kafka: EmbeddedKafka
     fresh = KafkaFetch([(path, 5, 9)])
     assert fresh.between(path, 0, 5).values == read_partition_range(
         kafka.bootstrap, topic, 0, 0, 5).values and not fresh.records
+
+
+def test_progress_counts_records_that_arrived_after_the_listing(
+        kafka: EmbeddedKafka, fresh_name: Name, tmp_path: Path) -> None:
+    """A Kafka source's ``arrived_records`` (``cep.spark.inputs.progress``) is what its
+    partitions hold past what the input log planned, asked of the broker when the batch
+    commits: the ``--engines auto`` policy's lag for a job that reads all it finds.
+    Oracle: the counts produced before and after the listing."""
+    from cep.io.inputlog import InputLog
+    from cep.spark.inputs.progress import InputProgress
+    topic = fresh_name("arrived")
+    first = tmp_path / "first.jsonl"
+    first.write_text("".join(json.dumps({"user": f"u{i % 50}", "i": i}) + "\n"
+                             for i in range(300)))
+    assert produce(kafka.bootstrap, topic, first, 2, "user") == 300
+    sources = {"Tweet": f"kafka://{kafka.bootstrap}/{topic}"}
+    run = tmp_path / "run"
+    InputLog(run / "input", sources, follow=True).discover(first=True)
+    metrics: dict = {}
+    progress = InputProgress(run, sources)
+    progress(0, [], metrics)
+    rows = metrics["input"]["sources"]
+    assert len(rows) == 2, "one row per partition"
+    assert sum(r["behind_records"] for r in rows) == 300
+    assert [r["arrived_records"] for r in rows] == [0, 0]
+    later = tmp_path / "later.jsonl"
+    later.write_text("".join(json.dumps({"user": f"u{i % 50}", "i": i}) + "\n"
+                             for i in range(120)))
+    assert produce(kafka.bootstrap, topic, later, 2, "user") == 120
+    progress(0, [], metrics)
+    rows = metrics["input"]["sources"]
+    assert sum(r["behind_records"] for r in rows) == 300, "the log has not listed them"
+    assert sum(r["arrived_records"] for r in rows) == 120
+    kafka_down = InputProgress(run, {"Tweet": "kafka://127.0.0.1:1/none"})
+    kafka_down(0, [], metrics)  # the log's partitions still name the live broker
+    assert metrics["input"]["sources"]

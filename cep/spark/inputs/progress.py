@@ -8,7 +8,16 @@ behind. "Read" is everything up to the batch's end offset, which Spark wrote to
 (``input/segments.jsonl``, ``cep.io.inputlog``) holds past that point, that is what the
 last listing (or Kafka's partition ends at the last planning) found and no batch has
 read yet. So a live view and Prometheus can show how far a job is behind its input from
-the metrics alone, without asking a broker or listing directories again.
+the metrics alone.
+
+"Arrived" is what came after that listing, measured when the batch commits: a followed
+text file's size now past its logged end, a Kafka partition's last stable offset now past
+its logged end (one offsets request per topic per batch). A job that follows one growing
+file reads all of it at every planning, so its "behind" is 0 however far its batches
+fall behind; what arrived while a batch ran is what the next one must catch up on, and
+``--engines auto`` (``splitter.autoscale``) reads behind plus arrived as the input lag.
+New files in a followed directory count only once a listing finds them. A source that
+cannot be asked (a file gone, a broker down) gives no "arrived" figure for that batch.
 
 Why it tails the log itself: the planner that writes the log runs in another process.
 The log is read incrementally (only its new lines), and a segment is kept in memory only
@@ -21,11 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from cep.io.inputlog import GENERATOR_KINDS, KAFKA_KIND, TEXT_KINDS, Segment
 from cep.transports.mongo_client import mask_uri
+
+END_ERRORS = (OSError, RuntimeError, ValueError)  # a file gone, a broker that fails
 
 
 @dataclass
@@ -41,6 +53,9 @@ class SourceTotals:
     read: float = 0.0
     logged_records: float = 0.0
     read_records: float = 0.0
+    logged_end: float = 0.0  # the logged end of last_path, in units
+    unit: float = 1.0  # units per record of last_path (bytes per line for text)
+    arrived_records: float | None = None  # past logged_end when the batch committed
 
     def row(self) -> dict:
         unit = ("bytes" if self.kind in TEXT_KINDS
@@ -50,6 +65,8 @@ class SourceTotals:
                 "behind": round(self.logged - self.read),
                 "read_records": round(self.read_records),
                 "behind_records": round(self.logged_records - self.read_records),
+                **({"arrived_records": round(self.arrived_records)}
+                   if self.arrived_records is not None else {}),
                 **({"last_file": self.last_path}
                    if self.kind not in (KAFKA_KIND, *GENERATOR_KINDS) else {})}
 
@@ -71,6 +88,7 @@ class InputProgress:
         position = self._end_offset(batch)
         if position is not None:
             self._advance(*position)
+        self._measure_arrivals()
         metrics["input"] = {
             "position": list(position) if position else None,
             "sources": [s.row() for s in self._sources.values()],
@@ -89,7 +107,11 @@ class InputProgress:
         for line in whole.decode("utf-8").splitlines():
             segment = Segment.from_json(line)
             totals = self._totals(segment)
+            if totals.last_path != segment.path:
+                totals.logged_end = 0.0
             totals.last_path = segment.path
+            totals.logged_end = max(totals.logged_end, segment.end)
+            totals.unit = segment.unit or 1.0
             totals.logged += segment.end - segment.start
             totals.logged_records += (segment.end - segment.start) / segment.unit
             self._unread[segment.ordinal] = segment
@@ -105,6 +127,24 @@ class InputProgress:
                              else self.sources.get(segment.stream, segment.path))
             self._sources[key] = SourceTotals(segment.stream, source, segment.kind)
         return self._sources[key]
+
+    def _measure_arrivals(self) -> None:
+        """Each text or Kafka source's records past its logged end, now (module notes)."""
+        topics: dict[str, list[SourceTotals]] = {}
+        for totals in self._sources.values():
+            totals.arrived_records = None
+            if totals.kind in TEXT_KINDS and totals.last_path:
+                with contextlib.suppress(*END_ERRORS):
+                    size = os.path.getsize(totals.last_path)
+                    totals.arrived_records = max(0.0, size - totals.logged_end) / totals.unit
+            elif totals.kind == KAFKA_KIND:
+                topics.setdefault(totals.last_path.rpartition("#")[0], []).append(totals)
+        for uri, partitions in topics.items():
+            with contextlib.suppress(*END_ERRORS):
+                ends = _partition_ends(uri)
+                for totals in partitions:
+                    high = ends[int(totals.last_path.rpartition("#")[2])][1]
+                    totals.arrived_records = max(0.0, high - totals.logged_end)
 
     def _end_offset(self, batch: int) -> tuple[int, int] | None:
         """The input position after ``batch``: the last line of Spark's offset file
@@ -131,3 +171,13 @@ class InputProgress:
             else:
                 self._partly[ordinal] = done
 
+
+
+def _partition_ends(uri: str) -> dict[int, tuple[int, int]]:
+    """A Kafka segment path's topic's partition ends (imported here: a job without Kafka
+    never loads the client)."""
+    from cep.io.kafka_input import KafkaSource
+    from cep.transports.embedded_kafka import resolve
+    from cep.transports.kafka_read import partition_ends
+    source = KafkaSource.parse(uri)
+    return partition_ends(resolve(source.address), source.topics[0], timeout_s=2.0)
