@@ -160,3 +160,33 @@ def partitions_figures(data: dict, _name: str) -> str:
             "two.\n\n"
             + table(("partitions P", "median batch (ms)", "run (s)", "load average"), rows))
 
+
+
+def autoscale_step_figures(data: dict, _name: str) -> str:
+    """``--engines auto`` under a rate step: its changes, per step, and the equality."""
+    steps = data.get("steps", [])
+    starts = data.get("step_starts_s", [])
+    rows = [(f"{num(s.get('rate'))}/s from {num(starts[i] if i < len(starts) else None, 0)} s",
+             num(s.get("changes")),
+             ", ".join(f"{d.get('action')} to {d.get('target')}"
+                       for d in s.get("decisions", [])) or "none",
+             " → ".join(num(e) for e in (s.get("engines_start"), s.get("engines_end"))),
+             "yes" if s.get("kept_up") else "no", num(s.get("w_median"), 2),
+             num(s.get("batch_wall_median_s"), 2))
+            for i, s in enumerate(steps)]
+    changes = [(c.get("action"), num(c.get("target")), num(c.get("decided_s"), 0),
+                num(c.get("applied_s"), 0)) for c in data.get("changes", [])]
+    return (f"The rule `{data.get('rule')}` followed from one growing file under "
+            f"`--engines auto:{'-'.join(str(b) for b in data.get('bounds', []))} "
+            f"--strategy {data.get('strategy')}`, every engine made "
+            f"{num(data.get('slow_engine_factor'))}× slower with `--slow-engine` (it sleeps "
+            "in proportion to its work, so the job is engine-bound without taking the "
+            "machine's cores); the base rate, four times it, then the base rate again. "
+            f"{num(data.get('events'))} events; output rows "
+            f"{num(data.get('output_rows'))} against the reference's "
+            f"{num(data.get('reference_rows'))}: "
+            + ("**equal**" if data.get("events_equal_reference") else "**different**")
+            + ".\n\n"
+            + table(("step", "changes", "decisions", "engines (start → end)",
+                     "kept up at its end", "median w", "median batch (s)"), rows)
+            + "\n\n" + table(("change", "to", "decided (s)", "applied (s)"), changes))

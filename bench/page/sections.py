@@ -30,6 +30,7 @@ from page.compare import (
     state_path_figures,
 )
 from page.parts import (
+    autoscale_step_figures,
     cli_figures,
     event_time_figures,
     generic_figures,
@@ -278,6 +279,14 @@ SECTIONS = (
             "cluster) against one with 3.",
             "python bench/bench_partitions.py --events 20000 --batch 1000 --rounds 2",
             partitions_figures),
+    Section("autoscale_step.json", "Automatic scaling under a rate step",
+            "Whether `--engines auto` follows a step in the input rate: a followed file "
+            "written at a base rate, then four times it, then the base rate again; the "
+            "policy's changes per step (the issue's target: at most two per step, at a "
+            "count that keeps up), when each was decided and when the batches ran at the "
+            "new count, and the run's output against the reference evaluator's.",
+            "python bench/bench_autoscale_step.py --rate 3000 --step-seconds 60 --slow 80",
+            autoscale_step_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "
             "paper's scale.", "python bench/bench_tweets.py", tweets_figures),
