@@ -21,7 +21,10 @@ servers, garbage collection). The local runner is one process.
 The bound it writes: the CPU seconds the 1.5x target allows Spark on the job
 (1.5 x the local runner's), beside Spark's frame alone.
 
-    python bench/bench_spark_frame.py [--copies 10] [--rounds 2]
+    python bench/bench_spark_frame.py [--copies 10] [--rounds 2] [--trees DIR,DIR]
+
+``--trees``: run cep from each of these source trees in turn within every round (a
+before and an after, interleaved); the bound is the last tree's. By default this tree.
 
 Writes ``bench/results/spark_frame.json``.
 """
@@ -81,12 +84,12 @@ def _thread_group(name: str) -> str:
     return "other" if name != "java" else "main"
 
 
-def tree_cpu(command: list[str], env: dict[str, str]) -> dict[str, Any]:
+def tree_cpu(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     """Run ``command``; its wall seconds and its process tree's CPU seconds by kind and,
     for the JVM, by thread group."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env, cwd=ROOT)
+                            env=env, cwd=cwd)
     seen: dict[int, tuple[float, str]] = {}
     threads: dict[tuple[int, int], tuple[str, float]] = {}
     while proc.poll() is None:
@@ -134,37 +137,48 @@ def tree_cpu(command: list[str], env: dict[str, str]) -> dict[str, Any]:
             "jvm_threads_cpu_s": {k: round(v, 2) for k, v in sorted(groups.items())}}
 
 
-def run_side(data: Path, runner: str, env: dict[str, str]) -> dict[str, Any]:
+def run_side(data: Path, runner: str, tree: Path) -> dict[str, Any]:
+    """``cep run`` from source tree ``tree`` (its directory first on the path, for the
+    driver and every Python worker), events to a directory on Spark (the engines write
+    their parts; bench_stages.py does the same) and to one file locally."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     with tempfile.TemporaryDirectory(prefix="cep-frame-") as tmp:
+        out = Path(tmp) / ("out" if runner == "spark" else "out.jsonl")
         command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", str(data),
-                   "--output", str(Path(tmp) / "out"), "--dead-letter",
-                   str(Path(tmp) / "dead.jsonl"), "--runner", runner]
-        return tree_cpu(command, env)
+                   "--output", str(out), "--dead-letter", str(Path(tmp) / "dead.jsonl"),
+                   "--runner", runner]
+        return tree_cpu(command, env, tree)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--trees", default=str(ROOT))
     args = parser.parse_args()
     data = write_flights(args.copies)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    trees = [Path(t).resolve() for t in args.trees.split(",")]
+    by_tree: dict[str, dict[str, list[dict[str, Any]]]] = {str(t): {} for t in trees}
     with tempfile.TemporaryDirectory(prefix="cep-frame-input-") as tmp:
         head = Path(tmp) / "flights-head.jsonl"
         with open(data, "rb") as src, open(head, "wb") as dst:
             dst.writelines(line for _, line in zip(range(FRAME_LINES), src, strict=False))
-        runs: dict[str, list[dict[str, Any]]] = {}
         for _ in range(args.rounds):
-            for name, source in (("frame", head), ("job", data)):
-                warm(source)
-                for runner in ("local", "spark"):
-                    load = os.getloadavg()[0]
-                    result = {**run_side(source, runner, env), "load_at_start": round(load, 2)}
-                    runs.setdefault(f"{name}_{runner}", []).append(result)
-                    print(f"{name} {runner}: {result['wall_s']} s, "
-                          f"{result['tree_cpu_s']} CPU s (load {load:.1f})", flush=True)
-    best = {key: min(values, key=lambda r: r["tree_cpu_s"]) for key, values in runs.items()}
+            for tree in trees:
+                runs = by_tree[str(tree)]
+                for name, source in (("frame", head), ("job", data)):
+                    warm(source)
+                    for runner in ("local", "spark"):
+                        load = os.getloadavg()[0]
+                        result = {**run_side(source, runner, tree),
+                                  "load_at_start": round(load, 2)}
+                        runs.setdefault(f"{name}_{runner}", []).append(result)
+                        print(f"{tree.name} {name} {runner}: {result['wall_s']} s, "
+                              f"{result['tree_cpu_s']} CPU s (load {load:.1f})", flush=True)
+    bests = {tree: {key: min(values, key=lambda r: r["tree_cpu_s"])
+                    for key, values in runs.items()} for tree, runs in by_tree.items()}
+    best = bests[str(trees[-1])]
     bound = {
         "local_job_cpu_s": best["job_local"]["tree_cpu_s"],
         "target_spark_cpu_s": round(1.5 * best["job_local"]["tree_cpu_s"], 2),
@@ -176,8 +190,10 @@ def main() -> None:
                                    / (1.5 * best["job_local"]["tree_cpu_s"]), 2),
     }
     write_results({"rule": str(RULE.relative_to(ROOT)), "copies": args.copies,
-                   "frame_lines": FRAME_LINES, "runs": runs, "best": best, "bound": bound},
-                  "spark_frame.json")
+                   "frame_lines": FRAME_LINES, "trees": {t: {"runs": by_tree[t],
+                                                             "best": bests[t]}
+                                                         for t in by_tree},
+                   "bound": bound}, "spark_frame.json")
 
 
 if __name__ == "__main__":
