@@ -22,11 +22,13 @@ The bound it writes: the CPU seconds the 1.5x target allows Spark on the job
 (1.5 x the local runner's), beside Spark's frame alone.
 
     python bench/bench_spark_frame.py [--copies 10] [--rounds 2] [--trees DIR,DIR]
+                                      [--rule bench/rules/flights_mr_spiral.epl]
 
 ``--trees``: run cep from each of these source trees in turn within every round (a
 before and an after, interleaved); the bound is the last tree's. By default this tree.
 
-Writes ``bench/results/spark_frame.json``.
+Writes ``bench/results/spark_frame.json`` (another ``--rule``:
+``spark_frame-<rule>.json``).
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def tree_cpu(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, An
             "jvm_threads_cpu_s": {k: round(v, 2) for k, v in sorted(groups.items())}}
 
 
-def run_side(data: Path, runner: str, tree: Path) -> dict[str, Any]:
+def run_side(data: Path, runner: str, tree: Path, rule: Path) -> dict[str, Any]:
     """``cep run`` from source tree ``tree`` (its directory first on the path, for the
     driver and every Python worker), events to a directory on Spark (the engines write
     their parts; bench_stages.py does the same) and to one file locally."""
@@ -145,10 +147,21 @@ def run_side(data: Path, runner: str, tree: Path) -> dict[str, Any]:
         [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     with tempfile.TemporaryDirectory(prefix="cep-frame-") as tmp:
         out = Path(tmp) / ("out" if runner == "spark" else "out.jsonl")
-        command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", str(data),
+        command = [sys.executable, "-m", "cep.cli", "run", str(rule), "--input", str(data),
                    "--output", str(out), "--dead-letter", str(Path(tmp) / "dead.jsonl"),
                    "--runner", runner]
         return tree_cpu(command, env, tree)
+
+
+def _label(tree: Path) -> str:
+    """A source tree as the page names it: its directory and commit (``+`` when it has
+    changes not committed)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True,
+                              text=True).stdout.strip()
+
+    dirty = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"{tree.name} at {git('rev-parse', '--short', 'HEAD') or '?'}{dirty}"
 
 
 def main() -> None:
@@ -156,7 +169,9 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--trees", default=str(ROOT))
+    parser.add_argument("--rule", type=Path, default=RULE)
     args = parser.parse_args()
+    rule = args.rule.resolve()
     data = write_flights(args.copies)
     trees = [Path(t).resolve() for t in args.trees.split(",")]
     by_tree: dict[str, dict[str, list[dict[str, Any]]]] = {str(t): {} for t in trees}
@@ -171,14 +186,15 @@ def main() -> None:
                     warm(source)
                     for runner in ("local", "spark"):
                         load = os.getloadavg()[0]
-                        result = {**run_side(source, runner, tree),
+                        result = {**run_side(source, runner, tree, rule),
                                   "load_at_start": round(load, 2)}
                         runs.setdefault(f"{name}_{runner}", []).append(result)
                         print(f"{tree.name} {name} {runner}: {result['wall_s']} s, "
                               f"{result['tree_cpu_s']} CPU s (load {load:.1f})", flush=True)
+    by_tree = {_label(Path(tree)): runs for tree, runs in by_tree.items()}
     bests = {tree: {key: min(values, key=lambda r: r["tree_cpu_s"])
                     for key, values in runs.items()} for tree, runs in by_tree.items()}
-    best = bests[str(trees[-1])]
+    best = bests[_label(trees[-1])]
     bound = {
         "local_job_cpu_s": best["job_local"]["tree_cpu_s"],
         "target_spark_cpu_s": round(1.5 * best["job_local"]["tree_cpu_s"], 2),
@@ -189,11 +205,12 @@ def main() -> None:
         "frame_over_target": round(best["frame_spark"]["tree_cpu_s"]
                                    / (1.5 * best["job_local"]["tree_cpu_s"]), 2),
     }
-    write_results({"rule": str(RULE.relative_to(ROOT)), "copies": args.copies,
+    write_results({"rule": str(rule.relative_to(ROOT)), "copies": args.copies,
                    "frame_lines": FRAME_LINES, "trees": {t: {"runs": by_tree[t],
                                                              "best": bests[t]}
                                                          for t in by_tree},
-                   "bound": bound}, "spark_frame.json")
+                   "bound": bound},
+                  "spark_frame.json" if rule == RULE else f"spark_frame-{rule.stem}.json")
 
 
 if __name__ == "__main__":
