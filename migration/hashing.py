@@ -68,18 +68,22 @@ def _int_hash(value: int) -> int:
 # and the same keys come back batch after batch in the same Python worker (flights, 10
 # years: 3,700 distinct keys a task, 0.9 of a run's 9 CPU seconds spent in BLAKE2b and
 # the checks before it). Bounded: cleared when full, so a stream of ever new keys costs
-# what it cost before and no more memory than this many entries.
+# what it cost before and no more memory than this many entries, of strings no longer
+# than ``STR_MEMO_CHARS`` (a few MB at most, in any process: the driver's Balancer too).
 _STR_HASHES: dict[str, int] = {}
-STR_HASHES_KEPT = 1 << 18
+STR_HASHES_KEPT = 1 << 16
+STR_MEMO_CHARS = 256
 
 
 def _str_hash(value: str) -> int:
     """BLAKE2b of a plain ``str``, from the process's memo when it was hashed before."""
     found = _STR_HASHES.get(value)
     if found is None:
-        if len(_STR_HASHES) >= STR_HASHES_KEPT:
-            _STR_HASHES.clear()
-        found = _STR_HASHES[value] = _blake(b"s", value.encode("utf-8", "surrogatepass"))
+        found = _blake(b"s", value.encode("utf-8", "surrogatepass"))
+        if len(value) <= STR_MEMO_CHARS:
+            if len(_STR_HASHES) >= STR_HASHES_KEPT:
+                _STR_HASHES.clear()
+            _STR_HASHES[value] = found
     return found
 
 

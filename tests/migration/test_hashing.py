@@ -160,3 +160,4 @@ def test_the_string_memo_gives_blake2b_of_the_bytes_whether_kept_or_cleared(
         keys = np.array([*texts, Named("a")], dtype=object)
         assert stable_hash(keys).tolist() == [blake(t) for t in [*texts, "a"]]
         assert len(hashing._STR_HASHES) <= 3
+        assert all(len(t) <= hashing.STR_MEMO_CHARS for t in hashing._STR_HASHES)

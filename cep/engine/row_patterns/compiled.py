@@ -17,8 +17,9 @@ once, when the operator is made). Per batch, for all keys of the engine at once:
 The state of every key is one :data:`Store`: a dict of numpy arrays (per key its
 partition index of the first buffered row, next start, resume row, match number, next
 deadline; CSR segments of its buffered rows, threads, held matches and label arena).
-One key's state is the same dict for one key: it moves through the codec like any
-other state, never as a pickle.
+The keys a batch splits off, merges back or hands over move as one such dict of theirs
+(:class:`KeyStores`), which reads as one key's dict per key where a caller asks key by
+key: it moves through the codec like any other state, never as a pickle.
 
 The measured gain is at the top of :mod:`cep.engine.row_patterns.kernel`.
 """
