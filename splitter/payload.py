@@ -18,9 +18,15 @@ that gives it back exactly:
   ``str`` may come back as that ``str``);
 - an integer column whose values span less than 2**32 (sequence numbers, the all-zero
   sub-sequence), as unsigned offsets from its least value;
+- a 64-bit integer column whose steps from row to row are mostly less than 2**32 (a
+  column in time order: timestamps), as its first value and the steps (``_deltas``);
 - a column that is the same array as an earlier one (the key, when it is a field), as a
   reference to that column;
 - anything else as it is.
+
+The arrays that ride along (how the task's pieces move the event clock, which every
+engine gets, and the events an engine checks for lateness) travel the same way: the
+clock's rises of the flights were 1.6 of an engine's 3.9 MB before.
 
 The pickle then goes LZ4-compressed, which halves it again.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 import pickle
 import struct
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,9 +53,13 @@ SAMPLE = 2048  # rows looked at to guess whether a string column repeats its val
 # codes columns of up to about 10,000 distinct values (4,043 aircraft of the flights
 # data show about 1,600) and leaves text, whose sample is nearly all distinct.
 MOST_DISTINCT = SAMPLE * 9 // 10
+# A column in time order travels as steps when at most one step in this many is wider
+# than 32 bits (each such step costs 16 bytes kept whole; each row saves 4 or more)
+ESCAPES_PER = 32
 
 # How one column comes back: None (as it travels), ("values", distinct) (codes into
-# them), ("offset", least, dtype) or ("same", name of an earlier column).
+# them), ("offset", least, dtype), ("delta", first value's 64 bits, dtype, rows of the
+# wide steps, those steps) or ("same", name of an earlier column).
 Decoder = tuple | None
 # A table ready to be split: the columns that travel, and how every column of the
 # original table (in its order) comes back from them.
@@ -92,6 +103,37 @@ def _narrow(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = No
     return None
 
 
+def _deltas(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
+    """A 64-bit integer column that mostly rises by less than 2**32 from row to row (a
+    column in time order: timestamps, the rises of the event clock), as its first value
+    and its steps, unsigned, the few other steps (a night between two days' flights, a
+    row that goes back in time) kept whole beside them. Steps are taken and summed back
+    modulo 2**64, which gives every value back exactly whatever the column holds; a
+    column with more than one such step in ``ESCAPES_PER`` rows travels as it is."""
+    if column.dtype.itemsize != 8 or len(column) < 2:
+        return None
+    words = column.view(np.uint64)
+    steps = np.diff(words)
+    wide = np.flatnonzero(steps >= np.uint64(1 << 32))
+    if len(wide) * ESCAPES_PER > len(steps):
+        return None
+    whole = steps[wide]
+    steps[wide] = 0
+    narrow = steps.astype(_unsigned(int(steps.max())))
+    return narrow, ("delta", int(words[0]), column.dtype.str, wide, whole)
+
+
+def _undelta(steps: np.ndarray, first: int, dtype: str, wide: np.ndarray,
+             whole: np.ndarray) -> np.ndarray:
+    words = np.empty(len(steps) + 1, dtype=np.uint64)
+    words[0] = first
+    full = steps.astype(np.uint64)
+    full[wide] = whole
+    np.cumsum(full, out=words[1:])
+    words[1:] += np.uint64(first)  # modulo 2**64, as the steps were taken
+    return words.view(np.dtype(dtype))
+
+
 def _repeats(sample: np.ndarray) -> bool:
     """Whether a column's first rows repeat their values enough for codes to pay (no for
     unhashable values)."""
@@ -133,8 +175,9 @@ def _unsigned(most: int) -> type:
     return np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.uint32
 
 
-def take_coded(coded: Coded, index: np.ndarray) -> Coded:
-    """Rows at ``index`` of a coded table (the distinct values are shared, not copied)."""
+def take_coded(coded: Coded, index: np.ndarray | slice) -> Coded:
+    """Rows at ``index`` of a coded table (the distinct values are shared, not copied;
+    a slice's columns are views)."""
     columns, decoders = coded
     return take(columns, index), decoders
 
@@ -147,12 +190,59 @@ def decode_table(coded: Coded) -> Table:
             table[name] = columns[name]
         elif decoder[0] == "values":
             table[name] = decoder[1][columns[name]]
+        elif decoder[0] == "delta":
+            table[name] = _undelta(columns[name], *decoder[1:])
         elif decoder[0] == "offset":
             _, least, dtype = decoder
             table[name] = columns[name].astype(dtype) + np.dtype(dtype).type(least)
         else:
             table[name] = table[decoder[1]]
     return table
+
+
+@dataclass(frozen=True)
+class _Narrowed:
+    """An array of the payload's other parts in its narrow form (``_narrow``)."""
+
+    values: np.ndarray
+    decoder: Decoder
+
+
+def _in_steps(coded: Coded) -> Coded:
+    """One engine's coded table with its 64-bit integer columns that travel as they are
+    in steps where they mostly rise (``_deltas``). Only a table that is split already:
+    a column in steps is no longer a column of rows to take."""
+    columns, decoders = coded
+    columns, decoders = dict(columns), dict(decoders)
+    for name, decoder in decoders.items():
+        column = columns.get(name)
+        if (decoder is None and column is not None and column.dtype.kind in "iu"
+                and len(column) >= SAMPLE):
+            found = _deltas(column)
+            if found is not None:
+                columns[name], decoders[name] = found
+    return columns, decoders
+
+
+def _narrow_parts(value: Any) -> Any:
+    """``value`` (tuples and lists of plain values and arrays) with every long integer
+    array in its narrow form, where one exists."""
+    if isinstance(value, np.ndarray):
+        coded = ((_narrow(value) or _deltas(value)) if value.dtype.kind in "iu"
+                 and len(value) >= SAMPLE else None)
+        return value if coded is None else _Narrowed(*coded)
+    if type(value) in (tuple, list):
+        return type(value)(_narrow_parts(v) for v in value)
+    return value
+
+
+def _widen_parts(value: Any) -> Any:
+    """What :func:`_narrow_parts` was given."""
+    if isinstance(value, _Narrowed):
+        return decode_table(({"a": value.values}, {"a": value.decoder}))["a"]
+    if type(value) in (tuple, list):
+        return type(value)(_widen_parts(v) for v in value)
+    return value
 
 
 def pack_payload(batch: int, tables: Mapping[str, Coded], passthrough: Table | None,
@@ -166,8 +256,9 @@ def pack_payload(batch: int, tables: Mapping[str, Coded], passthrough: Table | N
     the engine reads in this batch as the input task read them (``routing.map_grouping``:
     version -> encoded map), LZ4-compressed (about half the bytes, for about 25 ms of CPU
     per million rows), after their uncompressed size."""
-    raw = pickle.dumps((batch, dict(tables), passthrough, info, truth, time_info, late,
-                        maps), protocol=5)
+    raw = pickle.dumps((batch, {n: _in_steps(t) for n, t in tables.items()}, passthrough,
+                        info, truth,
+                        _narrow_parts(time_info), _narrow_parts(late), maps), protocol=5)
     return _SIZE.pack(len(raw)) + pa.compress(raw, codec=CODEC, asbytes=True)
 
 
@@ -179,4 +270,4 @@ def unpack_payload(payload: bytes) -> tuple[int, dict[str, Table], Table | None,
     raw = pa.decompress(memoryview(payload)[_SIZE.size:], size, codec=CODEC, asbytes=True)
     batch, tables, passthrough, info, truth, time_info, late, maps = pickle.loads(raw)
     return (batch, {n: decode_table(t) for n, t in tables.items()}, passthrough, info, truth,
-            time_info, late, maps)
+            _widen_parts(time_info), _widen_parts(late), maps)

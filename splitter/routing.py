@@ -24,6 +24,7 @@ from migration.hashing import kg_engine, stable_hash
 from splitter.keymaps import key_map
 from splitter.late_candidates import Candidates, candidates
 from splitter.payload import (
+    Coded,
     Factorized,
     code_table,
     factorize_without_nulls,
@@ -62,8 +63,7 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
         owners[name], factorized = owners_of(engine_of, table[KEY], batch)
         coded[name] = code_table(table, factorized)
     passthrough = concat(stateless) if stateless else None
-    mine = [{n: take_coded(t, owners[n] == e) for n, t in coded.items()}
-            for e in range(len(labels))]
+    mine = split_by_engine(coded, owners, len(labels))
     checks: list[Candidates | None] = [None] * len(labels)
     if late is not None:
         drop, segments = late
@@ -75,6 +75,23 @@ def route_part(module: ir.CompiledModule, inputs: dict[str, Table], labels: list
                                  info if e == 0 else {}, truth, time_info, checks[e],
                                  maps))
             for e, label in enumerate(labels)]
+
+
+def split_by_engine(coded: dict[str, Coded], owners: dict[str, np.ndarray], n: int
+                    ) -> list[dict[str, Coded]]:
+    """Every engine's rows of each coded stream, in their order: one stable sort of the
+    rows by engine and one gather per column, each engine's rows a slice of it (a view).
+    Why: a boolean mask per engine read every column once per engine (5 engines: 0.43
+    of the flights' 9 CPU seconds of Python work on the Spark path)."""
+    mine: list[dict[str, Coded]] = [{} for _ in range(n)]
+    for name, table in coded.items():
+        engine = owners[name].astype(np.int16 if n <= 1 << 15 else np.int32, copy=False)
+        order = np.argsort(engine, kind="stable")  # a radix sort for int16
+        cuts = np.searchsorted(engine[order], np.arange(n + 1), side="left")
+        gathered = take_coded(table, order)
+        for e in range(n):
+            mine[e][name] = take_coded(gathered, slice(int(cuts[e]), int(cuts[e + 1])))
+    return mine
 
 
 def engine_seqs(keyed: dict[str, Table], owners: dict[str, np.ndarray],

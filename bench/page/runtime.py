@@ -265,3 +265,37 @@ def stages_figures(data: dict, _name: str) -> str:
         parts.append(text)
     return ("![Seconds per stage, stacked, beside the parse floor](images/stages.png)\n\n"
             + "\n\n".join(parts))
+
+
+def spark_frame_figures(data: dict, _name: str) -> str:
+    """bench_spark_frame.py: per source tree, each side's CPU seconds on the frame (100
+    lines) and the whole job, Spark's split by process and by JVM thread, and the bound
+    the 1.5x CPU target sets beside Spark's frame alone."""
+    parts = []
+    for tree, found in (data.get("trees") or {}).items():
+        best = found.get("best") or {}
+        rows = [(f"{size} on {side}", num(at(best, f"{size}_{side}", "wall_s"), 2),
+                 num(at(best, f"{size}_{side}", "tree_cpu_s"), 2),
+                 num(min((r.get("load_at_start", 0) for r in
+                          (found.get("runs") or {}).get(f"{size}_{side}", [])), default=None),
+                     1))
+                for size in ("frame", "job") for side in ("local", "spark")]
+        job = best.get("job_spark") or {}
+        split = "; ".join(f"{k} {num(v, 2)}" for k, v in
+                          (job.get("by_process_cpu_s") or {}).items())
+        threads = "; ".join(f"{k} {num(v, 2)}" for k, v in
+                            (job.get("jvm_threads_cpu_s") or {}).items())
+        parts.append(f"`{tree}`:\n\n"
+                     + table(("run (best of the rounds by CPU)", "wall s", "CPU s",
+                              "load at start"), rows)
+                     + f"\n\nSpark's job by process (CPU s): {split}. Its JVM by thread: "
+                     f"{threads}.")
+    bound = data.get("bound") or {}
+    parts.append(f"The bound (the last tree): the target allows Spark "
+                 f"{num(bound.get('target_spark_cpu_s'), 1)} CPU s on the job (1.5 × the "
+                 f"local runner's {num(bound.get('local_job_cpu_s'), 1)}); Spark's frame alone "
+                 f"takes {num(bound.get('spark_frame_cpu_s'), 1)} "
+                 f"({ratio(bound.get('frame_over_target'))} the target), its whole job "
+                 f"{num(bound.get('spark_job_cpu_s'), 1)} "
+                 f"({ratio(bound.get('spark_over_local'))} the local runner's).")
+    return "\n\n".join(parts)

@@ -51,6 +51,7 @@ from page.runtime import (
     latency_figures,
     source_figures,
     spark_figures,
+    spark_frame_figures,
     stages_figures,
     stream_figures,
     transports_figures,
@@ -101,6 +102,17 @@ SECTIONS = (
             "its defaults with its metrics' stages (task stages summed over tasks, the "
             "driver's sink, Spark's frame around the tasks, the session's start).",
             "python bench/bench_stages.py --copies 10", stages_figures),
+    Section("spark_frame*.json", "Spark's CPU seconds, process by process, and its fixed frame",
+            "The window rule (`spark_frame.json`) and MATCH_RECOGNIZE "
+            "(`spark_frame-flights_mr_spiral.json`) over the first 100 lines of the ten "
+            "years of flights (the frame: what Spark spends on any job, whatever its "
+            "input) and over the whole file, each side a whole `cep run` at its defaults, "
+            "with the file in the page cache; the process tree's CPU seconds read from "
+            "/proc (the JVM and the Python workers included), split by process and, in "
+            "the JVM, by thread. With two source trees (a before and an after) they run "
+            "in turn within each round.",
+            "python bench/bench_spark_frame.py --trees BEFORE_DIR,AFTER_DIR "
+            "[--rule bench/rules/flights_mr_spiral.epl]", spark_frame_figures),
     Section("latency.json", "Detection latency",
             "A writer appends events at a fixed rate to a file that `cep run --follow` "
             "follows (or produces them to a Kafka topic it reads); a per-key "

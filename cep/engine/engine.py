@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -339,7 +339,8 @@ class Engine:
                 or type(change.get("windows")) is not list
                 or len(change["windows"]) != len(windows)
                 or type(change.get("keyed")) is not list or len(change["keyed"]) != operators
-                or any(type(part) is not dict for part in change["keyed"])
+                # a dict, or an operator's keys in one piece (row_patterns' KeyStores)
+                or any(not isinstance(part, Mapping) for part in change["keyed"])
                 or type(change.get("waiting")) is not dict
                 or type(change.get("clock")) is not dict):
             raise codec.StateFormatError("not a change of this rule file's engine")

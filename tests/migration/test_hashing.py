@@ -134,3 +134,30 @@ def test_kg_engine_is_uniform_and_in_range() -> None:
     assert engines.min() >= 0 and engines.max() < 5
     assert np.all(np.abs(counts - 20_000) < 600)  # ~4 standard deviations
     assert kg_engine(np.array(["x", "y"], dtype=object), 1).tolist() == [0, 0]
+
+
+def test_the_string_memo_gives_blake2b_of_the_bytes_whether_kept_or_cleared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Oracle: BLAKE2b of the tagged UTF-8 bytes computed here, independently of the
+    memo; the memo is exercised hit, missed and cleared when full (a bound of 3)."""
+    import hashlib
+
+    import migration.hashing as hashing
+
+    def blake(text: str) -> int:
+        digest = hashlib.blake2b(b"s" + text.encode("utf-8", "surrogatepass"),
+                                 digest_size=8, person=b"cep-splitter").digest()
+        return int.from_bytes(digest, "little")
+
+    monkeypatch.setattr(hashing, "STR_HASHES_KEPT", 3)
+    monkeypatch.setattr(hashing, "_STR_HASHES", {})
+    texts = [*STRINGS, "\ud800", "x" * 10_000, "topic-42"]
+
+    class Named(str):
+        """A str subclass equal to a plain str: hashed by its bytes, not the memo."""
+
+    for _ in range(3):  # first pass misses, later ones hit or refill after a clear
+        keys = np.array([*texts, Named("a")], dtype=object)
+        assert stable_hash(keys).tolist() == [blake(t) for t in [*texts, "a"]]
+        assert len(hashing._STR_HASHES) <= 3
+        assert all(len(t) <= hashing.STR_MEMO_CHARS for t in hashing._STR_HASHES)

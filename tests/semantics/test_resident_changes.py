@@ -93,7 +93,7 @@ def _current(module: ir.CompiledModule, held: tuple[int, Engine] | None,
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 119), max_size=8),
        choices=st.integers(0, 2**16))
 def _runs_on_resident_copies_as_the_reference(kind, seed, cuts, choices):
-    module = compile_text(SCHEMA + RULES[kind], kind)
+    module = compile_text(SCHEMA + KINDS[kind], kind)
     inputs = events(seed)
     bounds = list(itertools.pairwise([0, *sorted(set(cuts)), 120]))
     expected = output_records(run_reference(module, inputs))
@@ -101,7 +101,16 @@ def _runs_on_resident_copies_as_the_reference(kind, seed, cuts, choices):
     assert _run_resident(module, inputs, bounds, random.Random(choices)) == expected
 
 
-@pytest.mark.parametrize("kind", sorted(RULES))
+# Kinds beyond the state fixtures' (``support.state_rules``, each with a checkpoint written
+# before): the compiled matcher under an output rate limiter, which reads the keys'
+# states it moves one by one (``row_patterns.compiled.KeyStores`` as a mapping)
+KINDS = {**RULES, "match_recognize_rate": (
+    "SELECT * FROM S MATCH_RECOGNIZE ( PARTITION BY k MEASURES A.v AS a, count(B.v) AS n "
+    "PATTERN (A B+ C) WITHIN 7 sec DEFINE B AS B.v < prev(B.v), C AS C.v > A.v ) "
+    "OUTPUT LAST EVERY 2 EVENTS;")}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_operator_kind_runs_on_resident_copies_as_the_reference(kind):
     with bounded(f"resident {kind}"):
         _runs_on_resident_copies_as_the_reference(kind)

@@ -8,12 +8,14 @@ import pandas as pd
 from cep.engine.table import object_array
 from splitter.payload import (
     SAMPLE,
+    _in_steps,
     code_table,
     decode_table,
     pack_payload,
     take_coded,
     unpack_payload,
 )
+from splitter.routing import split_by_engine
 
 
 def _same(a: dict, b: dict) -> None:
@@ -74,6 +76,21 @@ def test_a_split_by_engine_and_a_round_trip_through_bytes_keep_every_row():
         _same(tables["Flight"], {n: c[owner == engine] for n, c in table.items()})
 
 
+def test_one_sort_by_engine_gives_each_engine_the_rows_a_mask_gives_it_in_order():
+    """Oracle: the boolean mask per engine (how the rows were split before), over drawn
+    owners, engines without rows and a stream with no rows."""
+    rng = np.random.default_rng(11)
+    for n_rows, engines in ((3 * SAMPLE + 5, 5), (40, 7), (0, 3)):
+        table = {name: column[:n_rows] for name, column in _table(max(n_rows, 1)).items()}
+        owner = rng.choice([0, 2, engines - 1], n_rows) if n_rows else np.empty(0, np.int32)
+        coded = code_table(table)
+        split = split_by_engine({"Flight": coded}, {"Flight": owner}, engines)
+        assert len(split) == engines
+        for engine in range(engines):
+            got = decode_table(split[engine]["Flight"])
+            _same(got, {n: c[owner == engine] for n, c in table.items()})
+
+
 def test_small_tables_travel_as_they_are():
     table = {"s": object_array(["a", "b"] * 10), "i": np.arange(20)}
     assert code_table(table) == (table, {"s": None, "i": None})
@@ -97,3 +114,57 @@ def test_known_codes_are_used_and_rejected_where_a_factorize_would_be():
     assert list(decoders["tailnum"][1]) == list(distinct)
     _same(decode_table((columns, decoders)), table)
     _same(decode_table((plain_columns, plain_decoders)), table)
+
+
+def test_columns_in_time_order_travel_as_steps_and_come_back_exactly():
+    """Oracle: the column itself, after a split by engine and a round trip through
+    bytes. Steps are taken modulo 2**64, so columns that wrap around the int64 and
+    uint64 ranges come back too; a column that mostly falls travels as it is, one with a
+    few wide steps (nights, a row back in time) keeps those whole."""
+    n = 3 * SAMPLE
+    rng = np.random.default_rng(3)
+    rising = 1_357_035_300_000_000 + np.cumsum(rng.integers(0, 60_000_000, n))
+    table = {
+        "ts": rising.astype(np.int64),  # spans far over 2**32 in small steps
+        "unsigned": np.uint64(2**64 - 1000) + np.arange(n, dtype=np.uint64) * np.uint64(7),
+        "falls": rising[::-1].copy(),
+        "nights": rising + np.arange(n) // 200 * 2**40,  # a wide step every 200 rows
+        "back": rising.copy(),
+    }
+    table["back"][::500] -= 10**9  # a row back in time every 500
+    with np.errstate(over="ignore"):  # passes int64's top, wrapping to its bottom
+        table["wraps"] = np.int64(2**63 - 5_000) + np.arange(n, dtype=np.int64)
+    coded = code_table(table)
+    assert all(d is None for d in coded[1].values())  # no steps before the split
+    columns, decoders = _in_steps(coded)
+    kinds = {name: d[0] if d else None for name, d in decoders.items()}
+    assert kinds == {"ts": "delta", "unsigned": "delta", "falls": None, "nights": "delta",
+                     "back": "delta", "wraps": "delta"}
+    assert columns["ts"].dtype == np.uint32  # steps of up to a minute in µs
+    owner = np.arange(n) % 2
+    for engine in range(2):
+        payload = pack_payload(0, {"S": take_coded(coded, owner == engine)}, None, {}, None)
+        _same(unpack_payload(payload)[1]["S"], {k: c[owner == engine] for k, c in table.items()})
+
+
+def test_the_clock_and_the_late_candidates_come_back_as_they_were_packed():
+    """Oracle: the values packed (every array equal and of its dtype, tuples and lists
+    kept as such)."""
+    n = 3 * SAMPLE
+    seq = np.arange(n, dtype=np.int64) * 147 + (3 << 36)
+    ts = np.cumsum(np.full(n, 60_000_000, np.int64))
+    time_info = ("pieces", [(3, 0, "files", False, seq, ts, False),
+                            (4, 9, "files", True, seq[:5], ts[:5], True)], True, 77, 2)
+    late = (seq[::2].copy(), ts[::-1].copy(), np.ones(n // 2, bool), ["seg"])
+    payload = pack_payload(1, {}, None, {}, None, time_info, late)
+    *_, got_time, got_late, _ = unpack_payload(payload)
+
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return ("array", value.dtype.str, value.tolist())
+        if isinstance(value, tuple | list):
+            return (type(value).__name__, [plain(v) for v in value])
+        return value
+
+    assert plain(got_time) == plain(time_info)
+    assert plain(got_late) == plain(late)
