@@ -39,6 +39,10 @@ cep bench --nodes 5   Does balancing buy throughput where each engine has a node
                       as in the DLB paper? Table 1 beside the paper's; ``cep report`` draws
                       Figures 3 and 4 from the files. (paper-<order>-<nodes>nodes.json,
                       one per order of the tweets and cluster, written with ``--json``)
+bench_speedup.py      How does throughput grow as FSD scales out from 1 to 5 emulated nodes,
+                      per strategy, beside the ideal line and the bound Spark's serial
+                      frame allows (Guo & Zhou's Fig. 6)? ``cep report`` draws it.
+                      (speedup.json, with each point's ``cep bench`` file in speedup/)
 bench_balance_cost.py What does the balancing machinery (routing by maps, the engines'
                       map bookkeeping, the Balancer, the MongoDB server) cost a batch
                       beyond KG, part by part, and what can balancing buy at most on

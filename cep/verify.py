@@ -79,11 +79,19 @@ class StrategyResult:
     batch_elapsed_s: list[float] = field(default_factory=list)
     batch_events: list[int] = field(default_factory=list)
     batch_rstd: list[float] = field(default_factory=list)
+    # each batch's heaviest key's events: no key-preserving placement gives the busiest
+    # engine less (the speedup bench's bound on more nodes)
+    batch_heaviest_key: list[int] = field(default_factory=list)
     keys_known: int = 0  # keys the Balancer had seen by the end (key-moving strategies)
     # the machine's 1, 5 and 15 minute load averages as the run started: on a shared
     # machine a run's figures move with what else runs there
     load_average: list[float] = field(default_factory=list)
     round: int = 1  # of ``cep bench --rounds``: every strategy runs once a round, in turn
+    # on an emulated cluster (``cep bench --nodes``): each node's CPU seconds over the run
+    # and the seconds its quota held it back, from its cgroup; how much of a run the
+    # nodes worked against the driver's serial part (the speedup bench's bound)
+    node_cpu_s: list[float] = field(default_factory=list)
+    node_throttled_s: list[float] = field(default_factory=list)
 
     @property
     def key_preserving(self) -> bool:
@@ -220,6 +228,7 @@ def _compare(module: ir.CompiledModule, config: RunConfig,
             batch_elapsed_s=elapsed_times(run),
             batch_events=[m["events_in"] for m in run.metrics],
             batch_rstd=[m["rstd"] for m in run.metrics],
+            batch_heaviest_key=[m.get("heaviest_key_rows", 0) for m in run.metrics],
             keys_known=max((m.get("keys", 0) for m in run.metrics), default=0),
             load_average=machine_load,
             round=turn,

@@ -148,3 +148,57 @@ def test_the_warm_up_stream_is_the_start_of_the_measured_one(mode: str) -> None:
     start = generate_tweets(n=15_000, mode=mode, rate=50.0, users=4_000)
     pd.testing.assert_frame_equal(start.frame, whole.frame.iloc[:15_000])
     assert (start.keys == whole.keys[:15_000]).all()
+
+
+def test_the_node_meter_sets_each_run_s_node_figures_beside_it() -> None:
+    from cep.cli.compare import NodeMeter
+
+    meter = NodeMeter(groups=["node-0", "node-1"])  # attach reads no group
+    # a warm-up run first, then KG (run though not asked for), DLB-L and PKG, two rounds
+    meter.runs = [([9.0, 9.0], [0.0, 0.0])] + [([float(i), 1.0], [0.5, 0.5])
+                                               for i in range(6)]
+    order = run_order(["dlb-l", "pkg"], ["events"], rounds=2)
+    asked = [result(s, 2, [1.0, 2.0], [10, 10]) for s in ("dlb-l", "pkg", "dlb-l", "pkg")]
+    placed = meter.attach(asked, order)
+    assert [(r.strategy, r.node_cpu_s) for r in placed] == [
+        ("dlb-l", [1.0, 1.0]), ("pkg", [2.0, 1.0]), ("dlb-l", [4.0, 1.0]),
+        ("pkg", [5.0, 1.0])]
+    assert NodeMeter().attach(asked, order) == asked  # off the emulated cluster: as they were
+
+
+def _speedup_bench():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))  # the bench imports ``common`` beside it
+    try:
+        spec = importlib.util.spec_from_file_location("bench_speedup",
+                                                      bench / "bench_speedup.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
+
+
+def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
+    bench = _speedup_bench()
+    # 10 s of wall clock; the node at 0.4 cores used 3.2 CPU s: busy 8 s, of which its
+    # engine 4 s; the driver's serial part 2 s; the heaviest key half of the first
+    # batch's events and a tenth of the second's
+    run = {"seconds": 10.0, "node_cpu_s": [3.2], "node_throttled_s": [1.0],
+           "batch_makespan_s": [2.0, 2.0], "batch_heaviest_key": [50, 20],
+           "batch_events": [100, 200]}
+    limits = bench.bound([run], 0.4, [1, 2, 4])
+    assert limits["serial_s"] == 2.0 and limits["serial_share"] == 0.2
+    assert limits["amdahl"] == [1.0, pytest.approx(10 / 6, abs=1e-3), 2.5]
+    # kept whole, the first batch's heaviest key leaves its engine half that batch's
+    # engine seconds at any N; the second batch's spreads to 1/N
+    assert limits["key_preserving"] == [
+        1.0, pytest.approx(10 / (2 + 2 + 2 * 0.5 + 2 * 0.5), abs=1e-3),
+        pytest.approx(10 / (2 + 1 + 2 * 0.5 + 2 * 0.25), abs=1e-3)]
+    points = [{"nodes": n, "strategies": {"kg": {"tweets_per_s": r}}}
+              for n, r in ((1, 100.0), (1, 120.0), (2, 220.0))]
+    assert bench.speedups(points, [1, 2]) == (110.0, {"kg": [1.0, 2.0]})

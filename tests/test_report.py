@@ -138,3 +138,44 @@ def test_report_draws_one_column_from_a_file_without_an_order(tmp_path, capsys):
     assert main(["report", str(path), "-o", str(tmp_path / "f")]) == 0
     assert capsys.readouterr().out.split() == [str(tmp_path / "f" / "figure3.png")]
     assert mpimg.imread(tmp_path / "f" / "figure3.png").shape == (715, 715, 4)
+
+
+def _speedup_document() -> dict:
+    """``bench/bench_speedup.py``'s results for five strategies on 1 to 5 nodes."""
+    nodes = [1, 2, 3, 4, 5]
+    slope = {"kg": 0.55, "dlb-l": 0.75, "elb": 0.7, "clb": 0.6, "pkg": 0.5}
+    return {"bench": "speedup", "rules": "rules/fsd.epl", "input": "tweets:n=80000",
+            "batch_size": 16000, "node_cpus": 0.4, "nodes": nodes, "ideal": nodes,
+            "speedup": {s: [1.0 + k * (n - 1) for n in nodes] for s, k in slope.items()},
+            "bound": {"serial_share": 0.17, "amdahl": [1.0, 1.7, 2.2, 2.6, 2.9],
+                      "key_preserving": [1.0, 1.7, 2.1, 2.3, 2.4]},
+            "date": "2026-11-28T16:00:00+00:00", "cpus": 2, "load_average_peak": 2.5}
+
+
+def test_report_draws_the_speedup_against_the_nodes(tmp_path, capsys):
+    from cep.speedup_figure import is_speedup_results
+
+    path = tmp_path / "speedup.json"
+    path.write_text(json.dumps(_speedup_document()))
+    metrics = _metrics(tmp_path / "kg.jsonl", "kg", 1)
+    assert is_speedup_results(str(path)) and not is_speedup_results(metrics)
+    assert main(["report", str(path), "-o", str(tmp_path / "f")]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "f" / "speedup.png")]
+    pixels = mpimg.imread(tmp_path / "f" / "speedup.png")
+    assert pixels.shape == (550, 770, 4)  # 7 x 5 inches at 110 dpi
+    colours = set(map(tuple, (pixels[..., :3] * 255).round().astype(int).reshape(-1, 3)))
+    # a line per strategy (kg C0, dlb-l C1, pkg C4, elb C5, clb C6), the ideal line in
+    # black and the bounds in grey
+    wanted = {(31, 119, 180), (255, 127, 14), (148, 103, 189), (140, 86, 75),
+              (227, 119, 194), (0, 0, 0), (115, 115, 115)}
+    assert wanted <= colours
+
+
+def test_report_leaves_out_a_strategy_missing_at_some_nodes(tmp_path, capsys):
+    document = _speedup_document()
+    document["speedup"] = {"kg": [1.0, 1.8, None, 3.0, None]}
+    del document["bound"]
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(document))
+    assert main(["report", str(path), "-o", str(tmp_path / "f")]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "f" / "partial.png")]

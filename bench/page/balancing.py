@@ -209,3 +209,53 @@ def balancers_figures(data: dict, _name: str) -> str:
                      + table(("strategy", "equal shares", "measured shares", "gain"), rows))
     return "\n\n".join(parts)
 
+
+
+def speedup_figures(data: dict, _name: str) -> str:
+    """bench_speedup.py: speedup per strategy and node count beside the ideal line and the
+    bounds, the bound's parts, and each point's throughput and machine load."""
+    nodes = data.get("nodes") or []
+    curves = data.get("speedup") or {}
+    bound = data.get("bound") or {}
+    names = list(curves)
+    rows = [(num(n), num(at(data, "ideal", i), 2), num(at(bound, "amdahl", i), 2),
+             num(at(bound, "key_preserving", i), 2),
+             *(num(at(curves, s, i), 2) for s in names)) for i, n in enumerate(nodes)]
+    head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
+            f"{num(data.get('batch_size'))}, N emulated nodes of "
+            f"{num(data.get('node_cpus'), 2)} cores with an engine each; "
+            f"{num(data.get('sweeps'))} sweep(s) of N, one `cep bench --nodes N` per point "
+            "(the strategies in turn, KG first). Speedup is a strategy's tweets/s over the "
+            "measured window against KG's on 1 node "
+            f"({num(data.get('kg_tweets_per_s_at_1'))} tweets/s). The bounds come from the "
+            f"1-node KG run(s): of {num(bound.get('wall_s'), 1)} s, the node was busy "
+            f"{num(bound.get('node_busy_s'), 1)} s (its engine "
+            f"{num(bound.get('engines_s'), 1)} s) and the driver's serial part took "
+            f"{num(bound.get('serial_s'), 1)} s ({pct(100 * (bound.get('serial_share') or 0))} — "
+            "Amdahl's bound); a batch's heaviest key held "
+            f"{pct(100 * (bound.get('heaviest_key_share') or 0))} of its engine seconds "
+            "(the key-preserving bound). Load averages: "
+            f"{num(data.get('load_average_peak'), 2)} at the highest (1-minute, 2 cores).")
+    image = ("![Speedup of throughput against the nodes, beside the ideal line and the "
+             "bounds](images/speedup.png)")
+    points = [(num(p.get("nodes")), num(p.get("sweep")),
+               " / ".join(num(x, 2) for x in p.get("load_average_before") or []),
+               " / ".join(num(x, 2) for x in p.get("load_average_after") or []),
+               num(p.get("seconds"), 0),
+               *(num(at(p, "strategies", s, "tweets_per_s"), 0) for s in names),
+               yes_no(all(at(p, "strategies", s, "equal_to_kg") is not False
+                          for s in names if s != "pkg")),
+               _share(at(p, "strategies", "kg", "busiest_node_quota_used", 0)))
+              for p in data.get("points") or [] if isinstance(p, dict)]
+    return "\n\n".join((
+        head, image,
+        table(("nodes", "ideal", "bound: frame", "bound: key whole", *names), rows),
+        "Each point (tweets/s; `= KG`: every key-preserving strategy's first stories "
+        "equal KG's; `KG node use`: the share of its quota KG's busiest node used over "
+        "its run, well under 100% where the node waited for CPU or for the driver):",
+        table(("nodes", "sweep", "load before", "load after", "s", *names, "= KG",
+               "KG node use"), points)))
+
+
+def _share(value: object) -> str:
+    return pct(100 * value, 0) if isinstance(value, int | float) else ""

@@ -20,6 +20,7 @@ from page.balancing import (
     fsd_figures,
     gate_figures,
     handoff_figures,
+    speedup_figures,
     splitter_figures,
     table1_figures,
 )
@@ -252,6 +253,16 @@ SECTIONS = (
             "cep bench rules/fsd.epl --input Tweet=tweets:n=240000,mode=zipf-periodic,"
             "rate=200 --nodes 5 --batch-size 20000 --load events,cost --rounds 2 --json "
             "bench/results/paper-zipf-periodic-5nodes.json", table1_figures),
+    Section("speedup.json", "Speedup as the engines scale out (Guo & Zhou's Fig. 6)",
+            "Throughput of FSD as the nodes grow from 1 to 5, each node a one-slot Spark "
+            "worker in a cgroup capped at the same share of a core, an engine per node "
+            "(`cep bench --nodes N --node-cpus C`), per strategy, against KG on one node; "
+            "beside the ideal line and the bounds the 1-node run allows: Amdahl's law over "
+            "the driver's serial part of a batch, and a batch's heaviest key kept on one "
+            "engine. `cep report bench/results/speedup.json -o DIR` draws the figure.",
+            "python bench/bench_speedup.py", speedup_figures,
+            "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`; the "
+            "per-point `cep bench` files go to `bench/results/speedup/`."),
     Section("stream*.json", "The streaming runtime",
             "`cep run` in a subprocess as a user meets it: the driver's peak memory against "
             "the input's size, FSD end to end, and the latency of `--follow`.",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +26,16 @@ from cep.cli.balancing_options import (
 from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
 from cep.provenance import load_average
-from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig
-from cep.verify import StrategyResult, failures, format_table, to_json, verify
+from cep.run import run as run_rules
+from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig, RunResult
+from cep.verify import (
+    StrategyResult,
+    failures,
+    format_table,
+    run_order,
+    to_json,
+    verify,
+)
 from grammar.compile import compile_file
 
 
@@ -83,9 +93,10 @@ def compare(args: argparse.Namespace) -> int:
                        moves=args.moves,
                        slowdown=slowdown(args.slow_engine))
     load_at_start = load_average()
-    with _placed(config, args) as (placed, cpus_per_node):
+    with _placed(config, args) as (placed, cpus_per_node, meter):
         results = verify(module, placed, strategies, args.load, args.rounds,
-                         _warm_up(args, placed), progress=_progress)
+                         _warm_up(args, placed), progress=_progress, runner=meter)
+    results = meter.attach(results, run_order(strategies, args.load, args.rounds))
     print(args.table(results, placed))
     if args.json:
         setup = {**run_setup(args, placed, cpus_per_node, results),
@@ -134,15 +145,55 @@ def _warm_up(args: argparse.Namespace, config: RunConfig) -> tuple[str, ...]:
     return warm_up_inputs(config.inputs, args.warm_up * (config.batch_size or DEFAULT_BATCH_SIZE))
 
 
+class NodeMeter:
+    """Runs each strategy (:func:`cep.run.run`) and reads, around it, each emulated
+    node's CPU seconds and the seconds its quota held it back from the node's cgroup.
+
+    Why: what the nodes did against the run's wall clock splits a run into the part
+    that more nodes share and the driver's serial part (Spark's frame), which bounds the
+    speedup more nodes can give (``bench/bench_speedup.py``). Off the emulated cluster
+    there are no groups and the figures stay empty."""
+
+    def __init__(self, groups: list | None = None) -> None:
+        self.groups = groups or []
+        self.runs: list[tuple[list[float], list[float]]] = []
+
+    def _read(self) -> tuple[list[float], list[float]]:
+        return ([group.usage_s() or 0.0 for group in self.groups],
+                [group.throttling().get("throttled_time", 0) / 1e9 for group in self.groups])
+
+    def __call__(self, module, config: RunConfig, stop: threading.Event) -> RunResult:
+        cpu, throttled = self._read()
+        result = run_rules(module, config, stop)
+        cpu_after, throttled_after = self._read()
+        self.runs.append(([round(b - a, 3) for a, b in zip(cpu, cpu_after, strict=True)],
+                          [round(b - a, 3) for a, b in
+                           zip(throttled, throttled_after, strict=True)]))
+        return result
+
+    def attach(self, results: list[StrategyResult], order: list[tuple[int, str, str]]
+               ) -> list[StrategyResult]:
+        """``results`` with each run's node figures. The measured runs are the last
+        ``len(order)`` (a warm-up run comes first), of which ``verify`` keeps those of
+        the strategies asked for (it runs KG first whether asked for or not)."""
+        if not self.groups:
+            return results
+        wanted = {r.strategy for r in results}
+        kept = [figures for (_, name, _), figures in zip(order, self.runs[-len(order):],
+                                                          strict=True) if name in wanted]
+        return [dataclasses.replace(r, node_cpu_s=cpu, node_throttled_s=throttled)
+                for r, (cpu, throttled) in zip(results, kept, strict=True)]
+
+
 @contextlib.contextmanager
 def _placed(config: RunConfig, args: argparse.Namespace
-            ) -> Iterator[tuple[RunConfig, float | None]]:
+            ) -> Iterator[tuple[RunConfig, float | None, NodeMeter]]:
     """``config`` as it is, or on an emulated cluster of ``--nodes`` for the block, with
-    each node's cores (None: no emulated cluster)."""
+    each node's cores (None: no emulated cluster) and the runner that meters its nodes."""
     if args.nodes is None:
         if args.node_cpus is not None:
             raise CommandError("--node-cpus sizes the nodes of --nodes N: give both")
-        yield config, None
+        yield config, None, NodeMeter()
         return
     if args.nodes < 1:
         raise CommandError(f"--nodes must be at least 1, got {args.nodes}")
@@ -151,7 +202,7 @@ def _placed(config: RunConfig, args: argparse.Namespace
 
     with on_nodes(config, args.nodes, args.node_cpus) as (placed, cluster):
         run_training_query(placed)  # the executors start their JVMs and Python workers
-        yield placed, cluster.cpus_per_node
+        yield placed, cluster.cpus_per_node, NodeMeter(cluster.cluster.node_groups)
 
 
 def bench_table(results: list[StrategyResult], config: RunConfig) -> str:
