@@ -404,8 +404,10 @@ def draw(jobs: dict[str, Any], path: Path) -> Path:
             bars.append(("its reading\nthread", job["local_best"]["reader_thread_s"]))
         if "spark_best" in job:
             bars.append(("Spark", job["spark_best"]["wall_parts_s"]))
-        for x, (_, stages) in enumerate(bars):
-            bottom = 0.0
+        for x, (label, stages) in enumerate(bars):
+            # the reading thread starts once the run has started up: drawn from there
+            bottom = (job["local_best"]["stages_s"].get("startup", 0.0)
+                      if label.startswith("its reading") else 0.0)
             for stage, seconds in stages.items():
                 colour = colours.setdefault(stage, palette[len(colours) % len(palette)])
                 ax.bar(x, seconds, bottom=bottom, color=colour, width=0.6,
@@ -413,6 +415,11 @@ def draw(jobs: dict[str, Any], path: Path) -> Path:
                        else None)
                 bottom += seconds
             ax.text(x, bottom, f"{bottom:.1f} s", ha="center", va="bottom", fontsize=9)
+        for key, style, text in (("now_s", "--", "bound"), ("target_s", ":", "target")):
+            if key in job.get("bound", {}):
+                ax.axhline(job["bound"][key], color="grey", linestyle=style, linewidth=1)
+                ax.text(-0.45, job["bound"][key], text, fontsize=8,
+                        va="bottom", ha="left", color="grey")
         ax.set_xticks(range(len(bars)), [b[0] for b in bars])
         ax.set_title(f"{name} ({job['rule'].split('/')[-1]})")
         ax.set_ylabel(f"seconds (Spark's task stages: core-seconds / {slots} cores)")
