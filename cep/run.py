@@ -27,7 +27,7 @@ from cep.engine.udf_errors import collecting
 from cep.engine.udf_isolation import configured
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import end_of_log
-from cep.io.input_chunks import Chunk, read_chunks
+from cep.io.input_chunks import Chunk, read_ahead, read_chunks
 from cep.io.inputlog import GENERATOR_KINDS
 from cep.io.inputs import InputError, input_segments
 from cep.io.late_letters import add_late_letters
@@ -38,6 +38,7 @@ from cep.local_runner import KeptRows, LineSink, stream_reference
 from cep.quality import precision_recall, quality_from_metrics
 from cep.run_config import Output, RunConfig, RunResult, is_uri_output
 from grammar import ir
+from grammar.field_reads import reading_module
 
 
 def run(module: ir.CompiledModule, config: RunConfig,
@@ -89,15 +90,19 @@ def _run_local(module: ir.CompiledModule, config: RunConfig) -> RunResult:
         end_seq = end_of_log(segments[-1].ordinal + 1) if segments else 0
         truth: list[np.ndarray] = []
         # dicts per event only where a caller needs them (see cep.local_runner)
+        # the engines get the fields some rule reads; the reader checks the others
+        reading = reading_module(module)
         kept = KeptRows(module) if (output.collect or output.fmt == "parquet" or any(
             s.kind in GENERATOR_KINDS for s in segments)) else None
         sink = (contextlib.nullcontext(kept) if kept is not None else
                 LineSink(None if output.fmt == "console" else output.path))
         with DeadLetter(config.dead_letter) as read_dead, \
-                collecting() as failures, configured(config.udf_timeout), sink as emit:
+                collecting() as failures, configured(config.udf_timeout), sink as emit, \
+                read_ahead(read_chunks(module, segments, read_dead, limit,
+                                       reading=reading)) as ahead:
             # user functions that raised, hung or ended their process: dead letters
-            chunks = _with_truth(read_chunks(module, segments, read_dead, limit), truth)
-            streamed = stream_reference(module, chunks, end_seq, emit, config.batch_size,
+            chunks = _with_truth(ahead, truth)
+            streamed = stream_reference(reading, chunks, end_seq, emit, config.batch_size,
                                         config.late)
         late = len(streamed.late["seq"])
         failed = 0

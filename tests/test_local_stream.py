@@ -171,25 +171,171 @@ def test_collected_events_and_rows_per_rule_are_the_whole_input_runs(tmp_path):
     assert result.outputs_per_rule == {r: sum(w["rule"] == r for w in want) for r in rules}
 
 
-def test_a_failed_run_leaves_no_output_file(tmp_path, monkeypatch):
-    """A run that fails half way leaves neither the output nor its temporary file (the
-    whole-input runner wrote nothing before the end)."""
+def _run_failing_at(tmp_path, monkeypatch, owner, name: str, call: int,
+                    error: Exception) -> None:
+    """A local run over 50 events in chunks of 5 whose ``owner.name`` raises ``error``
+    at its ``call``-th call: the run raises it, and leaves neither the output nor its
+    temporary file."""
     module = compile_text(RULES, "<test>")
     path = tmp_path / "in.jsonl"
     path.write_text("".join(json.dumps({"device": "d", "ts": i * SEC, "v": 1}) + "\n"
                             for i in range(50)), encoding="utf-8")
     calls = iter(range(1000))
+    real = getattr(owner, name)
 
     def failing(*args, **kwargs):
-        if next(calls) == 2:
-            raise RuntimeError("boom")
+        if next(calls) == call:
+            raise error
         return real(*args, **kwargs)
 
-    real = local_runner.run_stages
-    monkeypatch.setattr(local_runner, "run_stages", failing)
+    monkeypatch.setattr(owner, name, failing)
     monkeypatch.setattr(input_chunks, "CHUNK_RECORDS", 5)
     monkeypatch.setattr(input_chunks, "grid_step", lambda segment: 64)
     out = tmp_path / "out.jsonl"
-    with pytest.raises(RuntimeError, match="boom"):
+    with pytest.raises(type(error), match=str(error)):
         run(module, RunConfig(inputs=(str(path),), runner="local", output=Output(str(out))))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_failed_run_leaves_no_output_file(tmp_path, monkeypatch):
+    """A run that fails half way leaves neither the output nor its temporary file (the
+    whole-input runner wrote nothing before the end)."""
+    _run_failing_at(tmp_path, monkeypatch, local_runner, "run_stages", 2,
+                    RuntimeError("boom"))
+
+
+def test_a_failing_read_surfaces_in_the_run_and_leaves_no_output_file(tmp_path, monkeypatch):
+    """The chunks are read in a thread of their own (``input_chunks.read_ahead``): an
+    exception of the reader is raised by the run, as it was when the run read in its own
+    thread, and the output's temporary file goes."""
+    _run_failing_at(tmp_path, monkeypatch, input_chunks, "read_group", 3,
+                    OSError("disk gone"))
+
+
+def test_read_ahead_keeps_the_order_and_reads_one_chunk_ahead_at_most():
+    """Oracle: the source iterated in the caller's thread. The chunks come in the
+    source's order; when the caller has taken k chunks the source has been asked for
+    k + 1 at most (one being read ahead); a caller that stops early waits for the read
+    under way, and the source is closed."""
+    asked: list[int] = []
+    closed: list[bool] = []
+
+    def source():
+        try:
+            for i in range(10):
+                asked.append(i)
+                yield i
+        finally:
+            closed.append(True)
+
+    taken = []
+    with input_chunks.read_ahead(source()) as chunks:
+        for chunk in chunks:
+            taken.append(chunk)
+            assert len(asked) <= len(taken) + 1
+    assert taken == list(range(10)) and closed == [True]
+    asked.clear()
+    closed.clear()
+    with input_chunks.read_ahead(source()) as chunks:
+        assert next(iter(chunks)) == 0
+    assert len(asked) <= 2 and closed == [True]
+
+
+def test_read_ahead_raises_the_readers_exception_at_its_chunk():
+    """An exception in the reading thread reaches the caller after the chunks read
+    before it, as it would without the thread."""
+    def source():
+        yield "a"
+        yield "b"
+        raise ValueError("bad segment")
+
+    taken = []
+    with pytest.raises(ValueError, match="bad segment"), \
+            input_chunks.read_ahead(source()) as chunks:
+        for chunk in chunks:
+            taken.append(chunk)
+    assert taken == ["a", "b"]
+
+
+UNREAD_SCHEMA = ("CREATE SCHEMA Rec (k string, ts timestamp, v double, s string, n int, "
+                 "b boolean, t2 timestamp) TIMESTAMP ts;\n")
+UNREAD_RULES = [  # each reads some of Rec's fields; the reader checks the others
+    "@Name('w') SELECT k, avg(v) AS a FROM Rec#groupwin(k)#length(3);",
+    "@Name('d') SELECT s, v FROM Rec(v > 2);",
+    "@Name('p') SELECT a.n AS n, b.b AS bb FROM PATTERN [every a=Rec -> b=Rec] "
+    "PARTITION BY k;",
+    "@Name('star') SELECT * FROM Rec(k = 'a');",
+    "@Name('mr') SELECT * FROM Rec MATCH_RECOGNIZE (PARTITION BY k MEASURES A.t2 AS t "
+    "PATTERN (A B) DEFINE B AS B.v > A.v);",
+]
+#: values of the fields no rule may read, good and bad: a bad one rejects the record
+UNREAD_VALUES = {
+    "s": ["x", "", "é☃", None, 5, "日本" * 30],
+    "n": [1, -7, None, "x", 1.5, 2**40],
+    "b": [True, False, None, "yes"],
+    "t2": [0, "2024-01-01T00:00:00Z", None, "garbage"],
+}
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(rules=st.lists(st.sampled_from(UNREAD_RULES), min_size=1, max_size=3, unique=True),
+       rows=st.lists(st.fixed_dictionaries({
+           "k": st.sampled_from(["a", "b", "", "é"]), "v": st.integers(0, 5) | st.none(),
+           **{f: st.sampled_from(vs) | st.just("ABSENT") for f, vs in UNREAD_VALUES.items()}}),
+           max_size=40),
+       csv=st.booleans(), budget=st.integers(1, 12))
+def test_fields_no_rule_reads_are_checked_not_kept(tmp_path, rules, rows, csv, budget):
+    """The local runner reads only the fields some rule reads into its tables
+    (``grammar.field_reads.reading_module``) and checks the others. Oracle: the
+    whole-input run over every field (``load_inputs`` of the whole module): the same
+    output and the same dead letters (a bad value in a field no rule reads still
+    rejects its record), in JSON lines and CSV."""
+    _same_as_every_field(tmp_path, rules, rows, csv, budget)
+
+
+@pytest.mark.parametrize("csv", [False, True])
+def test_fields_no_rule_reads_a_drawn_case_that_has_output_and_dead_letters(tmp_path, csv):
+    """The property above on a case that is not empty on both sides: rows out of two
+    rules that read three of Rec's seven fields, and records rejected for a bad value
+    in a field neither reads."""
+    rows = [{"k": "ab"[i % 2], "v": i % 6, "s": "é☃" if i % 3 else None,
+             "n": "x" if i % 7 == 3 else i, "b": i % 2 == 0, "t2": "garbage" if i == 5 else i}
+            for i in range(40)]
+    totals = _same_as_every_field(tmp_path, UNREAD_RULES[:2], rows, csv, 3)
+    assert totals["events_out"] > 20 and totals["dead_lettered"] >= 6
+
+
+def _same_as_every_field(tmp_path, rules, rows, csv, budget) -> dict:
+    """The streamed run against the whole-input run over every field; its totals."""
+    module = compile_text(UNREAD_SCHEMA + "\n".join(rules), "<test>")
+    events = [{"ts": i * SEC, **{f: v for f, v in row.items() if v != "ABSENT"}}
+              for i, row in enumerate(rows)]
+    if csv:
+        path = tmp_path / "in.csv"
+        names = ["k", "ts", "v", *UNREAD_VALUES]
+        path.write_text(",".join(names) + "\n" + "".join(
+            ",".join("" if e.get(f) is None else json.dumps(e[f]) if isinstance(e[f], str)
+                     and ("," in e[f] or not e[f]) else str(e[f]).lower()
+                     if isinstance(e[f], bool) else str(e[f]) for f in names) + "\n"
+            for e in events), encoding="utf-8")
+    else:
+        path = tmp_path / "in.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    want_out, want_dead = tmp_path / "want.jsonl", tmp_path / "want-dead.jsonl"
+    got_out, got_dead = tmp_path / "got.jsonl", tmp_path / "got-dead.jsonl"
+    for stale in (want_out, want_dead, got_out, got_dead):
+        stale.unlink(missing_ok=True)
+    _, totals = whole_input_run(module, [str(path)], want_out, want_dead, None,
+                                "process")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(input_chunks, "CHUNK_RECORDS", budget)
+        patch.setattr(input_chunks, "grid_step", lambda segment: 64)
+        result = run(module, RunConfig(inputs=(str(path),), runner="local",
+                                       output=Output(str(got_out)),
+                                       dead_letter=str(got_dead)))
+    assert got_out.read_bytes() == want_out.read_bytes()
+    assert _read(got_dead) == _read(want_dead)
+    assert result.totals == totals
+    return totals

@@ -231,6 +231,24 @@ def ui_figures(data: dict, _name: str) -> str:
 
 
 
+def bound_text(job: dict) -> str:
+    """The wall time the local runner cannot beat on the machine (bench_stages.bound),
+    beside the issue's target of 1.5x the parse floor."""
+    bound = job.get("bound") or {}
+    if "now_s" not in bound:
+        return ""
+    one = [r.get("seconds") for r in job.get("parse_one_thread") or []]
+    return (f" Its bound on these {num(bound.get('cores'))} cores (start-up, then the "
+            f"larger of the parse floor and its CPU seconds after start-up over the cores): "
+            f"{num(bound['now_s'], 2)} s, which it runs at {ratio(bound.get('local_over_now'))}; "
+            f"a runner that only parsed (pyarrow on one thread: "
+            f"{num(min(one) if one else None, 2)} s) and ran its engines could not beat "
+            f"{num(bound.get('ideal_s'), 2)} s, {ratio(bound.get('ideal_over_floor'))} the "
+            f"floor, against the target of 1.5× ({num(bound.get('target_s'), 2)} s)"
+            + (": out of reach on this machine." if (bound.get("ideal_s") or 0)
+               > (bound.get("target_s") or 0) else "."))
+
+
 def stages_figures(data: dict, _name: str) -> str:
     """bench_stages.py: each job's seconds per stage beside the parse floor, and the
     picture of the same figures."""
@@ -244,10 +262,13 @@ def stages_figures(data: dict, _name: str) -> str:
         rows.append(("CPU seconds, peak memory",
                      f"{num(local.get('process_cpu_s'), 1)} s, "
                      f"{num(local.get('peak_rss_mb'))} MB"))
+        rows.extend((f"reading thread: {stage}", num(seconds, 2))
+                    for stage, seconds in (local.get("reader_thread_s") or {}).items())
         floor = min(job.get("parse_floor_s") or [0]) or None
         text = (f"**{name}** (`{job.get('rule', '')}`, {num(local.get('events_in'))} events): "
                 f"pyarrow alone parses the file in {num(floor, 2)} s; the local runner's "
-                f"whole process takes {ratio(at(job, 'bound', 'local_over_floor'))} that.\n\n"
+                f"whole process takes {ratio(at(job, 'bound', 'local_over_floor'))} that."
+                + bound_text(job) + "\n\n"
                 + table(("local runner stage", "seconds"), rows))
         if spark:
             spark_parts = spark.get("wall_parts_s") or {}

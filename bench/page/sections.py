@@ -99,9 +99,12 @@ SECTIONS = (
             "MATCH_RECOGNIZE (`bench/rules/flights_mr_spiral.epl`), each side a whole "
             "process with the file in the page cache: pyarrow's own parse of the file "
             "into the rule's fields (the floor no reader of JSON lines with this parser "
-            "can pass), the local runner with its stages timed, and `cep run` on Spark at "
+            "can pass), the local runner with its stages timed (its own thread's, which "
+            "add up to its wall time, and those of the thread that reads the next chunk "
+            "meanwhile), and `cep run` on Spark at "
             "its defaults with its metrics' stages (task stages summed over tasks, the "
-            "driver's sink, Spark's frame around the tasks, the session's start).",
+            "driver's sink, Spark's frame around the tasks, the session's start). Each job's "
+            "bound is the wall time the local runner cannot beat on the machine's cores.",
             "python bench/bench_stages.py --copies 10", stages_figures),
     Section("spark_frame*.json", "Spark's CPU seconds, process by process, and its fixed frame",
             "The window rule (`spark_frame.json`) and MATCH_RECOGNIZE "

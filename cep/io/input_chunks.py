@@ -4,6 +4,8 @@
 segments in the same log order as consecutive ranges of about :data:`CHUNK_RECORDS`
 records (cut at the input log's grid, ``inputlog.GRID_BYTES`` or ``GRID_ROWS``, as the
 Spark source's pieces are), so what is held at a time does not grow with the input.
+:func:`read_ahead` reads the next chunk in a thread of its own while the caller works on
+the one before (the parser releases the GIL), one chunk ahead at most.
 Every range reader reads any cut of a segment into the same records, seqs and dead
 letters (``cep.io.readers.ranges.read_range``), and the clock reads the log piece by
 piece (``cep.io.event_time``), so a run over the chunks sees the events, the watermark
@@ -12,7 +14,9 @@ and the dead letters of the whole-input read.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,10 +72,12 @@ def grid_step(segment: Segment) -> int:
 
 def read_chunks(module: ir.CompiledModule, segments: list[Segment], dead: DeadLetter,
                 max_record_bytes: int = MAX_RECORD_BYTES,
-                budget: float | None = None) -> Iterator[Chunk]:
+                budget: float | None = None,
+                reading: ir.CompiledModule | None = None) -> Iterator[Chunk]:
     """The segments' events, in log order, a chunk of about ``budget`` records
     (default :data:`CHUNK_RECORDS`) at a time (estimated from each segment's bytes per
-    record); bad records go to ``dead``."""
+    record); bad records go to ``dead``. ``reading``: the fields the tables keep (see
+    :func:`cep.io.inputs.read_ranges`)."""
     budget = budget or CHUNK_RECORDS
     group: list[tuple[Segment, int, int]] = []
     size = 0.0
@@ -80,14 +86,56 @@ def read_chunks(module: ir.CompiledModule, segments: list[Segment], dead: DeadLe
             group.append((segment, lo, hi))
             size += (hi - lo) / segment.unit
             if size >= budget:
-                yield read_group(module, group, dead, max_record_bytes)
+                yield read_group(module, group, dead, max_record_bytes, reading)
                 group, size = [], 0.0
     if group:
-        yield read_group(module, group, dead, max_record_bytes)
+        yield read_group(module, group, dead, max_record_bytes, reading)
 
 
 def read_group(module: ir.CompiledModule, group: list[tuple[Segment, int, int]],
-               dead: DeadLetter, max_record_bytes: int) -> Chunk:
+               dead: DeadLetter, max_record_bytes: int,
+               reading: ir.CompiledModule | None = None) -> Chunk:
     """One chunk: the ranges ``group`` read as :func:`cep.io.inputs.load_segments`
     reads whole segments."""
-    return Chunk(*read_ranges(module, group, dead, max_record_bytes))
+    return Chunk(*read_ranges(module, group, dead, max_record_bytes, reading))
+
+
+_END = object()  # the end of the chunks, as the reading thread says it
+
+
+@contextlib.contextmanager
+def read_ahead(chunks: Iterator[Chunk]) -> Iterator[Iterator[Chunk]]:
+    """The same chunks in the same order, chunk N+1 read in a thread while the caller
+    works on chunk N, so that parsing (pyarrow's, which releases the GIL) overlaps the
+    engines on a machine with a second core. One chunk ahead at most: the next read
+    starts only when the caller takes a chunk, so at most two are held (the caller's
+    and the one being read), as the engines' memory bound assumes.
+
+    An exception in the reading thread is raised in the caller at the chunk it would
+    have given, as an exception of the reader does without the thread. Leaving the block
+    (an exception of the caller included) waits for the read under way, so that nothing
+    writes to the dead letters after their file is closed, and closes ``chunks``."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="cep-read-ahead")
+    pending: Future | None = None
+
+    def ahead() -> Iterator[Chunk]:
+        nonlocal pending
+        pending = pool.submit(next, chunks, _END)
+        while True:
+            chunk = pending.result()
+            if chunk is _END:
+                pending = None
+                return
+            pending = pool.submit(next, chunks, _END)
+            yield chunk
+
+    try:
+        yield ahead()
+    finally:
+        if pending is not None:  # the caller stopped early: let the read under way end
+            with contextlib.suppress(BaseException):
+                pending.result()
+        pool.shutdown(wait=True)
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()

@@ -33,6 +33,7 @@ from cep.io.inputlog import (
 from cep.io.readers.ranges import read_range
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from grammar import ir
+from grammar.field_reads import unread_fields
 
 if TYPE_CHECKING:  # Kafka's client is imported on demand only
     from cep.io.kafka_input import KafkaFetch
@@ -136,39 +137,46 @@ def load_segments(module: ir.CompiledModule, segments: list[Segment], dead: Dead
 
 
 def read_ranges(module: ir.CompiledModule, ranges: list[tuple[Segment, int, int]],
-                dead: DeadLetter, max_record_bytes: int = MAX_RECORD_BYTES
+                dead: DeadLetter, max_record_bytes: int = MAX_RECORD_BYTES,
+                reading: ir.CompiledModule | None = None
                 ) -> tuple[dict[str, Table], list[ClockPiece], list[np.ndarray]]:
     """Records [lo, hi) of each segment in ``ranges`` (in their order): each input
     stream's events (every stream present, maybe empty), what the ranges tell the clock,
     and a generator's ground truth (the ids of its first stories). Whole segments for
-    :func:`load_segments`, a chunk of them for ``cep.io.input_chunks``."""
+    :func:`load_segments`, a chunk of them for ``cep.io.input_chunks``. ``reading``:
+    the module with the fields its rules read (``grammar.field_reads.reading_module``),
+    whose streams' fields the tables get (the others are checked, not kept); by default
+    every field of ``module``."""
+    reading = reading or module
     parts: dict[str, list[Table]] = {name: [] for name in module.input_streams}
     truth: list[np.ndarray] = []
     clock: list[ClockPiece] = []
     fetched = kafka_fetch(ranges)
     for segment, lo, hi in ranges:
-        stream = module.streams[segment.stream]
+        stream, kept = module.streams[segment.stream], reading.streams[segment.stream]
         frame, flags = read_segment(segment, lo, hi, stream, dead, max_record_bytes,
-                                    fetched)
-        table = frame_to_table(frame, stream)
+                                    fetched, unread_fields(module, reading, stream.name))
+        table = frame_to_table(frame, kept)
         parts[segment.stream].append(table)
-        clock.append(ClockPiece.of(segment, lo, table, stream))
+        clock.append(ClockPiece.of(segment, lo, table, kept))
         if flags is not None:
             truth.append(frame["id"].to_numpy()[flags])
         del frame
-    tables = {name: concat(tabs) or empty(list(module.streams[name].fields), (SEQ, SUB))
+    tables = {name: concat(tabs) or empty(list(reading.streams[name].fields), (SEQ, SUB))
               for name, tabs in parts.items()}
     return tables, clock, truth
 
 
 def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
-                 max_record_bytes: int = MAX_RECORD_BYTES, fetched: KafkaFetch | None = None
+                 max_record_bytes: int = MAX_RECORD_BYTES, fetched: KafkaFetch | None = None,
+                 unread: frozenset[str] = frozenset()
                  ) -> tuple[pd.DataFrame, np.ndarray | None]:
     """Records [lo, hi) of a segment as a typed frame whose ``seq`` is each record's
     sequence number, and (for a generator with a ground truth) which rows are first
     stories. The one reader of both runners (the Spark source calls it on executors).
     ``fetched``: the Kafka records of the caller's pieces, fetched together
-    (:class:`cep.io.kafka_input.KafkaFetch`)."""
+    (:class:`cep.io.kafka_input.KafkaFetch`). ``unread``: fields a file's reader checks
+    but may leave out of the frame (no rule reads them)."""
     flags = None
     if segment.kind in GENERATOR_KINDS:
         from cep.io.tweets.generator import tweets_range
@@ -183,7 +191,8 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
         offsets = frame["offset"].to_numpy()
     else:
         frame = read_range(segment.path, segment.kind, lo, hi, stream, dead,
-                           max_record_bytes=max_record_bytes, final=segment.final)
+                           max_record_bytes=max_record_bytes, final=segment.final,
+                           unread=unread)
         offsets = frame["offset"].to_numpy()
     frame["seq"] = segment.seq_base + (offsets - segment.start)
     return frame, flags

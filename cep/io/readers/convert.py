@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cep.engine.table import DTYPES
+from cep.engine.table import DTYPES, repeated
 from cep.io import timeformat
 from grammar.format_syntax import EPOCH_SCALE, to_strptime
 
@@ -100,6 +100,16 @@ class Column:
             self.errors.append((idx, kind, [reason(v) for v in values]))
 
 
+def placeholders(ftype: str, n: int) -> np.ndarray:
+    """``n`` placeholders of ``ftype``: a string column's are one shared ``""``, since
+    ``np.full`` makes an object array through a ``str`` per element (a third of the
+    reader's time in ``np.full`` on the flights, for columns whose values replace
+    them)."""
+    if ftype == "string":
+        return repeated(PLACEHOLDER[ftype], n)
+    return np.full(n, PLACEHOLDER[ftype], dtype=DTYPES[ftype])
+
+
 def plain_strings(arr: pa.Array) -> pa.Array:
     """Dictionary/large/view string columns as plain ``string``."""
     if pa.types.is_dictionary(arr.type):
@@ -137,19 +147,20 @@ def _regex_mask(arr: pa.Array, pattern: str) -> np.ndarray:
 
 
 def convert(arr: pa.Array, ftype: str, name: str, text_cells: bool,
-             fmt: str | None = None) -> Column:
+            fmt: str | None = None, values: bool = True) -> Column:
     """Convert one arrow column to the engine representation of ``ftype``.
 
     ``text_cells``: strings are cells of a text format (CSV) to be parsed as the field's
     type; otherwise (JSON, Parquet) a string is only a string or a timestamp. ``fmt``:
-    a timestamp's declared format.
+    a timestamp's declared format. ``values=False``: a string column's verdicts and
+    nulls without its values (placeholders), for a field no rule reads.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     arr = plain_strings(arr)
     n = len(arr)
     null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else np.zeros(n, bool)
-    col = Column(np.full(n, PLACEHOLDER[ftype], dtype=DTYPES[ftype]), null)
+    col = Column(placeholders(ftype, n), null)
     t = arr.type
     is_text = pa.types.is_string(t) and text_cells
     if ftype in ("int", "long"):
@@ -159,7 +170,7 @@ def convert(arr: pa.Array, ftype: str, name: str, text_cells: bool,
     elif ftype == "boolean":
         _to_bool(arr, col, name, is_text)
     elif ftype == "string" and pa.types.is_string(t):
-        col.values = string_objects(arr.fill_null(""))
+        col.values = string_objects(arr.fill_null("")) if values else repeated("", n)
     elif ftype == "timestamp":
         _to_timestamp(arr, col, name, fmt)
     else:

@@ -34,10 +34,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from cep.engine.table import DTYPES
 from cep.io import fieldpaths
 from cep.io.lines import Oversized, range_chunks
-from cep.io.readers.convert import PLACEHOLDER, Column, convert, show
+from cep.io.readers.convert import Column, convert, placeholders, show
 from cep.io.readers.reader import Reader, line_bounds, utf8_ok
 
 PER_LINE_MAX = 256  # a failing block of at most this many lines is parsed line by line
@@ -198,7 +197,7 @@ class JsonLinesReader(Reader):
         name, ftype = f.name, f.type
         n = len(objs)
         accepts = _JSON_ACCEPTS[ftype]
-        col = Column(np.full(n, PLACEHOLDER[ftype], dtype=DTYPES[ftype]), np.zeros(n, bool))
+        col = Column(placeholders(ftype, n), np.zeros(n, bool))
         groups: dict[pa.DataType, tuple[list[int], list[Any]]] = {}
         problems: dict[str, tuple[list[int], list[str]]] = {}
 

@@ -55,7 +55,7 @@ READERS: dict[str, type[Reader]] = {
 
 def read_range(path: str, fmt: str, start: int, end: int, stream: ir.StreamDef,
                dead: DeadLetter, *, max_record_bytes: int = MAX_RECORD_BYTES,
-               final: bool = True) -> pd.DataFrame:
+               final: bool = True, unread: frozenset[str] = frozenset()) -> pd.DataFrame:
     """Read, validate and type the records of one range of one file.
 
     JSON lines and CSV: ``[start, end)`` is a byte range, and the records are the lines
@@ -69,14 +69,16 @@ def read_range(path: str, fmt: str, start: int, end: int, stream: ir.StreamDef,
     The frame (see the module notes) starts with ``offset`` (int64): the byte offset of
     each record's first byte in the file, or its 0-based row index for Parquet; rows
     are in file order. Rejected records go to ``dead`` under the same offsets, identical
-    whatever the cut; records over ``max_record_bytes`` among them.
+    whatever the cut; records over ``max_record_bytes`` among them. ``unread`` fields
+    are checked as every other (a bad value rejects its record) but left out of the
+    frame (see :class:`~cep.io.readers.reader.Reader`).
     """
     reader_class = READERS.get(fmt)
     if reader_class is None:
         raise ValueError(f"unknown input format {fmt!r}; use json, csv or parquet")
-    reader = reader_class(stream, dead, max_record_bytes)
+    reader = reader_class(stream, dead, max_record_bytes, unread)
     piece = reader.read(path, start, end, final)
-    return _frame(piece, reader.fields)
+    return _frame(piece, reader.out_fields)
 
 
 def _frame(piece: Piece, fields: list[tuple[str, str]]) -> pd.DataFrame:

@@ -36,7 +36,7 @@ from cep.engine.table import DTYPES
 from cep.io import fieldpaths
 from cep.io.deadletter import DeadLetter
 from cep.io.lines import HEAD_BYTES
-from cep.io.readers.convert import FIELD_TYPES, PLACEHOLDER, Column, convert
+from cep.io.readers.convert import FIELD_TYPES, Column, convert, placeholders
 from grammar import ir
 from grammar.format_syntax import to_strptime
 
@@ -111,11 +111,17 @@ class Reader:
     letter. A record is identified everywhere by its offset in its file."""
 
     def __init__(self, stream: ir.StreamDef, dead: DeadLetter,
-                 max_record_bytes: int = MAX_RECORD_BYTES) -> None:
+                 max_record_bytes: int = MAX_RECORD_BYTES,
+                 unread: frozenset[str] = frozenset()) -> None:
+        """``unread``: fields that are checked (a bad value still rejects its record)
+        but left out of the rows read, since no rule reads them: a string column is
+        then never made into Python objects (``grammar.field_reads.reading_module``)."""
         if max_record_bytes < 1:
             raise ValueError(f"max_record_bytes must be positive, got {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
         self.fields = [(name, ftype.lower()) for name, ftype in stream.fields]
+        self.unread = unread
+        self.out_fields = [(name, ftype) for name, ftype in self.fields if name not in unread]
         for name, ftype in self.fields:
             if ftype not in FIELD_TYPES:
                 raise ValueError(f"field '{name}' has unknown type {ftype!r}")
@@ -179,8 +185,8 @@ class Reader:
         self.pieces.append(
             Piece(
                 offsets[keep],
-                {name: cols[name].values[keep] for name, _ in self.fields},
-                {name: cols[name].null[keep] for name, _ in self.fields},
+                {name: cols[name].values[keep] for name, _ in self.out_fields},
+                {name: cols[name].null[keep] for name, _ in self.out_fields},
             )
         )
 
@@ -189,7 +195,11 @@ class Reader:
         """Field ``f`` from the arrays of its paths (None: a path the data lacks): in each
         row, the first path with a value gives the value or the error; none gives NULL.
         ``objects``: rows whose winning path holds a struct are marked there instead."""
-        out = Column(np.full(n, PLACEHOLDER[f.type], dtype=DTYPES[f.type]), np.ones(n, bool))
+        if len(arrays) == 1 and arrays[0] is not None and not (
+                objects is not None and pa.types.is_struct(arrays[0].type)):
+            return convert(arrays[0], f.type, f.name, text_cells, f.format,
+                           values=f.name not in self.unread)  # one path: its column
+        out = Column(placeholders(f.type, n), np.ones(n, bool))
         for arr in arrays:
             if arr is None:
                 continue
@@ -198,9 +208,8 @@ class Reader:
                 objects |= here
                 out.null &= ~here
                 continue
-            col = convert(arr, f.type, f.name, text_cells, f.format)
-            if len(arrays) == 1:
-                return col
+            col = convert(arr, f.type, f.name, text_cells, f.format,
+                          values=f.name not in self.unread)
             take = out.null & ~col.null
             out.values[take] = col.values[take]
             for idx, kind, reasons in col.errors:
@@ -221,7 +230,7 @@ class Reader:
         """The accepted rows of one range of one file, in file order."""
         self.source, self.pieces = path, []
         self.read_records(path, start, end, final)
-        piece = _concat([p for p in self.pieces if len(p.offsets)], self.fields)
+        piece = _concat([p for p in self.pieces if len(p.offsets)], self.out_fields)
         if (np.diff(piece.offsets) < 0).any():  # rows re-read line by line come back late
             order = np.argsort(piece.offsets, kind="stable")
             piece = Piece(
