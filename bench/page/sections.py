@@ -311,7 +311,7 @@ SECTIONS = (
             "policy's changes per step (the issue's target: at most two per step, at a "
             "count that keeps up), when each was decided and when the batches ran at the "
             "new count, and the run's output against the reference evaluator's.",
-            "python bench/bench_autoscale_step.py --rate 3000 --step-seconds 60 --slow 80",
+            "python bench/bench_autoscale_step.py --rate 4000 --step-seconds 60 --slow 80",
             autoscale_step_figures),
     Section("tweets.json", "The tweets generator",
             "Generation speed, memory and key skew of the built-in `tweets` workload at the "
