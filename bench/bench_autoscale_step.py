@@ -29,9 +29,7 @@ Writes ``bench/results/autoscale_step.json``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_latency import RULE, _default_signals, event_lines, file_sender
-from common import load_average, write_results
+from common import load_average, stop_gracefully, write_results
 
 START_TIMEOUT_S = 180.0
 TICK_S = 0.05
@@ -215,11 +213,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         while time.time() < deadline and lines_in(output) < writer.written:
             time.sleep(1)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(120)
-        if proc.poll() is None:
-            proc.kill()
+        stop_gracefully(proc, 120)
     batches = batches_of(metrics)
     origin = writer.began[0][0]
     bounds = [t for t, _ in writer.began] + [ended]

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import ROOT, load_average, new_lines, write_results
+from common import ROOT, load_average, new_lines, stop_gracefully, write_results
 
 from cep.run_config import DEFAULT_TRIGGER_S
 
@@ -228,11 +228,7 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
         while reader.count < writer.total and time.time() < deadline:
             time.sleep(0.05)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(60)
-        if proc.poll() is None:
-            proc.kill()
+        stop_gracefully(proc, 60)
         reader.done.set()
         reader.join()
     latency = reader.seen - writer.appended

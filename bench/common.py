@@ -76,9 +76,12 @@ result files, with the sections of ``page/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -208,3 +211,13 @@ def write_jsonl(frames: pd.DataFrame | list[pd.DataFrame], path: Path) -> Path:
             out.write(json_lines(frame))
     os.replace(tmp, path)
     return path
+
+
+def stop_gracefully(proc: subprocess.Popen, wait_s: float) -> None:
+    """SIGTERM a ``cep run`` (it finishes its batch and commits, as Ctrl-C does), then
+    SIGKILL it if it has not ended within ``wait_s``."""
+    proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(wait_s)
+    if proc.poll() is None:
+        proc.kill()
