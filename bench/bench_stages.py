@@ -468,6 +468,8 @@ def main() -> None:
             for name in (args.only or JOBS)}
     if args.no_spark:
         keep_spark(jobs, RESULTS / "stages.json")
+    if args.only and (RESULTS / "stages.json").exists():  # keep the jobs not run now
+        jobs = {**json.loads((RESULTS / "stages.json").read_text()).get("jobs", {}), **jobs}
     written = write_results({"copies": args.copies,
                              "file_mb": round(data.stat().st_size / 1e6), "jobs": jobs},
                             "stages.json", merge=bool(args.only))
