@@ -33,6 +33,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cep.io.inputlog import GENERATOR_KINDS, KAFKA_KIND, TEXT_KINDS, Segment
 from cep.transports.mongo_client import mask_uri
@@ -130,7 +131,7 @@ class InputProgress:
 
     def _measure_arrivals(self) -> None:
         """Each text or Kafka source's records past its logged end, now (module notes)."""
-        topics: dict[str, list[SourceTotals]] = {}
+        partitions: list[SourceTotals] = []
         for totals in self._sources.values():
             totals.arrived_records = None
             if totals.kind in TEXT_KINDS and totals.last_path:
@@ -138,13 +139,9 @@ class InputProgress:
                     size = os.path.getsize(totals.last_path)
                     totals.arrived_records = max(0.0, size - totals.logged_end) / totals.unit
             elif totals.kind == KAFKA_KIND:
-                topics.setdefault(totals.last_path.rpartition("#")[0], []).append(totals)
-        for uri, partitions in topics.items():
-            with contextlib.suppress(*END_ERRORS):
-                ends = _partition_ends(uri)
-                for totals in partitions:
-                    high = ends[int(totals.last_path.rpartition("#")[2])][1]
-                    totals.arrived_records = max(0.0, high - totals.logged_end)
+                partitions.append(totals)
+        if partitions:
+            _kafka_arrivals(partitions)
 
     def _end_offset(self, batch: int) -> tuple[int, int] | None:
         """The input position after ``batch``: the last line of Spark's offset file
@@ -172,12 +169,19 @@ class InputProgress:
                 self._partly[ordinal] = done
 
 
-
-def _partition_ends(uri: str) -> dict[int, tuple[int, int]]:
-    """A Kafka segment path's topic's partition ends (imported here: a job without Kafka
-    never loads the client)."""
-    from cep.io.kafka_input import KafkaSource
+def _kafka_arrivals(partitions: list[SourceTotals]) -> None:
+    """Each Kafka partition's records past its logged end, with one offsets request per
+    topic (its segment paths read by ``cep.io.kafka_input.parse_segment_path``; the
+    client is imported here, so a job without Kafka never loads it)."""
+    from cep.io.kafka_input import parse_segment_path
     from cep.transports.embedded_kafka import resolve
     from cep.transports.kafka_read import partition_ends
-    source = KafkaSource.parse(uri)
-    return partition_ends(resolve(source.address), source.topics[0], timeout_s=2.0)
+    topics: dict[str, tuple[Any, list[tuple[SourceTotals, int]]]] = {}
+    for totals in partitions:
+        source, _topic, partition = parse_segment_path(totals.last_path)
+        topics.setdefault(source.uri, (source, []))[1].append((totals, partition))
+    for source, members in topics.values():
+        with contextlib.suppress(*END_ERRORS):
+            ends = partition_ends(resolve(source.address), source.topics[0], timeout_s=2.0)
+            for totals, partition in members:
+                totals.arrived_records = max(0.0, ends[partition][1] - totals.logged_end)
