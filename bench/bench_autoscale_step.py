@@ -38,8 +38,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_latency import RULE, _default_signals, event_lines, file_sender
+from bench_latency import RULE, _default_signals, event_lines, file_sender, metrics_of
 from common import load_average, stop_gracefully, write_results
+
+from splitter.autoscale import observation
 
 START_TIMEOUT_S = 180.0
 TICK_S = 0.05
@@ -68,20 +70,10 @@ class StepWriter(threading.Thread):
                 time.sleep(TICK_S)
 
 
-def batches_of(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def behind(batch: dict) -> float | None:
-    """The input lag the policy reads: records listed and not read, plus those that
-    arrived after the listing (``cep.spark.inputs.progress``)."""
-    sources = (batch.get("input") or {}).get("sources")
-    if sources:
-        return float(sum(s.get("behind_records", 0) + s.get("arrived_records", 0)
-                         for s in sources))
-    return batch.get("behind_records")
+    """The input lag the policy reads (``splitter.autoscale.observation``): records
+    listed and not read, plus those that arrived after the listing."""
+    return observation(batch, None).behind
 
 
 def kept_up(lags: list[float | None], rate: int) -> bool:
@@ -201,7 +193,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         writer.start()
         while writer.is_alive():
             writer.join(10)
-            done = batches_of(metrics)
+            done = metrics_of(metrics)
             last = done[-1] if done else {}
             print(f"  {time.time() - started:5.0f} s: {writer.written:,} written, "
                   f"batch {last.get('batch')}, engines "
@@ -214,7 +206,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             time.sleep(1)
     finally:
         stop_gracefully(proc, 120)
-    batches = batches_of(metrics)
+    batches = metrics_of(metrics)
     origin = writer.began[0][0]
     bounds = [t for t, _ in writer.began] + [ended]
     summary = [step_summary(batches, bounds[i], bounds[i + 1], rate)
