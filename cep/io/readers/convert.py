@@ -170,7 +170,8 @@ def convert(arr: pa.Array, ftype: str, name: str, text_cells: bool,
     elif ftype == "boolean":
         _to_bool(arr, col, name, is_text)
     elif ftype == "string" and pa.types.is_string(t):
-        col.values = string_objects(arr.fill_null("")) if values else repeated("", n)
+        if values:  # else the placeholders stay: a field no rule reads
+            col.values = string_objects(arr.fill_null(""))
     elif ftype == "timestamp":
         _to_timestamp(arr, col, name, fmt)
     else:
