@@ -43,6 +43,7 @@ import numpy as np
 from common import ROOT, load_average, new_lines, stop_gracefully, write_results
 
 from cep.run_config import DEFAULT_TRIGGER_S
+from cep.transports.kafka_read import EndFollower
 
 RULE = ROOT / "bench" / "rules" / "latency.epl"
 KEYS = 1_000
@@ -138,17 +139,20 @@ class FileReader(Reader):
 class KafkaReader(Reader):
     def __init__(self, size: int, bootstrap: str, topic: str) -> None:
         super().__init__(size)
-        from confluent_kafka import Consumer
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"bench-latency-{os.getpid()}",
             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-            "enable.auto.commit": False, "fetch.wait.max.ms": 5})
-        self.consumer.subscribe([topic])
+            "enable.auto.commit": False, "fetch.wait.max.ms": 5,
+            "enable.partition.eof": True})
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])  # one partition
+        # leaves the partition at its end: the embedded broker makes a waiting consumer spin
+        self.follower = EndFollower(self.consumer)
 
     def run(self) -> None:
         try:
             while not self.done.is_set():
-                messages = self.consumer.consume(10_000, 0.05)
+                messages = self.follower.consume(10_000, POLL_S)
                 now = time.time()
                 chunk = b"\n".join(m.value() for m in messages
                                    if m.error() is None and m.value())

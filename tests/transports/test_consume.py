@@ -101,3 +101,48 @@ def test_a_missing_topic_is_one_line(kafka: EmbeddedKafka, fresh_name: Name) -> 
     done = _consume(f"kafka://{kafka.bootstrap}/{fresh_name('none')}")
     assert done.returncode == 1
     assert done.stderr.decode().count("\n") == 1 and b"does not exist" in done.stderr
+
+
+def test_end_follower_reads_every_record_once_across_idle_gaps(
+        kafka: EmbeddedKafka, fresh_name: Name) -> None:
+    """``EndFollower`` leaves a partition at its end and rejoins it when it grows. Oracle:
+    the records produced, counted by the test: every one read once, each partition in
+    offset order, across idle gaps, committed transactions and an aborted one; while
+    nothing arrives the consumer holds no partition (it does not fetch)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from cep.transports.kafka_read import EndFollower
+
+    topic = fresh_name("follow")
+    ensure_topic(kafka.bootstrap, topic, 2)
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": topic,
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    follower = EndFollower(consumer)
+    read: list[tuple[int, int, bytes]] = []
+
+    def read_for(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            read.extend((m.partition(), m.offset(), m.value())
+                        for m in follower.consume(100, 0.01) if m.error() is None)
+
+    sent: list[tuple[int, bytes]] = []
+    try:
+        for wave in range(4):
+            records = [(i % 2, f"{wave}-{i}".encode()) for i in range(7)]
+            if wave == 2:
+                _send(kafka.bootstrap, topic, [(0, b"aborted")], f"{topic}-a", abort=True)
+                _send(kafka.bootstrap, topic, records, f"{topic}-t")
+            else:
+                _send(kafka.bootstrap, topic, records)
+            sent += records
+            read_for(1.0)
+            assert consumer.assignment() == []  # both partitions wait at their ends
+    finally:
+        consumer.close()
+    assert sorted((p, v) for p, _o, v in read) == sorted(sent)
+    for p in range(2):
+        offsets = [o for q, o, _v in read if q == p]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
