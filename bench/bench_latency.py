@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import ROOT, load_average, new_lines, stop_gracefully, write_results
+from common import ROOT, CpuMeter, load_average, new_lines, stop_gracefully, write_results
 
 from cep.run_config import DEFAULT_TRIGGER_S
 from cep.transports.kafka_read import EndFollower
@@ -179,8 +179,10 @@ def metrics_of(path: Path) -> list[dict]:
 
 
 def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
-             workdir: Path, bootstrap: str | None) -> dict:
-    """One ``cep run --follow`` fed at ``rate`` for ``seconds``; latencies of its events."""
+             workdir: Path, bootstrap: str | None, broker_pid: int | None = None) -> dict:
+    """One ``cep run --follow`` fed at ``rate`` for ``seconds``; latencies of its events,
+    and the CPU seconds that ``cep run``'s process tree, the broker (``broker_pid``) and
+    this process's writer and reader spent from the start of ``cep run`` to its end."""
     name = f"{sink}-{rate}-{trigger or 'default'}"
     case_dir = workdir / name
     case_dir.mkdir()
@@ -212,10 +214,13 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
               else KafkaReader(writer.total, bootstrap, cep_output.rsplit("/", 1)[1]))
     log = case_dir / "cep.log"
     print(f"[{name}] {' '.join(command[3:])}", flush=True)
-    started = time.time()
+    started, own_cpu = time.time(), time.process_time()
     with open(log, "wb") as err:
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,
                                 preexec_fn=_default_signals)
+    meter = CpuMeter({"cep": proc.pid, **({"broker": broker_pid} if broker_pid else {})})
+    meter.sample()
+    meter.start()
     reader.start()
     try:
         send(event_lines(0, 1))  # id 0 twice: this one tells when the run delivers
@@ -233,8 +238,10 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
             time.sleep(0.05)
     finally:
         stop_gracefully(proc, 60)
+        cpu = meter.stop()
         reader.done.set()
         reader.join()
+    cpu["bench_clients"] = round(time.process_time() - own_cpu, 2)  # writer, reader, meter
     latency = reader.seen - writer.appended
     delivered = latency[~np.isnan(latency)]
     batches = metrics_of(metrics)
@@ -249,7 +256,7 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
               "first_output_s": round(first_output, 2), **percentiles(delivered),
               "batches": len(batches),
               "batch_gap_median_s": round(float(np.median(gaps)), 3) if len(gaps) else None,
-              "spark_median_ms": spark,
+              "spark_median_ms": spark, "cpu_s": cpu,
               "returncode": proc.returncode, "load_average": load_average()}
     print(f"[{name}] " + ", ".join(f"{k} {v}" for k, v in result.items()
                                    if k not in ("sink", "rate", "load_average")), flush=True)
@@ -288,17 +295,20 @@ def main() -> None:
     triggers = [None if t == "default" else float(t) for t in args.triggers.split(",")]
     sinks = args.sinks.split(",")
     cases = []
-    with tempfile.TemporaryDirectory(prefix="cep-bench-latency-") as tmp, \
-            contextlib.ExitStack() as stack:
-        bootstrap = None
-        if "kafka" in sinks:
-            from cep.servers.kafka import EmbeddedKafka
-            bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap
+    with tempfile.TemporaryDirectory(prefix="cep-bench-latency-") as tmp:
         for sink in sinks:
             for trigger in triggers:
                 for rate in rates:
-                    cases.append(run_case(sink, rate, args.seconds, trigger, Path(tmp),
-                                          bootstrap))
+                    with contextlib.ExitStack() as stack:
+                        bootstrap, broker_pid = None, None
+                        if sink == "kafka":  # a fresh broker: its idle CPU grows with
+                            # the records it holds (docs/limits.md), so cases must not
+                            # inherit the earlier cases' records
+                            from cep.servers.kafka import EmbeddedKafka
+                            broker = stack.enter_context(EmbeddedKafka())
+                            bootstrap, broker_pid = broker.bootstrap, broker.pid
+                        cases.append(run_case(sink, rate, args.seconds, trigger, Path(tmp),
+                                              bootstrap, broker_pid))
     result = {"rule": str(RULE.relative_to(ROOT)), "keys": KEYS, "cases": cases,
               "best_rate_p99_under_1s": best_rates(cases)}
     print(json.dumps(result["best_rate_p99_under_1s"]))

@@ -213,6 +213,56 @@ def write_jsonl(frames: pd.DataFrame | list[pd.DataFrame], path: Path) -> Path:
     return path
 
 
+class CpuMeter(threading.Thread):
+    """CPU seconds of processes while they run: ``roots`` and all their descendants (a
+    ``cep run`` with its JVM and Python workers), each under its label, from the first
+    sample on (call :meth:`sample` once before starting the work). Samples /proc every
+    ``every_s`` and keeps each process's last reading, so a process that ends before the
+    meter stops counts up to its last sample."""
+
+    def __init__(self, roots: dict[str, int], every_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.roots, self.every_s = roots, every_s
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.done = threading.Event()
+        self.first: dict[int, float] = {}  # CPU at first sight (0 for a process born later)
+        self.sampled = False
+
+    def run(self) -> None:
+        while not self.done.wait(self.every_s):
+            self.sample()
+
+    def sample(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        table: dict[int, tuple[int, float]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+        labels = {pid: label for label, pid in self.roots.items()}
+        for pid, (_parent, cpu) in table.items():
+            up = pid
+            while up in table and up not in labels:
+                up = table[up][0]
+            if up in labels:
+                self.first.setdefault(pid, cpu if not self.sampled else 0.0)
+                self.seen[pid] = (labels[up], cpu)
+        self.sampled = True
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds per label since each process was first seen."""
+        self.sample()
+        self.done.set()
+        self.join()
+        totals = {label: 0.0 for label in self.roots}
+        for pid, (label, cpu) in self.seen.items():
+            totals[label] += cpu - self.first[pid]
+        return {label: round(cpu, 2) for label, cpu in totals.items()}
+
+
 def stop_gracefully(proc: subprocess.Popen, wait_s: float) -> None:
     """SIGTERM a ``cep run`` (it finishes its batch and commits, as Ctrl-C does), then
     SIGKILL it if it has not ended within ``wait_s``."""

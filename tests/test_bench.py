@@ -167,6 +167,10 @@ def test_the_node_meter_sets_each_run_s_node_figures_beside_it() -> None:
 
 
 def _speedup_bench():
+    return _bench_module("bench_speedup")
+
+
+def _bench_module(name: str):
     import importlib.util
     import sys
     from pathlib import Path
@@ -174,8 +178,7 @@ def _speedup_bench():
     bench = Path(__file__).resolve().parent.parent / "bench"
     sys.path.insert(0, str(bench))  # the bench imports ``common`` beside it
     try:
-        spec = importlib.util.spec_from_file_location("bench_speedup",
-                                                      bench / "bench_speedup.py")
+        spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -202,3 +205,30 @@ def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
     points = [{"nodes": n, "strategies": {"kg": {"tweets_per_s": r}}}
               for n, r in ((1, 100.0), (1, 120.0), (2, 220.0))]
     assert bench.speedups(points, [1, 2]) == (110.0, {"kg": [1.0, 2.0]})
+
+
+def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:
+    """``bench/common.CpuMeter``: a child that burns CPU and its grandchild, which does
+    too and ends before the meter stops, both count under the child's label; a process
+    outside the tree (this test's process) does not. Oracle: the CPU the two processes
+    are made to burn, 0.6 s each by their own process clocks, less what the child ran
+    before the first sample (its start-up)."""
+    import subprocess
+    import sys
+
+    meter_class = _bench_module("common").CpuMeter
+    burn = ("import os, time\n"
+            "def spin(s):\n"
+            "    end = time.process_time() + s\n"
+            "    while time.process_time() < end: pass\n"
+            "if os.fork() == 0:\n"
+            "    spin(0.6); os._exit(0)\n"
+            "spin(0.6); os.wait(); time.sleep(0.6)\n")
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    meter = meter_class({"tree": child.pid}, every_s=0.05)
+    meter.sample()
+    meter.start()
+    child.wait()
+    cpu = meter.stop()
+    assert set(cpu) == {"tree"}
+    assert 0.9 <= cpu["tree"] <= 1.6  # 1.2 s burnt, less what ran before the first sample
