@@ -280,23 +280,29 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
     bound = data.get("bound") or {}
     own = data.get("bound_from_first_phase") or {}
     lo, hi = data.get("lo"), data.get("hi")
+    joined = data.get("start_nodes") != data.get("nodes")  # nodes joined mid-run
     head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
             f"{num(data.get('batch_size'))} under `{data.get('strategy')}`, on emulated "
             f"nodes of {num(data.get('node_cpus'), 2)} cores: {num(lo)} engines on "
-            f"{num(data.get('start_nodes'))} nodes, then {num(data.get('nodes'))} nodes "
-            f"(the rest join while the job runs), then `cep scale` to {num(hi)} engines, "
+            + (f"{num(data.get('start_nodes'))} nodes, then {num(data.get('nodes'))} nodes "
+               "(the rest join while the job runs), then"
+               if data.get("start_nodes") != data.get("nodes") else
+               f"{num(data.get('nodes'))} nodes (all there from the start), then")
+            + f" `cep scale` to {num(hi)} engines, "
             f"then back to {num(lo)}. Events/s is the median over a phase's measured "
             "batches (a batch's events over the wall time from the commit before it). "
-            f"**{num(lo)} → {num(hi)} engines and nodes: "
-            f"{ratio(ratios.get('out'))}** (target 1.6×, ideal 2×): the nodes alone "
-            f"{ratio(ratios.get('nodes'))}, the engines on the same nodes "
-            f"{ratio(ratios.get('engines'))}; back to {num(lo)}: "
+            f"**{num(lo)} → {num(hi)} engines{' and nodes' if joined else ''}: "
+            f"{ratio(ratios.get('out'))}** (target 1.6×, ideal 2×)"
+            + (f": the nodes alone {ratio(ratios.get('nodes'))}, the engines on the same "
+               f"nodes {ratio(ratios.get('engines'))}" if joined else "")
+            + f"; back to {num(lo)}: "
             f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines on all the nodes "
             f"from the start: {num(at(data, 'kg_fixed', 'events_per_s'), 0)} events/s over "
             f"the same batches, {ratio(data.get('kg_fixed_over_first'))} the first phase's. "
-            f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its nodes "
-            f"busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''} of "
-            f"their quota); from `{bound.get('file', 'speedup.json')}` at the same node size "
+            + (f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its "
+               f"nodes busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''}"
+               " of their quota); from " if joined else "Bounds from ")
+            + f"`{bound.get('file', 'speedup.json')}` at the same node size "
             f"{ratio(bound.get('amdahl'))} (frame) and {ratio(bound.get('key_preserving'))} "
             "(key whole). Spark's `spark.locality.wait`: "
             f"{data.get('locality_wait') or 'its default (3s)'}. Output rows against KG's "
