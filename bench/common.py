@@ -43,6 +43,9 @@ bench_speedup.py      How does throughput grow as FSD scales out from 1 to 5 emu
                       per strategy, beside the ideal line and the bound Spark's serial
                       frame allows (Guo & Zhou's Fig. 6)? ``cep report`` draws it.
                       (speedup.json, with each point's ``cep bench`` file in speedup/)
+bench_scale_midrun.py Does a running FSD job on 2 emulated nodes gain throughput when 2
+                      nodes join and ``cep scale`` gives it 4 engines, what does each
+                      change cost, and are its events KG's? (scale_midrun.json)
 bench_balance_cost.py What does the balancing machinery (routing by maps, the engines'
                       map bookkeeping, the Balancer, the MongoDB server) cost a batch
                       beyond KG, part by part, and what can balancing buy at most on

@@ -166,11 +166,8 @@ def test_the_node_meter_sets_each_run_s_node_figures_beside_it() -> None:
     assert NodeMeter().attach(asked, order) == asked  # off the emulated cluster: as they were
 
 
-def _speedup_bench():
-    return _bench_module("bench_speedup")
-
-
-def _bench_module(name: str):
+def _bench_script(name: str):
+    """``bench/<name>.py`` loaded as a module (the benches are scripts, not a package)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -187,7 +184,7 @@ def _bench_module(name: str):
 
 
 def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
-    bench = _speedup_bench()
+    bench = _bench_script("bench_speedup")
     # 10 s of wall clock; the node at 0.4 cores used 3.2 CPU s: busy 8 s, of which its
     # engine 4 s; the driver's serial part 2 s; the heaviest key half of the first
     # batch's events and a tenth of the second's
@@ -216,7 +213,7 @@ def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:
     import subprocess
     import sys
 
-    meter_class = _bench_module("common").CpuMeter
+    meter_class = _bench_script("common").CpuMeter
     burn = ("import os, time\n"
             "def spin(s):\n"
             "    end = time.process_time() + s\n"
@@ -232,3 +229,75 @@ def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:
     cpu = meter.stop()
     assert set(cpu) == {"tree"}
     assert 0.9 <= cpu["tree"] <= 1.6  # 1.2 s burnt, less what ran before the first sample
+
+
+def _batch(batch: int, engines: int, wall: float, events: int = 100) -> dict:
+    return {"batch": batch, "rows_per_engine": [events // engines] * engines,
+            "events_in": events, "wall_time": wall}
+
+
+def test_a_mid_run_scale_change_splits_the_run_into_phases_each_measured_inside() -> None:
+    bench = _bench_script("bench_scale_midrun")
+    # 4 engines (warm-up), 2 from batch 2, nodes joined for batch 6, 4 engines from 8;
+    # a batch takes 2 s on 2 engines and 2 nodes, 1.6 s once the nodes joined, 1 s at
+    # 4 engines; the changes' batches (1, 2, 7, 8) and the join's (5, 6) take longer
+    walls = [0, 3, 8, 10, 12, 14, 17, 18.6, 21, 24, 25, 26, 27]
+    counts = [4, 4, 2, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4]
+    metrics = [_batch(b, n, w, 0 if b == 12 else 100)
+               for b, (n, w) in enumerate(zip(counts, walls, strict=True))]
+    cpu = {b: [b * 0.5, b * 0.25] for b in range(13)}
+    rows = bench.batch_rows(metrics, cpu)
+    assert rows[0]["seconds"] is None and rows[3]["seconds"] == 2.0
+    assert rows[3]["events_per_s"] == 50.0 and rows[3]["node_cpu_s"] == [0.5, 0.25]
+    # the join's cores were granted while batch 5 ran: batch 6 is the first after
+    assert bench.joined_at(rows, metrics, 13.0) == 6
+    assert bench.joined_at(rows, metrics, None) is None
+    changes = [{"at_batch": 2, "from": 4, "to": 2, "keys": 9, "bytes": 900},
+               {"at_batch": 8, "from": 2, "to": 4, "keys": 5, "bytes": 500}]
+    spans = bench.phases(rows, [2, 8, 6], {2: 2, 6: 4}, batch_size=100)
+    assert [(p["first_batch"], p["end_batch"], p["engines"], p["nodes"],
+             p["measured_batches"]) for p in spans] == [
+        (2, 6, [2], 2, [3, 4]), (6, 8, [2], 4, []), (8, None, [4], 4, [9, 10, 11])]
+    assert spans[0]["events_per_s"] == 50.0 and spans[2]["events_per_s"] == 100.0
+    assert spans[0]["node_cores_busy"] == [0.25, 0.125]  # 1 CPU s over 4 s of node 0
+    assert spans[1]["events_per_s"] is None  # a phase too short measures nothing
+    costs = bench.change_costs(rows, changes, spans)
+    # the first change has no phase before it, and the second's phase before it (the
+    # nodes' join) measured nothing: no figure rather than a guess
+    assert "extra_s" not in costs[0] and costs[0]["bytes"] == 900
+    assert "extra_s" not in costs[1] and costs[1]["keys"] == 5
+    ratios = bench.ratios(spans, 2, 4)
+    assert ratios == {"out": 2.0, "nodes": None, "engines": None, "in": None}
+
+
+def test_a_change_s_extra_time_is_over_its_phases_normal_batches() -> None:
+    bench = _bench_script("bench_scale_midrun")
+    rows = [{"batch": b, "seconds": s} for b, s in [(6, 2.0), (7, 3.0), (8, 2.5)]]
+    spans = [{"first_batch": 2, "batch_s": 2.0}, {"first_batch": 8, "batch_s": 1.0}]
+    change = {"at_batch": 8, "from": 2, "to": 4, "keys": 3, "bytes": 30}
+    [cost] = bench.change_costs(rows, [change], spans)
+    # handing over 1 s more than a 2 s batch, the first at 4 engines 1.5 s more than 1 s
+    assert cost["extra_s"] == 2.5 and cost["normal_batch_s"] == 1.0
+    assert cost["extra_over_normal"] == 2.5
+
+
+def test_scaled_output_is_compared_row_for_row() -> None:
+    bench = _bench_script("bench_scale_midrun")
+    assert bench.differences(["a", "b"], ["a", "b"]) == 0
+    assert bench.differences(["a", "c"], ["a", "b", "d"]) == 2
+    spans = [{"first_batch": 2, "engines": [2], "nodes": 2, "events_per_s": 10.0},
+             {"first_batch": 6, "engines": [2], "nodes": 4, "events_per_s": 12.0},
+             {"first_batch": 8, "engines": [4], "nodes": 4, "events_per_s": 18.0},
+             {"first_batch": 14, "engines": [2], "nodes": 4, "events_per_s": 12.0}]
+    assert bench.ratios(spans, 2, 4) == {"out": 1.8, "nodes": 1.2, "engines": 1.5,
+                                         "in": pytest.approx(0.667)}
+
+
+def test_the_bound_from_a_phase_spreads_its_nodes_busy_share_over_more_nodes() -> None:
+    bench = _bench_script("bench_scale_midrun")
+    # 2 nodes of 0.4 cores busy 0.3 cores each: 75% of their quota; on 4 nodes that
+    # part halves and the idle quarter stays: 1 / (0.25 + 0.375)
+    phase = {"nodes": 2, "node_cores_busy": [0.3, 0.3, 0.0, 0.0]}
+    assert bench.phase_bound(phase, 0.4, 4) == {"busy_share": 0.75, "amdahl": 1.6}
+    assert bench.phase_bound({"nodes": 2, "node_cores_busy": None}, 0.4, 4) is None
+    assert bench.ratio_of(3.0, 2.0) == 1.5 and bench.ratio_of(None, 2.0) is None

@@ -259,3 +259,66 @@ def speedup_figures(data: dict, _name: str) -> str:
 
 def _share(value: object) -> str:
     return pct(100 * value, 0) if isinstance(value, int | float) else ""
+
+
+def scale_midrun_figures(data: dict, _name: str) -> str:
+    """bench_scale_midrun.py: throughput per phase of a job scaled mid-run, the ratios
+    against the bounds, each change's keys, bytes and extra time, and the equality."""
+    phases = [p for p in data.get("phases") or [] if isinstance(p, dict)]
+    rows = [(f"{num(p.get('first_batch'))}–{num(p.get('end_batch'))}",
+             "/".join(num(e) for e in p.get("engines") or []), num(p.get("nodes")),
+             num(p.get("events_per_s"), 0), num(p.get("batch_s"), 2),
+             ", ".join(num(b) for b in p.get("measured_batches") or []),
+             " / ".join(num(c, 2) for c in p.get("node_cores_busy") or []))
+            for p in phases]
+    changes = [(f"{num(c.get('from'))} → {num(c.get('to'))}", num(c.get("at_batch")),
+                num(c.get("keys")), num(c.get("bytes")), num(c.get("handing_over_s"), 2),
+                num(c.get("first_new_s"), 2), num(c.get("extra_s"), 2),
+                ratio(c.get("extra_over_normal")))
+               for c in data.get("change_costs") or [] if isinstance(c, dict)]
+    ratios = data.get("ratios") or {}
+    bound = data.get("bound") or {}
+    own = data.get("bound_from_first_phase") or {}
+    lo, hi = data.get("lo"), data.get("hi")
+    joined = data.get("start_nodes") != data.get("nodes")  # nodes joined mid-run
+    head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
+            f"{num(data.get('batch_size'))} under `{data.get('strategy')}`, on emulated "
+            f"nodes of {num(data.get('node_cpus'), 2)} cores: {num(lo)} engines on "
+            + (f"{num(data.get('start_nodes'))} nodes, then {num(data.get('nodes'))} nodes "
+               "(the rest join while the job runs), then"
+               if data.get("start_nodes") != data.get("nodes") else
+               f"{num(data.get('nodes'))} nodes (all there from the start), then")
+            + f" `cep scale` to {num(hi)} engines, "
+            f"then back to {num(lo)}. Events/s is the median over a phase's measured "
+            "batches (a batch's events over the wall time from the commit before it). "
+            f"**{num(lo)} → {num(hi)} engines{' and nodes' if joined else ''}: "
+            f"{ratio(ratios.get('out'))}** (target 1.6×, ideal 2×)"
+            + (f": the nodes alone {ratio(ratios.get('nodes'))}, the engines on the same "
+               f"nodes {ratio(ratios.get('engines'))}" if joined else "")
+            + f"; back to {num(lo)}: "
+            f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines on all the nodes "
+            f"from the start: {num(at(data, 'kg_fixed', 'events_per_s'), 0)} events/s over "
+            f"the same batches, {ratio(data.get('kg_fixed_over_first'))} the first phase's. "
+            + (f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its "
+               f"nodes busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''}"
+               " of their quota); from " if joined else "Bounds from ")
+            + f"`{bound.get('file', 'speedup.json')}` at the same node size "
+            f"{ratio(bound.get('amdahl'))} (frame) and {ratio(bound.get('key_preserving'))} "
+            "(key whole). Spark's `spark.locality.wait`: "
+            f"{data.get('locality_wait') or 'its default (3s)'}. Output rows against KG's "
+            "at a fixed "
+            f"{num(hi)} engines: {num(data.get('output_rows'))} against "
+            f"{num(data.get('kg_rows'))}, {num(data.get('differences'))} differences: "
+            + ("**equal**" if data.get("events_equal_kg") else "**different**")
+            + ". Load averages: "
+            + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
+            + " at the scaled run's start.")
+    return "\n\n".join((
+        head,
+        table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",
+               "node cores busy"), rows),
+        "Each change (the batch before it hands the keys over, the first at the new count "
+        "adopts them; extra time against the phases' median batches, and over the shorter "
+        "of the two: the issue's target is at most 1×):",
+        table(("change", "at batch", "keys", "bytes", "handing over (s)", "first new (s)",
+               "extra (s)", "over a batch"), changes)))

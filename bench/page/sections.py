@@ -20,6 +20,7 @@ from page.balancing import (
     fsd_figures,
     gate_figures,
     handoff_figures,
+    scale_midrun_figures,
     speedup_figures,
     splitter_figures,
     table1_figures,
@@ -266,6 +267,14 @@ SECTIONS = (
             "python bench/bench_speedup.py", speedup_figures,
             "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`; the "
             "per-point `cep bench` files go to `bench/results/speedup/`."),
+    Section("scale_midrun*.json", "Scaling out and in mid-run on the emulated cluster",
+            "An FSD job over a backlog it reads at its own pace, on emulated nodes: "
+            "2 engines on 2 nodes, 2 more nodes joining while it runs, `cep scale RUN_DIR "
+            "4`, then `cep scale RUN_DIR 2`; throughput per phase, the change's keys, "
+            "bytes and extra time, and the output against key grouping's at a fixed 4 "
+            "engines, row for row.",
+            "python bench/bench_scale_midrun.py", scale_midrun_figures,
+            "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`."),
     Section("stream*.json", "The streaming runtime",
             "`cep run` in a subprocess as a user meets it: the driver's peak memory against "
             "the input's size, FSD end to end, and the latency of `--follow`.",

@@ -280,8 +280,13 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         max_record_bytes = (MAX_RECORD_BYTES if config.max_record_bytes is None
                             else config.max_record_bytes)
         ship_udf_files(spark, udfs.files)
+        slots = max(1, spark.sparkContext.defaultParallelism)
+        # the input's tasks per batch: a slot each, and at least a partition each, so
+        # that a job on fewer nodes than its partitions (a cluster that grows with
+        # ``cep scale``) spreads its input over the nodes that join (Spark counts the
+        # slots once, here); docs/guide.md#scaling-a-running-job
         source = SourceConfig(sources, str(workdir), follow, batch_size,
-                              max(1, spark.sparkContext.defaultParallelism), max_record_bytes,
+                              max(slots, partitions), max_record_bytes,
                               config.starting_offsets, config.late, udfs,
                               config.idle_timeout_s)
         spark.dataSource.register(input_source(source, module, labels, engine_of))
@@ -311,7 +316,7 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         return RunResult(metrics=metrics, totals=totals, session_s=session_s,
                          first_batch_s=max(first, 0.0),
                          seconds=time.perf_counter() - started,
-                         workdir=workdir if checkpoint else None, slots=source.tasks)
+                         workdir=workdir if checkpoint else None, slots=slots)
 
 
 def _described(module: ir.CompiledModule, sources: dict[str, str], output: Output,

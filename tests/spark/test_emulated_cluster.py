@@ -131,3 +131,34 @@ def test_a_sigterm_stops_the_cluster_and_removes_its_cgroups():
         assert not groups[0].exists()
     finally:
         child.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(CGROUPS / "cpu" / "cgroup.procs", os.W_OK),
+                    reason="needs root and the cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
+def test_a_node_that_joins_gives_the_running_session_an_executor_in_its_own_cgroup():
+    """``EmulatedCluster.join`` (bench/bench_scale_midrun.py's node joining mid-run): a
+    session made with ``room_for`` starts on the nodes there are, and a node that joins
+    later gets an executor of that session, in the new node's cgroup; the stop removes
+    it with the rest."""
+    from pyspark.sql import SparkSession
+
+    base = RunConfig({"Tweet": "tweets:n=10"}, engines=2, progress=False)
+    with on_nodes(base, 1, CPUS) as (_config, cluster):
+        conf = cluster.room_for(2)
+        assert conf["spark.cores.max"] == "2"
+        builder = SparkSession.builder
+        for name, value in conf.items():
+            builder = builder.config(name, value)
+        context = builder.getOrCreate().sparkContext
+        context.parallelize(range(2), 2).count()  # runs on the one node there is
+        cluster.join(1)
+        standalone = cluster.cluster
+        groups = [group.path for group in standalone.node_groups]
+        assert cluster.nodes == 2 and len(groups) == 2
+        deadline = time.monotonic() + 120
+        while context._jsc.sc().getExecutorMemoryStatus().size() < 3:  # the driver's too
+            assert time.monotonic() < deadline, "no executor on the node that joined"
+            time.sleep(0.5)
+        assert any(int(pid) for pid in (groups[1] / "cgroup.procs").read_text().split())
+    assert not any(group.exists() for group in groups)

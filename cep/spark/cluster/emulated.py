@@ -76,6 +76,20 @@ class EmulatedCluster:
             conf["spark.executor.extraClassPath"] = settings["spark.driver.extraClassPath"]
         return conf
 
+    def room_for(self, nodes: int) -> dict[str, str]:
+        """:attr:`spark_conf` for an application that will take executors on nodes that
+        join later (:meth:`join`), up to ``nodes`` in all: the master grants it cores up
+        to ``spark.cores.max``, and its first job waits only for the nodes there now."""
+        cores = nodes * self.cluster.cores_per_worker
+        return {**self.spark_conf, "spark.cores.max": str(cores),
+                "spark.scheduler.minRegisteredResourcesRatio":
+                    f"{self.nodes * self.cluster.cores_per_worker / cores:.6g}"}
+
+    def join(self, count: int) -> None:
+        """``count`` more nodes of the same size join while a job runs (a session made
+        with :meth:`room_for` gets an executor on each); return once they are ALIVE."""
+        self.cluster.add_workers(count, EXECUTOR_MEMORY, self.cpus_per_node)
+
     def node_cpu_s(self) -> list[float | None]:
         """CPU seconds each node used so far (None where the kernel does not count)."""
         return [group.usage_s() for group in self.cluster.node_groups]

@@ -259,23 +259,44 @@ class LocalStandaloneCluster:
                 self._quotas = CpuGroups()
             deadline = time.monotonic() + self.startup_timeout
             self._start_master(deadline)
-            for index in range(workers):
-                work_dir = self._root / f"work-{index}"
-                work_dir.mkdir()
-                command = self.worker_command(self.master_url, cores_per_worker, memory,
-                                              work_dir)
-                if self._quotas is not None:
-                    assert cpus_per_worker is not None
-                    group = self._quotas.add(f"node-{index}", cpus_per_worker)
-                    self.node_groups.append(group)
-                    command = group.join_command(command)
-                self._launch(f"worker-{index}", command)
-            self._wait(deadline, lambda state: _alive_workers(state) >= workers,
-                       f"{workers} ALIVE workers")
+            self._start_workers(range(workers), memory, cpus_per_worker, deadline)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def add_workers(self, count: int, memory: str = "1g",
+                    cpus_per_worker: float | None = None) -> None:
+        """``count`` more workers of the started shape join the cluster (a node joining
+        while a job runs; its master gives a running application executors on them up
+        to the application's ``spark.cores.max``); return once all are ALIVE. A cluster
+        started with CPU quotas needs ``cpus_per_worker``."""
+        if not self.started:
+            raise RuntimeError("the cluster is not started")
+        if (self._quotas is None) != (cpus_per_worker is None):
+            raise ValueError("cpus_per_worker is needed exactly when the cluster has quotas")
+        first = self.workers
+        self.workers += count
+        self._start_workers(range(first, self.workers), memory, cpus_per_worker,
+                            time.monotonic() + self.startup_timeout)
+
+    def _start_workers(self, indices: range, memory: str, cpus_per_worker: float | None,
+                       deadline: float) -> None:
+        """Launch workers ``indices`` (each in its node's cgroup where there are quotas)
+        and wait until the master lists that many ALIVE."""
+        for index in indices:
+            work_dir = self.root / f"work-{index}"
+            work_dir.mkdir()
+            command = self.worker_command(self.master_url, self.cores_per_worker, memory,
+                                          work_dir)
+            if self._quotas is not None:
+                assert cpus_per_worker is not None
+                group = self._quotas.add(f"node-{index}", cpus_per_worker)
+                self.node_groups.append(group)
+                command = group.join_command(command)
+            self._launch(f"worker-{index}", command)
+        self._wait(deadline, lambda state: _alive_workers(state) >= indices.stop,
+                   f"{indices.stop} ALIVE workers")
 
     def _start_master(self, deadline: float) -> None:
         """Launch the master on fresh ports, retrying if a port was taken meanwhile."""

@@ -1,0 +1,473 @@
+"""Does ``cep scale`` add throughput mid-run on the emulated cluster (issue 51)?
+
+An FSD job (``rules/fsd.epl`` on the ``tweets`` generator, the engine-bound setup of
+``bench_speedup.py``) runs on an emulated cluster of one-slot nodes of ``--node-cpus``
+cores each (``cep.spark.cluster.emulated``, as ``cep bench --nodes`` starts it) with a
+run directory (``--checkpoint``). The whole input is there from the start (a backlog
+the job reads at its own pace, one ``--batch-size`` per batch), so a batch's events over
+its wall time is the job's throughput. The job starts at ``--hi`` engines, so that
+Spark's state partitions (fixed in the checkpoint at the first start) are ``--hi`` and
+scaling out adds cores; the bench then writes scale requests into the run directory
+exactly as ``cep scale RUN_DIR N`` does (``cep.io.scale_changes.scale``):
+
+* ``--lo`` at once (it applies at batch 2, the first map the job writes);
+* ``--hi`` once batch ``--out-after`` committed (the job applies it two batches on),
+  after the cluster grew from ``--start-nodes`` (default ``--lo``) to ``--nodes`` nodes:
+  the new workers join while the job runs, and the request is written once the master
+  has granted the job their cores (a Spark executor on each);
+* ``--lo`` once batch ``--in-after`` committed (the nodes stay: this phase shows that
+  scaling in loses no event, on ``--nodes`` nodes).
+
+So the run has a ``lo`` phase on ``--start-nodes`` nodes, a ``hi`` phase on ``--nodes``
+and a ``lo`` phase again. Spark runs every stage of a batch on every executor it has, so
+a cluster of 4 nodes from the start (``--start-nodes 4``) would run the input's tasks
+on all 4 in the ``lo`` phase too, and only the engines' part would scale. How this is
+driven: ``cep run`` has no ``--nodes`` (the emulated cluster is ``cep bench``'s), so
+this script is the driver, as ``cep bench`` is: it starts the cluster
+(``emulated.on_nodes``), warms its executors (``prepare.run_training_query``) and calls
+``cep.run.run`` (what ``cep run`` calls) in one process. The input is a bounded
+generator, not ``--follow``: the scale requests take the same path either way (the
+Balancer reads the run directory's newest request at every key-map decision).
+
+Per phase: the median events/s over its batches (a batch's events over the wall time
+from the commit before it to its own; the warm-up batches 0 and 1, the batch that hands
+the keys over, the first batch at the new count and the input's short tail excluded),
+and the nodes' CPU over the phase (the cgroups', sampled at each commit). Per change:
+the keys and bytes handed over (the run directory's ``scale/applied.json``) and the
+change's extra time: the handing-over batch's and the first new batch's wall time over
+their phases' median batch (the issue's target: at most one normal batch more).
+
+Oracle for the events: a key-grouping run at a fixed ``--hi`` engines over the same
+input on the whole cluster after the scaled run (whose events equal the reference
+evaluator's, ``tests/spark/test_differential.py``), compared row for row with the scaled
+run's output; both must hold rows.
+
+    python bench/bench_scale_midrun.py [--nodes 4] [--start-nodes 2] [--node-cpus 0.4]
+        [--lo 2] [--hi 4]
+        [--n 3480000] [--mode default] [--batch-size 120000] [--strategy dlb-l]
+        [--measure-from 8] [--join-after 11] [--out-after 16] [--in-after 22]
+        [--locality-wait S] [--out scale_midrun.json]
+
+Writes ``bench/results/scale_midrun.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT, load_average, write_results
+
+from cep.io.scale_changes import ScaleLog, scale
+from cep.run import run
+from cep.run_config import Output, RunConfig
+from grammar.compile import compile_file
+
+RULES = ROOT / "rules" / "fsd.epl"
+WARM_UP_BATCHES = 2  # maps 0 and 1: the start's count, and the session's first batches
+
+
+def batch_rows(metrics: list[dict], node_cpu: dict[int, list[float]] | None = None
+               ) -> list[dict]:
+    """One row per batch, in order: its engines, events, wall seconds from the commit
+    before it (None for the first), events/s, and the nodes' CPU seconds between the
+    two commits where the cgroups were sampled at both (``node_cpu``: batch -> each
+    node's CPU seconds read when the bench saw that batch's metrics)."""
+    rows, before = [], None
+    for m in sorted(metrics, key=lambda m: m["batch"]):
+        seconds = m["wall_time"] - before["wall_time"] if before is not None else None
+        cpu = None
+        if node_cpu and before is not None and {m["batch"], before["batch"]} <= node_cpu.keys():
+            cpu = [round(b - a, 3) for a, b in zip(node_cpu[before["batch"]],
+                                                   node_cpu[m["batch"]], strict=True)]
+        rows.append({"batch": m["batch"], "engines": len(m.get("rows_per_engine", [])),
+                     "events": m.get("events_in", 0),
+                     "seconds": round(seconds, 3) if seconds is not None else None,
+                     "events_per_s": round(m.get("events_in", 0) / seconds, 1)
+                     if seconds else None,
+                     "rstd": m.get("rstd"), "keys_moved": m.get("keys_moved", 0),
+                     "engine_cpu_s": m.get("cpu_s_per_engine"),
+                     "engine_busy_s": m.get("busy_s_per_engine"),
+                     # where each engine came from: resident in its worker, caught up,
+                     # rebuilt from the state store (a task on another worker)
+                     "restored": m.get("keys_restored"), "stage_s": m.get("stage_s"),
+                     "node_cpu_s": cpu})
+        before = m
+    return rows
+
+
+def joined_at(rows: list[dict], metrics: list[dict], granted: float | None) -> int | None:
+    """The first batch that began (at the commit before it) once the joining nodes'
+    cores were granted to the job (``granted``, seconds since the epoch)."""
+    if granted is None:
+        return None
+    commits = {m["batch"]: m["wall_time"] for m in metrics}
+    return next((r["batch"] for r in rows
+                 if commits.get(r["batch"] - 1, float("-inf")) >= granted), None)
+
+
+def phases(rows: list[dict], starts: list[int], nodes: dict[int, int],
+           batch_size: int, measure_from: int = WARM_UP_BATCHES) -> list[dict]:
+    """The run's phases and the batches each one measures. A phase begins at each of
+    ``starts`` (the scale changes' ``at_batch``, the batch the joined nodes' cores were
+    there for) and at the first batch after the warm-up; ``nodes`` maps a phase's first
+    batch to the cluster's nodes from then on. A phase measures its batches except its
+    first (it adopts moved keys, or its new nodes warm up), its last before the next
+    phase (it hands keys over, or nodes join during it), the batches before
+    ``measure_from`` (the warm-up; FSD's windows filling), and batches of fewer than
+    ``batch_size`` events (the input's tail, the empty last batch)."""
+    bounds = sorted({WARM_UP_BATCHES, *[s for s in starts if s > WARM_UP_BATCHES]})
+    out, count = [], None
+    for i, first in enumerate(bounds):
+        end = bounds[i + 1] if i + 1 < len(bounds) else None
+        count = nodes.get(first, count)
+        inside = [r for r in rows if r["batch"] >= first and (end is None or r["batch"] < end)]
+        measured = [r for r in inside
+                    if not (first in starts and r["batch"] == first)
+                    and not (end is not None and r["batch"] == end - 1)
+                    and r["seconds"] and r["events"] >= batch_size
+                    and r["batch"] >= measure_from]
+        out.append({"first_batch": first, "end_batch": end,
+                    "engines": sorted({r["engines"] for r in inside}), "nodes": count,
+                    "measured_batches": [r["batch"] for r in measured],
+                    **phase_figures(measured)})
+    return out
+
+
+def phase_figures(measured: list[dict]) -> dict:
+    """A phase's median events/s and batch seconds over its measured batches, and its
+    nodes' CPU per second of wall time (how many cores of the nodes it kept busy)."""
+    if not measured:
+        return {"events_per_s": None, "batch_s": None, "node_cores_busy": None}
+    wall = sum(r["seconds"] for r in measured)
+    cpus = [r["node_cpu_s"] for r in measured if r["node_cpu_s"] is not None]
+    busy = ([round(sum(col) / wall, 3) for col in zip(*cpus, strict=True)]
+            if cpus and len(cpus) == len(measured) else None)
+    return {"events_per_s": round(statistics.median(r["events_per_s"] for r in measured), 1),
+            "batch_s": round(statistics.median(r["seconds"] for r in measured), 3),
+            "node_cores_busy": busy}
+
+
+def change_costs(rows: list[dict], changes: list[dict], spans: list[dict]) -> list[dict]:
+    """Each change's extra wall time: the batch that hands the keys over (``at - 1``)
+    against its phase's median batch, plus the first batch at the new count (``at``)
+    against the new phase's, and that extra over the shorter of the two medians (the
+    issue's target: at most 1, one normal batch)."""
+    by_batch = {r["batch"]: r for r in rows}
+    phase_at = {p["first_batch"]: p for p in spans}
+    out = []
+    for c in sorted(changes, key=lambda c: c["at_batch"]):
+        at = c["at_batch"]
+        after = phase_at.get(at)
+        before = next((p for p in reversed(spans) if p["first_batch"] < at), None)
+        handing, first = by_batch.get(at - 1), by_batch.get(at)
+        entry = {"at_batch": at, "from": c["from"], "to": c["to"], "keys": c.get("keys"),
+                 "bytes": c.get("bytes"),
+                 "handing_over_s": handing and handing["seconds"],
+                 "first_new_s": first and first["seconds"]}
+        if (before and after and before["batch_s"] and after["batch_s"]
+                and handing and first and handing["seconds"] and first["seconds"]):
+            extra = (handing["seconds"] - before["batch_s"]) + (first["seconds"] - after["batch_s"])
+            normal = min(before["batch_s"], after["batch_s"])
+            entry.update(extra_s=round(extra, 3), normal_batch_s=normal,
+                         extra_over_normal=round(extra / normal, 3))
+        out.append(entry)
+    return out
+
+
+def ratios(spans: list[dict], lo: int, hi: int) -> dict[str, float | None]:
+    """Throughput ratios between phases (medians of events/s): ``out``, the first phase
+    at ``hi`` engines over the first at ``lo`` (the issue's mid-run scale-out, nodes
+    and engines); ``nodes``, ``lo`` engines after the nodes joined over before;
+    ``engines``, ``hi`` engines over ``lo`` on the same nodes; ``in``, the ``lo`` phase
+    after the ``hi`` one over it. None where a phase is missing or measured nothing."""
+    def rate(pick) -> float | None:
+        found = next((p for p in spans if pick(p)), None)
+        return found["events_per_s"] if found else None
+
+    at_hi = next((i for i, p in enumerate(spans) if p["engines"] == [hi]), None)
+    if at_hi is None:
+        return {"out": None, "nodes": None, "engines": None, "in": None}
+    high = spans[at_hi]["events_per_s"]
+    first_lo = rate(lambda p: p["engines"] == [lo])
+    nodes = spans[at_hi]["nodes"]
+    lo_there = rate(lambda p: p["engines"] == [lo] and p["nodes"] == nodes
+                    and p["first_batch"] < spans[at_hi]["first_batch"])
+    after = next((p["events_per_s"] for p in spans[at_hi + 1:] if p["engines"] == [lo]), None)
+    return {"out": ratio_of(high, first_lo), "nodes": ratio_of(lo_there, first_lo),
+            "engines": ratio_of(high, lo_there), "in": ratio_of(after, high)}
+
+
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def phase_bound(phase: dict, cpus_per_node: float, nodes_to: int) -> dict | None:
+    """Amdahl's bound on what ``nodes_to`` nodes can give over a measured phase, from
+    the phase itself: its nodes were busy a share ``f`` of their quota (their CPU per
+    wall second over ``nodes · cpus_per_node``), the rest of its time, ``1 - f``, is
+    what no node did (the driver's serial part, and waits); spread evenly over
+    ``nodes_to`` nodes the busy part takes ``f · nodes / nodes_to``, so throughput
+    grows at most ``1 / ((1 - f) + f · nodes / nodes_to)``. Optimistic: it takes the
+    nodes' work as evenly spread, and none of it serial."""
+    busy, nodes = phase.get("node_cores_busy"), phase.get("nodes")
+    if not busy or not nodes:
+        return None
+    share = min(1.0, sum(busy[:nodes]) / (nodes * cpus_per_node))
+    return {"busy_share": round(share, 3),
+            "amdahl": round(1 / ((1 - share) + share * nodes / nodes_to), 3)}
+
+
+def differences(got: list[str], want: list[str]) -> int:
+    """Rows that differ, position by position, plus the longer side's surplus."""
+    return sum(a != b for a, b in zip(got, want, strict=False)) + abs(len(got) - len(want))
+
+
+def speedup_bound(path: Path, lo: int, hi: int, node_cpus: float) -> dict | None:
+    """The bound on throughput(hi) / throughput(lo) from ``bench_speedup.py``'s results
+    at the same node size: Amdahl's bound at hi over its bound at lo (the driver's
+    serial part measured on one node), its key-preserving bound likewise, and the
+    measured static speedups' ratios, per strategy."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    if data.get("node_cpus") != node_cpus or not {lo, hi} <= set(data["nodes"]):
+        return None
+    i, j = data["nodes"].index(lo), data["nodes"].index(hi)
+
+    def ratio(curve: list) -> float | None:
+        return round(curve[j] / curve[i], 3) if curve[i] and curve[j] else None
+
+    return {"file": str(path.relative_to(ROOT)), "load_average_peak":
+            data.get("load_average_peak"),
+            "amdahl": ratio(data["bound"]["amdahl"]),
+            "key_preserving": ratio(data["bound"]["key_preserving"]),
+            "measured_static": {s: ratio(c) for s, c in data["speedup"].items()}}
+
+
+class Watcher(threading.Thread):
+    """Follows the job's metrics file: samples the nodes' CPU at each new commit and
+    carries out the plan's steps, ``(after_batch, action, n)``, once that batch
+    committed (-1: as soon as the run directory exists): ``("join", k)`` starts k more
+    nodes (in a thread of its own, so that sampling goes on) and notes when the master
+    granted the job their cores; ``("scale", n)`` writes a scale request for n engines
+    as ``cep scale`` writes it, once any join before it is done."""
+
+    def __init__(self, metrics: Path, workdir: list[Path], cluster, nodes: int,
+                 plan: list[tuple[int, str, int]], done: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.metrics, self.workdir, self.cluster = metrics, workdir, cluster
+        self.nodes = nodes  # the most the cluster will have: samples are padded to it
+        self.plan, self.done = list(plan), done
+        self.node_cpu: dict[int, list[float]] = {}
+        self.steps: list[dict] = []
+        self.joining: threading.Thread | None = None
+
+    def run(self) -> None:
+        seen = 0
+        while not self.done.is_set():
+            lines = self.metrics.read_text().splitlines() if self.metrics.exists() else []
+            for line in lines[seen:]:
+                batch = json.loads(line)["batch"]
+                self._sample(batch)
+                while self.plan and batch >= self.plan[0][0]:
+                    self._step(*self.plan.pop(0), batch)
+            seen = len(lines)
+            if self.workdir and self.plan and self.plan[0][0] < 0:
+                self._step(*self.plan.pop(0), None)
+            time.sleep(0.05)
+
+    def _sample(self, batch: int) -> None:
+        cpu = [c or 0.0 for c in self.cluster.node_cpu_s()]
+        self.node_cpu[batch] = cpu + [0.0] * (self.nodes - len(cpu))  # nodes yet to join
+
+    def _step(self, _after: int, action: str, n: int, batch: int | None) -> None:
+        step: dict = {"after_batch": batch, "action": action, "n": n, "began": time.time()}
+        self.steps.append(step)
+        if action == "join":
+            self.joining = threading.Thread(target=self._join, args=(n, step), daemon=True)
+            self.joining.start()
+            return
+        if self.joining is not None:
+            self.joining.join()
+        step["request"] = scale(self.workdir[0], n)
+        step["requested"] = time.time()
+
+    def _join(self, count: int, step: dict) -> None:
+        self.cluster.join(count)
+        step["alive"] = time.time()
+        waited = wait_for_cores(self.cluster, self.cluster.nodes)
+        step["granted"] = time.time() if waited is not None else None
+
+
+def wait_for_cores(cluster, cores: int, timeout: float = 300.0) -> float | None:
+    """Seconds until the master has granted the running application ``cores`` cores
+    (its executors on the new nodes launched), None after ``timeout``."""
+    started = time.time()
+    while time.time() - started < timeout:
+        with contextlib.suppress(OSError, ValueError):
+            apps = cluster.cluster.master_state().get("activeapps", [])
+            if apps and apps[0].get("cores", 0) >= cores:
+                return round(time.time() - started, 2)
+        time.sleep(0.25)
+    return None
+
+
+def input_spec(args: argparse.Namespace) -> str:
+    return f"tweets:n={args.n},mode={args.mode},rate={args.rate:g}"
+
+
+def output_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def measure(args: argparse.Namespace, work: Path) -> dict:
+    """The scaled run, then the key-grouping run at a fixed ``--hi`` engines (on the
+    whole cluster, the oracle), in one session on one emulated cluster."""
+    from cep.spark.cluster.emulated import on_nodes
+    from cep.spark.prepare import run_training_query
+
+    module = compile_file(str(RULES))
+    spec = input_spec(args)
+    base = RunConfig((spec,), engines=args.hi, batch_size=args.batch_size, progress=False)
+    with on_nodes(base, args.start_nodes, args.node_cpus) as (placed, cluster):
+        # one session for every run of the process: it must take the joining nodes' cores
+        conf = cluster.room_for(args.nodes)
+        if args.locality_wait is not None:
+            conf["spark.locality.wait"] = args.locality_wait
+        placed = dataclasses.replace(placed, spark_conf=conf)
+        run_training_query(placed)
+        out, metrics, run_dir = work / "scaled.jsonl", work / "metrics.jsonl", work / "run"
+        done, workdir = threading.Event(), []
+        plan = [(-1, "scale", args.lo), (args.out_after, "scale", args.hi),
+                (args.in_after, "scale", args.lo)]
+        if args.nodes > args.start_nodes:
+            plan.insert(1, (args.join_after, "join", args.nodes - args.start_nodes))
+        watcher = Watcher(metrics, workdir, cluster, args.nodes, plan, done)
+        watcher.start()
+        load_scaled = load_average()
+        try:
+            scaled = run(module, dataclasses.replace(
+                placed, strategy=args.strategy, checkpoint=str(run_dir),
+                metrics_file=str(metrics), output=Output(str(out))),
+                on_workdir=workdir.append)
+        finally:
+            done.set()
+            watcher.join(5)
+        print(f"{args.strategy} {args.hi}->{args.lo}->{args.hi}->{args.lo} engines on "
+              f"{args.start_nodes}->{cluster.nodes} nodes: {scaled.events:,} events in "
+              f"{scaled.seconds:.1f} s, load {load_scaled}", flush=True)
+        kg_out = work / "kg.jsonl"
+        load_kg = load_average()
+        kg = run(module, dataclasses.replace(placed, strategy="kg", output=Output(str(kg_out))))
+        print(f"KG at {args.hi} engines on {cluster.nodes} nodes: {kg.events:,} events in "
+              f"{kg.seconds:.1f} s, load {load_kg}", flush=True)
+    got, want = output_lines(out), output_lines(kg_out)
+    changes = ScaleLog(run_dir).applied()
+    batches = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    rows = batch_rows(batches, watcher.node_cpu)
+    join = next((s for s in watcher.steps if s["action"] == "join"), None)
+    joined = joined_at(rows, batches, join.get("granted")) if join else None
+    starts = [c["at_batch"] for c in changes] + ([joined] if joined is not None else [])
+    nodes = {WARM_UP_BATCHES: args.start_nodes, **({joined: args.nodes} if joined else {})}
+    spans = phases(rows, starts, nodes, args.batch_size, args.measure_from)
+    costs = change_costs(rows, changes, spans)
+    ratio = ratios(spans, args.lo, args.hi)
+    first_lo = next((p for p in spans if p["engines"] == [args.lo]), None)
+    kg_phase = phases(batch_rows(kg.metrics), [], {WARM_UP_BATCHES: args.nodes},
+                      args.batch_size, args.measure_from)[0]
+    return {
+        "load_average_kg": load_kg, "load_average_scaled": load_scaled,
+        # KG at a fixed --hi engines on all the nodes: its steady batches are what the
+        # scaled job's hi phase would be had it started that way
+        "kg_fixed": {"engines": args.hi, "nodes": args.nodes, "events": kg.events,
+                     "seconds": round(kg.seconds, 2),
+                     **kg_phase},
+        "steps": watcher.steps, "joined_at_batch": joined, "changes": changes, "phases": spans,
+        "change_costs": costs, "ratios": ratio,
+        "kg_fixed_over_first": ratio_of(kg_phase["events_per_s"],
+                                        first_lo and first_lo["events_per_s"]),
+        "bound_from_first_phase": first_lo and phase_bound(first_lo, args.node_cpus,
+                                                           args.nodes),
+        "events_in": scaled.events, "output_rows": len(got), "kg_rows": len(want),
+        "differences": differences(got, want),
+        "events_equal_kg": bool(want) and got == want,
+        "batches": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=4, help="the nodes at the end")
+    parser.add_argument("--start-nodes", type=int, default=None,
+                        help="the nodes at the start (default --lo); the rest join "
+                        "when the bench scales out")
+    parser.add_argument("--node-cpus", type=float, default=0.4)
+    parser.add_argument("--lo", type=int, default=2)
+    parser.add_argument("--hi", type=int, default=4)
+    parser.add_argument("--n", type=int, default=3_480_000)
+    parser.add_argument("--mode", default="default")
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--batch-size", type=int, default=120_000)
+    parser.add_argument("--strategy", default="dlb-l")
+    parser.add_argument("--measure-from", type=int, default=8,
+                        help="the first batch a phase may measure: FSD's windows (H tweets "
+                        "per key) fill over the first batches, and each batch costs more "
+                        "until they are full")
+    parser.add_argument("--locality-wait", default=None, metavar="SECONDS",
+                        help="spark.locality.wait for the session (default Spark's, 3s)")
+    parser.add_argument("--join-after", type=int, default=11,
+                        help="the nodes beyond --start-nodes join once this batch committed")
+    parser.add_argument("--out-after", type=int, default=16,
+                        help="request --hi once this batch committed")
+    parser.add_argument("--in-after", type=int, default=22,
+                        help="request --lo once this batch committed")
+    parser.add_argument("--out", default="scale_midrun.json")
+    args = parser.parse_args(argv)
+    if args.start_nodes is None:
+        args.start_nodes = args.lo
+    if not 1 <= args.start_nodes <= args.nodes:
+        parser.error("--start-nodes must be 1..--nodes")
+    started = load_average()
+    with tempfile.TemporaryDirectory(prefix="cep-bench-scale-") as tmp:
+        figures = measure(args, Path(tmp))
+    bound = speedup_bound(RESULTS / "speedup.json", args.lo, args.hi, args.node_cpus)
+    result = {"bench": "scale_midrun", "rules": "rules/fsd.epl",
+              "input": input_spec(args), "nodes": args.nodes,
+              "start_nodes": args.start_nodes, "node_cpus": args.node_cpus,
+              "lo": args.lo, "hi": args.hi,
+              "strategy": args.strategy, "batch_size": args.batch_size,
+              "measure_from": args.measure_from, "locality_wait": args.locality_wait,
+              "join_after": args.join_after, "out_after": args.out_after, "in_after": args.in_after,
+              "load_average_at_start": started, "load_average_at_end": load_average(),
+              "bound": bound, **figures}
+    for p in result["phases"]:
+        print(f"batches {p['first_batch']}..{p['end_batch']} at {p['engines']} engines on "
+              f"{p['nodes']} nodes: "
+              f"{p['events_per_s']} events/s (median batch {p['batch_s']} s over "
+              f"{p['measured_batches']}), node cores busy {p['node_cores_busy']}")
+    for c in result["change_costs"]:
+        print(f"{c['from']} -> {c['to']} at batch {c['at_batch']}: {c['keys']} keys, "
+              f"{c['bytes']} bytes; extra {c.get('extra_s')} s = "
+              f"{c.get('extra_over_normal')} normal batches")
+    print(f"ratios {result['ratios']}; bound from the first phase "
+          f"{result['bound_from_first_phase']}; KG at {args.hi} from the start over the "
+          f"first phase {result['kg_fixed_over_first']}; "
+          f"bound {bound and bound['amdahl']} (Amdahl), "
+          f"{bound and bound['key_preserving']} (key-preserving)")
+    print(f"events equal KG at {args.hi}: {result['events_equal_kg']} "
+          f"({result['output_rows']:,} rows, {result['differences']} differences)")
+    write_results(result, args.out)
+    return 0 if result["events_equal_kg"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
