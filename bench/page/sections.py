@@ -125,7 +125,10 @@ SECTIONS = (
             "appears (in the output file, or in the output topic, read committed). "
             "Latency is the time from an event's append to its output; first output is "
             "the first event's output after `cep run` started. cep's defaults otherwise "
-            "(`local[*]`, 5 engines).", "python bench/bench_latency.py", latency_figures),
+            "(`local[*]`, 5 engines). Each Kafka case starts a fresh embedded broker; the "
+            "CPU columns are what `cep run`'s process tree, the broker and the bench's own "
+            "writer and reader spent over the case, on the same 2 cores.",
+            "python bench/bench_latency.py", latency_figures),
     Section("kafka_latency_ab.json", "Detection latency over Kafka, before and after one "
             "fetch per partition",
             "bench_latency.py's Kafka cases (topic in, topic out, embedded broker) run with "
