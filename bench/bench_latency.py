@@ -12,14 +12,16 @@ polls the output (the file's new lines every 5 ms, or the output topic with
 * the micro-batches' count and their median wall time (the run's metrics).
 
 Cases: the sink and source (``file``: file in, file out; ``kafka``: topic in, topic out,
-on an embedded broker started here), the trigger interval (cep's default, and 1 s), and
-the rates (1k, 10k, 50k events/s). The summary names, per sink and trigger, the highest
-rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
+on an embedded broker started here for the case; ``file+kafka-load``: the file case with
+a Kafka case's writer and reader busy on a broker beside it, the control for what the
+Kafka case's neighbours cost cep on shared cores), the trigger interval (cep's default,
+and 1 s), and the rates (1k, 10k, 50k events/s). The summary names, per sink and
+trigger, the highest rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
 (``local[*]``, 5 engines, ``--batch-size`` 500,000). The machine's load average is
 recorded with each case: latencies move with it.
 
     python bench/bench_latency.py [--rates 1000,10000,50000] [--seconds 20]
-        [--sinks file,kafka] [--triggers default,1] [--out PATH]
+        [--sinks file,kafka,file+kafka-load] [--triggers default,1] [--out PATH]
 
 Writes bench/results/latency.json (``--out`` for another file).
 """
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +49,7 @@ from cep.run_config import DEFAULT_TRIGGER_S
 from cep.transports.kafka_read import EndFollower
 
 RULE = ROOT / "bench" / "rules" / "latency.epl"
+BESIDE = "file+kafka-load"  # the file path with a Kafka case's neighbours beside it
 KEYS = 1_000
 TICK_S = 0.01
 POLL_S = 0.005
@@ -73,11 +77,12 @@ class Writer(threading.Thread):
         self.appended = np.full(self.total, np.nan)
         self.written = 0
         self.began = threading.Event()
+        self.stop = threading.Event()
 
     def run(self) -> None:
         start = time.time()
         self.began.set()
-        while self.written < self.total:
+        while self.written < self.total and not self.stop.is_set():
             due = min(self.total, int((time.time() - start) * self.rate) + 1)
             if due > self.written:
                 self.send(event_lines(self.written, due - self.written))
@@ -263,6 +268,33 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
     return result
 
 
+@contextlib.contextmanager
+def kafka_beside(bootstrap: str, rate: int, seconds: float) -> Iterator[None]:
+    """While the block runs: a writer producing ``rate`` events/s to a topic of its own
+    and a reader following it, as the Kafka cases' writer and reader do. A file case run
+    in the block (the ``file+kafka-load`` sink) shares the machine with what a Kafka
+    case's broker and clients cost, without cep touching Kafka: the control that tells
+    cep's own Kafka costs from its neighbours' on the same cores."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"latency-beside-{os.getpid()}-{rate}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the topic is made
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    send = kafka_sender(bootstrap, topic)
+    send(b"")
+    writer = Writer(rate, seconds, send)
+    reader = KafkaReader(writer.total, bootstrap, topic)
+    reader.start()
+    writer.start()
+    try:
+        yield
+    finally:
+        writer.stop.set()
+        writer.join()
+        reader.done.set()
+        reader.join()
+
+
 def _default_signals() -> None:
     """The child handles SIGINT and SIGTERM as a user's terminal would have it, however
     this bench was started (a background job inherits SIGINT ignored)."""
@@ -301,14 +333,21 @@ def main() -> None:
                 for rate in rates:
                     with contextlib.ExitStack() as stack:
                         bootstrap, broker_pid = None, None
-                        if sink == "kafka":  # a fresh broker: its idle CPU grows with
+                        if sink != "file":  # a fresh broker: its idle CPU grows with
                             # the records it holds (docs/limits.md), so cases must not
                             # inherit the earlier cases' records
                             from cep.servers.kafka import EmbeddedKafka
                             broker = stack.enter_context(EmbeddedKafka())
                             bootstrap, broker_pid = broker.bootstrap, broker.pid
-                        cases.append(run_case(sink, rate, args.seconds, trigger, Path(tmp),
-                                              bootstrap, broker_pid))
+                        if sink == BESIDE:
+                            stack.enter_context(kafka_beside(bootstrap, rate,
+                                                             args.seconds + 30))
+                        workdir = Path(tmp) / sink  # a directory per sink: a case's
+                        workdir.mkdir(exist_ok=True)  # own is named without BESIDE
+                        case = run_case("file" if sink == BESIDE else sink, rate,
+                                        args.seconds, trigger, workdir, bootstrap,
+                                        broker_pid)
+                        cases.append({**case, "sink": sink})
     result = {"rule": str(RULE.relative_to(ROOT)), "keys": KEYS, "cases": cases,
               "best_rate_p99_under_1s": best_rates(cases)}
     print(json.dumps(result["best_rate_p99_under_1s"]))

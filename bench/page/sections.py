@@ -127,7 +127,10 @@ SECTIONS = (
             "the first event's output after `cep run` started. cep's defaults otherwise "
             "(`local[*]`, 5 engines). Each Kafka case starts a fresh embedded broker; the "
             "CPU columns are what `cep run`'s process tree, the broker and the bench's own "
-            "writer and reader spent over the case, on the same 2 cores.",
+            "writer and reader spent over the case, on the same 2 cores. "
+            "`file+kafka-load` is the file path with a Kafka case's writer and reader "
+            "busy on a broker of their own beside it: cep reads and writes files, and "
+            "shares the cores with what the Kafka case's neighbours cost.",
             "python bench/bench_latency.py", latency_figures),
     Section("kafka_latency_ab.json", "Detection latency over Kafka, before and after one "
             "fetch per partition",
