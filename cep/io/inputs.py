@@ -175,8 +175,9 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
     sequence number, and (for a generator with a ground truth) which rows are first
     stories. The one reader of both runners (the Spark source calls it on executors).
     ``fetched``: the Kafka records of the caller's pieces, fetched together
-    (:class:`cep.io.kafka_input.KafkaFetch`). ``unread``: fields a file's reader checks
-    but may leave out of the frame (no rule reads them)."""
+    (:class:`cep.io.kafka_input.KafkaFetch`). ``unread``: fields a file's or a Kafka
+    topic's reader checks but may leave out of the frame (no rule reads them); a
+    generator's frames keep every field."""
     flags = None
     if segment.kind in GENERATOR_KINDS:
         from cep.io.tweets.generator import tweets_range
@@ -187,7 +188,7 @@ def read_segment(segment: Segment, lo: int, hi: int, stream: ir.StreamDef, dead:
         from cep.io.kafka_input import read_kafka_range  # Kafka's client: on demand
 
         frame = read_kafka_range(segment.path, lo, hi, stream, dead, max_record_bytes,
-                                 fetched)
+                                 fetched, unread)
         offsets = frame["offset"].to_numpy()
     else:
         frame = read_range(segment.path, segment.kind, lo, hi, stream, dead,

@@ -176,10 +176,12 @@ def _fetch(path: str, lo: int, hi: int) -> PartitionRecords:
 
 def read_kafka_range(path: str, lo: int, hi: int, stream: ir.StreamDef, dead: DeadLetter,
                      max_record_bytes: int = MAX_RECORD_BYTES,
-                     fetched: KafkaFetch | None = None) -> pd.DataFrame:
+                     fetched: KafkaFetch | None = None,
+                     unread: frozenset[str] = frozenset()) -> pd.DataFrame:
     """The records with offsets [lo, hi) of a kafka segment as :func:`read_range`'s
     typed frame, whose ``offset`` column holds Kafka offsets; ``fetched``: where the
-    caller's ranges were fetched together (else this range is fetched alone)."""
+    caller's ranges were fetched together (else this range is fetched alone);
+    ``unread``: fields checked but left out of the frame, as :func:`read_range`'s."""
     source, topic, partition = parse_segment_path(path)
     records = (fetched.between(path, lo, hi) if fetched is not None
                else _fetch(path, lo, hi))
@@ -201,7 +203,7 @@ def read_kafka_range(path: str, lo: int, hi: int, stream: ir.StreamDef, dead: De
         tmp.flush()
         frame = read_range(tmp.name, source.fmt, len(header), os.path.getsize(tmp.name),
                            stream, mapped,  # type: ignore[arg-type]  # duck-typed dead letter
-                           max_record_bytes=max_record_bytes)
+                           max_record_bytes=max_record_bytes, unread=unread)
     index = np.searchsorted(starts, frame["offset"].to_numpy())
     frame["offset"] = records.offsets[index]
     return frame

@@ -225,3 +225,35 @@ def test_progress_counts_records_that_arrived_after_the_listing(
     kafka_down = InputProgress(run, {"Tweet": "kafka://127.0.0.1:1/none"})
     kafka_down(0, [], metrics)  # the log's partitions still name the live broker
     assert metrics["input"]["sources"]
+
+
+def test_a_field_no_rule_reads_is_checked_and_left_out_of_a_kafka_frame(
+        kafka: EmbeddedKafka, fresh_name: Name) -> None:
+    """``read_kafka_range(..., unread=…)`` as the file reader's ``unread``: the field is
+    left out of the frame, and a bad value of it still makes its record a dead letter.
+    Oracle: the same range read with every field kept (the rows, their offsets and the
+    other fields' values), and the one record the test made bad."""
+    from cep.io.deadletter import DeadLetter
+    from cep.io.kafka_input import read_kafka_range
+    from grammar.compile import compile_text
+
+    stream = compile_text("CREATE SCHEMA E (id long, note string);\n"
+                          "SELECT id FROM E;").streams["E"]
+    topic = fresh_name("unread")
+    ensure_topic(kafka.bootstrap, topic, 1)
+    lines = [json.dumps({"id": i, "note": f"n{i}" if i != 3 else 7}).encode()
+             for i in range(6)]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for line in lines:
+        producer.produce(topic, line, partition=0)
+    producer.flush()
+    path = f"kafka://{kafka.bootstrap}/{topic}#0"
+    frames, dead = {}, {}
+    for name, unread in (("all", frozenset()), ("unread", frozenset({"note"}))):
+        with DeadLetter() as letters:
+            frames[name] = read_kafka_range(path, 0, 6, stream, letters, unread=unread)
+        dead[name] = letters.count
+    assert dead == {"all": 1, "unread": 1}  # id 3's note is not a string
+    assert "note" in frames["all"] and "note" not in frames["unread"]
+    assert frames["unread"]["id"].tolist() == frames["all"]["id"].tolist() == [0, 1, 2, 4, 5]
+    assert frames["unread"]["offset"].tolist() == frames["all"]["offset"].tolist()
