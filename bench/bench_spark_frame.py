@@ -44,20 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from bench_stages import warm
-from common import ROOT, write_results
+from common import ROOT, proc_stat, process_table, root_of, write_results
 from flights import write_flights
 
 RULE = ROOT / "bench" / "rules" / "flight_delay_avg.epl"
 FRAME_LINES = 100
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(path: str) -> tuple[str, int, float]:
-    """(name, parent, CPU seconds) of a process or thread from its stat file."""
-    text = Path(path).read_text()
-    name = text[text.index("(") + 1:text.rindex(")")]
-    fields = text.rsplit(")", 1)[1].split()
-    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
 
 
 def _kind(pid: int, root: int, name: str, command: str) -> str:
@@ -95,18 +86,9 @@ def tree_cpu(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, An
     seen: dict[int, tuple[float, str]] = {}
     threads: dict[tuple[int, int], tuple[str, float]] = {}
     while proc.poll() is None:
-        table: dict[int, tuple[str, int, float]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    table[int(entry)] = _stat(f"/proc/{entry}/stat")
-                except (OSError, ValueError):
-                    continue
+        table = process_table()
         for pid, (name, _parent, cpu) in table.items():
-            up = pid
-            while up in table and up != proc.pid:
-                up = table[up][1]
-            if up != proc.pid:
+            if root_of(pid, table, (proc.pid,)) is None:
                 continue
             try:
                 command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
@@ -119,7 +101,7 @@ def tree_cpu(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, An
                 for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(
                         f"/proc/{pid}/task") else []:
                     try:
-                        thread, _, spent = _stat(f"/proc/{pid}/task/{tid}/stat")
+                        thread, _, spent = proc_stat(f"/proc/{pid}/task/{tid}/stat")
                     except (OSError, ValueError):
                         continue
                     before = threads.get((pid, int(tid)), ("", 0.0))[1]

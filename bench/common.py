@@ -87,7 +87,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +216,36 @@ def write_jsonl(frames: pd.DataFrame | list[pd.DataFrame], path: Path) -> Path:
     return path
 
 
+def proc_stat(path: str | Path) -> tuple[str, int, float]:
+    """(name, parent pid, CPU seconds user + system) of a process or thread, from its
+    /proc ``stat`` file."""
+    text = Path(path).read_text()
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text.rsplit(")", 1)[1].split()
+    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_table() -> dict[int, tuple[str, int, float]]:
+    """:func:`proc_stat` of every process running now, by pid (those that end while
+    it is read are left out)."""
+    table: dict[int, tuple[str, int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                table[int(entry)] = proc_stat(f"/proc/{entry}/stat")
+            except (OSError, ValueError):
+                continue
+    return table
+
+
+def root_of(pid: int, table: dict[int, tuple[str, int, float]], roots: Container[int]
+            ) -> int | None:
+    """The nearest of ``roots`` that ``pid`` is or descends from in ``table``, or None."""
+    while pid in table and pid not in roots:
+        pid = table[pid][1]
+    return pid if pid in roots else None
+
+
 class CpuMeter(threading.Thread):
     """CPU seconds of processes while they run: ``roots`` and all their descendants (a
     ``cep run`` with its JVM and Python workers), each under its label, from the first
@@ -236,23 +266,13 @@ class CpuMeter(threading.Thread):
             self.sample()
 
     def sample(self) -> None:
-        tick = os.sysconf("SC_CLK_TCK")
-        table: dict[int, tuple[int, float]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-                except (OSError, IndexError):
-                    continue
-                table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+        table = process_table()
         labels = {pid: label for label, pid in self.roots.items()}
-        for pid, (_parent, cpu) in table.items():
-            up = pid
-            while up in table and up not in labels:
-                up = table[up][0]
-            if up in labels:
+        for pid, (_name, _parent, cpu) in table.items():
+            root = root_of(pid, table, labels)
+            if root is not None:
                 self.first.setdefault(pid, cpu if not self.sampled else 0.0)
-                self.seen[pid] = (labels[up], cpu)
+                self.seen[pid] = (labels[root], cpu)
         self.sampled = True
 
     def stop(self) -> dict[str, float]:
