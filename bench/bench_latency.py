@@ -47,6 +47,7 @@ from common import ROOT, CpuMeter, load_average, new_lines, stop_gracefully, wri
 
 from cep.run_config import DEFAULT_TRIGGER_S
 from cep.transports.kafka_read import EndFollower
+from cep.transports.kafka_send import ensure_topic
 
 RULE = ROOT / "bench" / "rules" / "latency.epl"
 BESIDE = "file+kafka-load"  # the file path with a Kafka case's neighbours beside it
@@ -202,11 +203,8 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
         out_topic = f"latency-out-{os.getpid()}-{name}"
         send = kafka_sender(bootstrap, topic)
         send(b"")  # nothing, but the producer connects before the clock starts
-        from confluent_kafka.admin import AdminClient, NewTopic
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic(topic, 1, 1),
-                                           NewTopic(out_topic, 1, 1)]).values():
-            future.result(30)
+        for made in (topic, out_topic):
+            ensure_topic(bootstrap, made, 1)
         cep_input = f"kafka://{bootstrap}/{topic}"
         cep_output = f"kafka://{bootstrap}/{out_topic}"
     command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", cep_input,
@@ -275,11 +273,8 @@ def kafka_beside(bootstrap: str, rate: int, seconds: float) -> Iterator[None]:
     in the block (the ``file+kafka-load`` sink) shares the machine with what a Kafka
     case's broker and clients cost, without cep touching Kafka: the control that tells
     cep's own Kafka costs from its neighbours' on the same cores."""
-    from confluent_kafka.admin import AdminClient, NewTopic
     topic = f"latency-beside-{os.getpid()}-{rate}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the topic is made
-    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-        future.result(30)
+    ensure_topic(bootstrap, topic, 1)
     send = kafka_sender(bootstrap, topic)
     send(b"")
     writer = Writer(rate, seconds, send)
