@@ -33,10 +33,13 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cep.io.inputlog import GENERATOR_KINDS, KAFKA_KIND, TEXT_KINDS, Segment
 from cep.transports.mongo_client import mask_uri
+
+if TYPE_CHECKING:  # Kafka's client is imported on demand only
+    from cep.io.kafka_input import KafkaSource
 
 END_ERRORS = (OSError, RuntimeError, ValueError)  # a file gone, a broker that fails
 
@@ -176,7 +179,7 @@ def _kafka_arrivals(partitions: list[SourceTotals]) -> None:
     from cep.io.kafka_input import parse_segment_path
     from cep.transports.embedded_kafka import resolve
     from cep.transports.kafka_read import partition_ends
-    topics: dict[str, tuple[Any, list[tuple[SourceTotals, int]]]] = {}
+    topics: dict[str, tuple[KafkaSource, list[tuple[SourceTotals, int]]]] = {}
     for totals in partitions:
         source, _topic, partition = parse_segment_path(totals.last_path)
         topics.setdefault(source.uri, (source, []))[1].append((totals, partition))
