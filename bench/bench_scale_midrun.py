@@ -37,6 +37,12 @@ the keys and bytes handed over (the run directory's ``scale/applied.json``) and 
 change's extra time: the handing-over batch's and the first new batch's wall time over
 their phases' median batch (the issue's target: at most one normal batch more).
 
+The yardstick (skipped by ``--no-unscaled``): the same job run first, on the
+``--start-nodes`` nodes, brought to ``--lo`` engines and never scaled again. FSD's
+batches cost more as the run goes on (its windows and buckets fill), so the ``hi``
+phase is also compared with that run's batches of the same numbers: the ratio the
+scale-out gave the rest of the run, its change cost included or not.
+
 Oracle for the events: a key-grouping run at a fixed ``--hi`` engines over the same
 input on the whole cluster after the scaled run (whose events equal the reference
 evaluator's, ``tests/spark/test_differential.py``), compared row for row with the scaled
@@ -46,7 +52,7 @@ run's output; both must hold rows.
         [--lo 2] [--hi 4]
         [--n 3480000] [--mode default] [--batch-size 120000] [--strategy dlb-l]
         [--measure-from 8] [--join-after 11] [--out-after 16] [--in-after 22]
-        [--locality-wait S] [--out scale_midrun.json]
+        [--locality-wait S] [--no-unscaled] [--out scale_midrun.json]
 
 Writes ``bench/results/scale_midrun.json``.
 """
@@ -206,6 +212,39 @@ def ratios(spans: list[dict], lo: int, hi: int) -> dict[str, float | None]:
             "engines": ratio_of(high, lo_there), "in": ratio_of(after, high)}
 
 
+def against_unscaled(rows: list[dict], unscaled: list[dict], spans: list[dict],
+                     changes: list[dict], hi: int) -> dict | None:
+    """The scale-out against the same job left at its first count, over the same
+    batches (FSD's batches cost more as the run goes on, as its windows and buckets
+    fill, so a later phase compared with an earlier one understates what scaling
+    gave): ``steady``, the median events/s of the ``hi`` phase's measured batches over
+    the unscaled run's median over those batch numbers; ``with_change``, events over
+    wall seconds from the batch that hands the keys over to the ``hi`` phase's end,
+    the change's own cost included, over the unscaled run's over the same batches."""
+    at_hi = next((p for p in spans if p["engines"] == [hi]), None)
+    out_change = next((c for c in changes if c["to"] == hi), None)
+    if at_hi is None or out_change is None or not unscaled:
+        return None
+    theirs = {r["batch"]: r for r in unscaled}
+    mine = {r["batch"]: r for r in rows}
+    steady = [b for b in at_hi["measured_batches"] if theirs.get(b, {}).get("events_per_s")]
+    end = at_hi["end_batch"] if at_hi["end_batch"] is not None else max(mine) + 1
+    span = [b for b in range(out_change["at_batch"] - 1, end)
+            if b in mine and b in theirs and mine[b]["seconds"] and theirs[b]["seconds"]]
+
+    def rate(by: dict[int, dict], batches: list[int]) -> float | None:
+        wall = sum(by[b]["seconds"] for b in batches)
+        return round(sum(by[b]["events"] for b in batches) / wall, 1) if wall else None
+
+    unscaled_steady = (round(statistics.median(theirs[b]["events_per_s"] for b in steady), 1)
+                       if steady else None)
+    return {"batches": steady, "scaled_events_per_s": at_hi["events_per_s"],
+            "unscaled_events_per_s": unscaled_steady,
+            "steady": ratio_of(at_hi["events_per_s"], unscaled_steady),
+            "with_change_batches": span,
+            "with_change": ratio_of(rate(mine, span), rate(theirs, span))}
+
+
 def ratio_of(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
 
@@ -329,6 +368,33 @@ def output_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def unscaled_run(module, placed: RunConfig, args: argparse.Namespace, cluster,
+                 work: Path) -> dict:
+    """The counterfactual: the same job on the ``--start-nodes`` nodes, brought to
+    ``--lo`` engines at once as the scaled run is, and never scaled again; run first,
+    before any node joins. Its batches are the scaled run's yardstick batch for batch
+    (:func:`against_unscaled`)."""
+    out, metrics, run_dir = work / "unscaled.jsonl", work / "unscaled.metrics.jsonl", work / "u"
+    done, workdir = threading.Event(), []
+    watcher = Watcher(metrics, workdir, cluster, args.nodes, [(-1, "scale", args.lo)], done)
+    watcher.start()
+    load = load_average()
+    try:
+        result = run(module, dataclasses.replace(
+            placed, strategy=args.strategy, checkpoint=str(run_dir),
+            metrics_file=str(metrics), output=Output(str(out))),
+            on_workdir=workdir.append)
+    finally:
+        done.set()
+        watcher.join(5)
+    print(f"unscaled: {args.strategy} at {args.lo} engines on {args.start_nodes} nodes: "
+          f"{result.events:,} events in {result.seconds:.1f} s, load {load}", flush=True)
+    batches = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    return {"engines": args.lo, "nodes": args.start_nodes, "events": result.events,
+            "seconds": round(result.seconds, 2), "load_average": load,
+            "batches": batch_rows(batches, watcher.node_cpu), "lines": output_lines(out)}
+
+
 def measure(args: argparse.Namespace, work: Path) -> dict:
     """The scaled run, then the key-grouping run at a fixed ``--hi`` engines (on the
     whole cluster, the oracle), in one session on one emulated cluster."""
@@ -345,6 +411,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
             conf["spark.locality.wait"] = args.locality_wait
         placed = dataclasses.replace(placed, spark_conf=conf)
         run_training_query(placed)
+        unscaled = (unscaled_run(module, placed, args, cluster, work)
+                    if args.unscaled and args.start_nodes < args.nodes else None)
         out, metrics, run_dir = work / "scaled.jsonl", work / "metrics.jsonl", work / "run"
         done, workdir = threading.Event(), []
         plan = [(-1, "scale", args.lo), (args.out_after, "scale", args.hi),
@@ -384,7 +452,13 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     first_lo = next((p for p in spans if p["engines"] == [args.lo]), None)
     kg_phase = phases(batch_rows(kg.metrics), [], {WARM_UP_BATCHES: args.nodes},
                       args.batch_size, args.measure_from)[0]
+    unscaled_rows = unscaled["batches"] if unscaled else []
     return {
+        "unscaled": unscaled and {
+            **{k: v for k, v in unscaled.items() if k not in ("batches", "lines")},
+            "events_equal_kg": bool(want) and unscaled["lines"] == want,
+            "batches": unscaled_rows},
+        "against_unscaled": against_unscaled(rows, unscaled_rows, spans, changes, args.hi),
         "load_average_kg": load_kg, "load_average_scaled": load_scaled,
         # KG at a fixed --hi engines on all the nodes: its steady batches are what the
         # scaled job's hi phase would be had it started that way
@@ -430,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="request --hi once this batch committed")
     parser.add_argument("--in-after", type=int, default=22,
                         help="request --lo once this batch committed")
+    parser.add_argument("--no-unscaled", dest="unscaled", action="store_false",
+                        help="skip the counterfactual run that never scales (it runs "
+                        "first, on --start-nodes nodes, and gives the same-batch ratios)")
     parser.add_argument("--out", default="scale_midrun.json")
     args = parser.parse_args(argv)
     if args.start_nodes is None:
@@ -463,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
           f"first phase {result['kg_fixed_over_first']}; "
           f"bound {bound and bound['amdahl']} (Amdahl), "
           f"{bound and bound['key_preserving']} (key-preserving)")
+    print(f"against the unscaled run, same batches: {result['against_unscaled']}")
     print(f"events equal KG at {args.hi}: {result['events_equal_kg']} "
           f"({result['output_rows']:,} rows, {result['differences']} differences)")
     write_results(result, args.out)

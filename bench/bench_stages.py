@@ -59,7 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import RESULTS, ROOT, write_results
+from common import RESULTS, ROOT, warm, write_results
 from flights import write_flights
 
 JOBS = {
@@ -76,13 +76,6 @@ SPARK_TASK_STAGES = {"read": "read_parse_convert", "derive": "derive_key",
 
 
 # --------------------------------------------------------------------------- probes
-
-def warm(path: Path) -> None:
-    """Read a file once so that every side finds it in the page cache."""
-    with open(path, "rb") as fh:
-        while fh.read(1 << 24):
-            pass
-
 
 def probe_floor(data: Path, rule: Path, threads: bool = True) -> dict[str, Any]:
     """pyarrow's read of the file into the rule's input fields, and nothing else (with

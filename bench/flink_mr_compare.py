@@ -43,6 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
+from common import warm
 from flights import write_flights  # a sibling script: bench/ is not a package
 from flink_compare import FLINK_PYTHON, ROOT, _timed, count_lines, result_files
 from flink_compare import run_cep as cep_run
@@ -173,6 +174,7 @@ def compare(name: str, n_copies: int, rounds: int, workdir: Path) -> dict:
     loads = []
     for r in range(rounds):
         for side, run in sides.items():
+            warm(path if side.startswith("cep") else csv)  # each side's input, cached
             loads.append(os.getloadavg()[0])
             runs[side].append(run())
             print(f"round {r + 1}/{rounds} {side}: {runs[side][-1]}", file=sys.stderr)

@@ -301,3 +301,28 @@ def test_the_bound_from_a_phase_spreads_its_nodes_busy_share_over_more_nodes() -
     assert bench.phase_bound(phase, 0.4, 4) == {"busy_share": 0.75, "amdahl": 1.6}
     assert bench.phase_bound({"nodes": 2, "node_cores_busy": None}, 0.4, 4) is None
     assert bench.ratio_of(3.0, 2.0) == 1.5 and bench.ratio_of(None, 2.0) is None
+
+
+def test_the_scale_out_is_judged_against_the_unscaled_run_on_the_same_batches() -> None:
+    bench = _bench_script("bench_scale_midrun")
+    # the unscaled run's batches slow down as the run goes on (2 s, then 3 s from batch
+    # 8); the scaled run hands over at 7 (4 s), adopts at 8 (3 s), then runs 1.5 s
+    unscaled = [{"batch": b, "events": 120, "seconds": 2.0 if b < 8 else 3.0,
+                 "events_per_s": 60.0 if b < 8 else 40.0} for b in range(2, 12)]
+    seconds = {7: 4.0, 8: 3.0, 9: 1.5, 10: 1.5, 11: 1.5}
+    rows = [{"batch": b, "events": 120, "seconds": seconds.get(b, 2.0),
+             "events_per_s": 120 / seconds.get(b, 2.0)} for b in range(2, 12)]
+    spans = [{"first_batch": 2, "end_batch": 8, "engines": [2], "events_per_s": 60.0,
+              "measured_batches": [3, 4, 5, 6]},
+             {"first_batch": 8, "end_batch": None, "engines": [4], "events_per_s": 80.0,
+              "measured_batches": [9, 10, 11]}]
+    changes = [{"at_batch": 8, "from": 2, "to": 4}]
+    got = bench.against_unscaled(rows, unscaled, spans, changes, 4)
+    # against the earlier phase the scale-out looks like 80/60 = 1.33; against the
+    # same batches left at 2 engines it is 80/40 = 2
+    assert got["batches"] == [9, 10, 11] and got["steady"] == 2.0
+    # batches 7..11: 600 events in 11.5 s against 600 in 14 s
+    assert got["with_change_batches"] == [7, 8, 9, 10, 11]
+    assert got["with_change"] == pytest.approx(14 / 11.5, abs=1e-3)
+    assert bench.against_unscaled(rows, [], spans, changes, 4) is None
+    assert bench.against_unscaled(rows, unscaled, spans[:1], changes, 4) is None

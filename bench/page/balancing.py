@@ -261,6 +261,23 @@ def _share(value: object) -> str:
     return pct(100 * value, 0) if isinstance(value, int | float) else ""
 
 
+def _against_unscaled(data: dict) -> str:
+    """The sentence on the counterfactual run, where the file has one."""
+    same = data.get("against_unscaled") or {}
+    if not same:
+        return ""
+    batches = same.get("batches") or []
+    return (f" **Against the same job left at {num(data.get('lo'))} engines on "
+            f"{num(data.get('start_nodes'))} nodes, over the same batches "
+            f"({num(batches[0]) if batches else ''}–{num(batches[-1]) if batches else ''}): "
+            f"{ratio(same.get('steady'))}** ({num(same.get('scaled_events_per_s'), 0)} "
+            f"against {num(same.get('unscaled_events_per_s'), 0)} events/s; FSD's batches "
+            "cost more as the run goes on, so the first phase understates the scale-out); "
+            f"{ratio(same.get('with_change'))} from the batch that hands the keys over to "
+            "the phase's end, the change's cost included. The unscaled run's events equal "
+            f"KG's: {yes_no(at(data, 'unscaled', 'events_equal_kg'))}.")
+
+
 def scale_midrun_figures(data: dict, _name: str) -> str:
     """bench_scale_midrun.py: throughput per phase of a job scaled mid-run, the ratios
     against the bounds, each change's keys, bytes and extra time, and the equality."""
@@ -312,7 +329,8 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + ("**equal**" if data.get("events_equal_kg") else "**different**")
             + ". Load averages: "
             + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
-            + " at the scaled run's start.")
+            + " at the scaled run's start."
+            + _against_unscaled(data))
     return "\n\n".join((
         head,
         table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",

@@ -63,7 +63,8 @@ def _fixed_table(fixed: dict) -> str:
                      "first batch s"), rows))
 
 
-FLINK_SIDES = {"flink": "Apache Flink (SQL, parallelism 2)", "cep_local": "cep, local runner"}
+FLINK_SIDES = {"flink": "Apache Flink (SQL, parallelism 2)", "cep_local": "cep, local runner",
+               "cep_spark_default": "cep on Spark, defaults"}
 
 
 def _flink_table(flink: dict) -> str:
