@@ -227,6 +227,15 @@ def _holding(mean: float, lower: float, upper: float, behind: float | None) -> s
     return f"engines {mean:.0%} busy, but the job is behind (lag {behind:,.0f})"
 
 
+def input_lag(sources: list[dict]) -> float:
+    """The input records a job is behind, over its sources' progress
+    (``cep.spark.inputs.progress``): found and not read, plus arrived since the last
+    listing (a followed file's growth past what was listed, a Kafka partition's end
+    past what was planned). The policy reads it, and the live view shows it."""
+    return float(sum(s.get("behind_records", 0) + s.get("arrived_records", 0)
+                     for s in sources))
+
+
 def observation(metrics: dict, previous_wall: float | None) -> Observation:
     """A batch's metrics (``cep.spark.output.sink``) as an observation: its engines'
     busy seconds, its wall time since the previous batch's commit (0, not measured, for
@@ -240,9 +249,7 @@ def observation(metrics: dict, previous_wall: float | None) -> Observation:
     else:
         wall_s = 0.0  # not measured: the policy holds
     sources = (metrics.get("input") or {}).get("sources")
-    behind = (float(sum(s.get("behind_records", 0) + s.get("arrived_records", 0)
-                        for s in sources))
-              if sources else metrics.get("behind_records"))
+    behind = input_lag(sources) if sources else metrics.get("behind_records")
     return Observation(tuple(float(b) for b in metrics.get("busy_s_per_engine", [])),
                        wall_s, int(metrics.get("events_in", 0)), behind)
 

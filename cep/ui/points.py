@@ -8,6 +8,8 @@ the local runner's single record) come out as 0 or None, never as an error.
 
 from __future__ import annotations
 
+from splitter.autoscale import input_lag
+
 READ_STAGES = ("read", "derive", "route")  # the input tasks' part of a batch
 HANDOVER_STAGES = ("export", "import")  # the engines' part of moving keys
 # An engine task's seconds as the state path splits them: finding its engine (the
@@ -62,8 +64,8 @@ def batch_point(record: dict, previous_wall: float | None) -> dict:
         "keys_held": record.get("keys_held"),
         "state_bytes": record.get("state_bytes"),
         "deliver_s": record.get("write_s"),
-        "behind_records": (sum(s.get("behind_records", 0) for s in sources)
-                           if sources else None),
+        # the lag the autoscaler reads: found and not read, plus arrived since
+        "behind_records": input_lag(sources) if sources else None,
         # the rule set version the batch ran, and whether it started there (cep deploy)
         "rules_version": (record.get("rules") or {}).get("version", 0),
         "rules_changed": bool((record.get("rules") or {}).get("changed")),

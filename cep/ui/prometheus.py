@@ -213,6 +213,11 @@ def _inputs(out: Exposition, snapshot: dict) -> None:
     out.family("cep_input_behind_records", "gauge",
                "Input records found but not read yet (Kafka: the offset lag).",
                [(labels, s["behind_records"]) for labels, s in labelled])
+    out.family("cep_input_arrived_records", "gauge",
+               "Input records that arrived after the last listing, when the batch "
+               "committed (a followed file's growth, a Kafka partition's end past the "
+               "plan); with cep_input_behind_records, the lag --engines auto reads.",
+               [(labels, s.get("arrived_records", 0)) for labels, s in labelled])
     out.family("cep_input_read_bytes_total", "counter", "Bytes of text input read.",
                [(labels, s["read"]) for labels, s in labelled if s["unit"] == "bytes"])
     out.family("cep_input_behind_bytes", "gauge", "Bytes of text input not read yet.",

@@ -43,3 +43,22 @@ def test_the_view_marks_scale_decisions_and_changes_and_exposes_them():
     assert "cep_autoscale_wanted_engines 4\n" in text
     assert 'cep_autoscale_decision_info{action="hold",reason="because hold"} 1\n' in text
     assert 'cep_autoscale_decisions_total{direction="out"} 1\n' in text
+
+
+def test_the_view_and_metrics_show_the_lag_the_policy_reads():
+    """A followed input's lag is its records found and not read plus those that
+    arrived after the listing: the point's ``behind_records`` is the lag
+    ``splitter.autoscale.observation`` gives the policy, and ``/metrics`` has both parts.
+    Oracle: the numbers fed in (6 behind, 7 arrived)."""
+    from splitter.autoscale import observation
+
+    record = {**_record(0, 2, "hold"), "input": {"sources": [
+        {"stream": "Reading", "source": "in/", "unit": "bytes", "read": 100, "behind": 60,
+         "read_records": 4, "behind_records": 6, "arrived_records": 7}]}}
+    state = LiveState()
+    state.add(record)
+    snap = state.snapshot()
+    assert snap["points"][0]["behind_records"] == 13 == observation(record, None).behind
+    text = exposition({"run": {"path": "run", "manifest": {}}, **snap})
+    assert 'cep_input_behind_records{input="Reading",source="in/"} 6\n' in text
+    assert 'cep_input_arrived_records{input="Reading",source="in/"} 7\n' in text
