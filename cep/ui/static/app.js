@@ -434,11 +434,16 @@
       caption(node, "no input figures yet");
       return;
     }
-    table(node, ["input", "source", "read", "behind"], sources.map((s) => {
+    // arrived: records past the last listing when the batch committed (a followed
+    // file's growth, a Kafka partition's end past the plan); with behind, the lag
+    // --engines auto reads
+    table(node, ["input", "source", "read", "behind", "arrived since listing"], sources.map((s) => {
       const amount = (v, records) => (s.unit === "bytes" ? `${bytes(v)} (≈${short(records)} records)`
                                      : `${num(v)} ${s.unit}`);
-      return [s.stream, s.source, amount(s.read, s.read_records), amount(s.behind, s.behind_records)];
-    }), [false, false, true, true]);
+      const arrived = s.arrived_records == null ? "–" : `${short(s.arrived_records)} records`;
+      return [s.stream, s.source, amount(s.read, s.read_records), amount(s.behind, s.behind_records),
+              arrived];
+    }), [false, false, true, true, true]);
   }
 
   function renderBatchTime() {
