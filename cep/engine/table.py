@@ -114,6 +114,25 @@ def empty(fields: list[tuple[str, str]], extra: tuple[str, ...] = (SEQ, SUB, KEY
     return out
 
 
+def with_null_fields(table: Table, fields: tuple[tuple[str, str], ...]) -> Table:
+    """``table`` with each of ``fields`` it lacks as a NULL column (a placeholder value
+    and a null mask, one mask shared by them all). On Spark the input tasks leave out the
+    input fields no rule reads (``cep.spark.inputs.tasks.read_input``), while a pattern
+    engine binds every field of its stream: a field no rule reads is never looked at, so
+    NULL stands for it at the cost of one array per field, not its transfer."""
+    missing = [(name, t) for name, t in fields if name not in table]
+    if not missing or not table:
+        return table
+    n = nrows(table)
+    out = dict(table)
+    nulls = np.ones(n, dtype=bool)
+    for name, t in missing:
+        out[name] = (repeated(PLACEHOLDERS[t], n) if DTYPES[t] is object
+                     else np.full(n, PLACEHOLDERS[t], dtype=DTYPES[t]))
+        out[name + NULL_SUFFIX] = nulls
+    return out
+
+
 def object_array(values: list[object]) -> np.ndarray:
     """A 1-d object array that never turns a list of tuples into a 2-d array."""
     out = np.empty(len(values), dtype=object)

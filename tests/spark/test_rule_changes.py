@@ -347,3 +347,36 @@ class _Alive:
 
     def poll(self):
         return None if self.thread.is_alive() else 1
+
+
+NO_OK = """
+CREATE SCHEMA Reading (sensor string, ts timestamp, temp double, ok boolean) TIMESTAMP ts;
+@Name('hot')
+SELECT sensor, avg(temp) AS avg_temp FROM Reading#groupwin(sensor)#length(3)
+GROUP BY sensor HAVING avg(temp) > 31;
+"""
+READS_OK = """
+@Name('hot')
+SELECT sensor, avg(temp) AS avg_temp, count(*) AS n FROM Reading(ok)#groupwin(sensor)#length(3)
+GROUP BY sensor HAVING avg(temp) > 31;
+@Name('flagged')
+SELECT sensor, ok, temp FROM Reading(not ok);
+"""
+
+
+def test_a_deployed_rule_reads_a_field_no_running_rule_read(tmp_path):
+    """No rule of the first version reads ``ok``, so the input tasks leave it out of
+    their columns; the deployed version's rules read it (a replaced window rule, which
+    starts empty since it reads a field its old form did not keep, and a new filter).
+    Oracle: the reference evaluator over the input log with the same change log
+    (``log_reference``), which reads every field."""
+    job = Job(tmp_path, NO_OK, "--engines", "2")
+    job.feed(120)
+    job.deploy(READS_OK, 1)
+    job.feed(120)
+    got = job.stop()
+    assert got == log_reference(job.run, final=False)
+    flagged = [r for r in got if r["rule"] == "flagged"]
+    assert flagged and all(r["ok"] is False for r in flagged)
+    hot = [r for r in got if r["rule"] == "hot"]
+    assert any("n" in r for r in hot) and any("n" not in r for r in hot)

@@ -42,7 +42,7 @@ from cep.engine.clock import Watermark
 from cep.engine.engine import Engine, Parcel
 from cep.engine.json_rows import object_texts
 from cep.engine.output import sort_output, stamp_stateless
-from cep.engine.table import KEY, Table, concat, factorize, first_rows, nrows
+from cep.engine.table import KEY, Table, concat, factorize, first_rows, nrows, with_null_fields
 from cep.engine.udf.shipment import install_udfs
 from cep.engine.udf_errors import collecting
 from cep.io.event_time import ClockPiece, EventClock
@@ -109,7 +109,9 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
                 truth.append(first_stories)
     rules = RuleVersions(p, stage, rules_version(times))
     module = rules.stage_module(rules.version)
-    batch_streams = {n: concat(streams.get(n, [])) for n in module.stateful_streams()}
+    # the input tasks left out the fields no rule reads: NULL where an engine binds them
+    batch_streams = {n: with_null_fields(concat(streams.get(n, [])), module.streams[n].fields)
+                     for n in module.stateful_streams()}
     clock.lap("unpack")
     label = int(key[0])
     log = EngineLog(changes)

@@ -55,6 +55,7 @@ from cep.io.rule_changes import RuleBook
 from cep.spark.inputs.config import SourceConfig
 from cep.spark.rule_versions import RulePlanner
 from grammar import ir
+from grammar.field_reads import reading_module
 
 if TYPE_CHECKING:  # executors' modules (input_tasks.py): planning never imports them
     import pyarrow as pa
@@ -78,6 +79,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.labels = labels  # [stage][engine]
         self.routing = routing  # stage 0's key router, cloudpickled (later stages: KG)
         self._engine_of: KeyRouter | None = None  # unpickled by the first read task
+        self._readings: dict[int, ir.CompiledModule] = {}  # per rule set version
         self._log: InputLog | None = None  # made where planning runs, never on executors
         self._target: tuple[int, int] | None = None
 
@@ -175,6 +177,13 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ------------------------------------------------------------------ executors
 
+    def _reading(self, version: int) -> ir.CompiledModule:
+        """Rule set ``version``'s module cut to the input fields its rules read, made
+        once per version in the worker that reads."""
+        if version not in self._readings:
+            self._readings[version] = reading_module(self.book.module(version))
+        return self._readings[version]
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from cep.spark.inputs.tasks import read_chain, read_input, record_batch  # see there
 
@@ -191,7 +200,7 @@ class InputReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._engine_of = cloudpickle.loads(self.routing)
         try:
             table = read_input(self.config, module.stage_modules()[0], self.labels[0],
-                               self._engine_of, task, version)
+                               self._engine_of, task, version, self._reading(version))
         finally:  # a router of moved keys read the key map: no client outlives the task
             if "cep.transports.mongo_client" in sys.modules:
                 sys.modules["cep.transports.mongo_client"].close_shared_clients()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from cep.engine.table import SEQ, Table, concat
+from cep.engine.table import SEQ, SUB, Table, concat, empty
 from cep.engine.udf.shipment import install_udfs
 from cep.engine.udf_errors import UdfFailure, collecting
 from cep.io.deadletter import DeadLetter
@@ -51,10 +51,17 @@ def read_chain(config: SourceConfig, module: ir.CompiledModule, stage_module: ir
 
 
 def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int],
-               engine_of: KeyRouter, task: dict, version: int = 0) -> Routed:
+               engine_of: KeyRouter, task: dict, version: int = 0,
+               reading: ir.CompiledModule | None = None) -> Routed:
     """An input task: its pieces read, through the stateless rules of ``module`` (stage
     0's of rule set ``version``, which the engines are told), keyed and routed by
-    ``engine_of``."""
+    ``engine_of``. ``reading``: the rule set's module with the input fields some rule
+    reads (``grammar.field_reads.reading_module``): the others are checked (a bad value
+    still makes its record a dead letter) but never made into columns, so neither the
+    transfer to the JVM, the shuffle nor the engines carry them. A rule deployed later
+    that reads another field gets it from its first batch on: it starts with empty
+    state, and a carried rule reads no field its old form did not
+    (``grammar.rule_set.carried_rules``). By default every field."""
     install_udfs(config.udfs)
     batch = int(task["batch"])
     engines_at = getattr(engine_of, "engines_at", None)
@@ -76,12 +83,18 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
             clock.append(ClockPiece.of(segment, lo, None, stream).plain())
             continue
         segments.append(text)
-        table, flags = _read_piece(config, module, batch, segment, lo, hi, info, fetched)
+        kept = (reading or module).streams[segment.stream]
+        table, flags = _read_piece(config, stream, kept, batch, segment, lo, hi, info,
+                                   fetched)
         parts[segment.stream].append(table)
-        clock.append(ClockPiece.of(segment, lo, table, stream).rises().plain())
+        clock.append(ClockPiece.of(segment, lo, table, kept).rises().plain())
         if flags is not None:
             truth.append(table[SEQ][flags])
-    tables = {name: concat(tabs) for name, tabs in parts.items() if tabs}
+    # a stream without records this task: no rows, the fields its rules read (as the
+    # local runner's chunks have it), not the schema's every field
+    tables = {name: concat(tabs) or empty(list((reading or module).streams[name].fields),
+                                          (SEQ, SUB))
+              for name, tabs in parts.items()}
     info["read"] = time.perf_counter() - started
     info["truth"] = sum(len(t) for t in truth)
     time_info = ("pieces", clock, bool(task.get("final")), int(task.get("end_seq", 0)),
@@ -106,20 +119,22 @@ def _write_failures(config: SourceConfig, module: ir.CompiledModule, batch: int,
                       failures)
 
 
-def _read_piece(config: SourceConfig, module: ir.CompiledModule, batch: int,
-                segment: Segment, lo: int, hi: int, info: dict[str, float],
+def _read_piece(config: SourceConfig, stream: ir.StreamDef, kept: ir.StreamDef,
+                batch: int, segment: Segment, lo: int, hi: int, info: dict[str, float],
                 fetched: KafkaFetch | None = None) -> tuple[Table, np.ndarray | None]:
-    """One piece as an engine table with its sequence numbers, and (for a generator
-    with a ground truth) which of its rows are first stories."""
-    stream = module.streams[segment.stream]
+    """One piece as an engine table of ``kept``'s fields (``stream``'s are checked)
+    with its sequence numbers, and (for a generator with a ground truth) which of its
+    rows are first stories."""
     dead_path = config.dead_path(batch, segment, lo)
     os.makedirs(os.path.dirname(dead_path), exist_ok=True)
+    kept_names = {name for name, _ in kept.fields}
+    unread = frozenset(name for name, _ in stream.fields if name not in kept_names)
     with DeadLetter(dead_path) as dead:
         frame, flags = read_segment(segment, lo, hi, stream, dead, config.max_record_bytes,
-                                    fetched)
+                                    fetched, unread)
     info["dead"] += dead.count
     info["blank"] += dead.skipped
-    return frame_to_table(frame, stream), flags
+    return frame_to_table(frame, kept), flags
 
 
 def record_batch(rows: Routed) -> pa.RecordBatch:
