@@ -17,7 +17,7 @@ A run that ends reads ``completed: true``; one that dies keeps the executors' st
 
     python bench/bench_executor_heap.py [--nodes 4] [--node-cpus 0.4] [--engines 4]
         [--n 3960000] [--batch-size 120000] [--strategy kg] [--every 1]
-        [--gc-log] [--keep DIR] [--out executor_heap.json]
+        [--gc-log] [--keep DIR] [--side TEXT] [--out executor_heap.json]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,9 +72,9 @@ def heap_mb(pid: int) -> dict[str, float] | None:
                              KeyError):
         out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True,
                              timeout=10).stdout.split("\n")
-        row = dict(zip(out[0].split(), map(float, out[1].split()), strict=False))
-        used = row["S0U"] + row["S1U"] + row["EU"] + row["OU"]
-        return {"heap": round(used / 1024, 1), "old": round(row["OU"] / 1024, 1),
+        row = dict(zip(out[0].split(), out[1].split(), strict=False))  # "-": none
+        used = sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU"))
+        return {"heap": round(used / 1024, 1), "old": round(float(row["OU"]) / 1024, 1),
                 "full_gcs": int(row["FGC"])}
     return None
 
@@ -137,6 +138,22 @@ def per_batch(metrics: list[dict], samples: list[tuple[float, str, dict]]) -> li
     return rows
 
 
+FULL_GC = re.compile(r"Pause Full .*?(\d+)M->(\d+)M\((\d+)M\)")
+
+
+def gc_summary(root: Path) -> dict[str, dict]:
+    """Per executor, from its GC log (``--gc-log``): its full collections and the most
+    heap still live after one (what the executor needed at once, which a 1 s sample
+    can miss), in MB."""
+    out = {}
+    for path in sorted(root.glob("work-*/app-*/*/gc.log")):
+        fulls = [tuple(map(int, m.groups())) for m in FULL_GC.finditer(path.read_text())]
+        out[str(path.parent.relative_to(root))] = {
+            "full_gcs": len(fulls), "most_live_after_full_gc_mb": max(
+                (after for _before, after, _size in fulls), default=None)}
+    return out
+
+
 def keep_logs(root: Path, keep: Path) -> None:
     """Copy the executors' stderr, GC logs and heap dumps from the cluster's work dirs."""
     for path in root.glob("work-*/app-*/*/*"):
@@ -175,6 +192,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         finally:
             done.set()
             sampler.join(10)
+            gc = gc_summary(cluster.cluster.root)
             if args.keep:
                 keep_logs(cluster.cluster.root, Path(args.keep))
     batches = [json.loads(line) for line in metrics.read_text().splitlines()
@@ -188,7 +206,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     return {"load_average_run": load, "seconds": round(time.time() - started, 1),
             "completed": result is not None, "error": error,
             "events_in": result.events if result else None,
-            "batches_committed": len(rows), "peak_heap_mb": peak, "batches": rows}
+            "batches_committed": len(rows), "peak_heap_mb": peak, "gc_log": gc,
+            "batches": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,11 +224,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="GC logs and a heap dump on OutOfMemoryError per executor")
     parser.add_argument("--keep", default=None, metavar="DIR",
                         help="copy the executors' stderr, GC logs and dumps here")
+    parser.add_argument("--side", default=None,
+                        help="what the code under test is (a commit, a change), recorded")
     parser.add_argument("--out", default="executor_heap.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cep-bench-heap-") as tmp:
         figures = measure(args, Path(tmp))
-    result = {"bench": "executor_heap", "rules": "rules/fsd.epl", "nodes": args.nodes,
+    result = {"bench": "executor_heap", "side": args.side, "rules": "rules/fsd.epl",
+              "nodes": args.nodes,
               "node_cpus": args.node_cpus, "engines": args.engines, "n": args.n,
               "batch_size": args.batch_size, "strategy": args.strategy, **figures}
     for row in result["batches"]:
@@ -217,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                          for top in row["executors_mb"].values())
         print(f"batch {row['batch']:3d} state {row['state_bytes']} {row['saved']} "
               f"MB {'/'.join(PEAKS)} per executor {heaps}")
+    print(f"GC logs: {result['gc_log']}")
     print(f"completed {result['completed']} after {result['batches_committed']} batches, "
           f"{result['seconds']} s, load {result['load_average_run']}; error {result['error']}")
     write_results(result, args.out)

@@ -25,12 +25,14 @@ Per engine label (the operator's grouping key) the store holds one MapState, ``l
 Why parts (issue 51): every value a state call carries is copied several times in the
 executor's JVM (the socket's message, protobuf, the unpickled row, the UnsafeRow, the
 state store's encoding, and as many again when it is read back), all at once and in one
-piece. A base of FSD's engine at 2 engines is about 100 MB: the JVM needed several
-times that in one go, and executors of a 1 GB heap (the emulated cluster's; the JVM's
-serial collector on a one-core node keeps two thirds of it for the old generation)
-died of ``OutOfMemoryError`` at batch 30 of a 33-batch run. Cut into parts of
-``PART_BYTES``, what a state call holds in the JVM is bounded by the part, whatever the
-engine holds; the number of calls grows by one per ``PART_BYTES`` written or read.
+piece. A base of FSD's engine at 2 engines over 3.96M tweets is 101 MB: writing it
+whole, an executor still held 665 MB after a full collection, and executors of a 1 GB
+heap (the emulated cluster's; the JVM's serial collector on a one-core node keeps two
+thirds of it for the old generation) died of ``OutOfMemoryError`` at batch 30 of a
+33-batch run. Cut into parts of ``PART_BYTES``, what a state call holds in the JVM is
+bounded by the part, whatever the engine holds (the same run: at most 118 MB live after
+a full collection, ``bench/bench_executor_heap.py``); the number of calls grows by one
+per ``PART_BYTES`` written or read.
 
 Logs written before parts existed have one part per entry and a version without
 ``parts``: they read as they are, and their next base writes parts.
