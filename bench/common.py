@@ -46,6 +46,9 @@ bench_speedup.py      How does throughput grow as FSD scales out from 1 to 5 emu
 bench_scale_midrun.py Does a running FSD job on 2 emulated nodes gain throughput when 2
                       nodes join and ``cep scale`` gives it 4 engines, what does each
                       change cost, and are its events KG's? (scale_midrun.json)
+bench_executor_heap.py Does an executor's JVM heap stay bounded over a long FSD run on
+                      the emulated cluster, and how much do its Python workers hold?
+                      (executor_heap.json; per side, executor_heap-<side>.json)
 bench_balance_cost.py What does the balancing machinery (routing by maps, the engines'
                       map bookkeeping, the Balancer, the MongoDB server) cost a batch
                       beyond KG, part by part, and what can balancing buy at most on

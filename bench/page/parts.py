@@ -190,3 +190,37 @@ def autoscale_step_figures(data: dict, _name: str) -> str:
             + table(("step", "changes", "decisions", "engines (start → end)",
                      "kept up at its end", "median w", "median batch (s)"), rows)
             + "\n\n" + table(("change", "to", "decided (s)", "applied (s)"), changes))
+
+
+def executor_heap_figures(data: dict, _name: str) -> str:
+    """bench_executor_heap.py: per executor, the most heap, old generation, JVM and
+    Python workers' resident memory over the run, and per batch the most of them."""
+    batches = [b for b in data.get("batches", []) if isinstance(b, dict)]
+    names = sorted({n for b in batches for n in b.get("executors_mb", {})})
+    over = {n: {f: max((at(b, "executors_mb", n, f) or 0) for b in batches)
+                for f in ("heap", "old", "rss", "python")} for n in names}
+    peaks = table(("executor", "heap MB", "old gen MB", "live after a full GC MB",
+                   "JVM RSS MB", "Python workers MB"),
+                  [(f"`{n}`", num(v["heap"]), num(v["old"]),
+                    num(at(data, "gc_log", n, "most_live_after_full_gc_mb")),
+                    num(v["rss"]), num(v["python"])) for n, v in over.items()])
+    rows = [(num(b.get("batch")), num(b.get("state_bytes")),
+             num(at(b, "saved", "base")),
+             " / ".join(num(at(b, "executors_mb", n, "heap")) for n in names),
+             " / ".join(num(at(b, "executors_mb", n, "python")) for n in names))
+            for b in batches]
+    ended = ("ran to its end" if data.get("completed")
+             else f"**failed** after {num(data.get('batches_committed'))} batches: "
+                  f"{str(data.get('error') or '')[:300]}")
+    return (f"FSD over `tweets:n={num(data.get('n'))}` in batches of "
+            f"{num(data.get('batch_size'))}, `{data.get('strategy')}` at "
+            f"{num(data.get('engines'))} engines on {num(data.get('nodes'))} emulated nodes "
+            f"of {num(data.get('node_cpus'), 2)} cores, executors of a 1 GB heap; code: "
+            f"{data.get('side') or 'not recorded'}. The run {ended} "
+            f"({num(data.get('seconds'))} s, load at its start "
+            f"{data.get('load_average_run')}). The most over the run: heap used and old "
+            "generation (`jstat`, each second), heap still live after a full collection "
+            "(the GC log: what the executor needed at once), resident memory.\n\n"
+            + peaks + "\n\nPer batch: the engines' state bytes written (summed), how many "
+            "were bases, and per executor the most heap and Python workers' memory (MB).\n\n"
+            + table(("batch", "state bytes", "bases", "heap MB", "Python MB"), rows))

@@ -35,6 +35,7 @@ from page.parts import (
     autoscale_step_figures,
     cli_figures,
     event_time_figures,
+    executor_heap_figures,
     generic_figures,
     match_recognize_figures,
     partitions_figures,
@@ -281,6 +282,16 @@ SECTIONS = (
             "engines, row for row.",
             "python bench/bench_scale_midrun.py", scale_midrun_figures,
             "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`."),
+    Section("executor_heap*.json", "Executor memory over a long run",
+            "Whether an executor's JVM heap stays bounded over a long FSD run on the "
+            "emulated cluster (issue 51: executors of a 1 GB heap died of "
+            "`OutOfMemoryError` at batch 30 of 33 when an engine's whole state went "
+            "through a state call in one piece): every executor's heap sampled with "
+            "`jstat` each second, with the resident memory of its JVM and of its Python "
+            "workers, where the engines' state lives.",
+            "python bench/bench_executor_heap.py --nodes 2 --engines 2", executor_heap_figures,
+            "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`, and the "
+            "JDK's `jstat`."),
     Section("stream*.json", "The streaming runtime",
             "`cep run` in a subprocess as a user meets it: the driver's peak memory against "
             "the input's size, FSD end to end, and the latency of `--follow`.",

@@ -6,7 +6,9 @@ alternating between workers (caught up from the log), keys moving between engine
 batch replayed by a restart whose log was folded (rebuilt from a base and its deltas),
 and a task that fails after its worker's copy advanced and before it commits, retried
 by Spark (``local[2,2]``): the retry must not trust the advanced copy. A restart after
-``kill -9`` is ``test_restart.py``'s (it rebuilds every engine from the log).
+``kill -9`` is ``test_restart.py``'s (it rebuilds every engine from the log); here, one
+whose engines' log entries are in many parts (issue 51: state rows of a bounded size).
+The folded cases run with parts of ``PART_BYTES`` too.
 """
 
 from __future__ import annotations
@@ -14,14 +16,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.faults import INPUT, RULE, cep_run, events, finish, metrics
+from support.faults import (
+    INPUT,
+    RULE,
+    cep_run,
+    events,
+    finish,
+    kill_group,
+    metrics,
+    reading,
+    start,
+    wait_until,
+)
 from support.spark_runs import reference, run_and_read
 
 from grammar.compile import compile_file
 
 # a small fold floor and few deltas per base: the skewed tweets' few kilobytes of
 # state fold every few batches, so rebuilds read a base and deltas
-FOLDING = {"CEP_STATE_FOLD_FLOOR": "1", "CEP_STATE_MAX_DELTAS": "2"}
+# state rows of 256 bytes: each entry of those few kilobytes is written in parts
+PART_BYTES = 256
+FOLDING = {"CEP_STATE_FOLD_FLOOR": "1", "CEP_STATE_MAX_DELTAS": "2",
+           "CEP_STATE_PART_BYTES": str(PART_BYTES)}
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +99,22 @@ def test_a_task_retried_after_its_copy_advanced_does_not_trust_that_copy(tmp_pat
     rows = metrics(Path(f"{run}.metrics"))
     assert [m["batch"] for m in rows] == list(range(len(rows)))
     assert rows[3]["keys_restored"]["new"] == 0  # the retry found the engine's state
+
+
+def test_a_run_killed_with_its_state_in_parts_resumes_with_the_reference_events(tmp_path,
+                                                                                 expected):
+    """Oracle: the reference evaluator. SIGKILLed inside batch 3, the run starts again
+    with nothing in its workers: every engine is read back from the state store's log,
+    base and deltas, each put together from its parts."""
+    run = tmp_path / "run"
+    command = cep_run(run, "--batch-size", "24")
+    proc = start(command, tmp_path / "killed", FOLDING)
+    wait_until(lambda: reading(run, 3), proc, "batch 3's input tasks at work")
+    kill_group(proc)
+    again = finish(command, tmp_path / "resumed", FOLDING)
+    assert again.returncode == 0, again.stderr
+    rows = metrics(Path(f"{run}.metrics"))
+    assert max(m["state_bytes"] for m in rows) > 4 * PART_BYTES, "no entry had parts"
+    resumed = [m for m in rows if m["batch"] == 3][-1]["keys_restored"]
+    assert resumed["rebuilt"] > 0 and resumed["resident"] == resumed["caught_up"] == 0
+    assert events(Path(f"{run}.jsonl")) == expected

@@ -9,6 +9,7 @@ is the case here."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -16,9 +17,10 @@ import pytest
 from cep.engine.codec import StateFormatError
 from cep.engine.table import KEY, SEQ, SUB
 from cep.reference import input_watermark
+from cep.spark.engines import log as engine_log
 from cep.spark.engines import resident
 from cep.spark.engines.batch import save
-from cep.spark.engines.log import VERSION_KEY, EngineLog, Version
+from cep.spark.engines.log import VERSION_KEY, EngineLog, Version, part_key
 from grammar.compile import compile_text
 
 MODULE = compile_text("CREATE SCHEMA S (k long, ts timestamp, v double) TIMESTAMP ts;\n"
@@ -132,5 +134,102 @@ def test_the_version_round_trips_beside_the_entries():
     log.append(0, "a", b"base", base=True)
     EngineLog(store.log).append(1, "b", b"delta!", base=False)
     version = EngineLog(store.log).version()
-    assert version == Version(1, "b", 0, 4, 6, (0, 1))
+    assert version == Version(1, "b", 0, 4, 6, (0, 1), parts=(1, 1))
     assert EngineLog(store.log).entry(1) == ("b", b"delta!")
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """State rows of at most 16 bytes: every entry of these tiny engines has parts."""
+    monkeypatch.setattr(engine_log, "PART_BYTES", 16)
+
+
+def test_an_entry_is_written_in_bounded_parts_and_read_back_whole(small_parts):
+    """Oracle: the blob written. Each state row holds at most PART_BYTES of it (issue
+    51: the JVM copies a state call's value several times at once), and a base clears
+    the earlier entries' parts with them."""
+    store = Store()
+    blob = bytes(range(256)) * 3 + b"tail"
+    EngineLog(store.log).append(0, "a", blob, base=True)
+    EngineLog(store.log).append(1, "b", blob[:40], base=False)
+    log = EngineLog(store.log)
+    assert log.version().parts == (49, 3)
+    assert log.entry(0) == ("a", blob) and log.entry(1) == ("b", blob[:40])
+    assert log.token(1) == "b" and log.entry(2) is None
+    assert all(len(value[1]) <= 16 for key, value in store.log.values.items()
+               if key != (VERSION_KEY,))
+    EngineLog(store.log).append(2, "c", b"x" * 20, base=True)
+    assert set(store.log.values) == {(2,), (part_key(2, 1),), (VERSION_KEY,)}
+
+
+def test_part_keys_meet_no_batch_nor_the_version():
+    keys = [part_key(b, p) for b in range(50) for p in range(40)]
+    assert len(set(keys)) == len(keys)
+    assert all(k < VERSION_KEY for b in range(50) for k in keys[b * 40 + 1:b * 40 + 40])
+    assert [part_key(b, 0) for b in range(50)] == list(range(50))
+
+
+def test_engines_in_parts_give_the_events_of_engines_in_one_piece(monkeypatch):
+    """Oracle: the same batches with every entry in one state row. The engine read back
+    from parts, rebuilt and caught up, emits what the whole-blob one does."""
+    def story() -> tuple[list[str], list]:
+        resident._RESIDENT.clear()
+        store, kinds, out = Store(), [], []
+        for batch in range(3):
+            kind, values = _batch(store, batch)
+            kinds.append(kind)
+            out.append(values)
+        older = resident._RESIDENT[("q", 0)]
+        _batch(store, 3)
+        resident._RESIDENT[("q", 0)] = older  # batch 3 ran elsewhere
+        for batch, start in [(4, "q"), (5, "restarted"), (6, "restarted")]:
+            kind, values = _batch(store, batch, start)
+            kinds.append(kind)
+            out.append(values)
+        return kinds, out
+
+    whole = story()
+    monkeypatch.setattr(engine_log, "PART_BYTES", 16)
+    parted = story()
+    assert parted == whole and all(whole[1])
+    assert parted[0] == ["new", "resident", "resident", "caught_up", "rebuilt", "resident"]
+
+
+def test_a_log_written_before_parts_reads_and_grows(small_parts):
+    """Oracle: the blobs as an older cep wrote them, one state row per entry and a
+    version without parts: they read back as written, and a delta appended after them
+    is read in its parts."""
+    store = Store()
+    old = {"batch": 1, "token": "b", "base": 0, "base_bytes": 40, "delta_bytes": 30,
+           "entries": [0, 1], "rules": 0}
+    store.log.updateValue((0,), ("a", b"B" * 40))
+    store.log.updateValue((1,), ("b", b"D" * 30))
+    store.log.updateValue((VERSION_KEY,), ("b", json.dumps(old).encode()))
+    assert EngineLog(store.log).entry(0) == ("a", b"B" * 40)
+    EngineLog(store.log).append(2, "c", b"E" * 33, base=False)
+    log = EngineLog(store.log)
+    assert log.version().parts == (1, 1, 3)
+    assert [log.entry(b) for b in (0, 1, 2)] == [("a", b"B" * 40), ("b", b"D" * 30),
+                                                  ("c", b"E" * 33)]
+
+
+@pytest.mark.parametrize("damage", ["missing", "other token"])
+def test_an_entry_with_a_part_missing_or_of_another_write_is_refused(small_parts, damage):
+    store = Store()
+    EngineLog(store.log).append(0, "a", b"z" * 40, base=True)
+    if damage == "missing":
+        del store.log.values[(part_key(0, 2),)]
+    else:
+        store.log.values[(part_key(0, 1),)] = ("stale", b"y" * 16)
+    with pytest.raises(StateFormatError, match="part"):
+        EngineLog(store.log).entry(0)
+
+
+@pytest.mark.parametrize("parts", [[1], [0, 1], [1, "2"]])
+def test_a_version_whose_parts_do_not_fit_its_entries_is_refused(parts):
+    planted = {"batch": 1, "token": "t", "base": 0, "base_bytes": 4, "delta_bytes": 2,
+               "entries": [0, 1], "rules": 0, "parts": parts}
+    store = Store()
+    store.log.updateValue((VERSION_KEY,), ("t", json.dumps(planted).encode()))
+    with pytest.raises(StateFormatError, match="no valid version"):
+        EngineLog(store.log).version()

@@ -7,8 +7,9 @@ batch (``resident.py``: trusted only at the state store's version), and the batc
 the keys it touches (``touched_keys``) in a work engine split off it, so its cost
 follows the batch, not what the engine holds; moved keys are imported into and exported
 from the work engine (``migration``). The batch's change, merged back, is appended to
-the engine's changelog in the state store (``engine_log.py``): three state calls per
-batch, where state kept per key cost one or more per key touched.
+the engine's changelog in the state store (``log.py``): three state calls per batch
+(one more per 4 MiB part of its blob), where state kept per key cost one or more per
+key touched.
 
 The engine writes its complex events itself, as its part of the batch's output
 (``event_parts.py``): events never travel to the driver. What the task returns is one

@@ -82,12 +82,11 @@ def take_engine(rules_of: Callable[[int], ir.CompiledModule] | ir.CompiledModule
         return Engine(rules_of(0)), Origin("new")
     if held is not None and (held.batch, held.token) == (version.batch, version.token):
         return held.engine, Origin("resident")
-    if held is not None and held.batch in version.entries[:-1]:
-        found = log.entry(held.batch)
-        if found is not None and found[0] == held.token:
-            later = version.after(held.batch)
-            _replay(held.engine, log, later)
-            return held.engine, Origin("caught_up", len(later))
+    if (held is not None and held.batch in version.entries[:-1]
+            and log.token(held.batch) == held.token):  # its first part: not the rest
+        later = version.after(held.batch)
+        _replay(held.engine, log, later)
+        return held.engine, Origin("caught_up", len(later))
     engine = Engine(rules_of(version.rules), version.rules)
     base = _entry(log, version.base)
     engine.restore(base)
