@@ -17,6 +17,9 @@ What this module decides:
   owner); the strategy's next decision, at the new count, recomputes the rest. The
   decision that writes a rescaled map does not also rebalance: one change at a time,
   and its moves are what the new layout costs, reported alone.
+* :func:`balanced_owners`: where a balancing strategy puts the keys with load at the
+  change (Guo and Zhou: only from overloaded to underloaded engines, new ones start
+  empty), so the new count is balanced from its first batch.
 * :func:`moved_share`: which share of keys KG moves going from N to N' engines, per hash.
 """
 
@@ -77,6 +80,47 @@ def rescale_map(current: KeyMap, n_engines: int, hash: str | None = None) -> Key
     kept = {t: e for (t, e), d in zip(current.overrides.items(), default, strict=True)
             if e < n_engines and e != d}
     return KeyMap(n_engines, kept, scheme)
+
+
+def balanced_owners(owners: np.ndarray, load: np.ndarray, n_to: int) -> np.ndarray:
+    """Where a balancing strategy puts its keys at a change to ``n_to`` engines, after
+    Guo and Zhou's scaling (new instances start empty, substreams move only from
+    overloaded to underloaded ones). ``owners``: where each key starts, its engine now
+    for a key with load (``load`` > 0, the Balancer's window), :func:`rescale_map`'s for
+    the others, which stay there (moving them more would move state and balance
+    nothing). A key with load on a retired engine goes,
+    heaviest first, to the least loaded engine that stays; then, while an engine holds
+    more than its share of the load (``load / n_to``), its keys, heaviest first, go to
+    the least loaded engine if that keeps it at or under the share. Returns the owners.
+
+    Why: placing the loaded keys by hash alone at the new count (``rescale_map``) keeps
+    the balancing overrides of the engines that stay and leaves a new engine whatever
+    the hash gives it: on FSD, 2 -> 4 engines left one new engine ~0.12 CPU s a batch
+    against 0.6-1.1 for the others (``bench/results/scale_midrun-counterfactual.json``,
+    batches 20-23)."""
+    out = owners.astype(np.int32, copy=True)
+    hot = load > 0
+    per = np.bincount(out[hot & (out < n_to)], weights=load[hot & (out < n_to)],
+                      minlength=n_to)[:n_to]
+    leaving = np.flatnonzero(hot & (out >= n_to))
+    for i in leaving[np.argsort(-load[leaving], kind="stable")].tolist():
+        e = int(np.argmin(per))
+        out[i] = e
+        per[e] += load[i]
+    share = float(load[hot].sum()) / n_to
+    for e in np.argsort(-per, kind="stable").tolist():
+        if per[e] <= share:
+            continue
+        mine = np.flatnonzero(hot & (out == e))
+        for i in mine[np.argsort(-load[mine], kind="stable")].tolist():
+            if per[e] <= share:
+                break
+            d = int(np.argmin(per))
+            if d != e and per[d] + load[i] <= share:
+                out[i] = d
+                per[d] += load[i]
+                per[e] -= load[i]
+    return out
 
 
 def moved_share(n_from: int, n_to: int, hash: str = "mod", keys: int = 100_000) -> float:

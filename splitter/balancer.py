@@ -28,7 +28,7 @@ import numpy as np
 
 from migration.hashing import kg_engine
 from migration.protocol import KeyMap
-from migration.scaling import rescale_map
+from migration.scaling import balanced_owners, rescale_map
 from migration.store import StateStore
 from splitter.key_cost import key_costs
 from splitter.keymaps import key_map, remember
@@ -41,6 +41,7 @@ from splitter.policies.strategies import SERIES_WINDOWS, get_strategy
 
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
 GC_EVERY = 8  # batches between collections of old handoff documents and maps
+UNBALANCED = frozenset({"kg"})  # places every key by its hash, at any engine count
 
 
 class Balancer:
@@ -176,6 +177,8 @@ class Balancer:
         """Write ``M[t+2]`` at ``target`` engines (``migration.scaling.rescale_map``):
         no balancing decision in the same map, so what the change moves is its own."""
         decided = rescale_map(nxt, target, self.hash)
+        if self.name not in UNBALANCED and self.texts:  # place the loaded keys by load
+            decided = self._balanced(nxt, decided)
         if not self.store.put_key_map(batch + 2, decided.encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
         self._know(decided.overrides)
@@ -192,6 +195,18 @@ class Balancer:
                          "to": decided.n_engines, "hash": decided.hash},
         })
         self._collect(batch)
+
+    def _balanced(self, nxt: KeyMap, plain: KeyMap) -> KeyMap:
+        """The map at ``plain``'s count with the keys that have load placed by
+        ``migration.scaling.balanced_owners`` (from where they are now), the others
+        where ``plain`` puts them; overrides wherever that differs from KG."""
+        load = self.statistics.load[:len(self.texts)]
+        start = np.where(load > 0, self._owners(nxt), plain.owners_of(self.texts))
+        owners = balanced_owners(start, load, plain.n_engines)
+        kg = KeyMap(plain.n_engines, {}, plain.hash).owners_of(self.texts)
+        return KeyMap(plain.n_engines,
+                      {self.texts[i]: int(owners[i]) for i in np.flatnonzero(owners != kg)},
+                      plain.hash)
 
     def _events_moved(self, moved: np.ndarray, load: np.ndarray, counts: dict[str, int]
                       ) -> int:

@@ -185,3 +185,28 @@ def test_the_balancer_writes_the_schedule_s_counts_and_reports_the_change(strate
     assert all(KeyMap.decode(m).hash == "jump" for m in maps.maps.values())
     assert all(0 <= e < KeyMap.decode(maps.maps[v]).n_engines
                for v in maps.maps for e in KeyMap.decode(maps.maps[v]).overrides.values())
+
+
+def test_a_balancing_strategy_places_the_loaded_keys_by_load_at_a_scale_change():
+    """``balanced_owners`` (Guo and Zhou's scaling: new engines start empty, keys move
+    only from engines over their share to engines under it). Oracle: the loads fed in,
+    summed per engine by hand; the share is the total over the new count."""
+    from migration.scaling import balanced_owners
+
+    rng = np.random.default_rng(3)
+    load = np.concatenate([rng.zipf(1.6, 300).astype(float), np.zeros(100)])
+    owners = rng.integers(0, 2, 400).astype(np.int32)  # 2 engines, the last 100 cold
+    out = balanced_owners(owners, load, 4)
+    per = np.bincount(out, weights=load, minlength=4)
+    share = load.sum() / 4
+    before = np.bincount(owners, weights=load, minlength=4)
+    assert per.max() < before.max() and per[2] > 0 and per[3] > 0
+    assert per.max() <= max(share, load.max()) * 1.05
+    moved = out != owners
+    assert not moved[300:].any(), "a key without load stays where it was put"
+    assert set(out[moved].tolist()) <= {2, 3} and set(owners[moved].tolist()) <= {0, 1}
+    # scaling in: no key is left on a retired engine, every moved key came from one
+    back = balanced_owners(out, load, 2)
+    assert back[:300].max() <= 1
+    assert (back[:300] != out[:300]).sum() == (out[:300] >= 2).sum()
+    assert np.array_equal(back[300:], out[300:]), "a key without load stays"
