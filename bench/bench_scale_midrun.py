@@ -403,7 +403,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
 
     module = compile_file(str(RULES))
     spec = input_spec(args)
-    base = RunConfig((spec,), engines=args.hi, batch_size=args.batch_size, progress=False)
+    base = RunConfig((spec,), engines=args.hi, batch_size=args.batch_size, progress=False,
+                     load=args.load)
     with on_nodes(base, args.start_nodes, args.node_cpus) as (placed, cluster):
         # one session for every run of the process: it must take the joining nodes' cores
         conf = cluster.room_for(args.nodes)
@@ -492,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--batch-size", type=int, default=120_000)
     parser.add_argument("--strategy", default="dlb-l")
+    parser.add_argument("--load", choices=("events", "cost"), default="events",
+                        help="the Balancer's load of a key, as cep run --load (KG ignores it)")
     parser.add_argument("--measure-from", type=int, default=8,
                         help="the first batch a phase may measure: FSD's windows (H tweets "
                         "per key) fill over the first batches, and each batch costs more "
@@ -521,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
               "input": input_spec(args), "nodes": args.nodes,
               "start_nodes": args.start_nodes, "node_cpus": args.node_cpus,
               "lo": args.lo, "hi": args.hi,
-              "strategy": args.strategy, "batch_size": args.batch_size,
+              "strategy": args.strategy, "load": args.load, "batch_size": args.batch_size,
               "measure_from": args.measure_from, "locality_wait": args.locality_wait,
               "join_after": args.join_after, "out_after": args.out_after, "in_after": args.in_after,
               "load_average_at_start": started, "load_average_at_end": load_average(),
