@@ -368,8 +368,10 @@ class Watcher(threading.Thread):
         else:
             return
         step["began"] = time.time()
-        step["nodes"] = self.cluster.leave(count)
+        step["nodes"] = self.cluster.leave(
+            count, report=lambda node: print(f"leaving: {node}", flush=True))
         step["gone"] = time.time()
+        print(f"left: {step['nodes']}", flush=True)  # said even if the run fails after
         with contextlib.suppress(OSError, ValueError):
             step["alive_workers"] = sum(
                 w.get("state") == "ALIVE"

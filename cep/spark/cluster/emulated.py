@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cep.run_config import RunConfig
@@ -101,7 +101,7 @@ class EmulatedCluster:
         with :meth:`room_for` gets an executor on each); return once they are ALIVE."""
         self.cluster.add_workers(count, EXECUTOR_MEMORY, self.cpus_per_node)
 
-    def leave(self, count: int) -> list[dict]:
+    def leave(self, count: int, report: Callable[[dict], None] | None = None) -> list[dict]:
         """The ``count`` nodes that joined last leave while a job runs, decommissioned
         first (``LocalStandaloneCluster.remove_workers``); return once the master lists
         only the nodes that stay, with a record per node (``forced`` where Spark's
@@ -110,9 +110,9 @@ class EmulatedCluster:
         Scale the job's engines in first (``cep scale RUN_DIR N``, N at most the nodes
         that stay, and wait until its metrics show N engines): the engines' state is in
         the checkpoint's state store and in MongoDB, not on the node, so the executors
-        that stay take the stateful partitions over; a job left with more engines than
-        nodes runs them in turns on fewer cores."""
-        return self.cluster.remove_workers(count)
+        that stay take the stateful partitions over. ``report``: told each node's
+        record before it is stopped."""
+        return self.cluster.remove_workers(count, report=report)
 
     def node_cpu_s(self) -> list[float | None]:
         """CPU seconds each node used so far (None where the kernel does not count)."""

@@ -77,6 +77,8 @@ WORKER_OPTS = "-Dspark.decommission.enabled=true"
 DRAIN_S = 120.0
 # How long the master may take to list a worker DECOMMISSIONED after its SIGPWR.
 DECOMMISSION_S = 15.0
+# What an executor's log says about its decommissioning (Spark's own words).
+_DECOMMISSION_WORDS = ("ecommission", "shutdown", "migrat", "Blocked", "exit")
 # A port grabbed by someone else between probing and binding makes the master exit;
 # a fresh pair of ports is tried this many times before giving up.
 MASTER_ATTEMPTS = 3
@@ -317,55 +319,68 @@ class LocalStandaloneCluster:
         self._wait(deadline, lambda state: _alive_workers(state) >= self.workers,
                    f"{self.workers} ALIVE workers")
 
-    def remove_workers(self, count: int, drain_s: float = DRAIN_S) -> list[dict[str, Any]]:
-        """The ``count`` newest workers leave while a job may run; return once the master
-        lists only the workers that stay, one record per worker that left.
+    def remove_workers(self, count: int, drain_s: float = DRAIN_S,
+                       report: Callable[[dict[str, Any]], None] | None = None
+                       ) -> list[dict[str, Any]]:
+        """The ``count`` newest workers leave while a job may run, one after another;
+        return once the master lists only the workers that stay, a record per worker.
 
         Each is decommissioned first (``SIGPWR``): its master stops giving it executors
         and an application with ``spark.decommission.enabled`` lets its executors there
         finish their running tasks, migrate their shuffle blocks and exit; a worker whose
         master did not list it DECOMMISSIONED within ``DECOMMISSION_S``, or whose
-        executors did not exit within ``drain_s``, is stopped anyway (``forced``: Spark
-        then runs the lost tasks again elsewhere). Then its process group is stopped.
-        A node's cgroup stays until ``stop`` (its CPU count is still read), empty."""
+        executors did not exit within ``drain_s``, is stopped anyway (``forced``, with
+        what held it: a stage whose map outputs it held then runs again, and Spark fails
+        a batch whose input stage cannot). Then its process group is stopped. One at a
+        time, as an operator rolls nodes out. ``report`` is told each worker's record
+        before the worker is stopped (what held a forced one is known even if the job
+        fails once it is gone). A node's cgroup stays until ``stop`` (its CPU count is
+        still read), empty."""
         if not self.started:
             raise RuntimeError("the cluster is not started")
         if not 1 <= count < self.workers:
             raise ValueError(f"{count} of {self.workers} workers cannot leave: one must stay")
-        leaving = self._worker_daemons[-count:]
+        began, out = time.monotonic(), []
+        for daemon in reversed(self._worker_daemons[-count:]):
+            out.append({"worker": daemon.name, **self._decommission(daemon, drain_s)})
+            if report is not None:
+                report(out[-1])
+            self._retire(daemon)
+            self.workers -= 1
+            self._wait(time.monotonic() + self.startup_timeout,
+                       lambda state: _workers_in(state, "ALIVE", "DECOMMISSIONED")
+                       == self.workers, f"only {self.workers} workers listed")
+            out[-1]["gone_s"] = round(time.monotonic() - began, 2)
+        return out
+
+    def _decommission(self, daemon: _Daemon, drain_s: float) -> dict[str, Any]:
+        """SIGPWR one worker; wait until its master lists it DECOMMISSIONED and its
+        executors exited (its process group holds the worker alone)."""
         began = time.monotonic()
         before = _workers_in(self.master_state(), "DECOMMISSIONED")
-        for daemon in leaving:
-            _signal_pid(daemon.process.pid, signal.SIGPWR)
+        _signal_pid(daemon.process.pid, signal.SIGPWR)
         listed = _poll_until(lambda: _workers_in(self.master_state(), "DECOMMISSIONED")
-                             >= before + count, DECOMMISSION_S)
+                             > before, DECOMMISSION_S)
         decommissioned = time.monotonic() - began
         drained = listed and _poll_until(
-            lambda: all(_group_members(d.process.pid) <= {d.process.pid} for d in leaving),
-            drain_s)
-        drained_s = time.monotonic() - began
-        # what kept a node that did not drain: its processes and its executors' last words
-        held = {d.name: (_commands(_group_members(d.process.pid) - {d.process.pid})
-                         + self._executor_log_tail(d)) for d in leaving} if not drained else {}
-        for daemon in leaving:
-            self._retire(daemon)
-        self.workers -= count
-        self._wait(time.monotonic() + self.startup_timeout,
-                   lambda state: _workers_in(state, "ALIVE", "DECOMMISSIONED")
-                   == self.workers, f"only {self.workers} workers listed")
-        return [{"worker": daemon.name, "decommissioned": listed, "forced": not drained,
-                 **({"held_by": held[daemon.name]} if daemon.name in held else {}),
-                 "decommissioned_s": round(decommissioned, 2),
-                 "drained_s": round(drained_s, 2),
-                 "gone_s": round(time.monotonic() - began, 2)} for daemon in leaving]
+            lambda: _group_members(daemon.process.pid) <= {daemon.process.pid}, drain_s)
+        record = {"decommissioned": listed, "forced": not drained,
+                  "decommissioned_s": round(decommissioned, 2),
+                  "drained_s": round(time.monotonic() - began, 2)}
+        if not drained:  # what kept it: its processes, its executors' last words on it
+            record["held_by"] = (_commands(_group_members(daemon.process.pid)
+                                           - {daemon.process.pid})
+                                 + self._executor_log_tail(daemon))
+        return record
 
     def _executor_log_tail(self, daemon: _Daemon, lines: int = 8) -> list[str]:
-        """The last lines of the executors' logs in a worker's work directory."""
+        """The executors' last log lines about decommissioning, in a worker's work dir."""
         work = self.root / daemon.name.replace("worker-", "work-")
         tail: list[str] = []
         for log in sorted(work.glob("app-*/*/stderr")):
             text = log.read_text(encoding="utf-8", errors="replace").splitlines()
-            tail += [line[:200] for line in text[-lines:]]
+            tail += [line[:200] for line in text
+                     if any(word in line for word in _DECOMMISSION_WORDS)][-lines:]
         return tail
 
     def _retire(self, daemon: _Daemon, grace: float = 10.0) -> None:
