@@ -348,8 +348,14 @@ def _leave_text(data: dict) -> str:
                if graceful else "**stopped anyway**: Spark's decommissioning did not "
                "finish in time") + "), then stopped; "
             f"{num(max((n.get('gone_s') or 0 for n in nodes), default=None), 1)} s from the "
-            f"signal to gone, {num(step.get('alive_workers'))} ALIVE workers after. Batch "
-            f"{num(data.get('left_at_batch'))} is the first without them. The batches "
+            f"signal to gone, {num(step.get('alive_workers'))} ALIVE workers after. "
+            + (_leave_cost_text(data, cost) if data.get("left_at_batch") is not None else
+               "No batch began without them before the input ended."))
+
+
+def _leave_cost_text(data: dict, cost: dict) -> str:
+    """The batches a leave cost, and the rate of the nodes that stayed after it."""
+    return (f"Batch {num(data.get('left_at_batch'))} is the first without them. The batches "
             f"from the leave to it ({', '.join(num(b) for b in cost.get('batches') or [])})"
             f" took {', '.join(num(x, 2) for x in cost.get('seconds') or [])} s: "
             f"{num(cost.get('extra_s'), 2)} s more than the phase after's median batch "
