@@ -16,7 +16,11 @@ exactly as ``cep scale RUN_DIR N`` does (``cep.io.scale_changes.scale``):
   the new workers join while the job runs, and the request is written once the master
   has granted the job their cores (a Spark executor on each);
 * ``--lo`` once batch ``--in-after`` committed (the nodes stay: this phase shows that
-  scaling in loses no event, on ``--nodes`` nodes).
+  scaling in loses no event, on ``--nodes`` nodes);
+* or, with ``--leave-after B`` (in place of ``--in-after``), ``--lo`` once batch B
+  committed and, once a batch ran at ``--lo``, the nodes that joined leave
+  (``EmulatedCluster.leave``: decommissioned as Spark does it, then stopped) while the
+  job runs on: the last phase is ``--lo`` engines on ``--start-nodes`` nodes again.
 
 So the run has a ``lo`` phase on ``--start-nodes`` nodes, a ``hi`` phase on ``--nodes``
 and a ``lo`` phase again. Spark runs every stage of a batch on every executor it has, so
@@ -52,7 +56,8 @@ run's output; both must hold rows.
         [--lo 2] [--hi 4]
         [--n 3480000] [--mode default] [--batch-size 120000] [--strategy dlb-l]
         [--measure-from 8] [--join-after 11] [--out-after 16] [--in-after 22]
-        [--locality-wait S] [--no-unscaled] [--out scale_midrun.json]
+        [--leave-after B] [--locality-wait S] [--no-unscaled] [--load events|cost]
+        [--out scale_midrun.json]
 
 Writes ``bench/results/scale_midrun.json``.
 """
@@ -72,7 +77,7 @@ from pathlib import Path
 
 from common import RESULTS, ROOT, load_average, write_results
 
-from cep.io.scale_changes import ScaleLog, scale
+from cep.io.scale_changes import ScaleError, ScaleLog, scale
 from cep.run import run
 from cep.run_config import Output, RunConfig
 from grammar.compile import compile_file
@@ -110,14 +115,15 @@ def batch_rows(metrics: list[dict], node_cpu: dict[int, list[float]] | None = No
     return rows
 
 
-def joined_at(rows: list[dict], metrics: list[dict], granted: float | None) -> int | None:
-    """The first batch that began (at the commit before it) once the joining nodes'
-    cores were granted to the job (``granted``, seconds since the epoch)."""
-    if granted is None:
+def began_after(rows: list[dict], metrics: list[dict], moment: float | None) -> int | None:
+    """The first batch that began (at the commit before it) at ``moment`` (seconds since
+    the epoch) or later: once the joining nodes' cores were granted to the job, or once
+    the leaving nodes were gone."""
+    if moment is None:
         return None
     commits = {m["batch"]: m["wall_time"] for m in metrics}
     return next((r["batch"] for r in rows
-                 if commits.get(r["batch"] - 1, float("-inf")) >= granted), None)
+                 if commits.get(r["batch"] - 1, float("-inf")) >= moment), None)
 
 
 def phases(rows: list[dict], starts: list[int], nodes: dict[int, int],
@@ -189,27 +195,56 @@ def change_costs(rows: list[dict], changes: list[dict], spans: list[dict]) -> li
     return out
 
 
-def ratios(spans: list[dict], lo: int, hi: int) -> dict[str, float | None]:
+def leave_cost(rows: list[dict], metrics: list[dict], step: dict | None,
+               left: int | None, spans: list[dict]) -> dict | None:
+    """What the nodes' leaving cost: the batches that committed after it began up to
+    the first batch after they were gone (``left``, which takes their stateful
+    partitions over from the checkpoint), their wall time over the median batch of the
+    phase after it, and that extra in normal batches."""
+    if step is None or left is None:
+        return None
+    commits = {m["batch"]: m["wall_time"] for m in metrics}
+    during = [r for r in rows if commits.get(r["batch"], 0.0) > step["began"]
+              and r["batch"] <= left and r["seconds"]]
+    after = next((p for p in spans if p["first_batch"] == left), None)
+    entry = {"batches": [r["batch"] for r in during],
+             "seconds": [r["seconds"] for r in during],
+             "restored": [r["restored"] for r in during]}
+    if after and after["batch_s"] and during:
+        extra = sum(r["seconds"] - after["batch_s"] for r in during)
+        entry.update(extra_s=round(extra, 3), normal_batch_s=after["batch_s"],
+                     extra_over_normal=round(extra / after["batch_s"], 3))
+    return entry
+
+
+def ratios(spans: list[dict], lo: int, hi: int, start_nodes: int | None = None
+           ) -> dict[str, float | None]:
     """Throughput ratios between phases (medians of events/s): ``out``, the first phase
     at ``hi`` engines over the first at ``lo`` (the issue's mid-run scale-out, nodes
     and engines); ``nodes``, ``lo`` engines after the nodes joined over before;
-    ``engines``, ``hi`` engines over ``lo`` on the same nodes; ``in``, the ``lo`` phase
-    after the ``hi`` one over it. None where a phase is missing or measured nothing."""
+    ``engines``, ``hi`` engines over ``lo`` on the same nodes; ``in``, the first
+    measured ``lo`` phase after the ``hi`` one over it; ``left``, ``lo`` engines on
+    ``start_nodes`` nodes after the ``hi`` phase (the joined nodes left) over the same
+    shape before it. None where a phase is missing or measured nothing."""
     def rate(pick) -> float | None:
         found = next((p for p in spans if pick(p)), None)
         return found["events_per_s"] if found else None
 
     at_hi = next((i for i, p in enumerate(spans) if p["engines"] == [hi]), None)
     if at_hi is None:
-        return {"out": None, "nodes": None, "engines": None, "in": None}
+        return {"out": None, "nodes": None, "engines": None, "in": None, "left": None}
     high = spans[at_hi]["events_per_s"]
     first_lo = rate(lambda p: p["engines"] == [lo])
     nodes = spans[at_hi]["nodes"]
     lo_there = rate(lambda p: p["engines"] == [lo] and p["nodes"] == nodes
                     and p["first_batch"] < spans[at_hi]["first_batch"])
-    after = next((p["events_per_s"] for p in spans[at_hi + 1:] if p["engines"] == [lo]), None)
+    after = next((p["events_per_s"] for p in spans[at_hi + 1:]
+                  if p["engines"] == [lo] and p["events_per_s"]), None)
+    left = next((p["events_per_s"] for p in spans[at_hi + 1:] if p["engines"] == [lo]
+                 and p["nodes"] == start_nodes != nodes and p["events_per_s"]), None)
     return {"out": ratio_of(high, first_lo), "nodes": ratio_of(lo_there, first_lo),
-            "engines": ratio_of(high, lo_there), "in": ratio_of(after, high)}
+            "engines": ratio_of(high, lo_there), "in": ratio_of(after, high),
+            "left": ratio_of(left, first_lo)}
 
 
 def against_unscaled(rows: list[dict], unscaled: list[dict], spans: list[dict],
@@ -298,7 +333,9 @@ class Watcher(threading.Thread):
     committed (-1: as soon as the run directory exists): ``("join", k)`` starts k more
     nodes (in a thread of its own, so that sampling goes on) and notes when the master
     granted the job their cores; ``("scale", n)`` writes a scale request for n engines
-    as ``cep scale`` writes it, once any join before it is done."""
+    as ``cep scale`` writes it, once any join before it is done; ``("leave", k)``, in a
+    thread of its own, waits until the last scale request applied and a batch ran at
+    its count, then the k nodes that joined last leave (``EmulatedCluster.leave``)."""
 
     def __init__(self, metrics: Path, workdir: list[Path], cluster, nodes: int,
                  plan: list[tuple[int, str, int]], done: threading.Event) -> None:
@@ -307,15 +344,19 @@ class Watcher(threading.Thread):
         self.nodes = nodes  # the most the cluster will have: samples are padded to it
         self.plan, self.done = list(plan), done
         self.node_cpu: dict[int, list[float]] = {}
+        self.engines: dict[int, int] = {}  # each committed batch's engines
         self.steps: list[dict] = []
         self.joining: threading.Thread | None = None
+        self.leaving: threading.Thread | None = None
 
     def run(self) -> None:
         seen = 0
         while not self.done.is_set():
             lines = self.metrics.read_text().splitlines() if self.metrics.exists() else []
             for line in lines[seen:]:
-                batch = json.loads(line)["batch"]
+                entry = json.loads(line)
+                batch = entry["batch"]
+                self.engines[batch] = len(entry.get("rows_per_engine", []))
                 self._sample(batch)
                 while self.plan and batch >= self.plan[0][0]:
                     self._step(*self.plan.pop(0), batch)
@@ -335,6 +376,10 @@ class Watcher(threading.Thread):
             self.joining = threading.Thread(target=self._join, args=(n, step), daemon=True)
             self.joining.start()
             return
+        if action == "leave":
+            self.leaving = threading.Thread(target=self._leave, args=(n, step), daemon=True)
+            self.leaving.start()
+            return
         if self.joining is not None:
             self.joining.join()
         step["request"] = scale(self.workdir[0], n)
@@ -345,6 +390,32 @@ class Watcher(threading.Thread):
         step["alive"] = time.time()
         waited = wait_for_cores(self.cluster, self.cluster.nodes)
         step["granted"] = time.time() if waited is not None else None
+
+    def _leave(self, count: int, step: dict) -> None:
+        """Once the newest scale request applied and a batch committed at its count,
+        ``count`` nodes leave; the step records when and how (``nodes``: per node,
+        whether Spark's decommissioning drained it or it was stopped anyway)."""
+        request = next(s for s in reversed(self.steps) if s["action"] == "scale")
+        log = ScaleLog(self.workdir[0])
+        while not self.done.is_set():
+            with contextlib.suppress(ScaleError):
+                at = next((c["at_batch"] for c in log.applied()
+                           if c["request"] == request.get("request")), None)
+                if at is not None and any(b >= at and n == request["n"]
+                                          for b, n in list(self.engines.items())):
+                    break
+            time.sleep(0.1)
+        else:
+            return
+        step["began"] = time.time()
+        step["nodes"] = self.cluster.leave(
+            count, report=lambda node: print(f"leaving: {node}", flush=True))
+        step["gone"] = time.time()
+        print(f"left: {step['nodes']}", flush=True)  # said even if the run fails after
+        with contextlib.suppress(OSError, ValueError):
+            step["alive_workers"] = sum(
+                w.get("state") == "ALIVE"
+                for w in self.cluster.cluster.master_state().get("workers", []))
 
 
 def wait_for_cores(cluster, cores: int, timeout: float = 300.0) -> float | None:
@@ -416,10 +487,14 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
                     if args.unscaled and args.start_nodes < args.nodes else None)
         out, metrics, run_dir = work / "scaled.jsonl", work / "metrics.jsonl", work / "run"
         done, workdir = threading.Event(), []
-        plan = [(-1, "scale", args.lo), (args.out_after, "scale", args.hi),
-                (args.in_after, "scale", args.lo)]
+        plan = [(-1, "scale", args.lo), (args.out_after, "scale", args.hi)]
         if args.nodes > args.start_nodes:
             plan.insert(1, (args.join_after, "join", args.nodes - args.start_nodes))
+        if args.leave_after is None:
+            plan.append((args.in_after, "scale", args.lo))
+        else:
+            plan += [(args.leave_after, "scale", args.lo),
+                     (args.leave_after, "leave", args.nodes - args.start_nodes)]
         watcher = Watcher(metrics, workdir, cluster, args.nodes, plan, done)
         watcher.start()
         load_scaled = load_average()
@@ -432,26 +507,30 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
             done.set()
             watcher.join(5)
         print(f"{args.strategy} {args.hi}->{args.lo}->{args.hi}->{args.lo} engines on "
-              f"{args.start_nodes}->{cluster.nodes} nodes: {scaled.events:,} events in "
-              f"{scaled.seconds:.1f} s, load {load_scaled}", flush=True)
+              f"{args.start_nodes}->{args.nodes}->{cluster.nodes} nodes: "
+              f"{scaled.events:,} events in {scaled.seconds:.1f} s, load {load_scaled}",
+              flush=True)
         kg_out = work / "kg.jsonl"
-        load_kg = load_average()
+        load_kg, kg_nodes = load_average(), cluster.nodes
         kg = run(module, dataclasses.replace(placed, strategy="kg", output=Output(str(kg_out))))
-        print(f"KG at {args.hi} engines on {cluster.nodes} nodes: {kg.events:,} events in "
+        print(f"KG at {args.hi} engines on {kg_nodes} nodes: {kg.events:,} events in "
               f"{kg.seconds:.1f} s, load {load_kg}", flush=True)
     got, want = output_lines(out), output_lines(kg_out)
     changes = ScaleLog(run_dir).applied()
     batches = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     rows = batch_rows(batches, watcher.node_cpu)
     join = next((s for s in watcher.steps if s["action"] == "join"), None)
-    joined = joined_at(rows, batches, join.get("granted")) if join else None
-    starts = [c["at_batch"] for c in changes] + ([joined] if joined is not None else [])
-    nodes = {WARM_UP_BATCHES: args.start_nodes, **({joined: args.nodes} if joined else {})}
+    joined = began_after(rows, batches, join.get("granted")) if join else None
+    leave = next((s for s in watcher.steps if s["action"] == "leave"), None)
+    left = began_after(rows, batches, leave.get("gone")) if leave else None
+    starts = [c["at_batch"] for c in changes] + [b for b in (joined, left) if b is not None]
+    nodes = {WARM_UP_BATCHES: args.start_nodes, **({joined: args.nodes} if joined else {}),
+             **({left: args.start_nodes} if left else {})}
     spans = phases(rows, starts, nodes, args.batch_size, args.measure_from)
     costs = change_costs(rows, changes, spans)
-    ratio = ratios(spans, args.lo, args.hi)
+    ratio = ratios(spans, args.lo, args.hi, args.start_nodes)
     first_lo = next((p for p in spans if p["engines"] == [args.lo]), None)
-    kg_phase = phases(batch_rows(kg.metrics), [], {WARM_UP_BATCHES: args.nodes},
+    kg_phase = phases(batch_rows(kg.metrics), [], {WARM_UP_BATCHES: kg_nodes},
                       args.batch_size, args.measure_from)[0]
     unscaled_rows = unscaled["batches"] if unscaled else []
     return {
@@ -463,11 +542,12 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         "load_average_kg": load_kg, "load_average_scaled": load_scaled,
         # KG at a fixed --hi engines on all the nodes: its steady batches are what the
         # scaled job's hi phase would be had it started that way
-        "kg_fixed": {"engines": args.hi, "nodes": args.nodes, "events": kg.events,
+        "kg_fixed": {"engines": args.hi, "nodes": kg_nodes, "events": kg.events,
                      "seconds": round(kg.seconds, 2),
                      **kg_phase},
-        "steps": watcher.steps, "joined_at_batch": joined, "changes": changes, "phases": spans,
-        "change_costs": costs, "ratios": ratio,
+        "steps": watcher.steps, "joined_at_batch": joined, "left_at_batch": left,
+        "changes": changes, "phases": spans, "change_costs": costs,
+        "leave_cost": leave_cost(rows, batches, leave, left, spans), "ratios": ratio,
         "kg_fixed_over_first": ratio_of(kg_phase["events_per_s"],
                                         first_lo and first_lo["events_per_s"]),
         "bound_from_first_phase": first_lo and phase_bound(first_lo, args.node_cpus,
@@ -510,12 +590,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-unscaled", dest="unscaled", action="store_false",
                         help="skip the counterfactual run that never scales (it runs "
                         "first, on --start-nodes nodes, and gives the same-batch ratios)")
+    parser.add_argument("--leave-after", type=int, default=None, metavar="B",
+                        help="instead of --in-after: request --lo once batch B committed "
+                        "and, once a batch ran at --lo, the nodes that joined leave")
     parser.add_argument("--out", default="scale_midrun.json")
     args = parser.parse_args(argv)
     if args.start_nodes is None:
         args.start_nodes = args.lo
     if not 1 <= args.start_nodes <= args.nodes:
         parser.error("--start-nodes must be 1..--nodes")
+    if args.leave_after is not None and args.start_nodes == args.nodes:
+        parser.error("--leave-after retires the nodes that joined: give --nodes above "
+                     "--start-nodes")
     started = load_average()
     with tempfile.TemporaryDirectory(prefix="cep-bench-scale-") as tmp:
         figures = measure(args, Path(tmp))
@@ -526,7 +612,9 @@ def main(argv: list[str] | None = None) -> int:
               "lo": args.lo, "hi": args.hi,
               "strategy": args.strategy, "load": args.load, "batch_size": args.batch_size,
               "measure_from": args.measure_from, "locality_wait": args.locality_wait,
-              "join_after": args.join_after, "out_after": args.out_after, "in_after": args.in_after,
+              "join_after": args.join_after, "out_after": args.out_after,
+              "in_after": args.in_after if args.leave_after is None else None,
+              "leave_after": args.leave_after,
               "load_average_at_start": started, "load_average_at_end": load_average(),
               "bound": bound, **figures}
     for p in result["phases"]:
@@ -538,6 +626,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{c['from']} -> {c['to']} at batch {c['at_batch']}: {c['keys']} keys, "
               f"{c['bytes']} bytes; extra {c.get('extra_s')} s = "
               f"{c.get('extra_over_normal')} normal batches")
+    for step in result["steps"]:
+        if step["action"] == "leave" and "nodes" in step:
+            print(f"leave after batch {step['after_batch']}: {step['nodes']}; "
+                  f"{step.get('alive_workers')} ALIVE workers after; first batch without "
+                  f"the nodes {result['left_at_batch']}; cost {result['leave_cost']}")
     print(f"ratios {result['ratios']}; bound from the first phase "
           f"{result['bound_from_first_phase']}; KG at {args.hi} from the start over the "
           f"first phase {result['kg_fixed_over_first']}; "

@@ -250,8 +250,8 @@ def test_a_mid_run_scale_change_splits_the_run_into_phases_each_measured_inside(
     assert rows[0]["seconds"] is None and rows[3]["seconds"] == 2.0
     assert rows[3]["events_per_s"] == 50.0 and rows[3]["node_cpu_s"] == [0.5, 0.25]
     # the join's cores were granted while batch 5 ran: batch 6 is the first after
-    assert bench.joined_at(rows, metrics, 13.0) == 6
-    assert bench.joined_at(rows, metrics, None) is None
+    assert bench.began_after(rows, metrics, 13.0) == 6
+    assert bench.began_after(rows, metrics, None) is None
     changes = [{"at_batch": 2, "from": 4, "to": 2, "keys": 9, "bytes": 900},
                {"at_batch": 8, "from": 2, "to": 4, "keys": 5, "bytes": 500}]
     spans = bench.phases(rows, [2, 8, 6], {2: 2, 6: 4}, batch_size=100)
@@ -267,7 +267,7 @@ def test_a_mid_run_scale_change_splits_the_run_into_phases_each_measured_inside(
     assert "extra_s" not in costs[0] and costs[0]["bytes"] == 900
     assert "extra_s" not in costs[1] and costs[1]["keys"] == 5
     ratios = bench.ratios(spans, 2, 4)
-    assert ratios == {"out": 2.0, "nodes": None, "engines": None, "in": None}
+    assert ratios == {"out": 2.0, "nodes": None, "engines": None, "in": None, "left": None}
 
 
 def test_a_change_s_extra_time_is_over_its_phases_normal_batches() -> None:
@@ -290,7 +290,35 @@ def test_scaled_output_is_compared_row_for_row() -> None:
              {"first_batch": 8, "engines": [4], "nodes": 4, "events_per_s": 18.0},
              {"first_batch": 14, "engines": [2], "nodes": 4, "events_per_s": 12.0}]
     assert bench.ratios(spans, 2, 4) == {"out": 1.8, "nodes": 1.2, "engines": 1.5,
-                                         "in": pytest.approx(0.667)}
+                                         "in": pytest.approx(0.667), "left": None}
+
+
+def test_nodes_that_leave_split_a_phase_and_their_batches_are_the_leave_s_cost() -> None:
+    """``--leave-after``: the job back at 2 engines from batch 8 on 4 nodes, the 2 that
+    joined leave while batch 9 runs (gone at 19.5 s): batch 10 is the first without
+    them, the phase after it is 2 engines on 2 nodes, and the batches from the first
+    that committed after the leave began (9) to the first without the nodes (10) are
+    its cost, over that phase's median batch."""
+    bench = _bench_script("bench_scale_midrun")
+    walls = [0, 3, 8, 10, 12, 14, 15, 16, 17, 20, 24, 26, 28, 30, 32]
+    counts = [4, 4, 2, 2, 2, 2, 4, 4, 2, 2, 2, 2, 2, 2, 2]
+    metrics = [_batch(b, n, w) for b, (n, w) in enumerate(zip(counts, walls, strict=True))]
+    rows = bench.batch_rows(metrics)
+    left = bench.began_after(rows, metrics, 19.5)
+    assert left == 10
+    spans = bench.phases(rows, [2, 6, 8, 5, left], {2: 2, 5: 4, left: 2}, batch_size=100)
+    assert [(p["first_batch"], p["engines"], p["nodes"], p["measured_batches"])
+            for p in spans] == [(2, [2], 2, [3]), (5, [2], 4, []), (6, [4], 4, []),
+                                (8, [2], 4, []), (10, [2], 2, [11, 12, 13, 14])]
+    step = {"action": "leave", "began": 17.5, "gone": 19.5}
+    cost = bench.leave_cost(rows, metrics, step, left, spans)
+    # batch 9 took 3 s and batch 10 4 s against 2 s: 3 s more, 1.5 normal batches
+    assert cost["batches"] == [9, 10] and cost["seconds"] == [3.0, 4.0]
+    assert cost["extra_s"] == 3.0 and cost["extra_over_normal"] == 1.5
+    assert bench.leave_cost(rows, metrics, None, None, spans) is None
+    # 2 engines on 2 nodes after the leave (50 events/s) over before it (50): 1.0
+    spans[2].update(events_per_s=100.0)
+    assert bench.ratios(spans, 2, 4, start_nodes=2)["left"] == 1.0
 
 
 def test_the_bound_from_a_phase_spreads_its_nodes_busy_share_over_more_nodes() -> None:

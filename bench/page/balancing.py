@@ -306,7 +306,9 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
                if data.get("start_nodes") != data.get("nodes") else
                f"{num(data.get('nodes'))} nodes (all there from the start), then")
             + f" `cep scale` to {num(hi)} engines, "
-            f"then back to {num(lo)}. Events/s is the median over a phase's measured "
+            f"then back to {num(lo)}"
+            + (", then the nodes that joined leave" if _leave(data) else "")
+            + ". Events/s is the median over a phase's measured "
             "batches (a batch's events over the wall time from the commit before it). "
             f"**{num(lo)} → {num(hi)} engines{' and nodes' if joined else ''}: "
             f"{ratio(ratios.get('out'))}** (target 1.6×, ideal 2×)"
@@ -331,7 +333,7 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
             + " at the scaled run's start."
             + _against_unscaled(data))
-    return "\n\n".join((
+    return "\n\n".join(part for part in (
         head,
         table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",
                "node cores busy"), rows),
@@ -339,4 +341,43 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
         "adopts them; extra time against the phases' median batches, and over the shorter "
         "of the two: the issue's target is at most 1×):",
         table(("change", "at batch", "keys", "bytes", "handing over (s)", "first new (s)",
-               "extra (s)", "over a batch"), changes)))
+               "extra (s)", "over a batch"), changes),
+        _leave_text(data)) if part)
+
+
+def _leave(data: dict) -> dict | None:
+    """The leave step of a ``--leave-after`` run, once the nodes were gone."""
+    return next((s for s in data.get("steps") or [] if isinstance(s, dict)
+                 and s.get("action") == "leave" and s.get("nodes")), None)
+
+
+def _leave_text(data: dict) -> str:
+    """How the joined nodes left (``--leave-after``) and what it cost; "" without."""
+    step = _leave(data)
+    if step is None:
+        return ""
+    nodes = [n for n in step["nodes"] if isinstance(n, dict)]
+    graceful = all(n.get("decommissioned") and not n.get("forced") for n in nodes)
+    cost = data.get("leave_cost") or {}
+    return (f"The {len(nodes)} nodes that joined leave after batch "
+            f"{num(step.get('after_batch'))}, once a batch ran at {num(data.get('lo'))} "
+            "engines: decommissioned (SIGPWR to each worker, "
+            + ("Spark's graceful path: its executors finished their tasks and exited"
+               if graceful else "**stopped anyway**: Spark's decommissioning did not "
+               "finish in time") + "), then stopped; "
+            f"{num(max((n.get('gone_s') or 0 for n in nodes), default=None), 1)} s from the "
+            f"signal to gone, {num(step.get('alive_workers'))} ALIVE workers after. "
+            + (_leave_cost_text(data, cost) if data.get("left_at_batch") is not None else
+               "No batch began without them before the input ended."))
+
+
+def _leave_cost_text(data: dict, cost: dict) -> str:
+    """The batches a leave cost, and the rate of the nodes that stayed after it."""
+    return (f"Batch {num(data.get('left_at_batch'))} is the first without them. The batches "
+            f"from the leave to it ({', '.join(num(b) for b in cost.get('batches') or [])})"
+            f" took {', '.join(num(x, 2) for x in cost.get('seconds') or [])} s: "
+            f"{num(cost.get('extra_s'), 2)} s more than the phase after's median batch "
+            f"({num(cost.get('normal_batch_s'), 2)} s), "
+            f"{ratio(cost.get('extra_over_normal'))} a batch. {num(data.get('lo'))} engines "
+            f"on the nodes that stayed run at {ratio(at(data, 'ratios', 'left'))} the rate "
+            "of the same shape before the nodes joined.")

@@ -42,9 +42,22 @@ def test_command_lines_use_the_pyspark_install(tmp_path: Path) -> None:
     assert env["SPARK_CONF_DIR"] == str(tmp_path)
     assert env["SPARK_LOCAL_IP"] == "127.0.0.1"
     assert "-Dspark.port.maxRetries=0" in env["SPARK_MASTER_OPTS"]
+    # workers take SIGPWR as "decommission yourself": how nodes leave (remove_workers)
+    assert env["SPARK_WORKER_OPTS"] == "-Dspark.decommission.enabled=true"
     assert not cluster.started
     with pytest.raises(RuntimeError, match="not started"):
         _ = cluster.master_url
+    with pytest.raises(RuntimeError, match="not started"):
+        cluster.remove_workers(1)
+
+
+def test_a_process_group_s_members_are_read_from_proc() -> None:
+    """``remove_workers`` waits until a decommissioned worker's group holds the worker
+    alone (its executors exited): the group of this process holds this process."""
+    from cep.spark.cluster.standalone import _group_members
+
+    assert os.getpid() in _group_members(os.getpgrp())
+    assert _group_members(2**22 + 1) == set()  # above any pid: nobody
 
 
 @pytest.mark.slow

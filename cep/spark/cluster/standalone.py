@@ -15,6 +15,14 @@ task slot per worker and N engines, each engine's task runs on a node of its own
 (Spark keeps a stateful partition on the executor that holds its state store), so the
 busiest engine, not the machine's cores, sets a batch's length.
 
+Nodes leave the way they leave a real standalone cluster (``remove_workers``): the
+worker is decommissioned first (``SIGPWR``, Spark's ``spark.worker.decommission.signal``:
+its master marks it DECOMMISSIONED, gives it no more executors and tells each
+application, whose executors there finish their running tasks, hand their shuffle
+blocks to the other executors and exit), then its process group is stopped. The
+master's ``/workers/kill/`` endpoint cannot be used here: it decommissions every worker
+of a host, and all of these are on 127.0.0.1.
+
 Why the details: each daemon runs in its own process group so ``stop`` also reaches the
 executor JVMs a worker forked (their ``pyspark.daemon`` Python workers make their own
 group, but exit as soon as their executor's pipe closes); ports are picked free and
@@ -61,6 +69,16 @@ DAEMON_MEMORY = "512m"
 # Book-keeping needs no C2 JIT or parallel GC threads; without them the three daemon JVMs
 # start in about half the time on a 2-core machine (7 s instead of 16 s under load).
 DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Workers take SIGPWR as "decommission yourself" (the application must enable it too:
+# ``spark.decommission.enabled``, see ``emulated.EmulatedCluster.spark_conf``).
+WORKER_OPTS = "-Dspark.decommission.enabled=true"
+# How long a decommissioned worker's executors may take to finish their running tasks
+# and exit before the worker is stopped anyway (Spark then runs those tasks again).
+DRAIN_S = 120.0
+# How long the master may take to list a worker DECOMMISSIONED after its SIGPWR.
+DECOMMISSION_S = 15.0
+# What an executor's log says about its decommissioning (Spark's own words).
+_DECOMMISSION_WORDS = ("ecommission", "shutdown", "migrat", "Blocked", "exit")
 # A port grabbed by someone else between probing and binding makes the master exit;
 # a fresh pair of ports is tried this many times before giving up.
 MASTER_ATTEMPTS = 3
@@ -120,8 +138,10 @@ class LocalStandaloneCluster:
         if not os.access(self.spark_class, os.X_OK):
             raise FileNotFoundError(f"no executable spark-class in the pyspark install: "
                                     f"{self.spark_class}")
-        self.workers = 0
+        self.workers = 0  # the workers in the cluster now
         self.cores_per_worker = 0
+        self._worker_daemons: list[_Daemon] = []  # in the order they were started
+        self._next_worker = 0  # the index the next worker's name, work dir and cgroup take
         self._master_port: int | None = None
         self._webui_port: int | None = None
         self._root: Path | None = None
@@ -163,6 +183,7 @@ class LocalStandaloneCluster:
             # no REST submission server: it always binds port 6066, so a second cluster
             # on the machine (another test module's, say) failed to start
             "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
+            "SPARK_WORKER_OPTS": WORKER_OPTS,
         })
         for name in ("SPARK_MASTER_HOST", "SPARK_MASTER_PORT", "SPARK_WORKER_PORT",
                      "SPARK_MASTER_WEBUI_PORT", "SPARK_WORKER_WEBUI_PORT",
@@ -248,7 +269,7 @@ class LocalStandaloneCluster:
             raise RuntimeError("the cluster is already started")
         if workers < 1 or cores_per_worker < 1:
             raise ValueError("need at least one worker with at least one core")
-        self.workers, self.cores_per_worker = workers, cores_per_worker
+        self.cores_per_worker = cores_per_worker
         self._root = Path(tempfile.mkdtemp(prefix="cep-spark-cluster-"))
         (self._root / "conf").mkdir()
         self.log_dir.mkdir()
@@ -259,7 +280,7 @@ class LocalStandaloneCluster:
                 self._quotas = CpuGroups()
             deadline = time.monotonic() + self.startup_timeout
             self._start_master(deadline)
-            self._start_workers(range(workers), memory, cpus_per_worker, deadline)
+            self._start_workers(workers, memory, cpus_per_worker, deadline)
         except BaseException:
             self.stop()
             raise
@@ -275,16 +296,14 @@ class LocalStandaloneCluster:
             raise RuntimeError("the cluster is not started")
         if (self._quotas is None) != (cpus_per_worker is None):
             raise ValueError("cpus_per_worker is needed exactly when the cluster has quotas")
-        first = self.workers
-        self.workers += count
-        self._start_workers(range(first, self.workers), memory, cpus_per_worker,
+        self._start_workers(count, memory, cpus_per_worker,
                             time.monotonic() + self.startup_timeout)
 
-    def _start_workers(self, indices: range, memory: str, cpus_per_worker: float | None,
+    def _start_workers(self, count: int, memory: str, cpus_per_worker: float | None,
                        deadline: float) -> None:
-        """Launch workers ``indices`` (each in its node's cgroup where there are quotas)
-        and wait until the master lists that many ALIVE."""
-        for index in indices:
+        """Launch ``count`` workers (each in its node's cgroup where there are quotas)
+        and wait until the master lists as many ALIVE as the cluster has."""
+        for index in range(self._next_worker, self._next_worker + count):
             work_dir = self.root / f"work-{index}"
             work_dir.mkdir()
             command = self.worker_command(self.master_url, self.cores_per_worker, memory,
@@ -294,9 +313,86 @@ class LocalStandaloneCluster:
                 group = self._quotas.add(f"node-{index}", cpus_per_worker)
                 self.node_groups.append(group)
                 command = group.join_command(command)
-            self._launch(f"worker-{index}", command)
-        self._wait(deadline, lambda state: _alive_workers(state) >= indices.stop,
-                   f"{indices.stop} ALIVE workers")
+            self._worker_daemons.append(self._launch(f"worker-{index}", command))
+        self._next_worker += count
+        self.workers += count
+        self._wait(deadline, lambda state: _alive_workers(state) >= self.workers,
+                   f"{self.workers} ALIVE workers")
+
+    def remove_workers(self, count: int, drain_s: float = DRAIN_S,
+                       report: Callable[[dict[str, Any]], None] | None = None
+                       ) -> list[dict[str, Any]]:
+        """The ``count`` newest workers leave while a job may run, one after another;
+        return once the master lists only the workers that stay, a record per worker.
+
+        Each is decommissioned first (``SIGPWR``): its master stops giving it executors
+        and an application with ``spark.decommission.enabled`` lets its executors there
+        finish their running tasks, migrate their shuffle blocks and exit; a worker whose
+        master did not list it DECOMMISSIONED within ``DECOMMISSION_S``, or whose
+        executors did not exit within ``drain_s``, is stopped anyway (``forced``, with
+        what held it: a stage whose map outputs it held then runs again, and Spark fails
+        a batch whose input stage cannot). Then its process group is stopped. One at a
+        time, as an operator rolls nodes out. ``report`` is told each worker's record
+        before the worker is stopped (what held a forced one is known even if the job
+        fails once it is gone). A node's cgroup stays until ``stop`` (its CPU count is
+        still read), empty."""
+        if not self.started:
+            raise RuntimeError("the cluster is not started")
+        if not 1 <= count < self.workers:
+            raise ValueError(f"{count} of {self.workers} workers cannot leave: one must stay")
+        began, out = time.monotonic(), []
+        for daemon in reversed(self._worker_daemons[-count:]):
+            out.append({"worker": daemon.name, **self._decommission(daemon, drain_s)})
+            if report is not None:
+                report(out[-1])
+            self._retire(daemon)
+            self.workers -= 1
+            self._wait(time.monotonic() + self.startup_timeout,
+                       lambda state: _workers_in(state, "ALIVE", "DECOMMISSIONED")
+                       == self.workers, f"only {self.workers} workers listed")
+            out[-1]["gone_s"] = round(time.monotonic() - began, 2)
+        return out
+
+    def _decommission(self, daemon: _Daemon, drain_s: float) -> dict[str, Any]:
+        """SIGPWR one worker; wait until its master lists it DECOMMISSIONED and its
+        executors exited (its process group holds the worker alone)."""
+        began = time.monotonic()
+        before = _workers_in(self.master_state(), "DECOMMISSIONED")
+        _signal_pid(daemon.process.pid, signal.SIGPWR)
+        listed = _poll_until(lambda: _workers_in(self.master_state(), "DECOMMISSIONED")
+                             > before, DECOMMISSION_S)
+        decommissioned = time.monotonic() - began
+        drained = listed and _poll_until(
+            lambda: _group_members(daemon.process.pid) <= {daemon.process.pid}, drain_s)
+        record = {"decommissioned": listed, "forced": not drained,
+                  "decommissioned_s": round(decommissioned, 2),
+                  "drained_s": round(time.monotonic() - began, 2)}
+        if not drained:  # what kept it: its processes, its executors' last words on it
+            record["held_by"] = (_commands(_group_members(daemon.process.pid)
+                                           - {daemon.process.pid})
+                                 + self._executor_log_tail(daemon))
+        return record
+
+    def _executor_log_tail(self, daemon: _Daemon, lines: int = 8) -> list[str]:
+        """The executors' last log lines about decommissioning, in a worker's work dir."""
+        work = self.root / daemon.name.replace("worker-", "work-")
+        tail: list[str] = []
+        for log in sorted(work.glob("app-*/*/stderr")):
+            text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+            tail += [line[:200] for line in text
+                     if any(word in line for word in _DECOMMISSION_WORDS)][-lines:]
+        return tail
+
+    def _retire(self, daemon: _Daemon, grace: float = 10.0) -> None:
+        """Stop one worker's process group (the worker, any executor left) for good."""
+        _signal_group(daemon.process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            daemon.process.wait(timeout=grace)
+        _signal_group(daemon.process.pid, signal.SIGKILL)
+        daemon.process.wait()
+        daemon.log_file.close()
+        self._daemons.remove(daemon)
+        self._worker_daemons.remove(daemon)
 
     def _start_master(self, deadline: float) -> None:
         """Launch the master on fresh ports, retrying if a port was taken meanwhile."""
@@ -374,6 +470,8 @@ class LocalStandaloneCluster:
             daemon.process.wait()
             daemon.log_file.close()
         self._daemons.clear()
+        self._worker_daemons.clear()
+        self.workers = self._next_worker = 0
         if self._quotas is not None:
             _end_group_members(self.node_groups, grace)
             self._quotas.close()
@@ -407,7 +505,36 @@ class LocalStandaloneCluster:
 
 
 def _alive_workers(state: dict[str, Any]) -> int:
-    return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
+    return _workers_in(state, "ALIVE")
+
+
+def _workers_in(state: dict[str, Any], *states: str) -> int:
+    """How many workers the master's JSON status lists in one of ``states``."""
+    return sum(1 for worker in state.get("workers", []) if worker.get("state") in states)
+
+
+def _poll_until(done: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``done()`` held within ``timeout`` seconds (a master that does not
+    answer a poll is asked again)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError, ValueError):
+            if done():
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+
+
+def _group_members(pgid: int) -> set[int]:
+    """The processes of process group ``pgid`` now (a worker and the executors it forked;
+    an executor's Python workers make a group of their own)."""
+    members = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                members.add(int(stat.parent.name))
+    return members
 
 
 def _end_group_members(groups: list[CpuGroup], grace: float) -> None:
@@ -429,3 +556,18 @@ def _end_group_members(groups: list[CpuGroup], grace: float) -> None:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def _commands(pids: set[int]) -> list[str]:
+    """Each process's command line, cut short (for a record of what was running)."""
+    out = []
+    for pid in sorted(pids):
+        with contextlib.suppress(OSError):
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            out.append(f"{pid} {raw.decode(errors='replace')[:160]}")
+    return out
+
+
+def _signal_pid(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
