@@ -439,31 +439,43 @@ def output_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def watched_run(module, placed: RunConfig, args: argparse.Namespace, cluster, work: Path,
+                name: str, plan: list[tuple[int, str, int]]):
+    """One run of the job under ``--strategy`` with a run directory, a metrics file and
+    output under ``work`` named ``name``, its ``plan`` carried out by a :class:`Watcher`;
+    the run's result, the watcher (steps, nodes' CPU) and the load at its start."""
+    done, workdir = threading.Event(), []
+    metrics = work / f"{name}.metrics.jsonl"
+    watcher = Watcher(metrics, workdir, cluster, args.nodes, plan, done)
+    watcher.start()
+    load = load_average()
+    try:
+        result = run(module, dataclasses.replace(
+            placed, strategy=args.strategy, checkpoint=str(work / f"{name}-run"),
+            metrics_file=str(metrics), output=Output(str(work / f"{name}.jsonl"))),
+            on_workdir=workdir.append)
+    finally:
+        done.set()
+        watcher.join(5)
+    return result, watcher, load
+
+
 def unscaled_run(module, placed: RunConfig, args: argparse.Namespace, cluster,
                  work: Path) -> dict:
     """The counterfactual: the same job on the ``--start-nodes`` nodes, brought to
     ``--lo`` engines at once as the scaled run is, and never scaled again; run first,
     before any node joins. Its batches are the scaled run's yardstick batch for batch
     (:func:`against_unscaled`)."""
-    out, metrics, run_dir = work / "unscaled.jsonl", work / "unscaled.metrics.jsonl", work / "u"
-    done, workdir = threading.Event(), []
-    watcher = Watcher(metrics, workdir, cluster, args.nodes, [(-1, "scale", args.lo)], done)
-    watcher.start()
-    load = load_average()
-    try:
-        result = run(module, dataclasses.replace(
-            placed, strategy=args.strategy, checkpoint=str(run_dir),
-            metrics_file=str(metrics), output=Output(str(out))),
-            on_workdir=workdir.append)
-    finally:
-        done.set()
-        watcher.join(5)
+    result, watcher, load = watched_run(module, placed, args, cluster, work, "unscaled",
+                                        [(-1, "scale", args.lo)])
     print(f"unscaled: {args.strategy} at {args.lo} engines on {args.start_nodes} nodes: "
           f"{result.events:,} events in {result.seconds:.1f} s, load {load}", flush=True)
+    metrics = work / "unscaled.metrics.jsonl"
     batches = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     return {"engines": args.lo, "nodes": args.start_nodes, "events": result.events,
             "seconds": round(result.seconds, 2), "load_average": load,
-            "batches": batch_rows(batches, watcher.node_cpu), "lines": output_lines(out)}
+            "batches": batch_rows(batches, watcher.node_cpu),
+            "lines": output_lines(work / "unscaled.jsonl")}
 
 
 def measure(args: argparse.Namespace, work: Path) -> dict:
@@ -485,8 +497,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         run_training_query(placed)
         unscaled = (unscaled_run(module, placed, args, cluster, work)
                     if args.unscaled and args.start_nodes < args.nodes else None)
-        out, metrics, run_dir = work / "scaled.jsonl", work / "metrics.jsonl", work / "run"
-        done, workdir = threading.Event(), []
+        out, metrics, run_dir = (work / "scaled.jsonl", work / "scaled.metrics.jsonl",
+                                 work / "scaled-run")
         plan = [(-1, "scale", args.lo), (args.out_after, "scale", args.hi)]
         if args.nodes > args.start_nodes:
             plan.insert(1, (args.join_after, "join", args.nodes - args.start_nodes))
@@ -495,17 +507,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         else:
             plan += [(args.leave_after, "scale", args.lo),
                      (args.leave_after, "leave", args.nodes - args.start_nodes)]
-        watcher = Watcher(metrics, workdir, cluster, args.nodes, plan, done)
-        watcher.start()
-        load_scaled = load_average()
-        try:
-            scaled = run(module, dataclasses.replace(
-                placed, strategy=args.strategy, checkpoint=str(run_dir),
-                metrics_file=str(metrics), output=Output(str(out))),
-                on_workdir=workdir.append)
-        finally:
-            done.set()
-            watcher.join(5)
+        scaled, watcher, load_scaled = watched_run(module, placed, args, cluster, work,
+                                                   "scaled", plan)
         print(f"{args.strategy} {args.hi}->{args.lo}->{args.hi}->{args.lo} engines on "
               f"{args.start_nodes}->{args.nodes}->{cluster.nodes} nodes: "
               f"{scaled.events:,} events in {scaled.seconds:.1f} s, load {load_scaled}",
