@@ -301,13 +301,19 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         writer = (writer.trigger(processingTime=f"{config.trigger_s} seconds") if follow
                   else writer.trigger(availableNow=True))
         query_wall = time.time()
-        query = writer.start()
-        try:
-            _await(query, source.stop_file, workdir, stop, len(module.stages))
-        except Exception as err:
-            raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
-        finally:
-            source.stop_file.unlink(missing_ok=True)
+        for restart in range(QUERY_RESTARTS + 1):
+            query = writer.start()
+            try:
+                _await(query, source.stop_file, workdir, stop, len(module.stages))
+                break
+            except Exception as err:
+                if restart == QUERY_RESTARTS or not lost_executor(err):
+                    raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
+                print(f"cep: an executor was lost while batch {next_batch(workdir)} ran "
+                      "and Spark cannot rerun its input stage; the query starts again "
+                      "from its checkpoint at that batch", file=sys.stderr, flush=True)
+            finally:
+                source.stop_file.unlink(missing_ok=True)
         metrics = list(kept)
         _add_spark_times(metrics, query.recentProgress)
         first = metrics[0]["wall_time"] - query_wall if metrics else 0.0
@@ -317,6 +323,19 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
                          first_batch_s=max(first, 0.0),
                          seconds=time.perf_counter() - started,
                          workdir=workdir if checkpoint else None, slots=slots)
+
+
+QUERY_RESTARTS = 3  # a query stopped by lost executors starts again, at most this often
+
+
+def lost_executor(err: BaseException) -> bool:
+    """Whether Spark stopped the query because a batch lost an executor's shuffle output
+    (a node left or died) and the stage that made it cannot be run again: cep's input
+    stage reads a batch's records by their planned offsets, which Spark counts as an
+    indeterminate output, so it aborts the job rather than rerun only part of it. The
+    batch never committed, so the query started again from its checkpoint runs it whole,
+    exactly once, as after a restart of the process."""
+    return "indeterminate output" in str(err)
 
 
 def _described(module: ir.CompiledModule, sources: dict[str, str], output: Output,

@@ -128,3 +128,16 @@ def test_python_stateful_streaming_runs_on_the_cluster(
                       for batch_id, row in seen)
     assert by_batch == [(0, "a", 2, 3), (0, "b", 1, 10), (1, "a", 3, 7), (1, "b", 2, 30)]
     assert all(Path(row["cwd"]).is_relative_to(spark_cluster.root) for _, row in seen)
+
+
+def test_a_query_stopped_by_a_lost_executor_is_started_again():
+    """``runtime.lost_executor``: Spark's abort when a batch lost an executor's shuffle
+    output (a node left or died) is what the runner restarts from the checkpoint; any
+    other failure is the run's error. Oracle: Spark's own message (DAGScheduler)."""
+    from cep.spark.runtime import lost_executor
+
+    spark = ("Job aborted due to stage failure: A shuffle map stage with indeterminate "
+             "output was failed and retried. However, Spark cannot rollback the "
+             "ResultStage 57 to re-process the input data, and has to fail this job.")
+    assert lost_executor(RuntimeError(spark))
+    assert not lost_executor(RuntimeError("KeyError: 'origin'"))
