@@ -391,8 +391,9 @@ class LocalStandaloneCluster:
         _signal_group(daemon.process.pid, signal.SIGKILL)
         daemon.process.wait()
         daemon.log_file.close()
-        self._daemons.remove(daemon)
-        self._worker_daemons.remove(daemon)
+        for daemons in (self._daemons, self._worker_daemons):  # stop() may have run
+            if daemon in daemons:
+                daemons.remove(daemon)
 
     def _start_master(self, deadline: float) -> None:
         """Launch the master on fresh ports, retrying if a port was taken meanwhile."""
