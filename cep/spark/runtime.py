@@ -301,19 +301,15 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         writer = (writer.trigger(processingTime=f"{config.trigger_s} seconds") if follow
                   else writer.trigger(availableNow=True))
         query_wall = time.time()
-        for restart in range(QUERY_RESTARTS + 1):
-            query = writer.start()
-            try:
-                _await(query, source.stop_file, workdir, stop, len(module.stages))
-                break
-            except Exception as err:
-                if restart == QUERY_RESTARTS or not lost_executor(err):
-                    raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
-                print(f"cep: an executor was lost while batch {next_batch(workdir)} ran "
-                      "and Spark cannot rerun its input stage; the query starts again "
-                      "from its checkpoint at that batch", file=sys.stderr, flush=True)
-            finally:
-                source.stop_file.unlink(missing_ok=True)
+        try:
+            query = run_restarting(
+                writer.start,
+                lambda q: _await(q, source.stop_file, workdir, stop, len(module.stages)),
+                lambda: next_batch(workdir))
+        except Exception as err:
+            raise SparkRunError(_failure(err, store, workdir, checkpoint)) from err
+        finally:
+            source.stop_file.unlink(missing_ok=True)
         metrics = list(kept)
         _add_spark_times(metrics, query.recentProgress)
         first = metrics[0]["wall_time"] - query_wall if metrics else 0.0
@@ -336,6 +332,25 @@ def lost_executor(err: BaseException) -> bool:
     batch never committed, so the query started again from its checkpoint runs it whole,
     exactly once, as after a restart of the process."""
     return "indeterminate output" in str(err)
+
+
+def run_restarting(start, wait, batch_now, restarts: int = QUERY_RESTARTS):
+    """Start the query (``start``) and ``wait`` for it; a query that stopped because it
+    lost an executor (:func:`lost_executor`) is started again from its checkpoint, at
+    most ``restarts`` times, with a line naming the batch (``batch_now``) on standard
+    error. Returns the query that ended; any other failure, or one more, is raised."""
+    for restart in range(restarts + 1):
+        query = start()
+        try:
+            wait(query)
+            return query
+        except Exception as err:
+            if restart == restarts or not lost_executor(err):
+                raise
+            print(f"cep: an executor was lost while batch {batch_now()} ran and Spark "
+                  "cannot rerun its input stage; the query starts again from its "
+                  "checkpoint at that batch", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _described(module: ir.CompiledModule, sources: dict[str, str], output: Output,

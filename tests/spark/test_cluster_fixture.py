@@ -141,3 +141,37 @@ def test_a_query_stopped_by_a_lost_executor_is_started_again():
              "ResultStage 57 to re-process the input data, and has to fail this job.")
     assert lost_executor(RuntimeError(spark))
     assert not lost_executor(RuntimeError("KeyError: 'origin'"))
+
+
+def test_the_query_starts_again_after_a_lost_executor_and_only_then(capsys):
+    """``runtime.run_restarting`` with queries that fail as told. Oracle: the scripts
+    of failures fed in (which query fails how, and what must come of it)."""
+    import pytest
+
+    from cep.spark.runtime import run_restarting
+
+    lost = RuntimeError("A shuffle map stage with indeterminate output was failed")
+
+    def script(*failures):
+        started = []
+
+        def start():
+            started.append(len(started))
+            return len(started) - 1
+
+        def wait(query):
+            if failures[query] is not None:
+                raise failures[query]
+        return started, start, wait
+
+    started, start, wait = script(lost, lost, None)
+    assert run_restarting(start, wait, lambda: 7) == 2 and started == [0, 1, 2]
+    assert capsys.readouterr().err.count("batch 7 ran") == 2
+    started, start, wait = script(lost, ValueError("bad"), None)
+    with pytest.raises(ValueError):
+        run_restarting(start, wait, lambda: 7)
+    assert started == [0, 1]
+    started, start, wait = script(lost, lost, None)
+    with pytest.raises(RuntimeError):
+        run_restarting(start, wait, lambda: 7, restarts=1)
+    assert started == [0, 1]
