@@ -18,7 +18,7 @@ from cep.io.inputs import input_segments
 from cep.spark.inputs.config import SourceConfig
 from cep.spark.inputs.tasks import _read_piece
 from grammar.compile import compile_text
-from grammar.field_reads import reading_module
+from grammar.field_reads import reading_module, unread_fields
 
 SCHEMA = ("CREATE SCHEMA Rec (k string, ts timestamp, v double, s string, n int, "
           "b boolean, t2 timestamp) TIMESTAMP ts;\n")
@@ -53,13 +53,14 @@ def test_an_input_task_makes_columns_only_of_the_fields_rules_read(tmp_path):
     path, bad = _rows(tmp_path)
     [segment] = input_segments(module, [str(path)])
     stream = module.streams["Rec"]
-    kept = reading_module(module).streams["Rec"]
+    reading = reading_module(module)
+    kept = reading.streams["Rec"]
     config = SourceConfig({"Rec": str(path)}, str(tmp_path / "w"), False, 100, 1, 1 << 20)
-    cut, _ = _read_piece(config, stream, kept, 0, segment, segment.start, segment.end,
-                         {"dead": 0, "blank": 0})
+    cut, _ = _read_piece(config, stream, kept, unread_fields(module, reading, "Rec"), 0,
+                         segment, segment.start, segment.end, {"dead": 0, "blank": 0})
     whole, _ = _read_piece(SourceConfig({"Rec": str(path)}, str(tmp_path / "all"), False,
-                                        100, 1, 1 << 20), stream, stream, 1, segment,
-                           segment.start, segment.end, {"dead": 0, "blank": 0})
+                                        100, 1, 1 << 20), stream, stream, frozenset(), 1,
+                           segment, segment.start, segment.end, {"dead": 0, "blank": 0})
     assert {"n", "b", "t2"}.isdisjoint(cut) and {"n", "b", "t2"} <= set(whole)
     for name in ("k", "ts", "v", "s", SEQ):
         assert list(cut[name]) == list(whole[name]), name

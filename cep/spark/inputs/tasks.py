@@ -25,6 +25,7 @@ from cep.io.inputs import frame_to_table, kafka_fetch, read_segment
 from cep.io.udf_letters import write_udf_letters
 from cep.spark.inputs.config import SourceConfig
 from grammar import ir
+from grammar.field_reads import unread_fields
 from splitter.routing import KeyRouter, key_grouping, route_part
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
     state, and a carried rule reads no field its old form did not
     (``grammar.rule_set.carried_rules``). By default every field."""
     install_udfs(config.udfs)
+    reading = reading or module
     batch = int(task["batch"])
     engines_at = getattr(engine_of, "engines_at", None)
     if engines_at is not None:  # routed by key maps: the engines of this batch's map
@@ -83,17 +85,17 @@ def read_input(config: SourceConfig, module: ir.CompiledModule, labels: list[int
             clock.append(ClockPiece.of(segment, lo, None, stream).plain())
             continue
         segments.append(text)
-        kept = (reading or module).streams[segment.stream]
-        table, flags = _read_piece(config, stream, kept, batch, segment, lo, hi, info,
-                                   fetched)
+        kept = reading.streams[segment.stream]
+        table, flags = _read_piece(config, stream, kept,
+                                   unread_fields(module, reading, segment.stream), batch,
+                                   segment, lo, hi, info, fetched)
         parts[segment.stream].append(table)
         clock.append(ClockPiece.of(segment, lo, table, kept).rises().plain())
         if flags is not None:
             truth.append(table[SEQ][flags])
     # a stream without records this task: no rows, the fields its rules read (as the
     # local runner's chunks have it), not the schema's every field
-    tables = {name: concat(tabs) or empty(list((reading or module).streams[name].fields),
-                                          (SEQ, SUB))
+    tables = {name: concat(tabs) or empty(list(reading.streams[name].fields), (SEQ, SUB))
               for name, tabs in parts.items()}
     info["read"] = time.perf_counter() - started
     info["truth"] = sum(len(t) for t in truth)
@@ -120,15 +122,14 @@ def _write_failures(config: SourceConfig, module: ir.CompiledModule, batch: int,
 
 
 def _read_piece(config: SourceConfig, stream: ir.StreamDef, kept: ir.StreamDef,
-                batch: int, segment: Segment, lo: int, hi: int, info: dict[str, float],
-                fetched: KafkaFetch | None = None) -> tuple[Table, np.ndarray | None]:
-    """One piece as an engine table of ``kept``'s fields (``stream``'s are checked)
-    with its sequence numbers, and (for a generator with a ground truth) which of its
-    rows are first stories."""
+                unread: frozenset[str], batch: int, segment: Segment, lo: int, hi: int,
+                info: dict[str, float], fetched: KafkaFetch | None = None
+                ) -> tuple[Table, np.ndarray | None]:
+    """One piece as an engine table of ``kept``'s fields (``stream``'s are checked,
+    ``unread`` the ones left out) with its sequence numbers, and (for a generator with a
+    ground truth) which of its rows are first stories."""
     dead_path = config.dead_path(batch, segment, lo)
     os.makedirs(os.path.dirname(dead_path), exist_ok=True)
-    kept_names = {name for name, _ in kept.fields}
-    unread = frozenset(name for name, _ in stream.fields if name not in kept_names)
     with DeadLetter(dead_path) as dead:
         frame, flags = read_segment(segment, lo, hi, stream, dead, config.max_record_bytes,
                                     fetched, unread)
