@@ -201,9 +201,9 @@ class Balancer:
         ``migration.scaling.balanced_owners`` (from where they are now), the others
         where ``plain`` puts them; overrides wherever that differs from KG."""
         load = self.statistics.load[:len(self.texts)]
-        start = np.where(load > 0, self._owners(nxt), plain.owners_of(self.texts))
+        kg = KeyMap(plain.n_engines, {}, plain.hash).owners_of(self.texts)  # hashed once
+        start = np.where(load > 0, self._owners(nxt), self._owners(plain, kg))
         owners = balanced_owners(start, load, plain.n_engines)
-        kg = KeyMap(plain.n_engines, {}, plain.hash).owners_of(self.texts)
         return KeyMap(plain.n_engines,
                       {self.texts[i]: int(owners[i]) for i in np.flatnonzero(owners != kg)},
                       plain.hash)
@@ -216,11 +216,11 @@ class Balancer:
             return int(load[moved].sum())
         return sum(counts.get(self.texts[i], 0) for i in np.flatnonzero(moved).tolist())
 
-    def _owners(self, key_map: KeyMap) -> np.ndarray:
+    def _owners(self, key_map: KeyMap, kg: np.ndarray | None = None) -> np.ndarray:
         """Engine of every known key under ``key_map`` (whose keys must all be known):
-        the KG engines already computed per dense id, with the map's overrides applied
-        (no key is hashed again)."""
-        owners = self.kg.copy()
+        the KG engines already computed per dense id (``kg``, at another count than the
+        current one), with the map's overrides applied (no key is hashed again)."""
+        owners = (self.kg if kg is None else kg).copy()
         for text, engine in key_map.overrides.items():
             owners[self.ids[text]] = engine
         return owners
