@@ -385,12 +385,7 @@ class LocalStandaloneCluster:
 
     def _retire(self, daemon: _Daemon, grace: float = 10.0) -> None:
         """Stop one worker's process group (the worker, any executor left) for good."""
-        _signal_group(daemon.process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            daemon.process.wait(timeout=grace)
-        _signal_group(daemon.process.pid, signal.SIGKILL)
-        daemon.process.wait()
-        daemon.log_file.close()
+        _end_daemons([daemon], grace)
         for daemons in (self._daemons, self._worker_daemons):  # stop() may have run
             if daemon in daemons:
                 daemons.remove(daemon)
@@ -459,17 +454,7 @@ class LocalStandaloneCluster:
         every process the node ran: what is still in it after ``grace`` is killed, and
         the cgroups are removed.
         """
-        for daemon in self._daemons:
-            _signal_group(daemon.process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for daemon in self._daemons:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                daemon.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        # Executors forked by a worker share its group and may outlive it.
-        for daemon in self._daemons:
-            _signal_group(daemon.process.pid, signal.SIGKILL)
-            daemon.process.wait()
-            daemon.log_file.close()
+        _end_daemons(self._daemons, grace)
         self._daemons.clear()
         self._worker_daemons.clear()
         self.workers = self._next_worker = 0
@@ -512,6 +497,21 @@ def _alive_workers(state: dict[str, Any]) -> int:
 def _workers_in(state: dict[str, Any], *states: str) -> int:
     """How many workers the master's JSON status lists in one of ``states``."""
     return sum(1 for worker in state.get("workers", []) if worker.get("state") in states)
+
+
+def _end_daemons(daemons: list[_Daemon], grace: float) -> None:
+    """SIGTERM each daemon's process group, give them ``grace`` seconds together, then
+    SIGKILL the groups: executors forked by a worker share its group and may outlive it."""
+    for daemon in daemons:
+        _signal_group(daemon.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for daemon in daemons:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            daemon.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for daemon in daemons:
+        _signal_group(daemon.process.pid, signal.SIGKILL)
+        daemon.process.wait()
+        daemon.log_file.close()
 
 
 def _poll_until(done: Callable[[], bool], timeout: float) -> bool:
