@@ -99,9 +99,10 @@ def part_key(batch: int, part: int) -> int:
     return VERSION_KEY - 1 - (batch * MAX_PARTS + part - 1)
 
 
-def cut(blob: bytes | memoryview, size: int) -> list[bytes | memoryview]:
+def cut(blob: bytes, size: int) -> list[bytes]:
     """``blob`` in parts of ``size`` bytes, the last one shorter; an empty blob is one
-    empty part."""
+    empty part. A blob of one part is itself (a slice of all of a ``bytes`` is the
+    object), so the usual small delta is not copied."""
     return [blob[at:at + size] for at in range(0, len(blob), size)] or [b""]
 
 
@@ -203,8 +204,7 @@ class EngineLog:
         so; ``rules``: the rule set version of the engine that wrote it (a change of it
         always writes a base, so a log's entries all belong to one rule set)."""
         before = self.version()
-        view = memoryview(blob)
-        pieces = cut(view, PART_BYTES)
+        pieces = cut(blob, PART_BYTES)
         if base or before is None:
             self.log.clear()
             version = Version(batch, token, batch, len(blob), 0, (batch,), rules,
@@ -216,5 +216,5 @@ class EngineLog:
                               before.delta_bytes + len(blob), (*before.entries, batch),
                               rules, (*parts, len(pieces)))
         for part, piece in enumerate(pieces):
-            self.log.updateValue((part_key(batch, part),), (token, bytes(piece)))
+            self.log.updateValue((part_key(batch, part),), (token, piece))
         self.log.updateValue((VERSION_KEY,), (token, version.encode()))
