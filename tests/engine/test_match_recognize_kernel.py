@@ -34,7 +34,7 @@ from cep.engine.derive import add_keys, derive_streams
 from cep.engine.engine import Engine
 from cep.engine.output import empty_output, output_records, sort_output
 from cep.engine.row_patterns.exact_sum import float_sum, sum_of
-from cep.engine.row_patterns.kernel import (
+from cep.engine.row_patterns.kernel_steps import (
     AG_COUNT,
     AG_INEXACT,
     AG_MAX,
@@ -42,8 +42,8 @@ from cep.engine.row_patterns.kernel import (
     AG_WIDTH,
     SUM_HI,
     SUM_LO,
-    _fold,
-    _fresh,
+    fold,
+    fresh,
 )
 from cep.engine.row_patterns.rule import MatchRecognizeOperator
 from cep.engine.table import NULL_SUFFIX, SEQ, SUB, concat, take
@@ -335,9 +335,9 @@ def test_running_sums_are_math_fsum():
     def check(values):
         expected = float_sum(values)
         state = np.empty(AG_WIDTH)
-        _fresh(state)
+        fresh(state)
         for x in values:
-            _fold(state, x)
+            fold(state, x)
         assert _same(sum_of(np.array(values, np.float64), len(values)), expected)
         exact = _exactly_held(values)
         held[0] += 1

@@ -1,9 +1,9 @@
 """The row pattern matcher compiled: one numba Pike VM over integer program arrays.
 
-Kept whole past 600 lines on purpose: ``run_keys`` is one compiled loop of about 490
-lines whose threads, labels and aggregate states are a dozen local arrays; cut into
-functions it would pass them all at every call, and its helpers above it exist only for
-it (numba compiles them into it).
+``run_keys`` is one compiled loop of about 490 lines whose threads, labels and aggregate
+states are a dozen local arrays: cut into functions it would pass them all at every call.
+Its steps (aggregate states, growing the thread arrays) are in
+:mod:`cep.engine.row_patterns.kernel_steps`, which numba compiles into it.
 
 Measured gain, rows identical (one core of a 2-core machine shared with other work,
 load average 3-4; 100k-event batches, after an untimed warm-up run):
@@ -59,17 +59,7 @@ rule and no batch compiles code:
   aggregate k.
 
 Each thread carries, per aggregate conjunct, the aggregate's running state over its
-rows (``AG_WIDTH`` floats: the non-NULL rows, the sum, min and max). The candidate row
-counts when its variable is in the aggregate's set (the interpreter's rule: the row
-labelled as the variable tried). ``sum`` and ``avg`` are those of the interpreter, which
-adds floats exactly rounded (:mod:`cep.engine.row_patterns.exact_sum`, independent of the order):
-the state keeps the exact sum as two floats (``hi + lo``, ``hi`` the rounded sum), and
-when two floats cannot hold it (values far apart in magnitude, or not finite) the sum
-is taken again over the thread's rows (:func:`cep.engine.row_patterns.exact_sum.sum_of`). The
-states are not part of the key's state: they are rebuilt from the key's buffered rows
-and its threads' labels when a call starts, so a key moves,
-restarts and continues from the interpreter's checkpoint with the same arrays as
-before. Int fields are read as float64 (exact within ±2**53, as the residuals).
+rows (:mod:`cep.engine.row_patterns.kernel_steps` says how it is kept exact).
 
 A thread's labels live in an arena of nodes (the ``var`` instruction that took the row,
 parent node): forks share their prefix, and a match's labels (and which of its rows
@@ -84,7 +74,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cep.engine.row_patterns.exact_sum import sum_of
+from cep.engine.row_patterns.kernel_steps import (
+    AG_COUNT,
+    AG_INEXACT,
+    AG_MAX,
+    AG_MIN,
+    AG_WIDTH,
+    SUM_HI,
+    chain_sum,
+    compare,
+    drop_first,
+    fold,
+    fresh,
+    grow1,
+    grow2,
+    nav_row,
+    threads_with_room,
+)
 
 #: AFTER MATCH SKIP kinds as the VM numbers them
 SKIPS = {"past last row": 0, "to next row": 1, "to current row": 2, "to first": 3,
@@ -93,157 +99,6 @@ SKIPS = {"past last row": 0, "to next row": 1, "to current row": 2, "to first": 
 COMPARES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5}
 #: how a decided match was decided: by a row, by a WITHIN deadline, by the input's end
 BY_ROW, BY_DEADLINE, BY_END = 0, 1, 2
-
-
-@njit(cache=True, nogil=True)
-def _compare(a: float, op: int, b: float) -> bool:  # pragma: no cover - compiled
-    if op == 0:
-        return a < b
-    if op == 1:
-        return a <= b
-    if op == 2:
-        return a > b
-    if op == 3:
-        return a >= b
-    if op == 4:
-        return a == b
-    return a != b
-
-
-#: a thread's running state of one aggregate: non-NULL rows, the exact sum as an
-#: unevaluated sum of two floats (``SUM_HI`` the correctly rounded sum, what
-#: ``math.fsum`` gives), min, max, and whether two floats no longer hold the sum exactly
-AG_COUNT, SUM_HI, SUM_LO, AG_MIN, AG_MAX, AG_INEXACT = range(6)
-AG_WIDTH = 6
-
-
-@njit(cache=True, nogil=True)
-def _two_sum(a: float, b: float) -> tuple[float, float]:  # pragma: no cover - compiled
-    """``a + b`` as the rounded sum and its exact error (Knuth)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@njit(cache=True, nogil=True)
-def _fold(st: np.ndarray, x: float) -> None:  # pragma: no cover - compiled
-    """Add a non-NULL value to an aggregate's running state. The sum stays exact
-    (``hi + lo``, ``hi`` its correct rounding) while two floats hold it; else the state
-    says so, and the sum is taken from the thread's rows (:func:`_chain_sum`)."""
-    # min and max as Python's min() and max() take values in order (a NaN first stays)
-    if st[AG_COUNT] == 0.0:
-        st[AG_MIN] = x
-        st[AG_MAX] = x
-    else:
-        if x < st[AG_MIN]:
-            st[AG_MIN] = x
-        if x > st[AG_MAX]:
-            st[AG_MAX] = x
-    st[AG_COUNT] += 1.0
-    if st[AG_INEXACT] != 0.0:
-        return
-    s, e = _two_sum(st[SUM_HI], x)
-    t, f = _two_sum(e, st[SUM_LO])
-    hi, lo = _two_sum(s, t)
-    if f != 0.0 or not (np.isfinite(x) and np.isfinite(s) and np.isfinite(hi)):
-        st[AG_INEXACT] = 1.0
-        return
-    st[SUM_HI] = hi
-    st[SUM_LO] = lo
-
-
-@njit(cache=True, nogil=True)
-def _fresh(st: np.ndarray) -> None:  # pragma: no cover - compiled
-    """An aggregate's state over no rows."""
-    st[AG_COUNT] = 0.0
-    st[SUM_HI] = 0.0
-    st[SUM_LO] = 0.0
-    st[AG_MIN] = 0.0
-    st[AG_MAX] = 0.0
-    st[AG_INEXACT] = 0.0
-
-
-@njit(cache=True, nogil=True)
-def _chain_sum(node, length, row0, col, members, pvar, wa_var, wa_parent, ag_vals,
-               ag_nulls, extra, with_extra):  # pragma: no cover - compiled
-    """The exact sum (``math.fsum``) of field ``col`` over a thread's rows labelled one
-    of ``members`` (its labels the arena chain ending at ``node``, ``length`` rows from
-    row ``row0``), and, ``with_extra``, ``extra`` (the candidate row's value)."""
-    values = np.empty(length + 1, np.float64)
-    n = 0
-    if with_extra:
-        values[0] = extra
-        n = 1
-    for k in range(length - 1, -1, -1):
-        if members[pvar[wa_var[node]]] and not ag_nulls[row0 + k, col]:
-            values[n] = ag_vals[row0 + k, col]
-            n += 1
-        node = wa_parent[node]
-    return sum_of(values, n)
-
-
-@njit(cache=True, nogil=True)
-def _nav_row(nav: int, v: int, r: int, last: np.ndarray, start: int) -> int:  # pragma: no cover
-    """The row a condition of variable ``v`` on candidate row ``r`` reads for variable
-    ``nav``: ``r`` itself, else ``nav``'s last row in the thread (``last``, relative to
-    the thread's first row ``start``), or -1 before ``nav`` matched (the comparison is
-    then NULL, so false)."""
-    if nav == v:
-        return r
-    if last[nav] < 0:
-        return -1
-    return start + last[nav]
-
-
-@njit(cache=True, nogil=True)
-def _grow1(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
-    if need <= len(a):
-        return a
-    out = np.empty(max(need, 2 * len(a)), a.dtype)
-    out[:len(a)] = a
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _grow2(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
-    if need <= a.shape[0]:
-        return a
-    out = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
-    out[:a.shape[0]] = a
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur, n, cap):  # pragma: no cover - compiled
-    """The thread arrays with room for ``cap`` threads, the first ``n`` of row ``cur``
-    kept."""
-    out_s = np.empty((2, cap), np.int64)
-    out_p = np.empty((2, cap), np.int32)
-    out_l = np.empty((2, cap), np.int64)
-    out_n = np.empty((2, cap), np.int64)
-    out_last = np.empty((2, cap, tlast_.shape[2]), np.int64)
-    out_ag = np.empty((2, cap, tag_.shape[2], AG_WIDTH), np.float64)
-    out_s[cur, :n] = ts_[cur, :n]
-    out_p[cur, :n] = tp_[cur, :n]
-    out_l[cur, :n] = tl_[cur, :n]
-    out_n[cur, :n] = tn_[cur, :n]
-    out_last[cur, :n] = tlast_[cur, :n]
-    out_ag[cur, :n] = tag_[cur, :n]
-    return out_s, out_p, out_l, out_n, out_last, out_ag
-
-
-@njit(cache=True, nogil=True)
-def _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n):  # pragma: no cover - compiled
-    """Drop the first ``cut`` of the ``n`` threads in row ``cur`` of the thread arrays
-    (those WITHIN ended), keeping the others' order."""
-    for k in range(cut, n):
-        ts_[cur, k - cut] = ts_[cur, k]
-        tp_[cur, k - cut] = tp_[cur, k]
-        tl_[cur, k - cut] = tl_[cur, k]
-        tn_[cur, k - cut] = tn_[cur, k]
-        for x in range(tlast_.shape[2]):
-            tlast_[cur, k - cut, x] = tlast_[cur, k, x]
-        tag_[cur, k - cut] = tag_[cur, k]
 
 
 @njit(cache=True, nogil=True)
@@ -343,9 +198,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         a0 = ar_off[g]
         n_arena = ar_off[g + 1] - a0
         if n_arena + 16 > len(wa_var):
-            wa_var = _grow1(wa_var, n_arena + 16)
+            wa_var = grow1(wa_var, n_arena + 16)
         if n_arena + 16 > len(wa_parent):
-            wa_parent = _grow1(wa_parent, n_arena + 16)
+            wa_parent = grow1(wa_parent, n_arena + 16)
         for k in range(n_arena):
             wa_var[k] = ar_var[a0 + k]
             wa_parent[k] = ar_parent[a0 + k]
@@ -354,7 +209,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         n_cur = th_off[g + 1] - t0
         if n_cur + first_stops > cap:
             cap = 2 * (n_cur + first_stops)
-            ts_, tp_, tl_, tn_, tlast_, tag_ = _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur, 0, cap)
+            ts_, tp_, tl_, tn_, tlast_, tag_ = threads_with_room(
+                ts_, tp_, tl_, tn_, tlast_, tag_, cur, 0, cap)
         for k in range(n_cur):
             ts_[cur, k] = th_start[t0 + k]
             tp_[cur, k] = th_pc[t0 + k]
@@ -374,13 +230,13 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     node = wa_parent[node]
                 row0 = th_start[t0 + k] - base + lo
                 for a in range(n_ag):
-                    _fresh(tag_[cur, k, a])
+                    fresh(tag_[cur, k, a])
                     c = ag_col[a]
                     if c < 0:
                         continue
                     for j in range(length):
                         if ag_set[a, chain[j]] and not ag_nulls[row0 + j, c]:
-                            _fold(tag_[cur, k, a], ag_vals[row0 + j, c])
+                            fold(tag_[cur, k, a], ag_vals[row0 + j, c])
         # its held matches, by start (at the start's row: ``lo - base`` shifts a
         # partition index to its row)
         shift = lo - base
@@ -412,7 +268,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         cut = 0
                         while cut < n_cur and ts_[cur, cut] < before - lo + base:
                             cut += 1
-                        _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
+                        drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
                         n_cur -= cut
                         kind = BY_DEADLINE
             if kind < 0:
@@ -422,8 +278,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 need = (n_cur + first_stops) * max_clo
                 if need > cap:
                     cap = 2 * need
-                    ts_, tp_, tl_, tn_, tlast_, tag_ = _grown(ts_, tp_, tl_, tn_, tlast_, tag_, cur,
-                                                         n_cur, cap)
+                    ts_, tp_, tl_, tn_, tlast_, tag_ = threads_with_room(
+                        ts_, tp_, tl_, tn_, tlast_, tag_, cur, n_cur, cap)
                 i = r - lo + base
                 if i >= resume:
                     # the partition's first row may pass ``^`` (clo_start)
@@ -443,11 +299,11 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                         for x in range(n_vars):
                             tlast_[cur, n_cur, x] = -1
                         for a in range(n_ag):
-                            _fresh(tag_[cur, n_cur, a])
+                            fresh(tag_[cur, n_cur, a])
                         n_cur += 1
                 if n_arena + n_cur > len(wa_var):
-                    wa_var = _grow1(wa_var, n_arena + n_cur)
-                    wa_parent = _grow1(wa_parent, n_arena + n_cur)
+                    wa_var = grow1(wa_var, n_arena + n_cur)
+                    wa_parent = grow1(wa_parent, n_arena + n_cur)
                 n_nxt = 0
                 ended = -1
                 group = -1
@@ -462,13 +318,13 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                     if ok:
                         for k in range(res_off[v], res_off[v + 1]):
                             nav = res_nav[k]
-                            at = _nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
+                            at = nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
                             if at < 0:
                                 ok = False
                                 break
                             f = res_field[k]
                             if (res_col_null[at, f] or res_lhs_null[r, k]
-                                    or not _compare(res_lhs[r, k], res_op[k],
+                                    or not compare(res_lhs[r, k], res_op[k],
                                                     res_col[at, f])):
                                 ok = False
                                 break
@@ -478,7 +334,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             nst[a] = tag_[cur, t, a]
                             c = ag_col[a]
                             if c >= 0 and ag_set[a, v] and not ag_nulls[r, c]:
-                                _fold(nst[a], ag_vals[r, c])
+                                fold(nst[a], ag_vals[r, c])
                         for a in range(ag_off[v], ag_off[v + 1]):
                             c = ag_col[a]
                             cnt = nst[a, AG_COUNT]
@@ -493,7 +349,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                             elif fn <= 2:
                                 value = nst[a, SUM_HI]
                                 if nst[a, AG_INEXACT] != 0.0:
-                                    value = _chain_sum(tn_[cur, t], tl_[cur, t],
+                                    value = chain_sum(tn_[cur, t], tl_[cur, t],
                                                        s - base + lo, c, ag_set[a], pvar,
                                                        wa_var, wa_parent, ag_vals,
                                                        ag_nulls, ag_vals[r, c],
@@ -511,12 +367,12 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                                     break
                                 other = ag_rhs[r, a]
                             else:
-                                at = _nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
+                                at = nav_row(nav, v, r, tlast_[cur, t], s - base + lo)
                                 if at < 0 or res_col_null[at, ag_navf[a]]:
                                     ok = False
                                     break
                                 other = res_col[at, ag_navf[a]]
-                            if not _compare(value, ag_op[a], other):
+                            if not compare(value, ag_op[a], other):
                                 ok = False
                                 break
                     if not ok:
@@ -608,8 +464,8 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 m_deadline[n_matches] = deadline
                 m_lab[n_matches] = n_labels
                 if n_labels + length > len(labels):
-                    labels = _grow1(labels, n_labels + length)
-                    hidden = _grow1(hidden, n_labels + length)
+                    labels = grow1(labels, n_labels + length)
+                    hidden = grow1(hidden, n_labels + length)
                 node = f_node[start + shift]
                 for k in range(length - 1, -1, -1):
                     labels[n_labels + k] = pvar[wa_var[node]]
@@ -642,7 +498,7 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
                 while cut < n_cur and ts_[cur, cut] < again:
                     cut += 1
                 if cut:
-                    _drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
+                    drop_first(ts_, tp_, tl_, tn_, tlast_, tag_, cur, cut, n_cur)
                     n_cur -= cut
                 for s in range(start + 1, min(again, end)):
                     f_len[s + shift] = -1
@@ -668,9 +524,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
             o_deadline[g] = end_of_time
         # the arena's nodes still reached, renumbered in order (parents come first)
         if n_arena > len(mark):
-            mark = _grow1(mark, n_arena)
+            mark = grow1(mark, n_arena)
         if n_arena > len(renum):
-            renum = _grow1(renum, n_arena)
+            renum = grow1(renum, n_arena)
         mark[:n_arena] = False
         for k in range(n_cur):
             node = tn_[cur, k]
@@ -686,9 +542,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         kept = 0
         a_out = o_ar_off[g]
         if a_out + n_arena > len(o_ar_var):
-            o_ar_var = _grow1(o_ar_var, a_out + n_arena)
+            o_ar_var = grow1(o_ar_var, a_out + n_arena)
         if a_out + n_arena > len(o_ar_parent):
-            o_ar_parent = _grow1(o_ar_parent, a_out + n_arena)
+            o_ar_parent = grow1(o_ar_parent, a_out + n_arena)
         for k in range(n_arena):
             if mark[k]:
                 renum[k] = kept
@@ -699,15 +555,15 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         o_ar_off[g + 1] = a_out + kept
         t_out = o_th_off[g]
         if t_out + n_cur > len(o_th_start):
-            o_th_start = _grow1(o_th_start, t_out + n_cur)
+            o_th_start = grow1(o_th_start, t_out + n_cur)
         if t_out + n_cur > len(o_th_pc):
-            o_th_pc = _grow1(o_th_pc, t_out + n_cur)
+            o_th_pc = grow1(o_th_pc, t_out + n_cur)
         if t_out + n_cur > len(o_th_len):
-            o_th_len = _grow1(o_th_len, t_out + n_cur)
+            o_th_len = grow1(o_th_len, t_out + n_cur)
         if t_out + n_cur > len(o_th_node):
-            o_th_node = _grow1(o_th_node, t_out + n_cur)
+            o_th_node = grow1(o_th_node, t_out + n_cur)
         if t_out + n_cur > o_th_last.shape[0]:
-            o_th_last = _grow2(o_th_last, t_out + n_cur)
+            o_th_last = grow2(o_th_last, t_out + n_cur)
         for k in range(n_cur):
             o_th_start[t_out + k] = ts_[cur, k]
             o_th_pc[t_out + k] = tp_[cur, k]
@@ -720,9 +576,9 @@ def run_keys(seg_lo, new_lo, seg_hi, base0, time,
         for k in range(lo, hi):
             if f_len[k] >= 0:
                 if f_out + 1 > len(o_fd_start):
-                    o_fd_start = _grow1(o_fd_start, f_out + 1)
-                    o_fd_len = _grow1(o_fd_len, f_out + 1)
-                    o_fd_node = _grow1(o_fd_node, f_out + 1)
+                    o_fd_start = grow1(o_fd_start, f_out + 1)
+                    o_fd_len = grow1(o_fd_len, f_out + 1)
+                    o_fd_node = grow1(o_fd_node, f_out + 1)
                 o_fd_start[f_out] = k - shift
                 o_fd_len[f_out] = f_len[k]
                 o_fd_node[f_out] = renum[f_node[k]] if f_node[k] >= 0 else -1
