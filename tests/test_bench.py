@@ -183,6 +183,23 @@ def _bench_script(name: str):
     return module
 
 
+def test_the_string_bound_codes_each_key_and_changes_nothing_else(tmp_path) -> None:
+    """The coded side of ``bench_string_bound`` is the same file with each tailnum's
+    dictionary code; the oracle is the file itself read back and compared by hand."""
+    bench = _bench_script("bench_string_bound")
+    source = tmp_path / "flights.jsonl"
+    source.write_text(
+        '{"tailnum":"N1","dep_delay":2.0,"ts":1}\n{"tailnum":"Né","dep_delay":null,"ts":2}\n'
+        '{"tailnum":null,"dep_delay":4.5,"ts":3}\n{"tailnum":"N1","dep_delay":-1.0,"ts":4}\n')
+    coded = pd.read_json(bench.coded_copy(source, tmp_path / "coded.jsonl"), lines=True)
+    codes = coded["tailnum"].tolist()
+    assert codes[0] == codes[3] and codes[0] != codes[1] and pd.isna(codes[2])
+    assert coded["ts"].tolist() == [1, 2, 3, 4]
+    assert coded["dep_delay"].tolist()[::2] == [2.0, 4.5] and pd.isna(coded["dep_delay"][1])
+    rule = bench.coded_rule(tmp_path / "rule.epl").read_text()
+    assert "tailnum long" in rule and "tailnum string" not in rule
+
+
 def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
     bench = _bench_script("bench_speedup")
     # 10 s of wall clock; the node at 0.4 cores used 3.2 CPU s: busy 8 s, of which its
