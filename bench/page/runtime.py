@@ -325,3 +325,23 @@ def spark_frame_figures(data: dict, _name: str) -> str:
                  f"{num(bound.get('spark_job_cpu_s'), 1)} "
                  f"({ratio(bound.get('spark_over_local'))} the local runner's).")
     return "\n\n".join(parts)
+
+
+def string_bound_figures(data: dict, _name: str) -> str:
+    """bench_string_bound.py: each side's best wall and CPU seconds with the key as
+    strings and as dictionary codes, and the share the codes saved (the most columnar
+    strings could save)."""
+    best = data.get("best") or {}
+    runs = data.get("runs") or {}
+    rows = [(f"{key} on {runner}", num(at(best, f"{key}_{runner}", "wall_s"), 2),
+             num(at(best, f"{key}_{runner}", "tree_cpu_s"), 2),
+             num(min((r.get("load_at_start", 0) for r in runs.get(f"{key}_{runner}", [])),
+                     default=None), 1))
+            for runner in ("local", "spark") for key in ("strings", "codes")]
+    saved = data.get("most_saved_share") or {}
+    return (table(("tailnum as (best of the rounds)", "wall s", "CPU s", "load at start"), rows)
+            + f"\n\n{num(data.get('rows'))} rows on every side. The most columnar strings "
+            f"could save: on the local runner {pct(100 * (at(saved, 'local', 'wall_s') or 0))} "
+            f"of the wall time and {pct(100 * (at(saved, 'local', 'tree_cpu_s') or 0))} of the "
+            f"CPU; on Spark {pct(100 * (at(saved, 'spark', 'wall_s') or 0))} and "
+            f"{pct(100 * (at(saved, 'spark', 'tree_cpu_s') or 0))}.")

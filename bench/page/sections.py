@@ -57,6 +57,7 @@ from page.runtime import (
     spark_frame_figures,
     stages_figures,
     stream_figures,
+    string_bound_figures,
     transports_figures,
     transports_io_figures,
     ui_figures,
@@ -119,6 +120,15 @@ SECTIONS = (
             "in turn within each round.",
             "python bench/bench_spark_frame.py --trees BEFORE_DIR,AFTER_DIR "
             "[--rule bench/rules/flights_mr_spiral.epl]", spark_frame_figures),
+    Section("string_bound.json", "What the key's strings cost, as a bound",
+            "The window rule over the ten years of flights twice: with `tailnum` as the "
+            "file's strings, and with each `tailnum` replaced by its dictionary code (a "
+            "`long`, the rule's schema changed to match). Everything else is the same, so "
+            "the difference is all the key's strings cost from the reader to the sink: the "
+            "most that keeping strings as dictionary codes through the engine could save. "
+            "Each side a whole `cep run` at its defaults, in turn, its input in the page "
+            "cache.",
+            "python bench/bench_string_bound.py", string_bound_figures),
     Section("latency.json", "Detection latency",
             "A writer appends events at a fixed rate to a file that `cep run --follow` "
             "follows (or produces them to a Kafka topic it reads); a per-key "
