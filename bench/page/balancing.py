@@ -211,7 +211,7 @@ def balancers_figures(data: dict, _name: str) -> str:
 
 
 
-def speedup_figures(data: dict, _name: str) -> str:
+def speedup_figures(data: dict, name: str) -> str:
     """bench_speedup.py: speedup per strategy and node count beside the ideal line and the
     bounds, the bound's parts, and each point's throughput and machine load."""
     nodes = data.get("nodes") or []
@@ -237,7 +237,7 @@ def speedup_figures(data: dict, _name: str) -> str:
             "(the key-preserving bound). Load averages: "
             f"{num(data.get('load_average_peak'), 2)} at the highest (1-minute, 2 cores).")
     image = ("![Speedup of throughput against the nodes, beside the ideal line and the "
-             "bounds](images/speedup.png)")
+             f"bounds](images/{name.removesuffix('.json')}.png)")
     points = [(num(p.get("nodes")), num(p.get("sweep")),
                " / ".join(num(x, 2) for x in p.get("load_average_before") or []),
                " / ".join(num(x, 2) for x in p.get("load_average_after") or []),

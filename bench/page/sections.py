@@ -274,7 +274,7 @@ SECTIONS = (
             "cep bench rules/fsd.epl --input Tweet=tweets:n=240000,mode=zipf-periodic,"
             "rate=200 --nodes 5 --batch-size 20000 --load events,cost --rounds 2 --json "
             "bench/results/paper-zipf-periodic-5nodes.json", table1_figures),
-    Section("speedup.json", "Speedup as the engines scale out (Guo & Zhou's Fig. 6)",
+    Section("speedup*.json", "Speedup as the engines scale out (Guo & Zhou's Fig. 6)",
             "Throughput of FSD as the nodes grow from 1 to 5, each node a one-slot Spark "
             "worker in a cgroup capped at the same share of a core, an engine per node "
             "(`cep bench --nodes N --node-cpus C`), per strategy, against KG on one node; "
