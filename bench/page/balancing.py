@@ -278,6 +278,35 @@ def _against_unscaled(data: dict) -> str:
             f"KG's: {yes_no(at(data, 'unscaled', 'events_equal_kg'))}.")
 
 
+def _same_batches_text(data: dict) -> str:
+    """KG started at the high count over the hi phase's batches, and where Spark ran the
+    engines' tasks there (the event log), where the file has them."""
+    same = data.get("kg_fixed_same_batches") or {}
+    text = ""
+    if same:
+        batches = same.get("batches") or []
+        text = (f" KG at {num(data.get('hi'))} engines from the start over the same batches "
+                f"({num(batches[0]) if batches else ''}–{num(batches[-1]) if batches else ''})"
+                f": {num(same.get('kg_events_per_s'), 0)} events/s, "
+                f"**{ratio(same.get('kg_over_unscaled'))} the unscaled run's** (what the "
+                f"scale-out can give at most here); the scaled phase ran at "
+                f"{ratio(same.get('scaled_over_kg'))} KG's.")
+    for name, found in (data.get("placement") or {}).items():
+        summary = (found or {}).get("summary") or {}
+        if not summary or name == "unscaled":
+            continue
+        per = summary.get("engine_tasks_per_executor") or {}
+        text += (f" Spark's event log, {name} run: engine tasks per executor over those "
+                 f"batches {', '.join(f'{k}: {num(v)}' for k, v in per.items())} (at most "
+                 f"{num(summary.get('most_engine_tasks_on_one_executor'))} on one executor "
+                 f"in a batch), the longest wait for a slot "
+                 f"{num(summary.get('longest_engine_wait_s'), 2)} s, the engines' stage "
+                 f"{num(summary.get('engines_span_s'), 2)} s and the input's "
+                 f"{num(summary.get('input_span_s'), 2)} s of a "
+                 f"{num(summary.get('wall_s'), 2)} s batch (medians).")
+    return text
+
+
 def scale_midrun_figures(data: dict, _name: str) -> str:
     """bench_scale_midrun.py: throughput per phase of a job scaled mid-run, the ratios
     against the bounds, each change's keys, bytes and extra time, and the equality."""
@@ -332,7 +361,7 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + ". Load averages: "
             + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
             + " at the scaled run's start."
-            + _against_unscaled(data))
+            + _against_unscaled(data) + _same_batches_text(data))
     return "\n\n".join(part for part in (
         head,
         table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",
