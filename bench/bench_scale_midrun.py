@@ -103,6 +103,7 @@ from scale_tasks import event_log_conf, queries, query_between, read_events, sum
 from cep.io.scale_changes import ScaleError, ScaleLog, scale
 from cep.run import run
 from cep.run_config import Output, RunConfig
+from cep.spark.jvm.session import CLUSTER_SETTINGS
 from grammar.compile import compile_file
 
 RULES = ROOT / "rules" / "fsd.epl"
@@ -418,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                         "per key) fill over the first batches, and each batch costs more "
                         "until they are full")
     parser.add_argument("--locality-wait", default=None, metavar="SECONDS",
-                        help="spark.locality.wait for the session (default Spark's, 3s)")
+                        help="spark.locality.wait for the session (default cep's on a "
+                        "cluster, 0s: cep.spark.jvm.session.CLUSTER_SETTINGS)")
     parser.add_argument("--join-after", type=int, default=11,
                         help="the nodes beyond --start-nodes join once this batch committed")
     parser.add_argument("--out-after", type=int, default=16,
@@ -449,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
               "start_nodes": args.start_nodes, "node_cpus": args.node_cpus,
               "lo": args.lo, "hi": args.hi,
               "strategy": args.strategy, "load": args.load, "batch_size": args.batch_size,
-              "measure_from": args.measure_from, "locality_wait": args.locality_wait,
+              "measure_from": args.measure_from, "locality_wait": args.locality_wait
+              or f"{CLUSTER_SETTINGS['spark.locality.wait']} (cep's on a cluster)",
               "join_after": args.join_after, "out_after": args.out_after,
               "in_after": args.in_after if args.leave_after is None else None,
               "leave_after": args.leave_after,

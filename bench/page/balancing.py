@@ -278,6 +278,11 @@ def _against_unscaled(data: dict) -> str:
             f"KG's: {yes_no(at(data, 'unscaled', 'events_equal_kg'))}.")
 
 
+def first(values: list | None):
+    """The first of ``values``, None for none."""
+    return values[0] if values else None
+
+
 def _same_batches_text(data: dict) -> str:
     """KG started at the high count over the hi phase's batches, and where Spark ran the
     engines' tasks there (the event log), where the file has them."""
@@ -328,7 +333,9 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
     lo, hi = data.get("lo"), data.get("hi")
     joined = data.get("start_nodes") != data.get("nodes")  # nodes joined mid-run
     head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
-            f"{num(data.get('batch_size'))} under `{data.get('strategy')}`, on emulated "
+            f"{num(data.get('batch_size'))} under `{data.get('strategy')}`"
+            + (f" (`--load {data['load']}`)" if data.get("load") not in (None, "events") else "")
+            + ", on emulated "
             f"nodes of {num(data.get('node_cpus'), 2)} cores: {num(lo)} engines on "
             + (f"{num(data.get('start_nodes'))} nodes, then {num(data.get('nodes'))} nodes "
                "(the rest join while the job runs), then"
@@ -346,7 +353,8 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + f"; back to {num(lo)}: "
             f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines on all the nodes "
             f"from the start: {num(at(data, 'kg_fixed', 'events_per_s'), 0)} events/s over "
-            f"the same batches, {ratio(data.get('kg_fixed_over_first'))} the first phase's. "
+            f"its batches {num(first(at(data, 'kg_fixed', 'measured_batches')))} on, "
+            f"{ratio(data.get('kg_fixed_over_first'))} the first phase's. "
             + (f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its "
                f"nodes busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''}"
                " of their quota); from " if joined else "Bounds from ")
