@@ -315,6 +315,8 @@ def _same_batches_text(data: dict) -> str:
 def scale_midrun_figures(data: dict, _name: str) -> str:
     """bench_scale_midrun.py: throughput per phase of a job scaled mid-run, the ratios
     against the bounds, each change's keys, bytes and extra time, and the equality."""
+    if data.get("lo") == data.get("hi"):
+        return _never_scaled(data)
     phases = [p for p in data.get("phases") or [] if isinstance(p, dict)]
     rows = [(f"{num(p.get('first_batch'))}–{num(p.get('end_batch'))}",
              "/".join(num(e) for e in p.get("engines") or []), num(p.get("nodes")),
@@ -380,6 +382,31 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
         table(("change", "at batch", "keys", "bytes", "handing over (s)", "first new (s)",
                "extra (s)", "over a batch"), changes),
         _leave_text(data)) if part)
+
+
+def _never_scaled(data: dict) -> str:
+    """A run with ``--lo`` equal to ``--hi``: the strategy at that count from the start,
+    never scaled, beside KG at the same count (the yardstick of a scaled run's phase)."""
+    same = data.get("kg_fixed_same_batches") or {}
+    phase = next((p for p in data.get("phases") or [] if isinstance(p, dict)), {})
+    return (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
+            f"{num(data.get('batch_size'))} under `{data.get('strategy')}` at "
+            f"{num(data.get('hi'))} engines on {num(data.get('nodes'))} emulated nodes of "
+            f"{num(data.get('node_cpus'), 2)} cores from the start, never scaled: "
+            f"{num(phase.get('events_per_s'), 0)} events/s (median batch "
+            f"{num(phase.get('batch_s'), 2)} s), **{ratio(same.get('scaled_over_kg'))} KG's** "
+            f"at the same count over the same batches "
+            f"({num(same.get('kg_events_per_s'), 0)} events/s). Spark's "
+            f"`spark.locality.wait`: {data.get('locality_wait')}. Output rows against KG's: "
+            f"{num(data.get('output_rows'))} against {num(data.get('kg_rows'))}, "
+            f"{num(data.get('differences'))} differences: "
+            + ("**equal**" if data.get("events_equal_kg") else "**different**")
+            + ". Load averages: "
+            + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
+            + " at the run's start." + _same_batches_text({
+                **data, "kg_fixed_same_batches": {},
+                "placement": {(data.get("strategy") if k == "scaled" else k): v
+                              for k, v in (data.get("placement") or {}).items()}}))
 
 
 def _leave(data: dict) -> dict | None:
