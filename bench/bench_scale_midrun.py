@@ -47,6 +47,14 @@ batches cost more as the run goes on (its windows and buckets fill), so the ``hi
 phase is also compared with that run's batches of the same numbers: the ratio the
 scale-out gave the rest of the run, its change cost included or not.
 
+Where Spark ran the tasks (``scale_tasks.py``): the session writes Spark's event log,
+and per run (unscaled, scaled, KG) the file keeps per batch its jobs' span, the input
+and engine stages' spans, which executor ran each engine partition and how long its
+task waited for a slot (``placement``), with medians over the ``hi`` phase's measured
+batches; and KG's batches themselves (``kg_batches``), so that KG started at ``--hi``
+is compared with the ``hi`` phase and the unscaled run over the same batch numbers
+(``kg_fixed_same_batches``: the most the scale-out can give on this cluster).
+
 Oracle for the events: a key-grouping run at a fixed ``--hi`` engines over the same
 input on the whole cluster after the scaled run (whose events equal the reference
 evaluator's, ``tests/spark/test_differential.py``), compared row for row with the scaled
@@ -68,6 +76,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -89,10 +98,12 @@ from scale_phases import (  # re-exported: tests/test_bench.py reads them here
     ratios,
     speedup_bound,
 )
+from scale_tasks import event_log_conf, queries, query_between, read_events, summary, task_breakdown
 
 from cep.io.scale_changes import ScaleError, ScaleLog, scale
 from cep.run import run
 from cep.run_config import Output, RunConfig
+from cep.spark.jvm.session import CLUSTER_SETTINGS
 from grammar.compile import compile_file
 
 RULES = ROOT / "rules" / "fsd.epl"
@@ -220,6 +231,7 @@ def watched_run(module, placed: RunConfig, args: argparse.Namespace, cluster, wo
     watcher = Watcher(metrics, workdir, cluster, args.nodes, plan, done)
     watcher.start()
     load = load_average()
+    watcher.span = [time.time(), None]  # the run's wall span: its query in the event log
     try:
         result = run(module, dataclasses.replace(
             placed, strategy=args.strategy, checkpoint=str(work / f"{name}-run"),
@@ -228,6 +240,7 @@ def watched_run(module, placed: RunConfig, args: argparse.Namespace, cluster, wo
     finally:
         done.set()
         watcher.join(5)
+        watcher.span[1] = time.time()
     return result, watcher, load
 
 
@@ -245,7 +258,7 @@ def unscaled_run(module, placed: RunConfig, args: argparse.Namespace, cluster,
     batches = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     return {"engines": args.lo, "nodes": args.start_nodes, "events": result.events,
             "seconds": round(result.seconds, 2), "load_average": load,
-            "batches": batch_rows(batches, watcher.node_cpu),
+            "batches": batch_rows(batches, watcher.node_cpu), "span": watcher.span,
             "lines": output_lines(work / "unscaled.jsonl")}
 
 
@@ -264,6 +277,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         conf = cluster.room_for(args.nodes)
         if args.locality_wait is not None:
             conf["spark.locality.wait"] = args.locality_wait
+        conf.update(event_log_conf(work / "eventlog"))  # where the tasks ran, per batch
         placed = dataclasses.replace(placed, spark_conf=conf)
         run_training_query(placed)
         unscaled = (unscaled_run(module, placed, args, cluster, work)
@@ -285,8 +299,9 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
               f"{scaled.events:,} events in {scaled.seconds:.1f} s, load {load_scaled}",
               flush=True)
         kg_out = work / "kg.jsonl"
-        load_kg, kg_nodes = load_average(), cluster.nodes
+        load_kg, kg_nodes, kg_span = load_average(), cluster.nodes, [time.time()]
         kg = run(module, dataclasses.replace(placed, strategy="kg", output=Output(str(kg_out))))
+        kg_span.append(time.time())
         print(f"KG at {args.hi} engines on {kg_nodes} nodes: {kg.events:,} events in "
               f"{kg.seconds:.1f} s, load {load_kg}", flush=True)
     got, want = output_lines(out), output_lines(kg_out)
@@ -307,9 +322,14 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     kg_phase = phases(batch_rows(kg.metrics), [], {WARM_UP_BATCHES: kg_nodes},
                       args.batch_size, args.measure_from)[0]
     unscaled_rows = unscaled["batches"] if unscaled else []
+    kg_rows = batch_rows(kg.metrics)
+    at_hi = next((p for p in spans if p["engines"] == [args.hi]), None)
+    runs = {"scaled": (watcher.span, rows), "kg": (kg_span, kg_rows),
+            **({"unscaled": (unscaled["span"], unscaled_rows)} if unscaled else {})}
+    tasks = placement(work / "eventlog", runs, at_hi["measured_batches"] if at_hi else [])
     return {
         "unscaled": unscaled and {
-            **{k: v for k, v in unscaled.items() if k not in ("batches", "lines")},
+            **{k: v for k, v in unscaled.items() if k not in ("batches", "lines", "span")},
             "events_equal_kg": bool(want) and unscaled["lines"] == want,
             "batches": unscaled_rows},
         "against_unscaled": against_unscaled(rows, unscaled_rows, spans, changes, args.hi),
@@ -322,6 +342,12 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         "steps": watcher.steps, "joined_at_batch": joined, "left_at_batch": left,
         "changes": changes, "phases": spans, "change_costs": costs,
         "leave_cost": leave_cost(rows, batches, leave, left, spans), "ratios": ratio,
+        # KG at --hi from the start over the same batches as the hi phase, and over the
+        # unscaled run there: what the scale-out could give at most on this cluster
+        "kg_fixed_same_batches": same_batches(kg_rows, at_hi, unscaled_rows),
+        "kg_batches": kg_rows,
+        # where Spark ran each batch's tasks (event log): scaled, KG, unscaled
+        "placement": tasks,
         "kg_fixed_over_first": ratio_of(kg_phase["events_per_s"],
                                         first_lo and first_lo["events_per_s"]),
         "bound_from_first_phase": first_lo and phase_bound(first_lo, args.node_cpus,
@@ -331,6 +357,45 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         "events_equal_kg": bool(want) and got == want,
         "batches": rows,
     }
+
+
+def same_batches(kg_rows: list[dict], at_hi: dict | None, unscaled: list[dict]
+                 ) -> dict | None:
+    """KG's median events/s over the ``hi`` phase's measured batches, and the unscaled
+    run's over the same: their ratio bounds what the scale-out can give (FSD's batches
+    cost more as the run goes on, so only the same batches compare)."""
+    if at_hi is None or not at_hi["measured_batches"]:
+        return None
+    mine = {r["batch"]: r for r in kg_rows}
+    theirs = {r["batch"]: r for r in unscaled}
+    picked = [b for b in at_hi["measured_batches"] if mine.get(b, {}).get("events_per_s")]
+    kg = (round(statistics.median(mine[b]["events_per_s"] for b in picked), 1)
+          if picked else None)
+    both = [b for b in picked if theirs.get(b, {}).get("events_per_s")]
+    base = (round(statistics.median(theirs[b]["events_per_s"] for b in both), 1)
+            if both else None)
+    return {"batches": picked, "kg_events_per_s": kg, "unscaled_events_per_s": base,
+            "kg_over_unscaled": ratio_of(kg, base),
+            "scaled_over_kg": ratio_of(at_hi["events_per_s"], kg)}
+
+
+def placement(directory: Path, runs: dict[str, tuple[list, list[dict]]],
+              batches: list[int]) -> dict:
+    """Per run (its wall span and batch rows): the event log's per-batch task breakdown
+    (``scale_tasks``) and its summary over ``batches`` (the hi phase's measured ones)."""
+    if not directory.is_dir():
+        return {}
+    events = list(read_events(directory))
+    found = queries(events)
+    out = {}
+    for name, (span, rows) in runs.items():
+        query = query_between(found, span[0], span[1] or time.time())
+        if query is None:
+            continue
+        breakdown = task_breakdown(events, query)
+        walls = {r["batch"]: r["seconds"] for r in rows if r["seconds"]}
+        out[name] = {"summary": summary(breakdown, batches, walls), "batches": breakdown}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -354,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                         "per key) fill over the first batches, and each batch costs more "
                         "until they are full")
     parser.add_argument("--locality-wait", default=None, metavar="SECONDS",
-                        help="spark.locality.wait for the session (default Spark's, 3s)")
+                        help="spark.locality.wait for the session (default cep's on a "
+                        "cluster, 0s: cep.spark.jvm.session.CLUSTER_SETTINGS)")
     parser.add_argument("--join-after", type=int, default=11,
                         help="the nodes beyond --start-nodes join once this batch committed")
     parser.add_argument("--out-after", type=int, default=16,
@@ -385,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
               "start_nodes": args.start_nodes, "node_cpus": args.node_cpus,
               "lo": args.lo, "hi": args.hi,
               "strategy": args.strategy, "load": args.load, "batch_size": args.batch_size,
-              "measure_from": args.measure_from, "locality_wait": args.locality_wait,
+              "measure_from": args.measure_from, "locality_wait": args.locality_wait
+              or f"{CLUSTER_SETTINGS['spark.locality.wait']} (cep's on a cluster)",
               "join_after": args.join_after, "out_after": args.out_after,
               "in_after": args.in_after if args.leave_after is None else None,
               "leave_after": args.leave_after,
@@ -411,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
           f"bound {bound and bound['amdahl']} (Amdahl), "
           f"{bound and bound['key_preserving']} (key-preserving)")
     print(f"against the unscaled run, same batches: {result['against_unscaled']}")
+    print(f"KG at {args.hi} from the start, same batches: {result['kg_fixed_same_batches']}")
+    for name, found in result["placement"].items():
+        print(f"tasks of the {name} run over the hi phase's batches: {found['summary']}")
     print(f"events equal KG at {args.hi}: {result['events_equal_kg']} "
           f"({result['output_rows']:,} rows, {result['differences']} differences)")
     write_results(result, args.out)

@@ -45,7 +45,8 @@ bench_speedup.py      How does throughput grow as FSD scales out from 1 to 5 emu
                       (speedup.json, with each point's ``cep bench`` file in speedup/)
 bench_scale_midrun.py Does a running FSD job on 2 emulated nodes gain throughput when 2
                       nodes join and ``cep scale`` gives it 4 engines, what does each
-                      change cost, and are its events KG's? (scale_midrun.json)
+                      change cost, where did Spark run its tasks against KG's started
+                      at 4 (the event log), and are its events KG's? (scale_midrun.json)
 bench_executor_heap.py Does an executor's JVM heap stay bounded over a long FSD run on
                       the emulated cluster, and how much do its Python workers hold?
                       (executor_heap.json; per side, executor_heap-<side>.json)

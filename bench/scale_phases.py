@@ -41,6 +41,9 @@ def batch_rows(metrics: list[dict], node_cpu: dict[int, list[float]] | None = No
                      # where each engine came from: resident in its worker, caught up,
                      # rebuilt from the state store (a task on another worker)
                      "restored": m.get("keys_restored"), "stage_s": m.get("stage_s"),
+                     # the driver's sink: the batch's job (collect), then its hooks
+                     # (the Balancer), delivery and metrics after it
+                     "sink_s": m.get("sink_s"), "write_s": m.get("write_s"),
                      "node_cpu_s": cpu})
         before = m
     return rows

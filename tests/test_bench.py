@@ -371,3 +371,72 @@ def test_the_scale_out_is_judged_against_the_unscaled_run_on_the_same_batches() 
     assert got["with_change"] == pytest.approx(14 / 11.5, abs=1e-3)
     assert bench.against_unscaled(rows, [], spans, changes, 4) is None
     assert bench.against_unscaled(rows, unscaled, spans[:1], changes, 4) is None
+
+
+def _job(job: int, query: str, batch: int, stages: list[tuple[int, list[int]]], at: int) -> list:
+    """A job of a streaming query's batch and its stages, as Spark's event log has them."""
+    return [{"Event": "SparkListenerJobStart", "Job ID": job, "Submission Time": at,
+             "Stage IDs": [s for s, _ in stages],
+             "Stage Infos": [{"Stage ID": s, "Parent IDs": p} for s, p in stages],
+             "Properties": {"sql.streaming.queryId": query, "streaming.sql.batchId": str(batch)}}]
+
+
+def _task_end(stage: int, partition: int, executor: str, launch: int, finish: int,
+              locality: str = "PROCESS_LOCAL") -> dict:
+    return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+            "Task Info": {"Partition ID": partition, "Executor ID": executor,
+                          "Locality": locality, "Launch Time": launch, "Finish Time": finish},
+            "Task Metrics": {"Executor Run Time": finish - launch - 10,
+                             "Executor CPU Time": 5_000_000}}
+
+
+def test_the_event_log_says_where_each_batch_s_engine_tasks_ran_and_how_long_they_waited() -> None:
+    """Oracle: the hand-built event log's own times. Batch 3 of query q: an input stage
+    (no parent) on executors 0 and 1, then 4 engine partitions of which two queue on
+    executor 0 (partition 2 launched 1.5 s after the stage was submitted); another
+    query's job is not counted."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import scale_tasks
+
+    events = [
+        *_job(1, "q", 3, [(10, []), (11, [10])], 1_000),
+        _task_end(10, 0, "0", 1_010, 1_510), _task_end(10, 1, "1", 1_010, 1_810),
+        {"Event": "SparkListenerStageCompleted",
+         "Stage Info": {"Stage ID": 11, "Submission Time": 2_000, "Completion Time": 4_000,
+                        "Number of Tasks": 4}},
+        _task_end(11, 0, "0", 2_000, 3_500), _task_end(11, 1, "1", 2_000, 3_000),
+        _task_end(11, 2, "0", 3_500, 4_000, "NODE_LOCAL"), _task_end(11, 3, "2", 2_010, 2_500),
+        {"Event": "SparkListenerJobEnd", "Job ID": 1, "Completion Time": 4_100},
+        *_job(2, "other", 3, [(12, [])], 1_200), _task_end(12, 0, "3", 1_210, 9_000),
+    ]
+    assert scale_tasks.query_between(scale_tasks.queries(events), 0.5, 1.1) == "q"
+    (row,) = scale_tasks.task_breakdown(events, "q")
+    assert row["batch"] == 3 and row["jobs_s"] == 3.1
+    assert row["input"] == {"tasks": 2, "span_s": 0.8,
+                            "per_executor": {"0": [1, 0.5], "1": [1, 0.8]}}
+    engines = row["engines"]
+    assert engines["span_s"] == 2.0 and engines["per_executor"]["0"] == [2, 2.0]
+    assert [p["executor"] for p in engines["partitions"]] == ["0", "1", "0", "2"]
+    assert engines["partitions"][2]["wait_s"] == 1.5
+    assert engines["partitions"][2]["locality"] == "NODE_LOCAL"
+    got = scale_tasks.summary([row], [3, 4], {3: 5.0})
+    assert got["batches"] == [3] and got["driver_s"] == 1.9
+    assert got["most_engine_tasks_on_one_executor"] == 2
+    assert got["longest_engine_wait_s"] == 1.5 and got["slowest_engine_task_s"] == 1.5
+    assert got["engine_tasks_per_executor"] == {"0": 2, "1": 1, "2": 1}
+    assert scale_tasks.summary([row], [4], {4: 5.0}) is None
+
+
+def test_kg_started_at_the_high_count_is_compared_on_the_hi_phase_s_batches() -> None:
+    """Oracle: medians worked by hand over the hi phase's measured batches 9 and 10."""
+    bench = _bench_script("bench_scale_midrun")
+    kg = [{"batch": b, "events_per_s": 100.0 + b} for b in range(2, 12)]
+    unscaled = [{"batch": b, "events_per_s": 50.0} for b in range(2, 12)]
+    at_hi = {"measured_batches": [9, 10], "events_per_s": 90.0}
+    got = bench.same_batches(kg, at_hi, unscaled)
+    assert got["kg_events_per_s"] == 109.5 and got["unscaled_events_per_s"] == 50.0
+    assert got["kg_over_unscaled"] == 2.19 and got["scaled_over_kg"] == round(90 / 109.5, 3)
+    assert bench.same_batches(kg, None, unscaled) is None

@@ -278,9 +278,45 @@ def _against_unscaled(data: dict) -> str:
             f"KG's: {yes_no(at(data, 'unscaled', 'events_equal_kg'))}.")
 
 
+def first(values: list | None):
+    """The first of ``values``, None for none."""
+    return values[0] if values else None
+
+
+def _same_batches_text(data: dict) -> str:
+    """KG started at the high count over the hi phase's batches, and where Spark ran the
+    engines' tasks there (the event log), where the file has them."""
+    same = data.get("kg_fixed_same_batches") or {}
+    text = ""
+    if same:
+        batches = same.get("batches") or []
+        text = (f" KG at {num(data.get('hi'))} engines from the start over the same batches "
+                f"({num(batches[0]) if batches else ''}–{num(batches[-1]) if batches else ''})"
+                f": {num(same.get('kg_events_per_s'), 0)} events/s, "
+                f"**{ratio(same.get('kg_over_unscaled'))} the unscaled run's** (what the "
+                f"scale-out can give at most here); the scaled phase ran at "
+                f"{ratio(same.get('scaled_over_kg'))} KG's.")
+    for name, found in (data.get("placement") or {}).items():
+        summary = (found or {}).get("summary") or {}
+        if not summary or name == "unscaled":
+            continue
+        per = summary.get("engine_tasks_per_executor") or {}
+        text += (f" Spark's event log, {name} run: engine tasks per executor over those "
+                 f"batches {', '.join(f'{k}: {num(v)}' for k, v in per.items())} (at most "
+                 f"{num(summary.get('most_engine_tasks_on_one_executor'))} on one executor "
+                 f"in a batch), the longest wait for a slot "
+                 f"{num(summary.get('longest_engine_wait_s'), 2)} s, the engines' stage "
+                 f"{num(summary.get('engines_span_s'), 2)} s and the input's "
+                 f"{num(summary.get('input_span_s'), 2)} s of a "
+                 f"{num(summary.get('wall_s'), 2)} s batch (medians).")
+    return text
+
+
 def scale_midrun_figures(data: dict, _name: str) -> str:
     """bench_scale_midrun.py: throughput per phase of a job scaled mid-run, the ratios
     against the bounds, each change's keys, bytes and extra time, and the equality."""
+    if data.get("lo") == data.get("hi"):
+        return _never_scaled(data)
     phases = [p for p in data.get("phases") or [] if isinstance(p, dict)]
     rows = [(f"{num(p.get('first_batch'))}–{num(p.get('end_batch'))}",
              "/".join(num(e) for e in p.get("engines") or []), num(p.get("nodes")),
@@ -299,7 +335,9 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
     lo, hi = data.get("lo"), data.get("hi")
     joined = data.get("start_nodes") != data.get("nodes")  # nodes joined mid-run
     head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
-            f"{num(data.get('batch_size'))} under `{data.get('strategy')}`, on emulated "
+            f"{num(data.get('batch_size'))} under `{data.get('strategy')}`"
+            + (f" (`--load {data['load']}`)" if data.get("load") not in (None, "events") else "")
+            + ", on emulated "
             f"nodes of {num(data.get('node_cpus'), 2)} cores: {num(lo)} engines on "
             + (f"{num(data.get('start_nodes'))} nodes, then {num(data.get('nodes'))} nodes "
                "(the rest join while the job runs), then"
@@ -317,7 +355,8 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + f"; back to {num(lo)}: "
             f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines on all the nodes "
             f"from the start: {num(at(data, 'kg_fixed', 'events_per_s'), 0)} events/s over "
-            f"the same batches, {ratio(data.get('kg_fixed_over_first'))} the first phase's. "
+            f"its batches {num(first(at(data, 'kg_fixed', 'measured_batches')))} on, "
+            f"{ratio(data.get('kg_fixed_over_first'))} the first phase's. "
             + (f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its "
                f"nodes busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''}"
                " of their quota); from " if joined else "Bounds from ")
@@ -332,7 +371,7 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + ". Load averages: "
             + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
             + " at the scaled run's start."
-            + _against_unscaled(data))
+            + _against_unscaled(data) + _same_batches_text(data))
     return "\n\n".join(part for part in (
         head,
         table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",
@@ -343,6 +382,31 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
         table(("change", "at batch", "keys", "bytes", "handing over (s)", "first new (s)",
                "extra (s)", "over a batch"), changes),
         _leave_text(data)) if part)
+
+
+def _never_scaled(data: dict) -> str:
+    """A run with ``--lo`` equal to ``--hi``: the strategy at that count from the start,
+    never scaled, beside KG at the same count (the yardstick of a scaled run's phase)."""
+    same = data.get("kg_fixed_same_batches") or {}
+    phase = next((p for p in data.get("phases") or [] if isinstance(p, dict)), {})
+    return (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
+            f"{num(data.get('batch_size'))} under `{data.get('strategy')}` at "
+            f"{num(data.get('hi'))} engines on {num(data.get('nodes'))} emulated nodes of "
+            f"{num(data.get('node_cpus'), 2)} cores from the start, never scaled: "
+            f"{num(phase.get('events_per_s'), 0)} events/s (median batch "
+            f"{num(phase.get('batch_s'), 2)} s), **{ratio(same.get('scaled_over_kg'))} KG's** "
+            f"at the same count over the same batches "
+            f"({num(same.get('kg_events_per_s'), 0)} events/s). Spark's "
+            f"`spark.locality.wait`: {data.get('locality_wait')}. Output rows against KG's: "
+            f"{num(data.get('output_rows'))} against {num(data.get('kg_rows'))}, "
+            f"{num(data.get('differences'))} differences: "
+            + ("**equal**" if data.get("events_equal_kg") else "**different**")
+            + ". Load averages: "
+            + " / ".join(num(x, 2) for x in data.get("load_average_scaled") or [])
+            + " at the run's start." + _same_batches_text({
+                **data, "kg_fixed_same_batches": {},
+                "placement": {(data.get("strategy") if k == "scaled" else k): v
+                              for k, v in (data.get("placement") or {}).items()}}))
 
 
 def _leave(data: dict) -> dict | None:

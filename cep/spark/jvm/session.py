@@ -35,6 +35,24 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 # the class archive of ``cep prepare`` (jvm_archive.py) that is otherwise added.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
+# On a cluster, an engine task never waits for a busy executor while another is idle.
+# Spark prefers to run a stateful partition on the executor that last loaded its state
+# store, and by default waits up to 3 s (``spark.locality.wait``) for it to be free.
+# Where that executor also runs another engine, the second engine's task queued behind
+# the first every batch while an executor idled: a job scaled from 2 to 4 engines after
+# 2 nodes joined kept its partition 3 on executor 0, behind partition 0 (2.1-2.5 s of
+# waiting a batch), and one joined executor ran no engine at all
+# (bench/results/scale_midrun-placement.json, batches 20-23: 5.6 s batches where KG
+# started at 4 engines ran 3.6 s, its 4 partitions one per executor). The partitions
+# of engines that do not exist yet (a job started with room for more) load their stores
+# on the executors there at the time, so every scale-out after nodes joined met this.
+# At 0 a task whose executor is busy starts on an idle one at once: its engine is
+# rebuilt there from the state store once (resident.py), and the next batches prefer
+# that executor. A task whose preferred executor is free still runs there (Spark offers
+# the most local level first), so a job with no more engines than executors keeps its
+# engines where they are. A user's own ``spark.locality.wait`` (``spark_conf``) wins.
+CLUSTER_SETTINGS = {"spark.locality.wait": "0s"}
+
 QUIET_LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -291,6 +309,8 @@ def _settings(verbose: bool, local: bool) -> dict[str, str]:
     }
     if local:  # checkpoints without a forked chmod or readlink per file (local_fs.py)
         settings.update(local_fs_settings())
+    else:
+        settings.update(CLUSTER_SETTINGS)
     driver_options = os.environ.get("CEP_DRIVER_JAVA_OPTIONS")
     if driver_options is None:  # cep's own options, and the class archive if there is one
         driver_options = f"{DRIVER_JAVA_OPTIONS} {sharing_options()}"
