@@ -44,6 +44,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from cep.transports import kafka_clients
 from cep.transports.address import (
     ErrorLatch,
     KafkaAddress,
@@ -68,6 +69,9 @@ _READER_SETTINGS = {
     "max.partition.fetch.bytes": 8 << 20,
     "fetch.max.bytes": 64 << 20,
     "queued.max.messages.kbytes": 256 << 10,
+    # prefetch past a range is dropped when the reader unassigns after it (a kept
+    # consumer's settings cannot follow each range's length, as they did per call)
+    "queued.min.messages": 20_000,
 }
 
 
@@ -87,13 +91,16 @@ class PartitionRecords:
 def topic_partitions(
     bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
 ) -> list[int]:
-    """The topic's partition ids, sorted; KafkaTransportError if it does not exist.
-
-    Lists every topic rather than asking for this one: a metadata request naming a
-    topic can create it on brokers with auto-creation on.
-    """
+    """The topic's partition ids, sorted; KafkaTransportError if it does not exist."""
     address = as_address(bootstrap)
-    admin = AdminClient(address.client_config())
+    with kafka_clients.lend("admin", address, {}, AdminClient) as lent:
+        return _partitions_of(lent.client, address, topic, timeout_s)
+
+
+def _partitions_of(admin: AdminClient, address: KafkaAddress, topic: str,
+                   timeout_s: float) -> list[int]:
+    """Lists every topic rather than asking for this one: a metadata request naming a
+    topic can create it on brokers with auto-creation on."""
     with kafka_errors(address, f"listing topic {topic!r}"):
         metadata = admin.list_topics(timeout=timeout_s)
     found = metadata.topics.get(topic)
@@ -108,20 +115,23 @@ def partition_ends(
     bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
 ) -> dict[int, tuple[int, int]]:
     """``{partition: (low, high)}``: the first offset still in the log and the last
-    stable offset (read_committed), the exclusive end a batch may plan up to."""
+    stable offset (read_committed), the exclusive end a batch may plan up to. One admin
+    client, kept across calls (:mod:`cep.transports.kafka_clients`): the planner asks
+    this on every trigger."""
     address = as_address(bootstrap)
-    partitions = topic_partitions(address, topic, timeout_s)
-    admin = AdminClient(address.client_config())
-    ends: dict[int, list[int]] = {p: [0, 0] for p in partitions}
-    for side, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
-        futures = admin.list_offsets(
+    with kafka_clients.lend("admin", address, {}, AdminClient) as lent:
+        admin = lent.client
+        partitions = _partitions_of(admin, address, topic, timeout_s)
+        ends: dict[int, list[int]] = {p: [0, 0] for p in partitions}
+        asked = [admin.list_offsets(  # both sides in flight at once: one round trip
             {TopicPartition(topic, p): spec for p in partitions},
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=timeout_s,
-        )
+        ) for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
         with kafka_errors(address, f"listing offsets of {topic!r}"):
-            for tp, future in futures.items():
-                ends[tp.partition][side] = future.result().offset
+            for side, futures in enumerate(asked):
+                for tp, future in futures.items():
+                    ends[tp.partition][side] = future.result().offset
     return {p: (low, high) for p, (low, high) in ends.items()}
 
 
@@ -143,14 +153,11 @@ def read_partition_range(
         return PartitionRecords(np.empty(0, np.int64), [])
     address = as_address(bootstrap)
     what = f"read of {topic}[{partition}] offsets {start}..{end}"
-    latch = ErrorLatch()
-    # Prefetch no more than the range: the consumer is closed once the range is read.
-    prefetch = min(end - start, _MAX_BATCH)
-    settings = {**_READER_SETTINGS, "queued.min.messages": prefetch, "error_cb": latch}
-    consumer = Consumer(address.client_config(**settings))
     offsets: list[np.ndarray] = []
     values: list[bytes | None] = []
-    try:
+    with kafka_clients.lend("reader", address, _READER_SETTINGS, Consumer,
+                            reset=Consumer.unassign) as lent:
+        consumer, latch = lent.client, lent.latch
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + timeout_s
         next_offset = start
@@ -159,40 +166,50 @@ def read_partition_range(
                 raise _timed_out(address, what, next_offset, timeout_s, latch.last)
             with kafka_errors(address, what):
                 batch = consumer.consume(min(end - next_offset, _MAX_BATCH), _SLICE_S)
-            records, log_end = _split_events(batch, address, what)
+            records, log_end = _split_events(batch, address, what, (topic, partition))
             if records:
                 got = np.fromiter(map(Message.offset, records), np.int64, len(records))
-                keep = int(np.searchsorted(got, end))
-                offsets.append(got[:keep])
-                values.extend(map(Message.value, records[:keep]))
-                next_offset = end if keep < len(got) else int(got[-1]) + 1
-            if log_end is not None and next_offset < end:
+                first = int(np.searchsorted(got, next_offset))  # a kept client's stale
+                keep = int(np.searchsorted(got, end))  # prefetch, if any, never counts
+                if keep > first:
+                    offsets.append(got[first:keep])
+                    values.extend(map(Message.value, records[first:keep]))
+                if keep < len(got):
+                    next_offset = end
+                elif keep > first:
+                    next_offset = int(got[-1]) + 1
+            if log_end is not None and next_offset < end and log_end >= next_offset:
                 if log_end < end:
                     raise KafkaTransportError(
                         f"Kafka {what} at {address}: the partition's committed log ends "
                         f"at {log_end}, before the planned end (records lost on the broker?)"
                     )
                 next_offset = end  # the rest of the range was markers or aborted records
-    finally:
-        consumer.close()
     flat = np.concatenate(offsets) if offsets else np.empty(0, np.int64)
     return PartitionRecords(flat, values)
 
 
 def _split_events(
-    batch: list[Message], address: KafkaAddress, what: str
+    batch: list[Message], address: KafkaAddress, what: str, part: tuple[str, int]
 ) -> tuple[list[Message], int | None]:
-    """(records, offset where the partition ended or None); raises on a real error."""
-    errors = [m for m in batch if m.error() is not None]
-    if not errors:
+    """(records of partition ``part``, offset where it ended or None); raises on a real
+    error. Records and ends of other partitions (a kept consumer's earlier assignment)
+    are left out."""
+    if all(m.error() is None and (m.topic(), m.partition()) == part for m in batch):
         return batch, None
     log_end = None
-    for event in errors:
+    records = []
+    for event in batch:
         error = event.error()
+        if error is None:
+            if (event.topic(), event.partition()) == part:
+                records.append(event)
+            continue
         if error.code() != KafkaError._PARTITION_EOF:
             raise transport_error(address, what, error)
-        log_end = event.offset()
-    return [m for m in batch if m.error() is None], log_end
+        if (event.topic(), event.partition()) == part:
+            log_end = event.offset()
+    return records, log_end
 
 
 def _timed_out(
