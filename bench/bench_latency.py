@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -271,8 +272,10 @@ def batch_stages(batches: list[dict]) -> dict[str, float]:
     """Medians over the batches that had input of where a batch's time went, from the
     run's metrics: the engines' and input tasks' stages (``stage_s``: read, derive,
     route, the engines' own; seconds summed over the engines), the driver's sink
-    (``sink_s``: collecting the engines' stats) and its delivery (``write_s``: the
-    output written, to the file or the Kafka transaction)."""
+    (``sink_s``: the batch's job, run when the sink collects the engines' stats), its
+    delivery (``write_s``: the output written, to the file or the Kafka transaction),
+    and ``between_s``: the interval to the batch before less those two (Spark's
+    trigger around the job: the source's planning, the offsets and commit logs)."""
     busy = [b for b in batches if b.get("events_in")]
     names = sorted({n for b in busy for n in b.get("stage_s", {})})
     out = {f"stage.{n}": float(np.median([b.get("stage_s", {}).get(n, 0.0) for b in busy]))
@@ -281,6 +284,13 @@ def batch_stages(batches: list[dict]) -> dict[str, float]:
         values = [b[name] for b in busy if name in b]
         if values:
             out[name] = float(np.median(values))
+    # the rest of a batch's interval, outside cep's sink: Spark's trigger (planning:
+    # the source's latestOffset and partitions, the offsets and commit logs)
+    between = [b["wall_time"] - a["wall_time"] - b["sink_s"] - b["write_s"]
+               for a, b in itertools.pairwise(batches)
+               if b.get("events_in") and "sink_s" in b and "write_s" in b]
+    if between:
+        out["between_s"] = float(np.median(between))
     if busy:
         out["events_in"] = float(np.median([b["events_in"] for b in busy]))
     return {k: round(v, 4) for k, v in out.items()}
