@@ -108,7 +108,7 @@ def test_a_kept_reader_reads_what_a_fresh_one_reads_in_any_order(
 def test_threads_reading_at_once_get_clients_of_their_own(
         kafka: EmbeddedKafka, fresh_name: Name) -> None:
     """Four threads read the same ranges at once, twice over: each gets the committed
-    records, and at most as many consumers as threads were made."""
+    records (no two reads share a consumer), and a read after them takes a kept one."""
     topic = fresh_name("threads")
     committed = _fill(kafka.bootstrap, topic, [("commit", 2000), ("abort", 100),
                                                ("commit", 1000)])
@@ -131,7 +131,10 @@ def test_threads_reading_at_once_get_clients_of_their_own(
         thread.join()
     assert not errors
     assert len(results) == 8 and all(r == committed for r in results)
-    assert kafka_clients.made() - made <= 4
+    assert kafka_clients.made() - made <= 8  # never more than a client per read
+    made = kafka_clients.made()  # at most IDLE_PER_KEY of them wait; the next read
+    assert read_partition_range(kafka.bootstrap, topic, 0, 0, end).values == committed
+    assert kafka_clients.made() == made  # takes one of those
 
 
 def test_a_client_that_failed_is_rebuilt_after_a_broker_restart(
