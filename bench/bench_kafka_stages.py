@@ -153,12 +153,15 @@ def main() -> None:
         writers = {tag: TransactionalBatchWriter(as_address(bootstrap), out_topic,
                                                  f"bench-{tag}-{os.getpid()}")
                    for tag in ("kept",)}
-        partition_ends(bootstrap, topic)  # warm: imports, the first connection
+        partition_ends(bootstrap, topic)  # warm: imports, the first connection, and
+        read_partition_range(bootstrap, topic, 0, end - 1, end)  # the kept clients
         for round_ in range(args.rounds):
-            for tag in ("fresh", "kept"):
-                with kafka_clients.kept(tag == "kept"):
-                    stages.timed(f"plan[{tag}]", lambda: partition_ends(bootstrap, topic))
-                    fetch_stages(stages, tag, bootstrap, topic, end, args.batch)
+            with kafka_clients.kept(False):  # a client per call, as before
+                stages.timed("plan[fresh]", lambda: partition_ends(bootstrap, topic))
+                fetch_stages(stages, "fresh", bootstrap, topic, end, args.batch)
+            # the pool (on by default) keeps its clients from round to round
+            stages.timed("plan[kept]", lambda: partition_ends(bootstrap, topic))
+            fetch_stages(stages, "kept", bootstrap, topic, end, args.batch)
             convert_stages(stages, bootstrap, topic, end, args.batch, work)
             # the driver's writer lives across batches (it always did); a fresh one
             # per batch pays init_transactions besides
