@@ -87,7 +87,7 @@ class _Pool:
         with self.lock:
             self._after_fork()
             if not self.enabled or lent.pid != self.pid:
-                closing.append(lent)
+                closing.append(lent)  # made for one call
             else:
                 waiting = self.idle.setdefault(key, [])
                 self.idle.move_to_end(key)
@@ -179,13 +179,12 @@ def close_all() -> None:
 @contextlib.contextmanager
 def kept(on: bool = True) -> Iterator[None]:
     """Within the block, keep clients across calls (``on``) or make one per call, as
-    before the pool (benches compare both); the pool is emptied on the way in and out."""
+    before the pool (benches compare both). Clients kept before the block wait, unused,
+    until it ends."""
     with _POOL.lock:
-        was = _POOL.enabled
-    close_all()
-    _POOL.enabled = on
+        was, _POOL.enabled = _POOL.enabled, on
     try:
         yield
     finally:
-        close_all()
-        _POOL.enabled = was
+        with _POOL.lock:
+            _POOL.enabled = was
