@@ -9,9 +9,8 @@ empty one, timed ``--rounds`` times in turns, medians in milliseconds:
 
 * ``plan``: the planner's look at the topic (:func:`partition_ends`), each trigger;
 * ``fetch``: an input task's read of the batch's offsets at the partition's end
-  (:func:`read_partition_range`); ``fetch.client`` is the part spent making the
-  consumer and reaching the broker before the first record (what a fresh client per
-  call pays);
+  (:func:`read_partition_range`, a consumer per call); ``fetch.client``: the read of
+  one record, nearly all of it making the consumer and reaching the broker;
 * ``convert``: the fetched values into the engine's typed frame
   (:func:`read_kafka_range` on what :class:`KafkaFetch` holds), beside ``convert.file``:
   the file reader on the same lines in a file, the file path's own cost;
@@ -22,9 +21,10 @@ empty one, timed ``--rounds`` times in turns, medians in milliseconds:
   transaction, and its commit), beside ``publish.file``: the same text appended to a
   file.
 
-Each client-making stage runs twice: ``fresh`` (a client made per call, as the code did
-before clients were kept) and ``kept`` (the clients kept across calls by
-:mod:`cep.transports.kafka_clients`). The machine is shared: the load average is recorded.
+``plan`` runs twice: ``fresh`` (an admin client made per call, as the code did before)
+and ``kept`` (the client kept across calls by :mod:`cep.transports.kafka_clients`); the
+driver's writer is kept across batches either way (``publish.init[fresh]``: what a new
+one's start costs). The machine is shared: the load average is recorded.
 
     python bench/bench_kafka_stages.py [--backlog 200000] [--batch 25000] [--rounds 7]
         [--out PATH]
@@ -158,10 +158,9 @@ def main() -> None:
         for round_ in range(args.rounds):
             with kafka_clients.kept(False):  # a client per call, as before
                 stages.timed("plan[fresh]", lambda: partition_ends(bootstrap, topic))
-                fetch_stages(stages, "fresh", bootstrap, topic, end, args.batch)
             # the pool (on by default) keeps its clients from round to round
             stages.timed("plan[kept]", lambda: partition_ends(bootstrap, topic))
-            fetch_stages(stages, "kept", bootstrap, topic, end, args.batch)
+            fetch_stages(stages, "fresh", bootstrap, topic, end, args.batch)
             convert_stages(stages, bootstrap, topic, end, args.batch, work)
             # the driver's writer lives across batches (it always did); a fresh one
             # per batch pays init_transactions besides

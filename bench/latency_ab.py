@@ -37,6 +37,22 @@ def run_case(tree: Path, sink: str, rate: int, seconds: float, out: Path) -> lis
     return json.loads(out.read_text())["cases"]
 
 
+def earlier(spec: str) -> tuple[list[dict], list[str]]:
+    """The cases of an earlier run's case files (see ``--earlier``), round ``r0``."""
+    if not spec:
+        return [], []
+    folder, _, renames = spec.partition(":")
+    names = dict(item.split("=", 1) for item in renames.split(",") if item)
+    cases, order = [], []
+    for path in sorted(Path(folder).glob("*.json")):
+        tree = path.name.split("-", 1)[0]
+        tree = names.get(tree, tree)
+        for case in json.loads(path.read_text())["cases"]:
+            cases.append({"tree": tree, "round": "r0", **case})
+            order.append(f"{tree}-r0 {case['sink']} {case['rate']}")
+    return cases, order
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", required=True, help="NAME=DIR,NAME=DIR (before first)")
@@ -45,12 +61,16 @@ def main() -> None:
     parser.add_argument("--sinks", default="file,file+kafka-load")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--earlier", default="",
+                        help="DIR[:OLD=NEW,...]: case files TREE-…-ROUND.json an earlier "
+                             "run of this script left (its temporary directory), shown "
+                             "first, trees renamed OLD to NEW")
     parser.add_argument("--what", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     trees = [(name, Path(path).resolve()) for name, path in
              (item.split("=", 1) for item in args.trees.split(","))]
-    cases, order = [], []
+    cases, order = earlier(args.earlier)
     with tempfile.TemporaryDirectory(prefix="latency-ab-") as tmp:
         for round_ in range(1, args.rounds + 1):
             for rate in (int(r) for r in args.rates.split(",")):

@@ -93,13 +93,14 @@ def kafka_stages_ab_figures(data: dict, name: str) -> str:
 def kafka_stages_figures(data: dict, _name: str) -> str:
     """bench_kafka_stages.py: one Kafka batch's stages beside the file path's."""
     m = data.get("median_ms") or {}
-    names = [("plan: the topic's partition ends, each trigger", "plan[fresh]", "plan[kept]"),
-             ("fetch: the batch's offsets at the partition's end", "fetch[fresh]",
-              "fetch[kept]"),
-             ("fetch of one record (the client's part)", "fetch.client[fresh]",
-              "fetch.client[kept]")]
+    names = [("plan: the topic's partition ends, each trigger", "plan[fresh]", "plan[kept]")]
     rows = [(what, num(m.get(fresh), 1), num(m.get(kept), 1)) for what, fresh, kept in names]
-    own = [("convert: values into the typed frame", "convert", "convert.file"),
+    own = [("fetch: the batch's offsets at the partition's end (a consumer per read)",
+            "fetch[fresh]", ""),
+           ("fetch of one record (nearly all of it the new consumer's start)",
+            "fetch.client[fresh]", ""),
+           ("convert: values into the typed frame (file path: its whole read)", "convert",
+            "convert.file"),
            ("publish: the batch's transaction (keys, marker, begin, send, commit)",
             "publish[kept]", "publish.file"),
            ("publish: record keys cut from the lines", "publish.keys", ""),

@@ -149,17 +149,19 @@ SECTIONS = (
             "One micro-batch's Kafka work taken apart on the embedded broker, beside the "
             "file path's: the planner's look at the topic each trigger, an input task's "
             "fetch of the batch's offsets, the values' conversion into the typed frame, "
-            "and the driver's transaction of the batch's output. The stages that make a "
-            "client run twice: with a client made per call (as before) and with the "
-            "clients kept across calls in the process (`cep/transports/kafka_clients.py`).",
+            "and the driver's transaction of the batch's output. The planner's look runs "
+            "twice: with an admin client made per call (as before) and with the one kept "
+            "across calls in the process (`cep/transports/kafka_clients.py`).",
             "python bench/bench_kafka_stages.py", kafka_stages_figures),
     Section("latency-kafka-*.json", "Detection latency over Kafka: kept clients, before and "
             "after",
             "bench_latency.py's Kafka cases at the default trigger run with the tree "
-            "before the Kafka clients were kept across calls and with the tree after, "
-            "interleaved per rate, then the file path and the file path with a Kafka "
-            "case's load beside it (the fair control) with the tree after; with each "
-            "case, where its batches spent their time, from the run's metrics.",
+            "before the planner's Kafka admin client was kept across triggers and with "
+            "the tree after, interleaved per rate, then the file path and the file path "
+            "with a Kafka case's load beside it (the fair control) with the tree after; "
+            "`kept-consumers` is a first try that also kept the input tasks' consumers "
+            "(withdrawn: its reads were slower); with each case, where its batches spent "
+            "their time, from the run's metrics.",
             "python bench/latency_ab.py --trees before=DIR,after=DIR --rates 50000,100000 "
             "--what TEXT --out latency-kafka-kept-clients.json",
             kafka_stages_ab_figures),

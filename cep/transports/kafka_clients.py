@@ -1,30 +1,33 @@
-"""Kafka clients kept across calls in one process: the planner's admin client and the
-range reader's consumers, keyed by address and settings.
+"""Kafka clients kept across calls in one process, keyed by address and settings: the
+planner's admin client.
 
-Why: making a librdkafka client costs a connection, a metadata request and (for a
-consumer) finding the partition's leader before its first fetch, and cep made one per
-call: two admin clients per trigger to plan a batch (``partition_ends``) and a consumer
-per partition per input task. Spark runs a Python Data Source's planning in one
-long-lived process and its tasks in reused Python workers, so a client kept in a
-module-level pool serves every later batch there, as Spark's own Kafka connector keeps
-its consumers (``spark.kafka.consumer.cache.*``); ``bench/bench_kafka_stages.py``
-measures what that saves per batch.
+Why: making a librdkafka client costs a connection and a metadata request, and the
+planner made two admin clients on every trigger to plan a batch (``partition_ends``).
+Spark runs a Python Data Source's planning in one long-lived process, so a client kept
+in a module-level pool serves every later trigger there, as Spark's own Kafka connector
+keeps its consumers (``spark.kafka.consumer.cache.*``).
+
+The range reader's consumers are not kept: on the embedded broker over loopback a new
+consumer's first record came in 3-4 ms, so there was little to save, and with consumers
+kept in Spark's reused Python workers the input tasks' read time per batch went from
+0.13 s to 1.14 s in ``bench/bench_latency.py``'s Kafka case at 50,000 events/s (p50
+1.17 s -> 4.28 s), for a reason not found (standalone, kept consumers read as fast as
+new ones: ``bench/bench_kafka_stages.py``). ``lend`` is generic; a kind of client is
+kept only where a bench shows the gain.
 
 Safety (what a kept client must not change):
 
 * A client is lent to one caller at a time (:func:`lend`); concurrent callers get
   clients of their own, and at most :data:`IDLE_PER_KEY` wait per key, the rest closed.
 * A call that raises drops the client it used (closed, never lent again): a client
-  that went bad (a broker gone, a fenced or fatal state, a time-out) is rebuilt by the
-  next call, which bootstraps anew. A broker restart on another port is another key;
-  keys unused beyond :data:`MAX_KEYS` are closed, least recently used first.
+  that went bad (a broker gone, a time-out) is rebuilt by the next call, which
+  bootstraps anew. A broker restart on another port is another key; keys unused beyond
+  :data:`MAX_KEYS` are closed, least recently used first.
 * A client made before a ``fork`` is never used in the child (librdkafka's threads do
   not cross a fork): the pool belongs to the process that filled it, and a forked child
   starts an empty one (the inherited clients are left alone, neither closed nor
   destroyed: either would wait for threads the child does not have).
-* What a caller reads does not depend on the client's history: the range reader
-  assigns its partition and offset on every call, unassigns after it and drops records
-  of any other partition or offset (``kafka_read.read_partition_range``).
+* An admin client holds no position: each call asks the brokers anew.
 
 The transactional producer is not pooled here: the driver's
 ``TransactionalBatchWriter`` already lives across batches, with its fencing.

@@ -69,9 +69,6 @@ _READER_SETTINGS = {
     "max.partition.fetch.bytes": 8 << 20,
     "fetch.max.bytes": 64 << 20,
     "queued.max.messages.kbytes": 256 << 10,
-    # prefetch past a range is dropped when the reader unassigns after it (a kept
-    # consumer's settings cannot follow each range's length, as they did per call)
-    "queued.min.messages": 20_000,
 }
 
 
@@ -153,11 +150,14 @@ def read_partition_range(
         return PartitionRecords(np.empty(0, np.int64), [])
     address = as_address(bootstrap)
     what = f"read of {topic}[{partition}] offsets {start}..{end}"
+    latch = ErrorLatch()
+    # Prefetch no more than the range: the consumer is closed once the range is read.
+    prefetch = min(end - start, _MAX_BATCH)
+    settings = {**_READER_SETTINGS, "queued.min.messages": prefetch, "error_cb": latch}
+    consumer = Consumer(address.client_config(**settings))
     offsets: list[np.ndarray] = []
     values: list[bytes | None] = []
-    with kafka_clients.lend("reader", address, _READER_SETTINGS, Consumer,
-                            reset=Consumer.unassign) as lent:
-        consumer, latch = lent.client, lent.latch
+    try:
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + timeout_s
         next_offset = start
@@ -166,50 +166,40 @@ def read_partition_range(
                 raise _timed_out(address, what, next_offset, timeout_s, latch.last)
             with kafka_errors(address, what):
                 batch = consumer.consume(min(end - next_offset, _MAX_BATCH), _SLICE_S)
-            records, log_end = _split_events(batch, address, what, (topic, partition))
+            records, log_end = _split_events(batch, address, what)
             if records:
                 got = np.fromiter(map(Message.offset, records), np.int64, len(records))
-                first = int(np.searchsorted(got, next_offset))  # a kept client's stale
-                keep = int(np.searchsorted(got, end))  # prefetch, if any, never counts
-                if keep > first:
-                    offsets.append(got[first:keep])
-                    values.extend(map(Message.value, records[first:keep]))
-                if keep < len(got):
-                    next_offset = end
-                elif keep > first:
-                    next_offset = int(got[-1]) + 1
-            if log_end is not None and next_offset < end and log_end >= next_offset:
+                keep = int(np.searchsorted(got, end))
+                offsets.append(got[:keep])
+                values.extend(map(Message.value, records[:keep]))
+                next_offset = end if keep < len(got) else int(got[-1]) + 1
+            if log_end is not None and next_offset < end:
                 if log_end < end:
                     raise KafkaTransportError(
                         f"Kafka {what} at {address}: the partition's committed log ends "
                         f"at {log_end}, before the planned end (records lost on the broker?)"
                     )
                 next_offset = end  # the rest of the range was markers or aborted records
+    finally:
+        consumer.close()
     flat = np.concatenate(offsets) if offsets else np.empty(0, np.int64)
     return PartitionRecords(flat, values)
 
 
 def _split_events(
-    batch: list[Message], address: KafkaAddress, what: str, part: tuple[str, int]
+    batch: list[Message], address: KafkaAddress, what: str
 ) -> tuple[list[Message], int | None]:
-    """(records of partition ``part``, offset where it ended or None); raises on a real
-    error. Records and ends of other partitions (a kept consumer's earlier assignment)
-    are left out."""
-    if all(m.error() is None and (m.topic(), m.partition()) == part for m in batch):
+    """(records, offset where the partition ended or None); raises on a real error."""
+    errors = [m for m in batch if m.error() is not None]
+    if not errors:
         return batch, None
     log_end = None
-    records = []
-    for event in batch:
+    for event in errors:
         error = event.error()
-        if error is None:
-            if (event.topic(), event.partition()) == part:
-                records.append(event)
-            continue
         if error.code() != KafkaError._PARTITION_EOF:
             raise transport_error(address, what, error)
-        if (event.topic(), event.partition()) == part:
-            log_end = event.offset()
-    return records, log_end
+        log_end = event.offset()
+    return [m for m in batch if m.error() is None], log_end
 
 
 def _timed_out(
