@@ -160,7 +160,8 @@ SECTIONS = (
             "the tree after, interleaved per rate, then the file path and the file path "
             "with a Kafka case's load beside it (the fair control) with the tree after; "
             "`kept-consumers` is a first try that also kept the input tasks' consumers "
-            "(withdrawn: its reads were slower); with each case, where its batches spent "
+            "(withdrawn: nothing measured in its favour, and its one run was slower; see "
+            "`cep/transports/kafka_clients.py`); with each case, where its batches spent "
             "their time, from the run's metrics.",
             "python bench/latency_ab.py --trees before=DIR,after=DIR --rates 50000,100000 "
             "--what TEXT --out latency-kafka-kept-clients.json",

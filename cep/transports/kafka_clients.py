@@ -7,13 +7,16 @@ Spark runs a Python Data Source's planning in one long-lived process, so a clien
 in a module-level pool serves every later trigger there, as Spark's own Kafka connector
 keeps its consumers (``spark.kafka.consumer.cache.*``).
 
-The range reader's consumers are not kept: on the embedded broker over loopback a new
-consumer's first record came in 3-4 ms, so there was little to save, and with consumers
-kept in Spark's reused Python workers the input tasks' read time per batch went from
-0.13 s to 1.14 s in ``bench/bench_latency.py``'s Kafka case at 50,000 events/s (p50
-1.17 s -> 4.28 s), for a reason not found (standalone, kept consumers read as fast as
-new ones: ``bench/bench_kafka_stages.py``). ``lend`` is generic; a kind of client is
-kept only where a bench shows the gain.
+The range reader's consumers are not kept. On the embedded broker over loopback a new
+consumer's first record came in 3-4 ms (``bench/bench_kafka_stages.py``), so there was
+little to save, and the one whole run with consumers kept in Spark's reused Python
+workers (``bench/latency_ab.py``, round r0 of ``latency-kafka-kept-clients.json``) was
+slower, not faster: the input tasks' read 1.14 s per batch where the tree before took
+0.13 s, p50 4.28 s against 1.17 s at 50,000 events/s. The tree before reached the same
+1.14 s in the next round at 100,000 events/s on the loaded machine, so that run does
+not pin the slowdown on the kept consumers either; with nothing measured in their
+favour, a consumer stays made per read. ``lend`` is generic: a kind of client is kept
+where a bench shows the gain.
 
 Safety (what a kept client must not change):
 
