@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -253,17 +254,46 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
     spark = {part: round(float(np.median([b["spark_ms"][part] for b in batches
                                            if part in b.get("spark_ms", {})])))
              for part in {p for b in batches for p in b.get("spark_ms", {})}}
+    stages = batch_stages(batches)
     result = {"sink": sink, "rate": rate, "seconds": seconds,
               "trigger_s": trigger if trigger is not None else DEFAULT_TRIGGER_S,
               "events": writer.total, "delivered": len(delivered),
               "first_output_s": round(first_output, 2), **percentiles(delivered),
               "batches": len(batches),
               "batch_gap_median_s": round(float(np.median(gaps)), 3) if len(gaps) else None,
-              "spark_median_ms": spark, "cpu_s": cpu,
+              "spark_median_ms": spark, "batch_stage_median_s": stages, "cpu_s": cpu,
               "returncode": proc.returncode, "load_average": load_average()}
     print(f"[{name}] " + ", ".join(f"{k} {v}" for k, v in result.items()
                                    if k not in ("sink", "rate", "load_average")), flush=True)
     return result
+
+
+def batch_stages(batches: list[dict]) -> dict[str, float]:
+    """Medians over the batches that had input of where a batch's time went, from the
+    run's metrics: the engines' and input tasks' stages (``stage_s``: read, derive,
+    route, the engines' own; seconds summed over the engines), the driver's sink
+    (``sink_s``: the batch's job, run when the sink collects the engines' stats), its
+    delivery (``write_s``: the output written, to the file or the Kafka transaction),
+    and ``between_s``: the interval to the batch before less those two (Spark's
+    trigger around the job: the source's planning, the offsets and commit logs)."""
+    busy = [b for b in batches if b.get("events_in")]
+    names = sorted({n for b in busy for n in b.get("stage_s", {})})
+    out = {f"stage.{n}": float(np.median([b.get("stage_s", {}).get(n, 0.0) for b in busy]))
+           for n in names}
+    for name in ("sink_s", "write_s"):
+        values = [b[name] for b in busy if name in b]
+        if values:
+            out[name] = float(np.median(values))
+    # the rest of a batch's interval, outside cep's sink: Spark's trigger (planning:
+    # the source's latestOffset and partitions, the offsets and commit logs)
+    between = [b["wall_time"] - a["wall_time"] - b["sink_s"] - b["write_s"]
+               for a, b in itertools.pairwise(batches)
+               if b.get("events_in") and "sink_s" in b and "write_s" in b]
+    if between:
+        out["between_s"] = float(np.median(between))
+    if busy:
+        out["events_in"] = float(np.median([b["events_in"] for b in busy]))
+    return {k: round(v, 4) for k, v in out.items()}
 
 
 @contextlib.contextmanager
@@ -317,12 +347,16 @@ def main() -> None:
     parser.add_argument("--sinks", default="file,kafka")
     parser.add_argument("--triggers", default="default,1")
     parser.add_argument("--out", default="latency.json")
+    parser.add_argument("--keep", default=None,
+                        help="keep each case's run directory (metrics, log) under this one")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     triggers = [None if t == "default" else float(t) for t in args.triggers.split(",")]
     sinks = args.sinks.split(",")
     cases = []
-    with tempfile.TemporaryDirectory(prefix="cep-bench-latency-") as tmp:
+    with contextlib.ExitStack() as kept:
+        tmp = (args.keep if args.keep else
+               kept.enter_context(tempfile.TemporaryDirectory(prefix="cep-bench-latency-")))
         for sink in sinks:
             for trigger in triggers:
                 for rate in rates:

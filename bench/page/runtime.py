@@ -70,6 +70,57 @@ def kafka_latency_ab_figures(data: dict, name: str) -> str:
                      "first output s", "batch every s", "load"), rows))
 
 
+def kafka_stages_ab_figures(data: dict, name: str) -> str:
+    """latency_ab.py's cases, with where each case's batches spent their time (the
+    medians bench_latency.py reads from the run's metrics)."""
+    text = kafka_latency_ab_figures(data, name)
+    rows = [(c.get("tree", ""), c.get("round", ""), c.get("sink", ""), num(c.get("rate")),
+             num(at(c, "batch_stage_median_s", "events_in")),
+             *(num(1000 * v, 0) if isinstance(v := at(c, "batch_stage_median_s", part),
+                                               int | float) else ""
+               for part in ("between_s", "sink_s", "stage.read", "write_s")))
+            for c in at(data, "cases") or [] if isinstance(c, dict)]
+    if any(any(cell for cell in row[4:]) for row in rows):
+        text += ("\n\nWhere a batch's time went (medians over the batches with input, ms): "
+                 "Spark's trigger around the job (planning, offsets and commit logs), the "
+                 "job (read, route, shuffle, engines), the input tasks' read summed over "
+                 "tasks, and the delivery (file append, or the Kafka transaction).\n\n"
+                 + table(("tree", "round", "source and sink", "events/s", "events per batch",
+                          "trigger ms", "job ms", "read ms (tasks)", "delivery ms"), rows))
+    return text
+
+
+def kafka_stages_figures(data: dict, _name: str) -> str:
+    """bench_kafka_stages.py: one Kafka batch's stages beside the file path's."""
+    m = data.get("median_ms") or {}
+    names = [("plan: the topic's partition ends, each trigger", "plan[fresh]", "plan[kept]")]
+    rows = [(what, num(m.get(fresh), 1), num(m.get(kept), 1)) for what, fresh, kept in names]
+    own = [("fetch: the batch's offsets at the partition's end (a consumer per read)",
+            "fetch[fresh]", ""),
+           ("fetch of one record (nearly all of it the new consumer's start)",
+            "fetch.client[fresh]", ""),
+           ("convert: values into the typed frame (file path: its whole read)", "convert",
+            "convert.file"),
+           ("publish: the batch's transaction (keys, marker, begin, send, commit)",
+            "publish[kept]", "publish.file"),
+           ("publish: record keys cut from the lines", "publish.keys", ""),
+           ("publish: the committed-batch marker read", "publish.marker[kept]", ""),
+           ("publish: records queued", "publish.send[kept]", ""),
+           ("publish: offsets sent and the commit", "publish.commit[kept]", ""),
+           ("a new transactional writer's start (init_transactions)",
+            "publish.init[fresh]", "")]
+    rows2 = [(what, num(m.get(kafka), 1), num(m.get(file), 1) if file else "")
+             for what, kafka, file in own]
+    loads = data.get("load_averages") or []
+    return (f"A batch of {num(data.get('batch'))} latency-bench records of a one-partition "
+            f"topic holding {num(data.get('backlog'))}; medians of "
+            f"{num(data.get('rounds'))} rounds, ms; load averages "
+            f"{num(min((x[0] for x in loads), default=None), 1)}–"
+            f"{num(max((x[0] for x in loads), default=None), 1)}.\n\n"
+            + table(("stage", "a client per call ms", "clients kept ms"), rows)
+            + "\n\n" + table(("stage", "Kafka ms", "file path ms"), rows2))
+
+
 def batch_floor_figures(data: dict, _name: str) -> str:
     """bench_batch_floor.py: a small batch's median time, part by part."""
     m = data.get("median") or {}

@@ -51,6 +51,8 @@ from page.runtime import (
     batch_floor_figures,
     kafka_latency_ab_figures,
     kafka_read_figures,
+    kafka_stages_ab_figures,
+    kafka_stages_figures,
     latency_figures,
     source_figures,
     spark_figures,
@@ -153,6 +155,27 @@ SECTIONS = (
             "python bench/bench_latency.py --sinks kafka --triggers default --rates 50000 "
             "--seconds 20 (in each tree, in turn)",
             kafka_latency_ab_figures),
+    Section("kafka_stages.json", "A Kafka batch, stage by stage",
+            "One micro-batch's Kafka work taken apart on the embedded broker, beside the "
+            "file path's: the planner's look at the topic each trigger, an input task's "
+            "fetch of the batch's offsets, the values' conversion into the typed frame, "
+            "and the driver's transaction of the batch's output. The planner's look runs "
+            "twice: with an admin client made per call (as before) and with the one kept "
+            "across calls in the process (`cep/transports/kafka_clients.py`).",
+            "python bench/bench_kafka_stages.py", kafka_stages_figures),
+    Section("latency-kafka-*.json", "Detection latency over Kafka: kept clients, before and "
+            "after",
+            "bench_latency.py's Kafka cases at the default trigger run with the tree "
+            "before the planner's Kafka admin client was kept across triggers and with "
+            "the tree after, interleaved per rate, then the file path and the file path "
+            "with a Kafka case's load beside it (the fair control) with the tree after; "
+            "`kept-consumers` is a first try that also kept the input tasks' consumers "
+            "(withdrawn: nothing measured in its favour, and its one run was slower; see "
+            "`cep/transports/kafka_clients.py`); with each case, where its batches spent "
+            "their time, from the run's metrics.",
+            "python bench/latency_ab.py --trees before=DIR,after=DIR --rates 50000,100000 "
+            "--what TEXT --out latency-kafka-kept-clients.json",
+            kafka_stages_ab_figures),
     Section("kafka_read.json", "Reading Kafka: where the read time goes",
             "The Kafka input's read path on 40-byte events of one partition: ten "
             "10,000-offset pieces read each with its own fetch (as the input tasks did) "

@@ -44,6 +44,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from cep.transports import kafka_clients
 from cep.transports.address import (
     ErrorLatch,
     KafkaAddress,
@@ -87,13 +88,16 @@ class PartitionRecords:
 def topic_partitions(
     bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
 ) -> list[int]:
-    """The topic's partition ids, sorted; KafkaTransportError if it does not exist.
-
-    Lists every topic rather than asking for this one: a metadata request naming a
-    topic can create it on brokers with auto-creation on.
-    """
+    """The topic's partition ids, sorted; KafkaTransportError if it does not exist."""
     address = as_address(bootstrap)
-    admin = AdminClient(address.client_config())
+    with kafka_clients.lend("admin", address, {}, AdminClient) as lent:
+        return _partitions_of(lent.client, address, topic, timeout_s)
+
+
+def _partitions_of(admin: AdminClient, address: KafkaAddress, topic: str,
+                   timeout_s: float) -> list[int]:
+    """Lists every topic rather than asking for this one: a metadata request naming a
+    topic can create it on brokers with auto-creation on."""
     with kafka_errors(address, f"listing topic {topic!r}"):
         metadata = admin.list_topics(timeout=timeout_s)
     found = metadata.topics.get(topic)
@@ -108,20 +112,23 @@ def partition_ends(
     bootstrap: KafkaAddress | str, topic: str, timeout_s: float = 10.0
 ) -> dict[int, tuple[int, int]]:
     """``{partition: (low, high)}``: the first offset still in the log and the last
-    stable offset (read_committed), the exclusive end a batch may plan up to."""
+    stable offset (read_committed), the exclusive end a batch may plan up to. One admin
+    client, kept across calls (:mod:`cep.transports.kafka_clients`): the planner asks
+    this on every trigger."""
     address = as_address(bootstrap)
-    partitions = topic_partitions(address, topic, timeout_s)
-    admin = AdminClient(address.client_config())
-    ends: dict[int, list[int]] = {p: [0, 0] for p in partitions}
-    for side, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
-        futures = admin.list_offsets(
+    with kafka_clients.lend("admin", address, {}, AdminClient) as lent:
+        admin = lent.client
+        partitions = _partitions_of(admin, address, topic, timeout_s)
+        ends: dict[int, list[int]] = {p: [0, 0] for p in partitions}
+        asked = [admin.list_offsets(  # both sides in flight at once: one round trip
             {TopicPartition(topic, p): spec for p in partitions},
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=timeout_s,
-        )
+        ) for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
         with kafka_errors(address, f"listing offsets of {topic!r}"):
-            for tp, future in futures.items():
-                ends[tp.partition][side] = future.result().offset
+            for side, futures in enumerate(asked):
+                for tp, future in futures.items():
+                    ends[tp.partition][side] = future.result().offset
     return {p: (low, high) for p, (low, high) in ends.items()}
 
 
