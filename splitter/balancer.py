@@ -119,7 +119,8 @@ class Balancer:
         proposal = np.asarray(self.strategy(snapshot))
         verdict = self.gate.judge(load, current, proposal, self.n_engines,
                                   _busiest_busy_s(stats, self.partitions), shares,
-                                  self.partitions)
+                                  self.partitions,
+                                  self._batch_work(stats) if self.load == "events" else None)
         if not verdict.pays:
             proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])
@@ -237,6 +238,18 @@ class Balancer:
             self.kg = np.concatenate([self.kg, kg_engine(values, self.n_engines, self.hash)
                                       .astype(np.int32)])
         self.statistics.ensure_keys(len(self.texts))
+
+    def _batch_work(self, stats: list[dict]) -> np.ndarray:
+        """The keys' measured seconds in the batch, for the gate's second look at a
+        proposal made from events (``MoveGate.judge``'s ``work``); 0 for the keys it
+        did not touch."""
+        work = np.zeros(len(self.texts), dtype=np.float64)
+        costs = key_costs(stats)
+        if costs:
+            ids = np.fromiter((self.ids[t] for t in costs), dtype=np.int64, count=len(costs))
+            np.add.at(work, ids, np.fromiter(costs.values(), dtype=np.float64,
+                                             count=len(costs)))
+        return work
 
     def _batch_loads(self, stats: list[dict]) -> dict[str, int]:
         """Merge the engines' per-key counts and record them in the statistics (as

@@ -34,7 +34,7 @@ def key_costs(stats: list[dict]) -> dict[str, float]:
             continue
         stages = info.get("stages", {})
         per_rows = sum(stages.get(name, 0.0) for name in EVENT_STAGES)
-        per_key = max(info["busy_s"] - per_rows, 0.0) / len(loads)
+        per_key = max(info.get("busy_s", 0.0) - per_rows, 0.0) / len(loads)
         per_event = per_rows / events
         for text, n in loads.items():
             costs[text] = costs.get(text, 0.0) + per_key + per_event * n

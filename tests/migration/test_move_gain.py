@@ -179,3 +179,42 @@ def test_the_balancer_prices_moves_by_its_busiest_task() -> None:
     assert _busiest_busy_s(stats) == 2.0
     assert _busiest_busy_s(stats, 2) == 2.5  # engines 1 and 3
     assert _busiest_busy_s(stats, 4) == 2.0
+
+
+def test_a_move_that_evens_events_but_loads_the_busiest_engine_with_work_is_refused() -> None:
+    """Oracle: the loads summed by hand. Events: engine 0 holds 6 + 4, engine 1 holds 2;
+    moving key 1 evens them (6 against 6). Measured work: key 2 alone cost engine 1
+    3 s, keys 0 and 1 cost engine 0 1 s together; the move gives engine 1 3.4 s of the
+    3 s busiest, so by the work it takes nothing off the busiest engine."""
+    load = np.array([6.0, 4.0, 2.0])
+    work = np.array([0.6, 0.4, 3.0])
+    current = np.array([0, 0, 1])
+    proposal = np.array([0, 1, 1])
+    by_events = MoveGate().judge(load, current, proposal, 2, busiest_busy_s=3.0)
+    assert by_events.pays and by_events.saving_s == pytest.approx(3.0 * 0.4 * PAYBACK_BATCHES)
+    both = MoveGate().judge(load, current, proposal, 2, busiest_busy_s=3.0, work=work)
+    assert both.saving_s < 0 and not both.pays
+    assert MoveGate("always").judge(load, current, proposal, 2, 3.0, work=work).pays
+    # where the work agrees with the events, the smaller of the two shares is saved
+    even = np.array([3.0, 2.0, 1.0])  # work 3 + 2 against 1: the move takes 2 of 5 off
+    agreed = MoveGate().judge(load, current, proposal, 2, busiest_busy_s=3.0, work=even)
+    assert agreed.pays and agreed.saving_s == pytest.approx(3.0 * 0.4 * PAYBACK_BATCHES)
+    cheaper = np.array([3.0, 1.0, 1.0])  # 4 against 1: the move takes 1 of 4 off
+    assert MoveGate().judge(load, current, proposal, 2, 3.0, work=cheaper).saving_s == (
+        pytest.approx(3.0 * 0.25 * PAYBACK_BATCHES))
+
+
+def test_the_balancer_weighs_a_proposal_from_events_against_the_measured_work(
+        store: StateStore) -> None:
+    """Engine 0's four keys have most of the events but cost little; engine 1's one key
+    costs its engine 4 s. DLB-L (by events) proposes moving a key of engine 0 to engine
+    1, which would make the busiest engine's work longer: under ``--moves pays`` the
+    gate refuses it, the paper's Balancer (``always``) makes it."""
+    zero, one = _keys_by_engine(40, 2)
+    stats = [{"engine": 0, "busy_s": 0.4, "key_load": {k: 30 for k in zero[:4]}},
+             {"engine": 1, "busy_s": 4.0, "key_load": {one[0]: 30}}]
+    refused = _decide(store, "pays", stats)
+    assert refused["keys_proposed"] >= 1 and not refused["move_pays"]
+    assert refused["keys_moved"] == 0
+    always = _decide(store, "always", stats)
+    assert always["keys_moved"] == refused["keys_proposed"] >= 1
