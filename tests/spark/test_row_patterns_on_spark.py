@@ -1,7 +1,7 @@
-"""Trino's partitioned row pattern tests (tests/semantics/test_trino_row_pattern_matching.py)
-on Spark: the same events as the reference evaluator, with three engines, batches of
-three events and a key-moving strategy, so held matches, match numbers and ALL ROWS PER
-MATCH state cross batches and engines."""
+"""Trino's partitioned row pattern tests (tests/semantics/test_trino_row_pattern_matching.py
+and test_trino_row_pattern_aggregations.py) on Spark: the same events as the reference
+evaluator, with three engines, batches of three events and a key-moving strategy, so held
+matches, match numbers and ALL ROWS PER MATCH state cross batches and engines."""
 
 from __future__ import annotations
 

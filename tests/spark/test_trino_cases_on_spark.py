@@ -1,10 +1,10 @@
-"""Every Trino row pattern case cep runs (tests/semantics/test_trino_row_pattern_matching.py)
-on Spark with keys moving: the cases become rules of a few rule files (``support.trino_cases``:
-one rule per case, reading only its own rows, each key's rows in time order), run with
-three engines, a key-moving strategy whose move gate is always open, and batches that cut
-every case's rows, so held matches, match numbers, ALL ROWS PER MATCH and the end of the
-input cross batches and engines. Spark's events must equal the reference evaluator's,
-row for row."""
+"""Every Trino row pattern case cep runs (tests/semantics/test_trino_row_pattern_matching.py
+and test_trino_row_pattern_aggregations.py) on Spark with keys moving: the cases become
+rules of a few rule files (``support.trino_cases``: one rule per case, reading only its
+own rows, each key's rows in time order), run with three engines, a key-moving strategy
+whose move gate is always open, and batches that cut every case's rows, so held matches,
+match numbers, ALL ROWS PER MATCH and the end of the input cross batches and engines.
+Spark's events must equal the reference evaluator's, row for row."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The row pattern cases cep runs from Trino's tests
-(tests/semantics/test_trino_row_pattern_matching.py), for RUNNING / FINAL and NEXT in
+(tests/semantics/test_trino_row_pattern_matching.py and
+tests/semantics/test_trino_row_pattern_aggregations.py), for RUNNING / FINAL and NEXT in
 MEASURES (tests/semantics/test_row_pattern_semantics.py) and for NEXT in DEFINE
 (tests/semantics/test_next_in_define.py), gathered into rule files and one input so that
 a few runs on Spark cover every case.
@@ -35,6 +36,7 @@ from support.spark_runs import ROOT
 #: reading that stream, one of :data:`STREAMS`; without PARTITION BY, or partitioned by
 #: ``part``)
 TEST_FILES = (ROOT / "tests" / "semantics" / "test_trino_row_pattern_matching.py",
+              ROOT / "tests" / "semantics" / "test_trino_row_pattern_aggregations.py",
               ROOT / "tests" / "semantics" / "test_row_pattern_semantics.py",
               ROOT / "tests" / "semantics" / "test_next_in_define.py")
 #: the streams whose cases are gathered (schema lines ``CREATE SCHEMA X (...) TIMESTAMP
