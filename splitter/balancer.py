@@ -101,7 +101,7 @@ class Balancer:
             if written is not None:  # a replay: the map decided first is the change, or not
                 target = KeyMap.decode(written).n_engines
         if target is not None and target != nxt.n_engines:
-            self._rescale(batch, nxt, target, counts, metrics)
+            self._rescale(batch, nxt, target, counts, metrics, stats)
             return
         current = self._owners(nxt)
         load = self.statistics.load
@@ -174,12 +174,12 @@ class Balancer:
             self.capacity = CapacityModel(self.n_engines)
 
     def _rescale(self, batch: int, nxt: KeyMap, target: int, counts: dict[str, int],
-                 metrics: dict) -> None:
+                 metrics: dict, stats: list[dict]) -> None:
         """Write ``M[t+2]`` at ``target`` engines (``migration.scaling.rescale_map``):
         no balancing decision in the same map, so what the change moves is its own."""
         decided = rescale_map(nxt, target, self.hash)
         if self.name not in UNBALANCED and self.texts:  # place the loaded keys by load
-            decided = self._balanced(nxt, decided)
+            decided = self._balanced(nxt, decided, self._placement_load(stats))
         if not self.store.put_key_map(batch + 2, decided.encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
         self._know(decided.overrides)
@@ -197,11 +197,30 @@ class Balancer:
         })
         self._collect(batch)
 
-    def _balanced(self, nxt: KeyMap, plain: KeyMap) -> KeyMap:
-        """The map at ``plain``'s count with the keys that have load placed by
+    def _placement_load(self, stats: list[dict]) -> np.ndarray:
+        """What a scale change places the keys by: the Balancer's load where it measures
+        work (``--load cost``); where it counts events, the keys' measured work in the
+        batch, and for a key of the load window the batch did not touch, its events at
+        the batch's seconds per event (the events alone when nothing was measured).
+
+        Why: placed by events, a 2 -> 4 engine change of an FSD job left one engine
+        1.2-1.5 CPU s a batch against 0.16-0.46 for two others, the keys' seconds per
+        event differing (``bench/results/scale_midrun-gate.json``, batches 19-22)."""
+        events = self.statistics.load[:len(self.texts)]
+        if self.load != "events":
+            return events
+        work = self._batch_work(stats)
+        touched = work > 0
+        if not touched.any() or not events[touched].sum() > 0:
+            return events
+        rate = work[touched].sum() / events[touched].sum()
+        return np.where(touched, work, events * rate)
+
+    def _balanced(self, nxt: KeyMap, plain: KeyMap, load: np.ndarray) -> KeyMap:
+        """The map at ``plain``'s count with the keys that have ``load`` placed by
         ``migration.scaling.balanced_owners`` (from where they are now), the others
         where ``plain`` puts them; overrides wherever that differs from KG."""
-        load = self.statistics.load[:len(self.texts)]
+        load = load[:len(self.texts)]
         kg = KeyMap(plain.n_engines, {}, plain.hash).owners_of(self.texts)  # hashed once
         start = np.where(load > 0, self._owners(nxt), self._owners(plain, kg))
         owners = balanced_owners(start, load, plain.n_engines)

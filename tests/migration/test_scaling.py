@@ -210,3 +210,28 @@ def test_a_balancing_strategy_places_the_loaded_keys_by_load_at_a_scale_change()
     assert back[:300].max() <= 1
     assert (back[:300] != out[:300]).sum() == (out[:300] >= 2).sum()
     assert np.array_equal(back[300:], out[300:]), "a key without load stays"
+
+
+def test_a_scale_change_of_an_events_balancer_places_keys_by_their_measured_work():
+    """Under ``--load events`` the change places the keys by their measured seconds in the
+    batch (``key_cost``), not their events. Oracle: the work fed in, summed per engine by
+    hand. Engine 0's key "h" costs 3 s for 10 events; engine 1's 40 keys cost 0.025 s
+    each for 30 events each. Placed by events, "h" would count for 10 of 1,210 events
+    and its engine would take many of the cheap keys; placed by work, the engine that
+    holds "h" takes nothing else, so its 3 s is the busiest engine's, as it must be."""
+    maps = _Maps()
+    balancer = Balancer(maps, "dlb-l", 2, threshold=1e9, moves="always",
+                        engines_at=Schedule.of(2, [(2, 4)]).engines_at)
+    balancer.prepare()
+    cheap = {json.dumps(f"c{i}"): 30 for i in range(40)}
+    stats = [{"engine": 0, "busy_s": 3.0, "key_load": {json.dumps("h"): 10}},
+             {"engine": 1, "busy_s": 1.0, "key_load": cheap}]
+    balancer(0, stats, {"rows_per_engine": [1, 1], "busy_s_per_engine": [3.0, 1.0]})
+    decided = KeyMap.decode(maps.maps[2])
+    assert decided.n_engines == 4
+    owners = decided.owners_of([json.dumps("h"), *cheap])
+    work = np.array([3.0] + [1.0 / 40] * 40)
+    per = np.bincount(owners, weights=work, minlength=4)
+    assert per.max() == pytest.approx(3.0)
+    assert (owners[1:] != owners[0]).all(), "no cheap key joins the costly one"
+    assert (per[np.arange(4) != owners[0]] > 0).all(), "the cheap keys fill the others"
