@@ -54,7 +54,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cep.transports.address import ErrorLatch, KafkaAddress
+from cep.transports.address import KafkaAddress
 
 IDLE_PER_KEY = 2
 MAX_KEYS = 8
@@ -64,12 +64,10 @@ Key = tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
 class Lent:
-    """A pooled client and the latch that keeps its last error (its ``error_cb``),
-    cleared each time it is lent."""
+    """A pooled client and the process that made it."""
 
-    def __init__(self, client: Any, latch: ErrorLatch) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
-        self.latch = latch
         self.pid = os.getpid()
 
 
@@ -142,24 +140,17 @@ def key_of(kind: str, address: KafkaAddress, settings: dict[str, Any]) -> Key:
 
 @contextlib.contextmanager
 def lend(kind: str, address: KafkaAddress, settings: dict[str, Any],
-         make: Callable[[dict[str, Any]], Any],
-         reset: Callable[[Any], None] | None = None) -> Iterator[Lent]:
+         make: Callable[[dict[str, Any]], Any]) -> Iterator[Lent]:
     """A client of ``kind`` for ``address`` with ``settings``: a kept one if one waits,
-    else ``make(config)`` (its ``error_cb`` a latch of its own). It goes back to the
-    pool when the block ends normally (after ``reset(client)``, which may raise to
-    drop it), and is closed when the block raises."""
+    else ``make(config)``. It goes back to the pool when the block ends normally, and is
+    closed when the block raises."""
     key = key_of(kind, address, settings)
     lent = _POOL.take(key)
     if lent is None:
-        latch = ErrorLatch()
-        lent = Lent(make(address.client_config(**settings, error_cb=latch)), latch)
+        lent = Lent(make(address.client_config(**settings)))
         _POOL.made += 1
-    else:
-        lent.latch.last = None
     try:
         yield lent
-        if reset is not None:
-            reset(lent.client)
     except BaseException:
         _close(lent)
         raise
