@@ -117,10 +117,13 @@ class Balancer:
                                 state_size=self.statistics.seen,  # a proxy
                                 capacity=shares, load_series=series)
         proposal = np.asarray(self.strategy(snapshot))
+        # the keys' measured work only where the gate weighs it, a proposal from events
+        # that moves something (key_costs loops over the batch's keys on the driver)
+        weighs_work = self.load == "events" and bool(np.any(proposal != current))
         verdict = self.gate.judge(load, current, proposal, self.n_engines,
                                   _busiest_busy_s(stats, self.partitions), shares,
                                   self.partitions,
-                                  self._batch_work(stats) if self.load == "events" else None)
+                                  self._batch_work(stats) if weighs_work else None)
         if not verdict.pays:
             proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])
@@ -206,10 +209,10 @@ class Balancer:
         Why: placed by events, a 2 -> 4 engine change of an FSD job left one engine
         1.2-1.5 CPU s a batch against 0.16-0.46 for two others, the keys' seconds per
         event differing (``bench/results/scale_midrun-gate.json``, batches 19-22)."""
-        events = self.statistics.load[:len(self.texts)]
+        load = self.statistics.load[:len(self.texts)]
         if self.load != "events":
-            return events
-        work = self._batch_work(stats)
+            return load
+        events, work = load, self._batch_work(stats)
         touched = work > 0
         if not touched.any() or not events[touched].sum() > 0:
             return events
