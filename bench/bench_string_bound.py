@@ -34,6 +34,7 @@ import pandas as pd
 from bench_spark_frame import tree_cpu
 from common import ROOT, warm, write_results
 from flights import write_flights
+from flink_compare import count_lines
 
 RULE = ROOT / "bench" / "rules" / "flight_delay_avg.epl"
 
@@ -58,9 +59,10 @@ def coded_rule(out: Path) -> Path:
 
 
 def rows_in(out: Path) -> int:
-    """Output rows: one file locally, a directory of part files on Spark."""
+    """Output rows: one file locally, a directory of part files on Spark (the
+    ``.jsonl.order`` files beside them are not rows)."""
     files = sorted(out.rglob("*.jsonl")) if out.is_dir() else [out]
-    return sum(sum(1 for _ in open(p, "rb")) for p in files)
+    return sum(count_lines(p) for p in files)
 
 
 def run(rule: Path, data: Path, runner: str, tmp: Path) -> dict[str, Any]:
