@@ -19,7 +19,12 @@ is the driver's serial part (Spark's planning, scheduling, commits; nothing more
 can share). Amdahl's law then bounds speedup(N) at ``T / (S + P / N)``. A placement that
 keeps each key on one engine cannot split a batch's heaviest key either: the engines'
 part of a batch cannot drop below its heaviest key's share of it, which gives the
-key-preserving bound (PKG splits keys and is not held by it).
+key-preserving bound (PKG splits keys and is not held by it). The machine's bound: the
+nodes are capped but the driver, its JVM, Spark's master and the embedded MongoDB share
+the same cores outside any quota, so what the 1-node KG windows cost the whole machine
+per event (``machine_window_cpu_s``, ``cep.machine_cpu``) bounds every N's rate at the
+machine's cores over that cost, assuming an event costs no less CPU on more nodes (each
+point's own cost is kept beside it: ``machine_cores_busy``).
 
 Writes ``bench/results/speedup.json``; ``cep report bench/results/speedup.json -o DIR``
 draws the figure (``cep.speedup_figure``).
@@ -97,18 +102,43 @@ def point_figures(bench: dict) -> dict[str, dict]:
             "node_cpu_s": [round(sum(r.get("node_cpu_s") or []), 2) for r in mine],
             "busiest_node_quota_used": [
                 round(max(r.get("node_cpu_s") or [0.0]) / (quota * r["seconds"]), 3)
-                for r in mine if r["seconds"]]}
+                for r in mine if r["seconds"]],
+            # the whole machine's busy cores over the measured window (None: not metered)
+            "machine_cores_busy": [machine_cores_busy(r) for r in mine]}
     return out
+
+
+def window_seconds(r: dict) -> float:
+    """A run's measured window: from its first batch's commit to its last."""
+    elapsed = r.get("batch_elapsed_s") or []
+    return elapsed[-1] - elapsed[0] if len(elapsed) > 1 else 0.0
+
+
+def machine_cores_busy(r: dict) -> float | None:
+    """The machine's busy cores over a run's measured window (None: not metered)."""
+    cpu, seconds = r.get("machine_window_cpu_s"), window_seconds(r)
+    return round(cpu / seconds, 3) if cpu is not None and seconds > 0 else None
 
 
 def window_rate(r: dict) -> float:
     """A run's events per second from its first batch's commit to its last."""
-    elapsed = r["batch_elapsed_s"]
-    seconds = elapsed[-1] - elapsed[0] if len(elapsed) > 1 else 0.0
+    seconds = window_seconds(r)
     return sum(r["batch_events"][1:]) / seconds if seconds > 0 else r["events_per_s"]
 
 
-def bound(runs: list[dict], cpus_per_node: float, nodes: list[int]) -> dict:
+def machine_bound(runs: list[dict], cores: int) -> float | None:
+    """The most speedup the machine's ``cores`` allow over these 1-node runs: their
+    windows' seconds over the cores-seconds the machine spent in them, times the cores
+    (None where a run was not metered)."""
+    busy = [machine_cores_busy(r) for r in runs]
+    if not busy or any(b is None or b <= 0 for b in busy):
+        return None
+    spent = sum(b * window_seconds(r) for b, r in zip(busy, runs, strict=True))
+    return round(cores * sum(window_seconds(r) for r in runs) / spent, 3)
+
+
+def bound(runs: list[dict], cpus_per_node: float, nodes: list[int],
+          cores: int | None = None) -> dict:
     """Amdahl's bound on speedup(N) from N = 1 runs (``cep bench`` results on one node).
 
     A run's wall clock ``T`` (its ``seconds``) splits into the node's busy time ``P`` and
@@ -135,7 +165,10 @@ def bound(runs: list[dict], cpus_per_node: float, nodes: list[int]) -> dict:
         return sum(e * max(1 / n, share) for e, share in batches)
 
     heaviest = sum(e * share for e, share in batches) / max(engines, 1e-9)
-    return {"runs": len(runs), "wall_s": round(wall, 2), "node_busy_s": round(busy, 2),
+    cap = machine_bound(runs, cores or os.cpu_count() or 1)
+    return {"machine_cap": cap,
+            "machine": None if cap is None else [round(min(n, cap), 3) for n in nodes],
+            "runs": len(runs), "wall_s": round(wall, 2), "node_busy_s": round(busy, 2),
             "engines_s": round(engines, 2), "serial_s": round(serial, 2),
             "serial_share": round(serial / wall, 3) if wall else None,
             "heaviest_key_share": round(heaviest, 3),
@@ -209,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:6s} " + "  ".join(f"{x:.2f}" if x is not None else "-" for x in curve))
     print("bound  " + "  ".join(f"{x:.2f}" for x in limits["amdahl"]) + "  (Amdahl, frame)")
     print("kp     " + "  ".join(f"{x:.2f}" for x in limits["key_preserving"]))
+    if limits["machine"]:
+        print("mach   " + "  ".join(f"{x:.2f}" for x in limits["machine"])
+              + f"  (the machine's {os.cpu_count()} cores)")
     return 0
 
 

@@ -7,7 +7,9 @@ driver plans, schedules and commits it) that more nodes do not share, so the ide
 is out of reach by construction; the bench measures that part on one node and Amdahl's
 law turns it into the most any strategy can reach (``bound.amdahl``). A strategy that
 keeps each key on one engine is held lower still where a batch's heaviest key weighs more
-than an engine's share (``bound.key_preserving``). The dotted line at 80% of the ideal is
+than an engine's share (``bound.key_preserving``). On an emulated cluster the nodes
+share one machine with the driver: what a 1-node run's events cost the whole machine
+caps every N at its cores' worth (``bound.machine``). The dotted line at 80% of the ideal is
 issue 51's target for DLB-L and ELB.
 """
 
@@ -61,6 +63,10 @@ def _figure(data: dict, path: Path) -> Path:
     if bound.get("key_preserving") and bound["key_preserving"] != bound.get("amdahl"):
         ax.plot(nodes, bound["key_preserving"], color="0.45", ls="-.", lw=1.2,
                 label="bound: the heaviest key kept whole")
+    if bound.get("machine"):
+        ax.plot(nodes, bound["machine"], color="firebrick", ls=(0, (4, 2)), lw=1.2,
+                label=f"bound: the machine's {data.get('cpus', '?')} cores "
+                f"(at most {bound.get('machine_cap', 0):.2f}×)")
     for name, curve in data["speedup"].items():
         xs = [n for n, y in zip(nodes, curve, strict=True) if y is not None]
         ys = [y for y in curve if y is not None]

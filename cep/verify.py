@@ -92,6 +92,10 @@ class StrategyResult:
     # nodes worked against the driver's serial part (the speedup bench's bound)
     node_cpu_s: list[float] = field(default_factory=list)
     node_throttled_s: list[float] = field(default_factory=list)
+    # the whole machine's busy CPU seconds from the first batch's commit to the last
+    # (the window ``batch_elapsed_s`` spans; ``cep.machine_cpu``): with the cores, what
+    # the run's rate costs the machine, which bounds what more nodes can add
+    machine_window_cpu_s: float | None = None
 
     @property
     def key_preserving(self) -> bool:

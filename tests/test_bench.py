@@ -155,15 +155,31 @@ def test_the_node_meter_sets_each_run_s_node_figures_beside_it() -> None:
 
     meter = NodeMeter(groups=["node-0", "node-1"])  # attach reads no group
     # a warm-up run first, then KG (run though not asked for), DLB-L and PKG, two rounds
-    meter.runs = [([9.0, 9.0], [0.0, 0.0])] + [([float(i), 1.0], [0.5, 0.5])
-                                               for i in range(6)]
+    meter.runs = [([9.0, 9.0], [0.0, 0.0], None)] + [([float(i), 1.0], [0.5, 0.5], 3.0 * i)
+                                                     for i in range(6)]
     order = run_order(["dlb-l", "pkg"], ["events"], rounds=2)
     asked = [result(s, 2, [1.0, 2.0], [10, 10]) for s in ("dlb-l", "pkg", "dlb-l", "pkg")]
     placed = meter.attach(asked, order)
-    assert [(r.strategy, r.node_cpu_s) for r in placed] == [
-        ("dlb-l", [1.0, 1.0]), ("pkg", [2.0, 1.0]), ("dlb-l", [4.0, 1.0]),
-        ("pkg", [5.0, 1.0])]
+    assert [(r.strategy, r.node_cpu_s, r.machine_window_cpu_s) for r in placed] == [
+        ("dlb-l", [1.0, 1.0], 3.0), ("pkg", [2.0, 1.0], 6.0), ("dlb-l", [4.0, 1.0], 12.0),
+        ("pkg", [5.0, 1.0], 15.0)]
     assert NodeMeter().attach(asked, order) == asked  # off the emulated cluster: as they were
+
+
+def test_the_machine_s_busy_seconds_between_two_moments_interpolate_its_samples(
+        tmp_path) -> None:
+    """Oracle: counters written by hand into a file in /proc/stat's format, busy being
+    user + nice + system + irq + softirq + steal (idle and iowait left out)."""
+    from cep.machine_cpu import TICKS, MachineCpu, busy_seconds
+
+    stat = tmp_path / "stat"
+    stat.write_text(f"cpu  {TICKS} 0 {TICKS} 999 7 0 0 0 0 0\ncpu0 1 2 3\n")
+    assert busy_seconds(stat) == 2.0
+    meter = MachineCpu(stat=stat)
+    meter.times, meter.busy = [100.0, 101.0, 103.0], [10.0, 10.5, 12.5]
+    assert meter.between(100.5, 102.0) == 1.25  # 10.25 -> 11.5
+    assert meter.between(99.0, 102.0) is None  # before the first sample: unknown
+    assert busy_seconds(tmp_path / "absent") is None
 
 
 def _bench_script(name: str):
@@ -219,6 +235,11 @@ def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
     points = [{"nodes": n, "strategies": {"kg": {"tweets_per_s": r}}}
               for n, r in ((1, 100.0), (1, 120.0), (2, 220.0))]
     assert bench.speedups(points, [1, 2]) == (110.0, {"kg": [1.0, 2.0]})
+    assert limits["machine"] is None  # no machine figures: no machine bound
+    # the machine: 4 busy CPU seconds over a 5 s window, 0.8 of 2 cores: 2.5x at most
+    metered = {**run, "batch_elapsed_s": [1.0, 3.0, 6.0], "machine_window_cpu_s": 4.0}
+    limits = bench.bound([metered], 0.4, [1, 2, 4], cores=2)
+    assert limits["machine_cap"] == 2.5 and limits["machine"] == [1.0, 2.0, 2.5]
 
 
 def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:

@@ -218,8 +218,9 @@ def speedup_figures(data: dict, name: str) -> str:
     curves = data.get("speedup") or {}
     bound = data.get("bound") or {}
     names = list(curves)
+    cores = data.get("cpus") or 2
     rows = [(num(n), num(at(data, "ideal", i), 2), num(at(bound, "amdahl", i), 2),
-             num(at(bound, "key_preserving", i), 2),
+             num(at(bound, "key_preserving", i), 2), num(at(bound, "machine", i), 2),
              *(num(at(curves, s, i), 2) for s in names)) for i, n in enumerate(nodes)]
     head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
             f"{num(data.get('batch_size'))}, N emulated nodes of "
@@ -234,7 +235,13 @@ def speedup_figures(data: dict, name: str) -> str:
             f"{num(bound.get('serial_s'), 1)} s ({pct(100 * (bound.get('serial_share') or 0))} — "
             "Amdahl's bound); a batch's heaviest key held "
             f"{pct(100 * (bound.get('heaviest_key_share') or 0))} of its engine seconds "
-            "(the key-preserving bound). Load averages: "
+            "(the key-preserving bound)"
+            + (f"; the 1-node KG windows kept {num(cores / bound['machine_cap'], 2)} of the "
+               f"machine's {num(cores)} cores busy, so no N can pass "
+               f"{ratio(bound.get('machine_cap'))} KG's 1-node rate (the machine's bound, "
+               "if an event costs no less CPU on more nodes)"
+               if bound.get("machine_cap") else "")
+            + ". Load averages: "
             f"{num(data.get('load_average_peak'), 2)} at the highest (1-minute, 2 cores).")
     image = ("![Speedup of throughput against the nodes, beside the ideal line and the "
              f"bounds](images/{name.removesuffix('.json')}.png)")
@@ -245,16 +252,19 @@ def speedup_figures(data: dict, name: str) -> str:
                *(num(at(p, "strategies", s, "tweets_per_s"), 0) for s in names),
                yes_no(all(at(p, "strategies", s, "equal_to_kg") is not False
                           for s in names if s != "pkg")),
-               _share(at(p, "strategies", "kg", "busiest_node_quota_used", 0)))
+               _share(at(p, "strategies", "kg", "busiest_node_quota_used", 0)),
+               num(at(p, "strategies", "kg", "machine_cores_busy", 0), 2))
               for p in data.get("points") or [] if isinstance(p, dict)]
     return "\n\n".join((
         head, image,
-        table(("nodes", "ideal", "bound: frame", "bound: key whole", *names), rows),
+        table(("nodes", "ideal", "bound: frame", "bound: key whole", "bound: machine",
+               *names), rows),
         "Each point (tweets/s; `= KG`: every key-preserving strategy's first stories "
         "equal KG's; `KG node use`: the share of its quota KG's busiest node used over "
-        "its run, well under 100% where the node waited for CPU or for the driver):",
+        "its run, well under 100% where the node waited for CPU or for the driver; `KG machine "
+        "cores`: the whole machine's busy cores over KG's measured window):",
         table(("nodes", "sweep", "load before", "load after", "s", *names, "= KG",
-               "KG node use"), points)))
+               "KG node use", "KG machine cores"), points)))
 
 
 def _share(value: object) -> str:

@@ -25,6 +25,7 @@ from cep.cli.balancing_options import (
 )
 from cep.cli.errors import EXIT_RUN_ERROR, CommandError
 from cep.cli.options import add_set_option, add_state_options, overrides
+from cep.machine_cpu import MachineCpu
 from cep.provenance import load_average
 from cep.run import run as run_rules
 from cep.run_config import DEFAULT_BATCH_SIZE, DEFAULT_ENGINES, DEFAULT_MASTER, RunConfig, RunResult
@@ -147,16 +148,18 @@ def _warm_up(args: argparse.Namespace, config: RunConfig) -> tuple[str, ...]:
 
 class NodeMeter:
     """Runs each strategy (:func:`cep.run.run`) and reads, around it, each emulated
-    node's CPU seconds and the seconds its quota held it back from the node's cgroup.
+    node's CPU seconds and the seconds its quota held it back from the node's cgroup,
+    and the whole machine's busy CPU seconds over the run's measured window.
 
     Why: what the nodes did against the run's wall clock splits a run into the part
     that more nodes share and the driver's serial part (Spark's frame), which bounds the
-    speedup more nodes can give (``bench/bench_speedup.py``). Off the emulated cluster
-    there are no groups and the figures stay empty."""
+    speedup more nodes can give (``bench/bench_speedup.py``); what the window cost the
+    machine bounds it by the cores. Off the emulated cluster there are no groups and the
+    figures stay empty."""
 
     def __init__(self, groups: list | None = None) -> None:
         self.groups = groups or []
-        self.runs: list[tuple[list[float], list[float]]] = []
+        self.runs: list[tuple[list[float], list[float], float | None]] = []
 
     def _read(self) -> tuple[list[float], list[float]]:
         return ([group.usage_s() or 0.0 for group in self.groups],
@@ -164,11 +167,14 @@ class NodeMeter:
 
     def __call__(self, module, config: RunConfig, stop: threading.Event) -> RunResult:
         cpu, throttled = self._read()
-        result = run_rules(module, config, stop)
+        with MachineCpu() as machine:
+            result = run_rules(module, config, stop)
         cpu_after, throttled_after = self._read()
+        commits = [m["wall_time"] for m in result.metrics]
+        window = machine.between(commits[0], commits[-1]) if len(commits) > 1 else None
         self.runs.append(([round(b - a, 3) for a, b in zip(cpu, cpu_after, strict=True)],
                           [round(b - a, 3) for a, b in
-                           zip(throttled, throttled_after, strict=True)]))
+                           zip(throttled, throttled_after, strict=True)], window))
         return result
 
     def attach(self, results: list[StrategyResult], order: list[tuple[int, str, str]]
@@ -181,8 +187,9 @@ class NodeMeter:
         wanted = {r.strategy for r in results}
         kept = [figures for (_, name, _), figures in zip(order, self.runs[-len(order):],
                                                           strict=True) if name in wanted]
-        return [dataclasses.replace(r, node_cpu_s=cpu, node_throttled_s=throttled)
-                for r, (cpu, throttled) in zip(results, kept, strict=True)]
+        return [dataclasses.replace(r, node_cpu_s=cpu, node_throttled_s=throttled,
+                                    machine_window_cpu_s=window)
+                for r, (cpu, throttled, window) in zip(results, kept, strict=True)]
 
 
 @contextlib.contextmanager
