@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 from common import ROOT, CpuMeter, load_average, new_lines, stop_gracefully, write_results
 
+from cep.machine_cpu import MachineCpu
 from cep.run_config import DEFAULT_TRIGGER_S
 from cep.transports.kafka_read import EndFollower
 from cep.transports.kafka_send import ensure_topic
@@ -235,11 +236,15 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
             time.sleep(POLL_S)
         first_output = float(reader.seen[0] - started)
         reader.seen[0] = np.nan
-        writer.start()
-        writer.join()
-        deadline = time.time() + 30
-        while reader.count < writer.total and time.time() < deadline:
-            time.sleep(0.05)
+        with MachineCpu() as machine:
+            writing = time.time()
+            writer.start()
+            writer.join()
+            written = time.time()
+            deadline = time.time() + 30
+            while reader.count < writer.total and time.time() < deadline:
+                time.sleep(0.05)
+            drained = time.time()
     finally:
         stop_gracefully(proc, 60)
         cpu = meter.stop()
@@ -262,10 +267,21 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
               "batches": len(batches),
               "batch_gap_median_s": round(float(np.median(gaps)), 3) if len(gaps) else None,
               "spark_median_ms": spark, "batch_stage_median_s": stages, "cpu_s": cpu,
+              # the whole machine's busy cores while the input was written, and after it
+              # until the last event came out: 2 of 2 says the machine, not cep, set the pace
+              "machine_cores_busy": {
+                  "writing": cores_busy(machine, writing, written),
+                  "draining": cores_busy(machine, written, drained)},
               "returncode": proc.returncode, "load_average": load_average()}
     print(f"[{name}] " + ", ".join(f"{k} {v}" for k, v in result.items()
                                    if k not in ("sink", "rate", "load_average")), flush=True)
     return result
+
+
+def cores_busy(machine: MachineCpu, start: float, end: float) -> float | None:
+    """The machine's busy cores from ``start`` to ``end`` (None: too short to tell)."""
+    busy = machine.between(start, end) if end - start > 0.5 else None
+    return None if busy is None else round(busy / (end - start), 2)
 
 
 def batch_stages(batches: list[dict]) -> dict[str, float]:
