@@ -30,7 +30,7 @@ from migration.hashing import kg_engine
 from migration.protocol import KeyMap
 from migration.scaling import balanced_owners, rescale_map
 from migration.store import StateStore
-from splitter.key_cost import key_costs
+from splitter.key_cost import CostShape, key_costs
 from splitter.keymaps import key_map, remember
 from splitter.move_gain import MoveGate
 from splitter.policies.base import LoadSnapshot
@@ -72,6 +72,9 @@ class Balancer:
         # pays: a proposal's moves must save the busiest engine more than they cost
         # (``move_gain``); always: the paper's Balancer, moving whenever proposed
         self.gate = MoveGate(moves)
+        # what the engines' row stages cost per touched key and per event, fitted over
+        # recent batches: how a batch's measured seconds are split over its keys
+        self.cost_shape = CostShape()
         self.texts: list[str] = []  # dense key id → key JSON text
         self.ids: dict[str, int] = {}
         self.kg = np.zeros(0, dtype=np.int32)  # dense key id → its key-grouping engine
@@ -90,6 +93,9 @@ class Balancer:
             self.store.put_key_map(version, KeyMap(self.n_engines, {}, self.hash).encode())
 
     def __call__(self, batch: int, stats: list[dict], metrics: dict) -> None:
+        self.cost_shape.observe(stats)
+        alpha, beta = self.cost_shape.shape()
+        metrics["row_cost_s"] = {"per_key": alpha, "per_event": beta}
         counts = self._batch_loads(stats)
         self.gate.costs.observe(metrics)
         nxt = key_map(self.store, batch + 1)
@@ -266,7 +272,7 @@ class Balancer:
         proposal made from events (``MoveGate.judge``'s ``work``); 0 for the keys it
         did not touch."""
         work = np.zeros(len(self.texts), dtype=np.float64)
-        costs = key_costs(stats)
+        costs = key_costs(stats, self.cost_shape.shape())
         if costs:
             ids = np.fromiter((self.ids[t] for t in costs), dtype=np.int64, count=len(costs))
             np.add.at(work, ids, np.fromiter(costs.values(), dtype=np.float64,
@@ -285,7 +291,7 @@ class Balancer:
         events = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
         weights = None
         if self.load == "cost":
-            costs = key_costs(stats)
+            costs = key_costs(stats, self.cost_shape.shape())
             weights = np.repeat([costs[t] / n for t, n in counts.items()], events)
         self.statistics.update(np.repeat(ids, events), weights)
         return counts

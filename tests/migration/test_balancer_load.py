@@ -72,3 +72,44 @@ def test_the_balancer_moves_keys_on_cost_where_events_are_even(store: StateStore
 def test_the_load_measure_is_checked(store: StateStore) -> None:
     with pytest.raises(ValueError, match=r"load must be one of \('events', 'cost'\), got 'cpu'"):
         Balancer(store, "dlb-h", 2, load="cpu")
+
+
+def test_the_row_stages_are_split_by_a_cost_per_key_and_per_event_fitted_over_engines(
+        ) -> None:
+    """Oracle: engines whose row seconds are made as 0.01 s per touched key plus
+    0.001 s per event (numbers chosen by hand); the fit must find both, and a key's
+    share of its engine's row seconds then follows 0.01 + 0.001 · its events."""
+    from splitter.key_cost import EVENTS_ONLY, CostShape
+
+    def engine(keys: int, events_each: int) -> dict:
+        load = {json.dumps(f"k{keys}-{i}"): events_each for i in range(keys)}
+        seconds = 0.01 * keys + 0.001 * keys * events_each
+        return _engine(seconds, {"process": seconds}, load)
+
+    shape = CostShape()
+    assert shape.shape() == EVENTS_ONLY  # nothing seen: the events alone
+    shape.observe([engine(10, 5)])
+    assert shape.shape() == EVENTS_ONLY  # one engine cannot tell the two apart
+    batch = [engine(10, 5), engine(40, 1), engine(3, 100)]
+    shape.observe(batch)
+    alpha, beta = shape.shape()
+    assert (alpha, beta) == (pytest.approx(0.01), pytest.approx(0.001))
+    costs = key_costs(batch, (alpha, beta))
+    assert costs[json.dumps("k3-0")] == pytest.approx(0.01 + 0.1)
+    assert costs[json.dumps("k40-0")] == pytest.approx(0.01 + 0.001)
+    # by events alone the 40 light keys would cost their engine's 0.44 s by events,
+    # 1/40 each: the same here, since all have one event; the heavy keys differ
+    assert key_costs(batch)[json.dumps("k3-0")] == pytest.approx(0.33 / 3)
+
+
+def test_a_fit_that_wants_a_negative_cost_keeps_the_better_single_term() -> None:
+    """Oracle: two engines whose exact fit needs a negative per-key cost (the 100 keys of
+    one event each took less than the one key of 1,000 events per event); the fit keeps
+    beta alone, by hand (1000·1.0 + 100·0.05) / (1000² + 100²), and alpha 0."""
+    from splitter.key_cost import CostShape
+
+    shape = CostShape()
+    shape.observe([_engine(1.0, {"process": 1.0}, {'"a"': 1000}),
+                   _engine(0.05, {"process": 0.05}, {f'"b{i}"': 1 for i in range(100)})])
+    alpha, beta = shape.shape()
+    assert alpha == 0.0 and beta == pytest.approx((1000 * 1.0 + 100 * 0.05) / (1000**2 + 100**2))
