@@ -2,7 +2,7 @@
 
 :func:`cep.io.inputs.load_inputs` reads a whole input into tables; this reads the same
 segments in the same log order as consecutive ranges of about :data:`CHUNK_RECORDS`
-records (cut at the input log's grid, ``inputlog.GRID_BYTES`` or ``GRID_ROWS``, as the
+records (cut at the input log's grid, ``inputlog.grid_step``, as the
 Spark source's pieces are), so what is held at a time does not grow with the input.
 :func:`read_ahead` reads the next chunk in a thread of its own while the caller works on
 the one before (the parser releases the GIL), one chunk ahead at most.
@@ -24,7 +24,7 @@ import numpy as np
 from cep.engine.table import SEQ, Table
 from cep.io.deadletter import DeadLetter
 from cep.io.event_time import ClockPiece
-from cep.io.inputlog import GRID_BYTES, GRID_ROWS, TEXT_KINDS, Segment
+from cep.io.inputlog import Segment, grid_step
 from cep.io.inputs import read_ranges
 from cep.io.readers.reader import MAX_RECORD_BYTES
 from grammar import ir
@@ -63,11 +63,6 @@ def segment_ranges(segment: Segment, budget: float) -> Iterator[tuple[int, int]]
         hi = min(segment.end, segment.start + ((lo - segment.start) // step + 1) * step)
         yield lo, hi
         lo = hi
-
-
-def grid_step(segment: Segment) -> int:
-    """The input log's grid in the segment's units (bytes of text, else rows)."""
-    return GRID_BYTES if segment.kind in TEXT_KINDS else GRID_ROWS
 
 
 def read_chunks(module: ir.CompiledModule, segments: list[Segment], dead: DeadLetter,

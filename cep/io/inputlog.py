@@ -50,7 +50,11 @@ KAFKA_URI = "kafka://"  # a Kafka source: segments of partitions' offsets (kafka
 KAFKA_KIND = "kafka"  # the kind of a Kafka partition's segment
 TEXT_KINDS = ("json", "csv")
 GRID_BYTES = 4 << 20  # text pieces are cut at these byte multiples of their segment
-GRID_ROWS = 65_536  # row-addressed pieces (Parquet, generators) at these row multiples
+GRID_ROWS = 65_536  # row-addressed pieces (Parquet, Kafka) at these row multiples
+# a generator's pieces are finer: a piece is a task's least unit, and a generated batch
+# of 120,000 tweets cut at 65,536 rows gave Spark two input tasks whatever the nodes
+# (docs/performance.md#speedup-sweep6json); generated rows cost nothing to address
+GRID_GENERATED_ROWS = 16_384
 _EXTENSIONS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
                ".parquet": "parquet", ".pq": "parquet"}
 
@@ -382,7 +386,7 @@ class InputLog:
 
     def pieces(self, start: tuple[int, int], end: tuple[int, int]) -> Iterator[Piece]:
         """The ranges between two positions, cut at fixed grid points of each segment
-        (every GRID_BYTES bytes, or GRID_ROWS rows), so the same offsets always give the
+        (:func:`grid_step`: bytes of text, else rows), so the same offsets always give the
         same pieces, whatever the batch size or the cluster: a piece's dead letters and
         its task can be named by it."""
         seg, pos = start
@@ -395,7 +399,7 @@ class InputLog:
                     yield Piece(s, s.start, s.start)
                 seg, pos = seg + 1, 0
                 continue
-            step = GRID_BYTES if s.kind in TEXT_KINDS else GRID_ROWS
+            step = grid_step(s)
             while lo < hi:
                 cut = min(hi, s.start + ((lo - s.start) // step + 1) * step)
                 yield Piece(s, lo, cut)
@@ -410,3 +414,10 @@ class InputLog:
     def total_units(self) -> float:
         """Records (estimated for text files) in the segments held in memory."""
         return sum((s.end - s.start) / s.unit for s in self.segments.values())
+
+
+def grid_step(segment: Segment) -> int:
+    """The input log's grid in the segment's units (bytes of text, else rows)."""
+    if segment.kind in TEXT_KINDS:
+        return GRID_BYTES
+    return GRID_GENERATED_ROWS if segment.kind in GENERATOR_KINDS else GRID_ROWS
