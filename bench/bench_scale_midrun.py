@@ -439,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
         args.start_nodes = args.lo
     if not 1 <= args.start_nodes <= args.nodes:
         parser.error("--start-nodes must be 1..--nodes")
+    if args.strategy == "kg":  # found by running it: the request failed, the bench waited
+        parser.error("a key-grouping job started at a fixed count routes by hash and "
+                     "cep scale refuses it (docs/guide.md#scaling-a-running-job): give a "
+                     "strategy that routes by key maps")
     if args.leave_after is not None and args.start_nodes == args.nodes:
         parser.error("--leave-after retires the nodes that joined: give --nodes above "
                      "--start-nodes")
