@@ -21,6 +21,7 @@ def latency_figures(data: dict, _name: str) -> str:
              num(c.get("batch_gap_median_s"), 2),
              *(num((c.get("cpu_s") or {}).get(part), 1) or "–"
                for part in ("cep", "broker", "bench_clients")),
+             *(num(at(c, "machine_cores_busy", phase), 2) for phase in ("writing", "draining")),
              num((c.get("load_average") or [None])[0], 1))
             for c in at(data, "cases") or [] if isinstance(c, dict)]
     best = at(data, "best_rate_p99_under_1s") or {}
@@ -28,7 +29,8 @@ def latency_figures(data: dict, _name: str) -> str:
     return (f"Rule `{data.get('rule', '')}`, {num(data.get('keys'))} keys.\n\n"
             + table(("source and sink", "trigger", "events/s", "delivered", "p50 s",
                      "p95 s", "p99 s", "max s", "first output s", "batch every s",
-                     "cep CPU s", "broker CPU s", "writer and reader CPU s", "load"), rows)
+                     "cep CPU s", "broker CPU s", "writer and reader CPU s",
+                     "machine cores busy, writing", "draining", "load"), rows)
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
