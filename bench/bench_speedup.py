@@ -24,7 +24,8 @@ nodes are capped but the driver, its JVM, Spark's master and the embedded MongoD
 the same cores outside any quota, so what the 1-node KG windows cost the whole machine
 per event (``machine_window_cpu_s``, ``cep.machine_cpu``) bounds every N's rate at the
 machine's cores over that cost, assuming an event costs no less CPU on more nodes (each
-point's own cost is kept beside it: ``machine_cores_busy``).
+point's own cost is kept beside it: ``machine_cores_busy``, and :func:`machine_at_cost`
+turns the cheapest into the bound at each N's own cost).
 
 Writes ``bench/results/speedup.json``; ``cep report bench/results/speedup.json -o DIR``
 draws the figure (``cep.speedup_figure``).
@@ -137,6 +138,28 @@ def machine_bound(runs: list[dict], cores: int) -> float | None:
     return round(cores * sum(window_seconds(r) for r in runs) / spent, 3)
 
 
+def machine_at_cost(points: list[dict], nodes: list[int], curves: dict[str, list],
+                    cores: int) -> list[float | None]:
+    """Per N, the most speedup the machine's ``cores`` allow at the least CPU an event
+    was measured to cost the machine on N nodes: over the strategies, a point's speedup
+    times the cores over the cores its measured window kept busy (each a mean over the
+    sweeps), the highest, and never above the ideal line. Why beside the 1-node bound: each node pays a batch's fixed
+    costs, so an event costs the machine more CPU on more nodes, and the 1-node cost
+    overstates what the cores allow at 5."""
+    out: list[float | None] = []
+    for i, n in enumerate(nodes):
+        caps = []
+        for name, curve in curves.items():
+            busy = [b for p in points if p["nodes"] == n
+                    for b in p["strategies"].get(name, {}).get("machine_cores_busy") or []
+                    if b]
+            if busy and curve[i]:
+                caps.append(curve[i] * cores / (sum(busy) / len(busy)))
+        ideal = n / nodes[0]  # no bound above the ideal line
+        out.append(round(min(ideal, max(caps)), 3) if caps else None)
+    return out
+
+
 def bound(runs: list[dict], cpus_per_node: float, nodes: list[int],
           cores: int | None = None) -> dict:
     """Amdahl's bound on speedup(N) from N = 1 runs (``cep bench`` results on one node).
@@ -226,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
            for r in json.loads((ROOT / p["file"]).read_text())["results"]
            if r["strategy"] == "kg"]
     limits = bound(one, args.node_cpus, [n // min(nodes) for n in nodes])
+    limits["machine_at_cost"] = machine_at_cost(points, nodes, curves, os.cpu_count() or 1)
     peak = max(max(p["load_average_before"][0], p["load_average_after"][0]) for p in points)
     dates = sorted(json.loads((ROOT / p["file"]).read_text())["date"] for p in points)
     write_results({
@@ -242,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:6s} " + "  ".join(f"{x:.2f}" if x is not None else "-" for x in curve))
     print("bound  " + "  ".join(f"{x:.2f}" for x in limits["amdahl"]) + "  (Amdahl, frame)")
     print("kp     " + "  ".join(f"{x:.2f}" for x in limits["key_preserving"]))
+    if any(limits["machine_at_cost"]):
+        print("mcost  " + "  ".join(f"{x:.2f}" if x else "-" for x in limits["machine_at_cost"])
+              + "  (the cores at the least CPU per event measured on N nodes)")
     if limits["machine"]:
         print("mach   " + "  ".join(f"{x:.2f}" for x in limits["machine"])
               + f"  (the machine's {os.cpu_count()} cores)")

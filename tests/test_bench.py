@@ -240,6 +240,13 @@ def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
     metered = {**run, "batch_elapsed_s": [1.0, 3.0, 6.0], "machine_window_cpu_s": 4.0}
     limits = bench.bound([metered], 0.4, [1, 2, 4], cores=2)
     assert limits["machine_cap"] == 2.5 and limits["machine"] == [1.0, 2.0, 2.5]
+    # at N's own cost: on 4 nodes KG reached 1.5x with 1.5 of 2 cores busy (2.0x at
+    # most) and PKG 1.8x with 1.6 busy (2.25x): the highest; never above the ideal line
+    points = [{"nodes": n, "strategies": {
+        "kg": {"machine_cores_busy": [busy]}, "pkg": {"machine_cores_busy": [pkg]}}}
+        for n, busy, pkg in ((1, 0.5, 0.5), (4, 1.5, 1.6))]
+    assert bench.machine_at_cost(points, [1, 4], {"kg": [1.0, 1.5], "pkg": [1.0, 1.8]},
+                                 2) == [1.0, 2.25]
 
 
 def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:

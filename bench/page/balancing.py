@@ -221,6 +221,7 @@ def speedup_figures(data: dict, name: str) -> str:
     cores = data.get("cpus") or 2
     rows = [(num(n), num(at(data, "ideal", i), 2), num(at(bound, "amdahl", i), 2),
              num(at(bound, "key_preserving", i), 2), num(at(bound, "machine", i), 2),
+             num(at(bound, "machine_at_cost", i), 2),
              *(num(at(curves, s, i), 2) for s in names)) for i, n in enumerate(nodes)]
     head = (f"FSD (`{data.get('rules', '')}`) over `{data.get('input', '')}` in batches of "
             f"{num(data.get('batch_size'))}, N emulated nodes of "
@@ -258,7 +259,7 @@ def speedup_figures(data: dict, name: str) -> str:
     return "\n\n".join((
         head, image,
         table(("nodes", "ideal", "bound: frame", "bound: key whole", "bound: machine",
-               *names), rows),
+               "bound: machine at N's cost", *names), rows),
         "Each point (tweets/s; `= KG`: every key-preserving strategy's first stories "
         "equal KG's; `KG node use`: the share of its quota KG's busiest node used over "
         "its run, well under 100% where the node waited for CPU or for the driver; `KG machine "
