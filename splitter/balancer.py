@@ -129,7 +129,8 @@ class Balancer:
         verdict = self.gate.judge(load, current, proposal, self.n_engines,
                                   _busiest_busy_s(stats, self.partitions), shares,
                                   self.partitions,
-                                  self._batch_work(stats) if weighs_work else None)
+                                  self._batch_work(stats) if weighs_work else None,
+                                  settling=any(info.get("imported_keys", 0) for info in stats))
         if not verdict.pays:
             proposal = current  # the moves would cost more than they save: none
         overrides = {self.texts[i]: int(proposal[i])

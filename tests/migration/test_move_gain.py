@@ -156,6 +156,20 @@ def test_the_balancer_moves_only_what_pays_and_always_as_the_paper(store: StateS
     assert always["move_pays"] and always["keys_moved"] == refused["keys_proposed"]
 
 
+def test_no_move_pays_on_a_batch_in_which_keys_arrived(store: StateStore) -> None:
+    """The same paying proposal as above, on a batch whose engine 1 imported moved keys:
+    its seconds measured the hand-over, so under ``pays`` nothing moves and the metrics
+    say why; ``always`` (the paper's Balancer) moves as before."""
+    zero, one = _keys_by_engine(40, 2)
+    skewed = [{"engine": 0, "busy_s": 4.0, "key_load": {k: 30 for k in zero[:4]}},
+              {"engine": 1, "busy_s": 1.0, "key_load": {one[0]: 30}, "imported_keys": 3}]
+    held = _decide(store, "pays", skewed)
+    assert held["keys_proposed"] >= 1 and held["move_saving_s"] > held["move_cost_s"]
+    assert not held["move_pays"] and held["move_settling"] and held["keys_moved"] == 0
+    always = _decide(store, "always", skewed)
+    assert always["move_pays"] and always["keys_moved"] >= 1 and "move_settling" not in always
+
+
 def test_a_move_between_engines_of_one_task_saves_nothing() -> None:
     """Four engines in two Spark tasks (engine e in task e mod 2, a local[2] master):
     moving a key from engine 0 to engine 2 evens the engines but not the tasks, whose
