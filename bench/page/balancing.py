@@ -64,7 +64,10 @@ def _end_to_end(runs: object) -> str:
             for r in runs if isinstance(r, dict)]
     return ("\n\nEnd to end, `cep bench --nodes 5 --strategies kg,dlb-l --rounds R` per "
             "side and input (runs in the order kg, dlb-l, kg, dlb-l, ...); only figures "
-            "measured at a low load mean anything:\n\n" + table(
+            "measured at a low load mean anything. Sides: before and after as above; "
+            "gate: 07a2749 (the gate also weighs the keys' measured work); shape: "
+            "02ad90c (a key's measured work split by a fitted cost per key and per "
+            "event):\n\n" + table(
                 ("side", "input", "measured", "rounds", "load at start", "DLB-L × KG",
                  "skewed × KG",
                  "run seconds", "= KG"), rows))
