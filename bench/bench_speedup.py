@@ -143,9 +143,9 @@ def machine_at_cost(points: list[dict], nodes: list[int], curves: dict[str, list
     """Per N, the most speedup the machine's ``cores`` allow at the least CPU an event
     was measured to cost the machine on N nodes: over the strategies, a point's speedup
     times the cores over the cores its measured window kept busy (each a mean over the
-    sweeps), the highest, and never above the ideal line. Why beside the 1-node bound: each node pays a batch's fixed
-    costs, so an event costs the machine more CPU on more nodes, and the 1-node cost
-    overstates what the cores allow at 5."""
+    sweeps), the highest, and never above the ideal line. Why beside the 1-node bound:
+    each node pays a batch's fixed costs, so an event costs the machine more CPU on more
+    nodes, and the 1-node cost overstates what the cores allow at 5."""
     out: list[float | None] = []
     for i, n in enumerate(nodes):
         caps = []

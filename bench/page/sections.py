@@ -17,6 +17,7 @@ from pathlib import Path
 from page.balancing import (
     balance_cost_figures,
     balancers_figures,
+    batch_parts_figures,
     fsd_figures,
     gate_figures,
     handoff_figures,
@@ -317,6 +318,19 @@ SECTIONS = (
             "python bench/bench_speedup.py", speedup_figures,
             "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`; the "
             "per-point `cep bench` files go to `bench/results/speedup/`."),
+    Section("batch-parts-*.json", "Where a batch's time goes on 5 emulated nodes",
+            "One `cep bench --nodes 5` of the speedup bench's FSD job per case, with "
+            "Spark's event log on: per batch the driver's part (wall time outside the "
+            "batch's jobs), the input stage (reading, drawing and routing the tweets; its "
+            "tasks per batch) and the engines' stage, from the tasks' launch and finish "
+            "times. The cases are the generator's grid before and after its pieces were "
+            "cut 4 times finer (`cep/io/inputlog.py`).",
+            "PYSPARK_SUBMIT_ARGS='--conf spark.eventLog.enabled=true --conf "
+            "spark.eventLog.dir=file:DIR --conf spark.eventLog.compress=false "
+            "pyspark-shell' cep bench rules/fsd.epl --input tweets:n=600000,"
+            "mode=zipf-periodic,rate=1000 --nodes 5 --node-cpus 0.4 --batch-size 120000 "
+            "--warm-up 1 --strategies kg,dlb-l --json RUN.json (per tree), then python "
+            "bench/batch_parts.py NAME=DIR:RUN.json ...", batch_parts_figures),
     Section("scale_midrun*.json", "Scaling out and in mid-run on the emulated cluster",
             "An FSD job over a backlog it reads at its own pace, on emulated nodes: "
             "2 engines on 2 nodes, 2 more nodes joining while it runs, `cep scale RUN_DIR "
