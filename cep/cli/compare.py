@@ -167,11 +167,13 @@ class NodeMeter:
 
     def __call__(self, module, config: RunConfig, stop: threading.Event) -> RunResult:
         cpu, throttled = self._read()
-        with MachineCpu() as machine:
+        machine = MachineCpu() if self.groups else None  # off the cluster: nothing kept
+        with machine or contextlib.nullcontext():
             result = run_rules(module, config, stop)
         cpu_after, throttled_after = self._read()
         commits = [m["wall_time"] for m in result.metrics]
-        window = machine.between(commits[0], commits[-1]) if len(commits) > 1 else None
+        window = (machine.between(commits[0], commits[-1])
+                  if machine is not None and len(commits) > 1 else None)
         self.runs.append(([round(b - a, 3) for a, b in zip(cpu, cpu_after, strict=True)],
                           [round(b - a, 3) for a, b in
                            zip(throttled, throttled_after, strict=True)], window))
