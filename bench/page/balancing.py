@@ -67,7 +67,8 @@ def _end_to_end(runs: object) -> str:
             "measured at a low load mean anything. Sides: before and after as above; "
             "gate: 07a2749 (the gate also weighs the keys' measured work); shape: "
             "02ad90c (a key's measured work split by a fitted cost per key and per "
-            "event):\n\n" + table(
+            "event); settle: ef302d3 (the gate also holds on a batch in which keys "
+            "arrived):\n\n" + table(
                 ("side", "input", "measured", "rounds", "load at start", "DLB-L × KG",
                  "skewed × KG",
                  "run seconds", "= KG"), rows))
