@@ -58,7 +58,7 @@ def main() -> None:
         for run in cases[name]["runs"]:
             print(name, run["strategy"], {k: run.get(k) for k in (
                 "wall_s", "driver_s", "input_span_s", "engines_span_s")})
-    write_results({"bench": "speedup_breakdown", "cases": cases}, args.out)
+    write_results({"bench": "batch_parts", "cases": cases}, args.out)
 
 
 if __name__ == "__main__":

@@ -129,13 +129,12 @@ def window_rate(r: dict) -> float:
 
 def machine_bound(runs: list[dict], cores: int) -> float | None:
     """The most speedup the machine's ``cores`` allow over these 1-node runs: their
-    windows' seconds over the cores-seconds the machine spent in them, times the cores
+    windows' seconds over the CPU seconds the machine spent in them, times the cores
     (None where a run was not metered)."""
-    busy = [machine_cores_busy(r) for r in runs]
-    if not busy or any(b is None or b <= 0 for b in busy):
+    spent = [r.get("machine_window_cpu_s") for r in runs]
+    if not spent or any(cpu is None or cpu <= 0 for cpu in spent):
         return None
-    spent = sum(b * window_seconds(r) for b, r in zip(busy, runs, strict=True))
-    return round(cores * sum(window_seconds(r) for r in runs) / spent, 3)
+    return round(cores * sum(window_seconds(r) for r in runs) / sum(spent), 3)
 
 
 def machine_at_cost(points: list[dict], nodes: list[int], curves: dict[str, list],
