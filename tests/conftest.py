@@ -79,3 +79,10 @@ def closed_port() -> Iterator[int]:
     ``support.ports.refusing_port``)."""
     with refusing_port() as port:
         yield port
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A slow scale test may run for most of an hour; the ini's ten minutes are for the rest."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(3600))
