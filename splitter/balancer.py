@@ -203,15 +203,9 @@ class Balancer:
         current = self._owners(nxt)
         after = (decided.owners_of(self.texts) if self.texts
                  else np.zeros(0, dtype=np.int32))
-        moved = after != current
-        metrics.update({
-            "strategy": self.name, "load_measure": self.load,
-            "rebalanced": bool(moved.any()), "keys_moved": int(moved.sum()),
-            "load_moved": self._events_moved(moved, self.statistics.load, counts),
-            "moves": self.gate.policy, "keys": len(self.texts), "batch_keys": len(counts),
-            "rescaled": {"at_batch": batch + 2, "from": nxt.n_engines,
-                         "to": decided.n_engines, "hash": decided.hash},
-        })
+        self._report_moves(metrics, after != current, counts, rescaled={
+            "at_batch": batch + 2, "from": nxt.n_engines, "to": decided.n_engines,
+            "hash": decided.hash})
         self._collect(batch)
 
     def _scaled_map(self, nxt: KeyMap, target: int, stats: list[dict]) -> KeyMap:
@@ -259,17 +253,22 @@ class Balancer:
             decided = key_map(self.store, batch + 2)
             self._know(decided.overrides)
             proposal = self._owners(decided)
-        moved = proposal != current
+        self._report_moves(metrics, proposal != current, counts, draining={
+            "at_batch": batch + 2, "from": nxt.n_engines, "to": target,
+            "keys_left": int((proposal >= target).sum())})
+        self._collect(batch)
+        return True
+
+    def _report_moves(self, metrics: dict, moved: np.ndarray, counts: dict[str, int],
+                      **change: dict) -> None:
+        """A scale decision's metrics: what it moves, and the change (``rescaled``) or
+        the drain stage (``draining``) it is."""
         metrics.update({
             "strategy": self.name, "load_measure": self.load,
             "rebalanced": bool(moved.any()), "keys_moved": int(moved.sum()),
             "load_moved": self._events_moved(moved, self.statistics.load, counts),
             "moves": self.gate.policy, "keys": len(self.texts), "batch_keys": len(counts),
-            "draining": {"at_batch": batch + 2, "from": nxt.n_engines, "to": target,
-                         "keys_left": int((proposal >= target).sum())},
-        })
-        self._collect(batch)
-        return True
+            **change})
 
     def _placement_load(self, stats: list[dict]) -> np.ndarray:
         """What a scale change places the keys by: the Balancer's load where it measures
