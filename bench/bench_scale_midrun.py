@@ -470,8 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in result["change_costs"]:
         print(f"{c['from']} -> {c['to']} at batch {c['at_batch']}: {c['keys']} keys, "
               f"{c['bytes']} bytes; extra {c.get('extra_s')} s = "
-              f"{c.get('extra_over_normal')} normal batches (the worst batch "
-              f"{c.get('worst_batch_over_normal')}; drain stages {c.get('drain_batches')})")
+              f"{c.get('extra_over_normal')} normal batches")
     for step in result["steps"]:
         if step["action"] == "leave" and "nodes" in step:
             print(f"leave after batch {step['after_batch']}: {step['nodes']}; "

@@ -44,8 +44,6 @@ def batch_rows(metrics: list[dict], node_cpu: dict[int, list[float]] | None = No
                      # the driver's sink: the batch's job (collect), then its hooks
                      # (the Balancer), delivery and metrics after it
                      "sink_s": m.get("sink_s"), "write_s": m.get("write_s"),
-                     # a scale-in's stage decided after this batch (exported in the next)
-                     "drain_decided": "draining" in m,
                      # the Balancer's fit of the row stages' cost per key and per event
                      **({"row_cost_s": m["row_cost_s"]} if "row_cost_s" in m else {}),
                      "node_cpu_s": cpu})
@@ -75,7 +73,6 @@ def phases(rows: list[dict], starts: list[int], nodes: dict[int, int],
     ``measure_from`` (the warm-up; FSD's windows filling), and batches of fewer than
     ``batch_size`` events (the input's tail, the empty last batch)."""
     bounds = sorted({WARM_UP_BATCHES, *[s for s in starts if s > WARM_UP_BATCHES]})
-    draining = drain_exports(rows)
     out, count = [], None
     for i, first in enumerate(bounds):
         end = bounds[i + 1] if i + 1 < len(bounds) else None
@@ -84,7 +81,6 @@ def phases(rows: list[dict], starts: list[int], nodes: dict[int, int],
         measured = [r for r in inside
                     if not (first in starts and r["batch"] == first)
                     and not (end is not None and r["batch"] == end - 1)
-                    and r["batch"] not in draining
                     and r["seconds"] and r["events"] >= batch_size
                     and r["batch"] >= measure_from]
         out.append({"first_batch": first, "end_batch": end,
@@ -108,45 +104,29 @@ def phase_figures(measured: list[dict]) -> dict:
             "node_cores_busy": busy}
 
 
-def drain_exports(rows: list[dict]) -> set[int]:
-    """The batches that hand a scale-in's drain stage over: each after one whose
-    decision was a stage (``splitter.balancer.Balancer._drain_stage``)."""
-    return {r["batch"] + 1 for r in rows if r.get("drain_decided")}
-
-
 def change_costs(rows: list[dict], changes: list[dict], spans: list[dict]) -> list[dict]:
-    """Each change's extra wall time: the batches that hand keys over (``at - 1``, and
-    a scale-in's drain stages before it) against their phase's median batch, plus the
-    first batch at the new count (``at``) against the new phase's; that extra over the
-    shorter of the two medians (the issue's target: at most 1, one normal batch), and
-    the most any one of those batches took over its median, in normal batches."""
+    """Each change's extra wall time: the batch that hands the keys over (``at - 1``)
+    against its phase's median batch, plus the first batch at the new count (``at``)
+    against the new phase's, and that extra over the shorter of the two medians (the
+    issue's target: at most 1, one normal batch)."""
     by_batch = {r["batch"]: r for r in rows}
     phase_at = {p["first_batch"]: p for p in spans}
-    draining = drain_exports(rows)
-    out, last = [], -1
+    out = []
     for c in sorted(changes, key=lambda c: c["at_batch"]):
         at = c["at_batch"]
         after = phase_at.get(at)
         before = next((p for p in reversed(spans) if p["first_batch"] < at), None)
-        stages = [b for b in sorted(draining) if last < b < at - 1]
-        handing = [by_batch.get(b) for b in [*stages, at - 1]]
-        first = by_batch.get(at)
-        last = at
+        handing, first = by_batch.get(at - 1), by_batch.get(at)
         entry = {"at_batch": at, "from": c["from"], "to": c["to"], "keys": c.get("keys"),
                  "bytes": c.get("bytes"),
-                 "handing_over_s": handing[-1] and handing[-1]["seconds"],
+                 "handing_over_s": handing and handing["seconds"],
                  "first_new_s": first and first["seconds"]}
-        if stages:
-            entry["drain_batches"] = stages
-            entry["drain_s"] = [r and r["seconds"] for r in handing[:-1]]
         if (before and after and before["batch_s"] and after["batch_s"]
-                and all(r and r["seconds"] for r in [*handing, first])):
-            over = [r["seconds"] - before["batch_s"] for r in handing]
-            over.append(first["seconds"] - after["batch_s"])
+                and handing and first and handing["seconds"] and first["seconds"]):
+            extra = (handing["seconds"] - before["batch_s"]) + (first["seconds"] - after["batch_s"])
             normal = min(before["batch_s"], after["batch_s"])
-            entry.update(extra_s=round(sum(over), 3), normal_batch_s=normal,
-                         extra_over_normal=round(sum(over) / normal, 3),
-                         worst_batch_over_normal=round(max(over) / normal, 3))
+            entry.update(extra_s=round(extra, 3), normal_batch_s=normal,
+                         extra_over_normal=round(extra / normal, 3))
         out.append(entry)
     return out
 

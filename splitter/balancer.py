@@ -42,9 +42,6 @@ from splitter.policies.strategies import SERIES_WINDOWS, get_strategy
 FIRST_DECIDED_BATCH = 2  # maps 0 and 1 are key grouping: batch 0's loads decide map 2
 GC_EVERY = 8  # batches between collections of old handoff documents and maps
 UNBALANCED = frozenset({"kg"})  # places every key by its hash, at any engine count
-# a scale-in hands the retired engines' keys over in this many batches, the count
-# changing with the last (``Balancer._drain_stage``)
-SCALE_IN_STAGES = 3
 
 
 class Balancer:
@@ -89,8 +86,6 @@ class Balancer:
         # Spark's tasks of the engines (engine e in task e mod P): the gate prices moves
         # by the busiest task, not engine (``MoveGate.judge``); None: a task per engine
         self.partitions = partitions
-        # a scale-in under way: its target count, the keys a stage moves, stages done
-        self._drain: tuple[int, int, int] | None = None
 
     def prepare(self) -> None:
         """Maps 0 and 1 are plain key grouping (the first decision lands in batch 2)."""
@@ -112,11 +107,8 @@ class Balancer:
             if written is not None:  # a replay: the map decided first is the change, or not
                 target = KeyMap.decode(written).n_engines
         if target is not None and target != nxt.n_engines:
-            if not (target < nxt.n_engines
-                    and self._drain_stage(batch, nxt, target, counts, metrics, stats)):
-                self._rescale(batch, nxt, target, counts, metrics, stats)
+            self._rescale(batch, nxt, target, counts, metrics, stats)
             return
-        self._drain = None
         current = self._owners(nxt)
         load = self.statistics.load
         shares = None
@@ -195,80 +187,25 @@ class Balancer:
                  metrics: dict, stats: list[dict]) -> None:
         """Write ``M[t+2]`` at ``target`` engines (``migration.scaling.rescale_map``):
         no balancing decision in the same map, so what the change moves is its own."""
-        self._drain = None
-        decided = self._scaled_map(nxt, target, stats)
+        decided = rescale_map(nxt, target, self.hash)
+        if self.name not in UNBALANCED and self.texts:  # place the loaded keys by load
+            decided = self._balanced(nxt, decided, self._placement_load(stats))
         if not self.store.put_key_map(batch + 2, decided.encode()):
             decided = key_map(self.store, batch + 2)  # a replay: the first decision stands
         self._know(decided.overrides)
         current = self._owners(nxt)
         after = (decided.owners_of(self.texts) if self.texts
                  else np.zeros(0, dtype=np.int32))
-        self._report_moves(metrics, after != current, counts, rescaled={
-            "at_batch": batch + 2, "from": nxt.n_engines, "to": decided.n_engines,
-            "hash": decided.hash})
-        self._collect(batch)
-
-    def _scaled_map(self, nxt: KeyMap, target: int, stats: list[dict]) -> KeyMap:
-        """The map at ``target`` engines after ``nxt``: KG's at the new count with the
-        overrides that stay (``rescale_map``), the loaded keys placed by load."""
-        decided = rescale_map(nxt, target, self.hash)
-        if self.name not in UNBALANCED and self.texts:
-            decided = self._balanced(nxt, decided, self._placement_load(stats))
-        return decided
-
-    def _drain_stage(self, batch: int, nxt: KeyMap, target: int, counts: dict[str, int],
-                     metrics: dict, stats: list[dict]) -> bool:
-        """A scale-in's stage before the count changes: write ``M[t+2]`` at the current
-        count with up to a stage's share of the keys of the engines that retire moved
-        to where the change will put them. False (nothing written) after
-        ``SCALE_IN_STAGES`` - 1 stages, or once what is left fits in one: the change
-        itself (``_rescale``) moves the rest, with keys that arrived meanwhile.
-
-        Why: in one batch the engines that stay import every retired key's state and
-        fold it into theirs; on FSD 4 -> 2 on 0.4-core nodes that batch and the next
-        took 13.0 and 11.7 s against 6.6 s (``bench/results/scale_midrun-settle-2.json``,
-        batches 25-26). A stage's share is the keys on the retiring engines when the
-        drain began (or this process took it up) over ``SCALE_IN_STAGES``, in the
-        order the Balancer first saw them; any sequence of maps is correct, so a
-        restart that re-plans the rest changes no event."""
-        if SCALE_IN_STAGES <= 1 or not self.texts:
-            return False
-        current = self._owners(nxt)
-        leaving = np.flatnonzero(current >= target)
-        if self._drain is None or self._drain[0] != target:
-            self._drain = (target, -(-len(leaving) // SCALE_IN_STAGES), 0)
-        _, share, done = self._drain
-        if done + 1 >= SCALE_IN_STAGES or len(leaving) <= share:
-            return False
-        self._drain = (target, share, done + 1)
-        goal = self._scaled_map(nxt, target, stats).owners_of(self.texts)
-        proposal = current.copy()
-        proposal[leaving[:share]] = goal[leaving[:share]]
-        overrides = {self.texts[i]: int(proposal[i])
-                     for i in np.flatnonzero(proposal != self.kg).tolist()}
-        written = KeyMap(nxt.n_engines, overrides, self.hash)
-        if self.store.put_key_map(batch + 2, written.encode()):
-            remember(self.store, batch + 2, written)
-        else:  # a replay: the first decision stands
-            decided = key_map(self.store, batch + 2)
-            self._know(decided.overrides)
-            proposal = self._owners(decided)
-        self._report_moves(metrics, proposal != current, counts, draining={
-            "at_batch": batch + 2, "from": nxt.n_engines, "to": target,
-            "keys_left": int((proposal >= target).sum())})
-        self._collect(batch)
-        return True
-
-    def _report_moves(self, metrics: dict, moved: np.ndarray, counts: dict[str, int],
-                      **change: dict) -> None:
-        """A scale decision's metrics: what it moves, and the change (``rescaled``) or
-        the drain stage (``draining``) it is."""
+        moved = after != current
         metrics.update({
             "strategy": self.name, "load_measure": self.load,
             "rebalanced": bool(moved.any()), "keys_moved": int(moved.sum()),
             "load_moved": self._events_moved(moved, self.statistics.load, counts),
             "moves": self.gate.policy, "keys": len(self.texts), "batch_keys": len(counts),
-            **change})
+            "rescaled": {"at_batch": batch + 2, "from": nxt.n_engines,
+                         "to": decided.n_engines, "hash": decided.hash},
+        })
+        self._collect(batch)
 
     def _placement_load(self, stats: list[dict]) -> np.ndarray:
         """What a scale change places the keys by: the Balancer's load where it measures

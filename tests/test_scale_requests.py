@@ -79,7 +79,7 @@ def test_the_hook_records_the_change_and_what_the_batch_before_handed_over(tmp_p
     hook(8, [], exporting)
     assert exporting["scaled"] == {"at_batch": 9, "from": 3, "to": 5, "hash": "mod",
                                    "request": 1, "decided_after": 7, "keys": 14,
-                                   "bytes": 41203, "stages": 1}
+                                   "bytes": 41203}
     assert ScaleLog(run).applied() == [exporting["scaled"]]
     again = ScaleHook(run, told.append)  # a restart replaying batch 8 records it again
     replayed = {"exported_keys": 14, "exported_bytes": 41203}
@@ -92,23 +92,3 @@ def test_the_hook_records_the_change_and_what_the_batch_before_handed_over(tmp_p
                                       "events_in": 3, **exporting}]
     text = balance_text("dlb-l", metrics)
     assert text is not None and "3 -> 5 engines from batch 9: 14 keys, 41,203 bytes" in text
-
-
-def test_a_drained_scale_in_counts_what_every_stage_handed_over(tmp_path, capsys):
-    """Two drain stages (decided after batches 3 and 4, exported in 4 and 5) then the
-    change (decided after 5, exported in 6): the change's keys and bytes are the sum of
-    the three exports, in three stages. Oracle: the sums by hand."""
-    run = _run_dir(tmp_path, strategy="dlb-l", maps=True)
-    scale(run, 2)
-    hook = ScaleHook(run, lambda n: None)
-    hook(3, [], {"draining": {"at_batch": 5, "from": 4, "to": 2, "keys_left": 20}})
-    hook(4, [], {"exported_keys": 10, "exported_bytes": 1000,
-                 "draining": {"at_batch": 6, "from": 4, "to": 2, "keys_left": 10}})
-    hook(5, [], {"exported_keys": 9, "exported_bytes": 900,
-                 "rescaled": {"at_batch": 7, "from": 4, "to": 2, "hash": "mod"}})
-    exporting = {"exported_keys": 11, "exported_bytes": 1100}
-    hook(6, [], exporting)
-    assert {k: exporting["scaled"][k] for k in ("keys", "bytes", "stages")} == {
-        "keys": 30, "bytes": 3000, "stages": 3}
-    told = capsys.readouterr().err
-    assert told.count("hand their keys over") == 1 and "engines 2-3" in told

@@ -340,11 +340,9 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
              " / ".join(num(c, 2) for c in p.get("node_cores_busy") or []))
             for p in phases]
     changes = [(f"{num(c.get('from'))} → {num(c.get('to'))}", num(c.get("at_batch")),
-                num(c.get("keys")), num(c.get("bytes")),
-                " + ".join(num(s, 2) for s in [*(c.get("drain_s") or []),
-                                               c.get("handing_over_s")]),
+                num(c.get("keys")), num(c.get("bytes")), num(c.get("handing_over_s"), 2),
                 num(c.get("first_new_s"), 2), num(c.get("extra_s"), 2),
-                ratio(c.get("extra_over_normal")), ratio(c.get("worst_batch_over_normal")))
+                ratio(c.get("extra_over_normal")))
                for c in data.get("change_costs") or [] if isinstance(c, dict)]
     ratios = data.get("ratios") or {}
     bound = data.get("bound") or {}
@@ -393,12 +391,11 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
         head,
         table(("batches", "engines", "nodes", "events/s", "median batch (s)", "measured",
                "node cores busy"), rows),
-        "Each change (the batch before it hands the keys over, with a scale-in's drain "
-        "stages before it, and the first at the new count adopts them; extra time against "
-        "the phases' median batches, in all and in the worst of those batches, over the "
-        "shorter of the two medians: the issue's target is at most 1×):",
+        "Each change (the batch before it hands the keys over, the first at the new count "
+        "adopts them; extra time against the phases' median batches, and over the shorter "
+        "of the two: the issue's target is at most 1×):",
         table(("change", "at batch", "keys", "bytes", "handing over (s)", "first new (s)",
-               "extra (s)", "over a batch", "worst batch"), changes),
+               "extra (s)", "over a batch"), changes),
         _leave_text(data)) if part)
 
 

@@ -152,30 +152,15 @@ class ScaleHook:
     a batch whose decision wrote a rescaled map records the change (``applied.json``,
     and ``engines_now`` in ``run.json``, so a restart knows the count); the batch that
     hands the keys over (the one before the change) gets ``scaled`` in its metrics: the
-    change and the keys and bytes its engines exported, with those of the stages that
-    drained a scale-in's retiring engines before it (``stages``). A line on standard
-    error says each change once, and a scale-in's first stage."""
+    change and the keys and bytes its engines exported. A line on standard error says
+    each change once."""
 
     def __init__(self, workdir: Path, manifest_update) -> None:
         self.log = ScaleLog(workdir)
         self.update = manifest_update  # (engines_now) -> None: rewrites run.json
         self.pending: dict[int, dict] = {c["at_batch"]: c for c in self.log.applied()}
-        self.draining: set[int] = set()  # batches that export a scale-in's stage
-        self.drained = {"keys": 0, "bytes": 0, "stages": 0}  # since the drain began
 
     def __call__(self, batch: int, _stats: list[dict], metrics: dict) -> None:
-        if batch in self.draining:
-            self.draining.discard(batch)
-            self.drained = {"keys": self.drained["keys"] + metrics.get("exported_keys", 0),
-                            "bytes": self.drained["bytes"] + metrics.get("exported_bytes", 0),
-                            "stages": self.drained["stages"] + 1}
-        stage = metrics.get("draining")
-        if stage is not None:
-            if not self.draining and not self.drained["stages"]:
-                print(f"cep: batch {batch}: engines {stage['to']}-{stage['from'] - 1} hand "
-                      f"their keys over from batch {stage['at_batch'] - 1} on, before "
-                      f"{stage['from']} -> {stage['to']} engines", file=sys.stderr)
-            self.draining.add(stage["at_batch"] - 1)
         change = metrics.get("rescaled")
         if change is not None:
             latest = self.log.latest()
@@ -191,10 +176,8 @@ class ScaleHook:
                   f"{change['at_batch'] - 1})", file=sys.stderr)
         entry = self.pending.get(batch + 1)
         if entry is not None:
-            entry = {**entry, "keys": metrics.get("exported_keys", 0) + self.drained["keys"],
-                     "bytes": metrics.get("exported_bytes", 0) + self.drained["bytes"],
-                     "stages": self.drained["stages"] + 1}
-            self.drained = {"keys": 0, "bytes": 0, "stages": 0}
+            entry = {**entry, "keys": metrics.get("exported_keys", 0),
+                     "bytes": metrics.get("exported_bytes", 0)}
             self.pending[batch + 1] = entry
             self.log.record(entry)
             metrics["scaled"] = entry

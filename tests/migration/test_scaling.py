@@ -182,9 +182,8 @@ def test_the_balancer_writes_the_schedule_s_counts_and_reports_the_change(strate
             changes.append((metrics["rescaled"]["at_batch"], metrics["rescaled"]["to"],
                             metrics["keys_moved"]))
     counts = [KeyMap.decode(maps.maps[v]).n_engines for v in range(9)]
-    # the scale-out at once; the scale-in's retiring engines drained in two stages first
-    assert counts == [3, 3, 3, 3, 5, 5, 5, 5, 2]
-    assert [(b, n) for b, n, _ in changes] == [(4, 5), (8, 2)]
+    assert counts == [3, 3, 3, 3, 5, 5, 2, 2, 2]
+    assert [(b, n) for b, n, _ in changes] == [(4, 5), (6, 2)]
     assert all(KeyMap.decode(m).hash == "jump" for m in maps.maps.values())
     assert all(0 <= e < KeyMap.decode(maps.maps[v]).n_engines
                for v in maps.maps for e in KeyMap.decode(maps.maps[v]).overrides.values())
@@ -238,37 +237,3 @@ def test_a_scale_change_of_an_events_balancer_places_keys_by_their_measured_work
     assert per.max() == pytest.approx(3.0)
     assert (owners[1:] != owners[0]).all(), "no cheap key joins the costly one"
     assert (per[np.arange(4) != owners[0]] > 0).all(), "the cheap keys fill the others"
-
-
-@pytest.mark.parametrize("strategy", ["kg", "dlb-l", "elb"])
-def test_a_scale_in_drains_the_retiring_engines_in_stages_then_changes_the_count(strategy):
-    """``Balancer._drain_stage``: a 6 -> 2 change writes maps at 6 engines that each move
-    about a third of the retiring engines' keys, and only those, to engines that stay,
-    then the map at 2. Oracle: the owners of every key under each map, computed from
-    the maps themselves, and the count of keys on engines 2-5 when the request came."""
-    from splitter.balancer import SCALE_IN_STAGES
-
-    maps = _Maps()
-    balancer = Balancer(maps, strategy, 6, threshold=0.0, moves="always",
-                        engines_at=Schedule.of(6, [(5, 2)]).engines_at)
-    balancer.prepare()
-    rng = np.random.default_rng(7)
-    texts = [json.dumps(f"k{i}") for i in range(600)]
-    for batch in range(8):
-        load = dict.fromkeys(texts, 1)  # every key in every batch: none arrives later
-        load.update({texts[int(k)]: 2 for k in rng.zipf(1.2, 2000) % 600})
-        metrics = {"rows_per_engine": [1] * 6, "busy_s_per_engine": [0.0] * 6}
-        balancer(batch, [{"engine": 0, "busy_s": 0.0, "key_load": load}], metrics)
-    counts = [KeyMap.decode(maps.maps[v]).n_engines for v in range(10)]
-    assert counts == [6] * 7 + [2] * 3  # asked for at map 5: two stages, then the change
-    known = balancer.texts
-    owners = {v: KeyMap.decode(maps.maps[v]).owners_of(known) for v in range(4, 8)}
-    leaving = [int((owners[v] >= 2).sum()) for v in range(4, 7)]
-    share = -(-leaving[0] // SCALE_IN_STAGES)
-    assert leaving[0] > 100 and leaving == [leaving[0], leaving[0] - share,
-                                            leaving[0] - 2 * share]
-    for v in (5, 6):  # a stage moves keys only off the retiring engines, onto the others
-        moved = owners[v] != owners[v - 1]
-        assert moved.sum() == share
-        assert (owners[v - 1][moved] >= 2).all() and (owners[v][moved] < 2).all()
-    assert (owners[7] < 2).all()
