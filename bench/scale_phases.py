@@ -44,6 +44,8 @@ def batch_rows(metrics: list[dict], node_cpu: dict[int, list[float]] | None = No
                      # the driver's sink: the batch's job (collect), then its hooks
                      # (the Balancer), delivery and metrics after it
                      "sink_s": m.get("sink_s"), "write_s": m.get("write_s"),
+                     # the engines' state log: blobs written as bases and as deltas
+                     "state_saved": m.get("state_saved"),
                      # the Balancer's fit of the row stages' cost per key and per event
                      **({"row_cost_s": m["row_cost_s"]} if "row_cost_s" in m else {}),
                      "node_cpu_s": cpu})

@@ -138,6 +138,24 @@ def test_the_version_round_trips_beside_the_entries():
     assert EngineLog(store.log).entry(1) == ("b", b"delta!")
 
 
+def test_the_bytes_an_engine_imported_since_its_base_raise_the_fold_bar(monkeypatch):
+    """The fold rule (``log.Version.folds``): deltas since the base fold once they pass
+    the base's bytes and the parcels' bytes imported since. Oracle: the sums by hand,
+    a 100-byte base, then 60-byte deltas, one batch importing 80 bytes of parcels."""
+    monkeypatch.setattr(engine_log, "FOLD_FLOOR", 1)
+    store = Store()
+    EngineLog(store.log).append(0, "a", b"b" * 100, base=True)
+    version = EngineLog(store.log).version()
+    assert version.folds(101) and not version.folds(100)
+    assert not version.folds(150, moved_in=80)  # 150 <= 100 + 80: the import's own delta
+    EngineLog(store.log).append(1, "b", b"d" * 150, base=False, moved_in=80)
+    version = EngineLog(store.log).version()
+    assert version.moved_in_bytes == 80 and version.delta_bytes == 150
+    assert not version.folds(30) and version.folds(31)  # 150 + 31 > 180
+    EngineLog(store.log).append(2, "c", b"b" * 230, base=True)  # a base: all in it
+    assert EngineLog(store.log).version().moved_in_bytes == 0
+
+
 @pytest.fixture
 def small_parts(monkeypatch):
     """State rows of at most 16 bytes: every entry of these tiny engines has parts."""

@@ -165,7 +165,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
                                        engine.clock))
         clock.lap("export")
     saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
-                                                 if k not in load)], batch)
+                                                 if k not in load)], batch, incoming.bytes)
     keep(p.start, label, batch, saved["token"], engine)
     held = len(engine.keys())
     clock.lap("save")
@@ -320,19 +320,23 @@ def input_ended(times: list[tuple]) -> bool:
     return any(info[0] == "pieces" and info[2] for info in times)
 
 
-def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int) -> dict:
+def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int,
+         moved_in: int = 0) -> dict:
     """Merge the work engine back into the resident one and append the batch to the
     engine's log: its change (a delta), or the whole engine (a base) where the fold
-    rule says so (``engine_log.py``). Returns the token drawn for this processing of
-    the batch, the kind of blob and its bytes."""
+    rule says so (``engine_log.py``; ``moved_in``: the bytes of the parcels the batch
+    imported). Returns the token drawn for this processing of the batch, the kind of
+    blob and its bytes."""
     before = log.version()
     change = engine.merge_in(work, keys)
     blob = codec.encode(change, "change")
     kind = "delta"
-    if before is None or before.folds(len(blob)) or before.rules != engine.version:
+    if (before is None or before.folds(len(blob), moved_in)
+            or before.rules != engine.version):
         blob, kind = engine.snapshot(), "base"  # a new rule set starts a new log
     token = uuid.uuid4().hex
-    log.append(batch, token, blob, base=kind == "base", rules=engine.version)
+    log.append(batch, token, blob, base=kind == "base", rules=engine.version,
+               moved_in=moved_in)
     return {"token": token, "kind": kind, "bytes": len(blob)}
 
 
@@ -360,6 +364,7 @@ class Incoming:
     keys: list[str]
     parcels: list[Parcel]
     clock: dict | None
+    bytes: int = 0  # the parcels' encoded size (the state log's fold rule)
 
 
 def open_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
@@ -387,7 +392,7 @@ def open_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,
     clock = None
     if rescaled(prev, cur) and e >= prev.n_engines:
         clock = next((p.engine.clock for p in opened if p.engine.clock), None)
-    return Incoming(keys, opened, clock)
+    return Incoming(keys, opened, clock, sum(len(parcels[n]) for n in names.values()))
 
 
 def import_moved_keys(store: StateStore, engine: Engine, e: int, batch: int,

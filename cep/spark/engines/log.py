@@ -46,10 +46,16 @@ cores, two runs each way: the engines' save stage fell from 1.33-1.40 to 0.33-0.
 task-seconds, restore stayed at 0.5-0.9.
 
 The fold rule: a batch writes a base (and clears the older entries) instead of its delta
-when the deltas since the last base would add up to more than the base's bytes (at least
-``FOLD_FLOOR``), or to more than ``MAX_DELTAS`` entries. Writing stays amortised O(bytes
-changed), and rebuilding the engine reads at most about twice its state in at most
-``MAX_DELTAS + 1`` calls.
+when the deltas since the last base would add up to more than the base's bytes and the
+bytes of the parcels the engine imported since (at least ``FOLD_FLOOR``), or to more than
+``MAX_DELTAS`` entries. Writing stays amortised O(bytes changed), and rebuilding the
+engine reads at most about twice its state in at most ``MAX_DELTAS + 1`` calls.
+
+Why the imported bytes count: an engine that takes over keys grows by their state in
+one batch, and that batch's delta holds all of it. Measured against the base alone, the
+engines that stayed in a 4 -> 2 engine FSD change on 0.4-core nodes folded their doubled
+state there ('save' 7-10 s against 2 s, ``bench/results/scale_midrun-settle-2.json``
+batch 25), though the delta was about the state it added.
 
 A task's writes reach the store only when its task commits; a failed or retried task's
 never do. That is what makes the version the truth that ``resident.py`` checks a
@@ -118,6 +124,7 @@ class Version:
     entries: tuple[int, ...]
     rules: int = 0  # the rule set version the log's entries belong to (rule_versions.py)
     parts: tuple[int, ...] = ()  # each entry's parts; () for a log from before parts: 1 each
+    moved_in_bytes: int = 0  # the parcels imported since the base (the fold rule)
 
     def encode(self) -> bytes:
         return json.dumps(dataclasses.asdict(self)).encode()
@@ -134,7 +141,7 @@ class Version:
             raise StateFormatError(f"the engine's state log has no valid version ({err})"
                                    ) from None
         numbers = [version.batch, version.base, version.base_bytes, version.delta_bytes,
-                   version.rules, *version.entries, *version.parts]
+                   version.rules, version.moved_in_bytes, *version.entries, *version.parts]
         if (type(version.token) is not str or any(type(n) is not int for n in numbers)
                 or (version.parts and len(version.parts) != len(version.entries))
                 or not all(0 < n <= MAX_PARTS for n in version.parts)):
@@ -151,9 +158,11 @@ class Version:
         """The log's entries after ``batch``, oldest first."""
         return [b for b in self.entries if b > batch]
 
-    def folds(self, delta_bytes: int) -> bool:
-        """Whether a delta of ``delta_bytes`` goes as a base instead (the fold rule)."""
-        return (self.delta_bytes + delta_bytes > max(self.base_bytes, FOLD_FLOOR)
+    def folds(self, delta_bytes: int, moved_in: int = 0) -> bool:
+        """Whether a delta of ``delta_bytes`` goes as a base instead (the fold rule), in
+        a batch that imported parcels of ``moved_in`` bytes."""
+        grown = self.base_bytes + self.moved_in_bytes + moved_in
+        return (self.delta_bytes + delta_bytes > max(grown, FOLD_FLOOR)
                 or len(self.entries) > MAX_DELTAS)
 
 
@@ -198,11 +207,13 @@ class EngineLog:
             pieces.append(bytes(row[1]))
         return token, pieces[0] if parts == 1 else b"".join(pieces)
 
-    def append(self, batch: int, token: str, blob: bytes, base: bool, rules: int = 0) -> None:
+    def append(self, batch: int, token: str, blob: bytes, base: bool, rules: int = 0,
+               moved_in: int = 0) -> None:
         """Write ``batch``'s blob in parts of ``PART_BYTES``, a base (the older entries
         go) or a delta after the version the batch began at, and the version that says
         so; ``rules``: the rule set version of the engine that wrote it (a change of it
-        always writes a base, so a log's entries all belong to one rule set)."""
+        always writes a base, so a log's entries all belong to one rule set);
+        ``moved_in``: the bytes of the parcels the batch imported."""
         before = self.version()
         pieces = cut(blob, PART_BYTES)
         if base or before is None:
@@ -214,7 +225,8 @@ class EngineLog:
             parts = before.parts or (1,) * len(before.entries)
             version = Version(batch, token, before.base, before.base_bytes,
                               before.delta_bytes + len(blob), (*before.entries, batch),
-                              rules, (*parts, len(pieces)))
+                              rules, (*parts, len(pieces)),
+                              before.moved_in_bytes + moved_in)
         for part, piece in enumerate(pieces):
             self.log.updateValue((part_key(batch, part),), (token, piece))
         self.log.updateValue((VERSION_KEY,), (token, version.encode()))
