@@ -68,7 +68,8 @@ def _end_to_end(runs: object) -> str:
             "gate: 07a2749 (the gate also weighs the keys' measured work); shape: "
             "02ad90c (a key's measured work split by a fitted cost per key and per "
             "event); settle: ef302d3 (the gate also holds on a batch in which keys "
-            "arrived):\n\n" + table(
+            "arrived); fold: ab3750b (the state log's fold bar counts imported "
+            "bytes):\n\n" + table(
                 ("side", "input", "measured", "rounds", "load at start", "DLB-L × KG",
                  "skewed × KG",
                  "run seconds", "= KG"), rows))
