@@ -141,7 +141,8 @@ def test_the_version_round_trips_beside_the_entries():
 def test_the_bytes_an_engine_imported_since_its_base_raise_the_fold_bar(monkeypatch):
     """The fold rule (``log.Version.folds``): deltas since the base fold once they pass
     the base's bytes and the parcels' bytes imported since. Oracle: the sums by hand,
-    a 100-byte base, then 60-byte deltas, one batch importing 80 bytes of parcels."""
+    a 100-byte base, then a 150-byte delta from a batch that imported 80 bytes of
+    parcels, against which a 30-byte delta stays one and a 31-byte one folds."""
     monkeypatch.setattr(engine_log, "FOLD_FLOOR", 1)
     store = Store()
     EngineLog(store.log).append(0, "a", b"b" * 100, base=True)
