@@ -253,31 +253,64 @@ def bounds(paths: list[str], machinery_ms: float) -> list[dict]:
     for path in paths:
         data = json.loads(Path(path).read_text())
         kg = next(r for r in data["results"] if r["strategy"] == "kg")
-        wall, batches = kg["wall_s"], len(kg["batch_events"])
-        share, room = wall["engines"] / wall["batches"], kg["headroom_events"]
-        batch_ms = 1000 * wall["batches"] / batches
-        out.append({"file": Path(path).name, "kg_batch_ms": round(batch_ms),
-                    "engines_share": round(share, 3), "kg_headroom_events": room,
-                    "best_x_kg": round(1 / (1 - share * (1 - 1 / room)), 3),
-                    "no_gain_x_kg": round(batch_ms / (batch_ms + machinery_ms), 3)})
+        bound = kg_bound([kg])
+        out.append({"file": Path(path).name, **bound,
+                    "no_gain_x_kg": round(bound["kg_batch_ms"]
+                                          / (bound["kg_batch_ms"] + machinery_ms), 3)})
     return out
+
+
+def kg_bound(kg_runs: list[dict]) -> dict:
+    """What balancing can buy at most end to end, from ``cep bench`` KG runs (medians
+    over the runs): the engines' share of KG's batches and KG's headroom by events
+    (``verify.balance_headroom``: the engines' part cannot end sooner than the work over
+    the slots, nor than the heaviest key), so the best rate over KG is
+    ``1 / (1 - share (1 - 1/headroom))``, with moving keys free."""
+    share = statistics.median(r["wall_s"]["engines"] / r["wall_s"]["batches"]
+                              for r in kg_runs)
+    room = statistics.median(r["headroom_events"] for r in kg_runs)
+    batch_ms = statistics.median(1000 * r["wall_s"]["batches"] / len(r["batch_events"])
+                                 for r in kg_runs)
+    bound = {"kg_batch_ms": round(batch_ms), "engines_share": round(share, 3),
+             "kg_headroom_events": room,
+             "best_x_kg": round(1 / (1 - share * (1 - 1 / room)), 3)}
+    if all("headroom_cpu" in r for r in kg_runs):  # the same by the engines' CPU seconds
+        cpu_room = statistics.median(r["headroom_cpu"] for r in kg_runs)
+        bound |= {"kg_headroom_cpu": cpu_room,
+                  "best_x_kg_cpu": round(1 / (1 - share * (1 - 1 / cpu_room)), 3)}
+    return bound
+
+
+def gain_captured(x_kg: float | None, best_x_kg: float) -> float | None:
+    """The share of the bound's gain a strategy's rate over KG took: ``(x - 1) /
+    (best - 1)``; None where the bound allows no gain (``best`` at most 1.005)."""
+    if x_kg is None or best_x_kg <= 1.005:
+        return None
+    return round((x_kg - 1) / (best_x_kg - 1), 2)
 
 
 def end_to_end(folder: Path) -> list[dict]:
     """Per ``cep bench`` file ``<side>-<input>.json``: each run's seconds, rate and load at
     its start, and DLB-L's rate over KG's (Table 1's, over both rounds' windows), with
-    whether the events equalled KG's."""
+    whether the events equalled KG's, the bound its own KG runs give (``kg_bound``) and
+    the share of the bound's gain DLB-L took."""
     out = []
     for path in sorted(folder.glob("*-*.json")):
         side, _, name = path.stem.partition("-")
         data = json.loads(path.read_text())
         table = {row["strategy"]: row for row in data["table1"]}
+        bound = kg_bound([r for r in data["results"] if r["strategy"] == "kg"])
         out.append({
             "side": side, "input": name, "inputs": data.get("inputs"),
             "date": data.get("date"), "load_average_at_start": data.get("load_average_at_start"),
             "x_kg": {k: r.get("x_kg") for k, r in table.items()},
             "skewed_x_kg": {k: r.get("skewed_x_kg") for k, r in table.items()},
             "equal_to_kg": all(r.get("equal_to_kg") for r in table.values()),
+            "bound": bound,
+            "captured": {k: gain_captured(r.get("x_kg"), bound["best_x_kg"])
+                         for k, r in table.items() if k != "kg"},
+            "captured_cpu": {k: gain_captured(r.get("x_kg"), bound.get("best_x_kg_cpu", 1.0))
+                             for k, r in table.items() if k != "kg"},
             "runs": [{k: r.get(k) for k in ("strategy", "round", "seconds", "events_per_s",
                                             "keys_moved", "load_average")}
                      for r in data["results"]]})

@@ -58,6 +58,12 @@ def _end_to_end(runs: object) -> str:
              num(len(r.get("runs") or []) // 2),
              " / ".join(num(x, 1) for x in r.get("load_average_at_start") or []),
              ratio(at(r, "x_kg", "dlb-l")), ratio(at(r, "skewed_x_kg", "dlb-l")),
+             pct(100 * at(r, "bound", "engines_share")
+                 if isinstance(at(r, "bound", "engines_share"), float) else None),
+             " / ".join(ratio(at(r, "bound", k))
+                        for k in ("kg_headroom_events", "kg_headroom_cpu")),
+             " / ".join(ratio(at(r, "bound", k)) for k in ("best_x_kg", "best_x_kg_cpu")),
+             " / ".join(_share(at(r, k, "dlb-l")) for k in ("captured", "captured_cpu")),
              " ".join(num(x.get("seconds"), 1) for x in r.get("runs") or []
                       if isinstance(x, dict)),
              yes_no(r.get("equal_to_kg")))
@@ -69,10 +75,21 @@ def _end_to_end(runs: object) -> str:
             "02ad90c (a key's measured work split by a fitted cost per key and per "
             "event); settle: ef302d3 (the gate also holds on a batch in which keys "
             "arrived); fold: ab3750b (the state log's fold bar counts imported "
-            "bytes):\n\n" + table(
+            "bytes). The bound is the most any key placement could buy there, from the "
+            "file's own KG runs (medians): the engines' share of KG's batches and KG's "
+            "headroom give `1 / (1 - share (1 - 1/headroom))`, with moving keys free, "
+            "by events and by the engines' CPU seconds (an FSD engine's work follows the "
+            "keys it touches more than its events); `of the gain` is DLB-L's gain over KG "
+            "as a share of each bound's (`-` where the bound allows none):\n\n" + table(
                 ("side", "input", "measured", "rounds", "load at start", "DLB-L × KG",
-                 "skewed × KG",
-                 "run seconds", "= KG"), rows))
+                 "skewed × KG", "engines' share", "KG headroom events / CPU",
+                 "bound × KG events / CPU", "of the gain events / CPU", "run seconds",
+                 "= KG"), rows))
+
+
+def _share(value: object) -> str:
+    """A share of a bound's gain, in percent; ``-`` where there was no gain to share."""
+    return pct(100 * value, 0) if isinstance(value, int | float) else "-"
 
 
 def fsd_figures(data: dict, _name: str) -> str:
