@@ -353,6 +353,20 @@ class LocalStandaloneCluster:
             out[-1]["gone_s"] = round(time.monotonic() - began, 2)
         return out
 
+    def crash_worker(self) -> str:
+        """The newest worker dies as a node does: its whole process group (the worker,
+        its executors) is killed with SIGKILL, with no decommissioning, so its shuffle
+        output and its executors' state stores are lost with it; its Python workers exit
+        once their executor's pipe closes. Returns its name. For tests of a node lost
+        while a job runs; ``remove_workers`` is the graceful way out."""
+        if not self.started or self.workers < 2:
+            raise RuntimeError("a worker can crash only while another one stays")
+        daemon = self._worker_daemons[-1]
+        _signal_pid(-daemon.process.pid, signal.SIGKILL)
+        self._retire(daemon)
+        self.workers -= 1
+        return daemon.name
+
     def _decommission(self, daemon: _Daemon, drain_s: float) -> dict[str, Any]:
         """SIGPWR one worker; wait until its master lists it DECOMMISSIONED and its
         executors exited (its process group holds the worker alone)."""

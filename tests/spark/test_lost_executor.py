@@ -1,0 +1,101 @@
+"""Executors killed with SIGKILL while a job runs on a standalone cluster: Spark runs the
+lost tasks again on the executors that remain or replace them, each engine's state comes
+back from the checkpoint's state store, and the moved keys' state from MongoDB, so the
+events are exactly key grouping's.
+
+Oracle: a key-grouping run at the same fixed engine count on ``local[2]``, row for row
+(KG at a fixed count equals the reference evaluator, tests/spark/test_differential.py).
+The run under test balances with DLB-L (``--moves always``), so keys move between the
+engines through MongoDB while executors die. So that the equality cannot hold
+vacuously, the output must be non-empty, keys must have moved, every planned kill must
+have hit a live executor of this cluster while batches were still to come, and batches
+must have committed after the last kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.cluster import cluster_spark, running_processes, spark_cluster  # noqa: F401
+from support.spark_runs import ROOT, run_and_read
+
+from cep.servers.mongo import EmbeddedMongo
+from grammar.compile import compile_file
+
+pytestmark = pytest.mark.slow
+
+INPUT = "tweets:n=12000,mode=default"
+BATCH = 800  # 15 batches of a second or two on two one-core workers
+# (committed batch, seconds after its commit): the kills fall at different points of
+# the batch that follows (planning, the input stage, the engines' stage, the handoff)
+KILLS = ((2, 0.3), (5, 0.8), (8, 1.3), (11, 1.8))
+WAIT_S = 120.0
+
+
+def committed(metrics: Path) -> set[int]:
+    """The batches the run has committed so far, from its metrics file."""
+    if not metrics.exists():
+        return set()
+    return {json.loads(line)["batch"] for line in metrics.read_text().splitlines() if line}
+
+
+def executors_of(cluster_root: Path) -> list[int]:
+    """The executor JVMs of this cluster (they run in its work dirs), oldest first."""
+    return sorted(pid for pid, _, line in running_processes()
+                  if "CoarseGrainedExecutorBackend" in line and str(cluster_root) in line)
+
+
+def kill_executors(cluster_root: Path, metrics: Path, record: dict) -> None:
+    """After each planned batch commits, wait the planned delay and SIGKILL the newest
+    executor (the replacement of the last one killed, from the second kill on)."""
+    try:
+        for batch, delay in KILLS:
+            deadline = time.monotonic() + WAIT_S
+            while batch not in committed(metrics):
+                if record.get("ended") or time.monotonic() > deadline:
+                    raise TimeoutError(f"batch {batch} did not commit")
+                time.sleep(0.02)
+            time.sleep(delay)
+            pids = executors_of(cluster_root)
+            if not pids:
+                raise AssertionError(f"no executor to kill after batch {batch}")
+            os.kill(pids[-1], signal.SIGKILL)
+            record.setdefault("kills", []).append((pids[-1], max(committed(metrics)),
+                                                   time.time()))
+    except BaseException as err:  # the test's thread: the assertion says what failed
+        record["error"] = repr(err)
+
+
+def test_executors_killed_mid_run_leave_the_events_key_grouping_s(
+        spark_cluster, cluster_spark, tmp_path):  # noqa: F811
+    module = compile_file(ROOT / "rules" / "fsd.epl")
+    metrics, record = tmp_path / "metrics.jsonl", {}
+    killer = threading.Thread(target=kill_executors,
+                              args=(spark_cluster.root, metrics, record), daemon=True)
+    with EmbeddedMongo() as mongo:
+        killer.start()
+        try:
+            balanced, rows = run_and_read(
+                module, INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
+                strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
+                metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
+        finally:
+            record["ended"] = True
+            killer.join(WAIT_S)
+    assert "error" not in record, record.get("error")
+    _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")
+    assert rows and rows == expected
+    kills = record["kills"]
+    assert len(kills) == len(KILLS) and len({pid for pid, _, _ in kills}) == len(KILLS)
+    assert sum(m["exported_keys"] for m in balanced.metrics) > 0
+    last_kill = kills[-1][2]
+    assert any(m["wall_time"] > last_kill for m in balanced.metrics), \
+        "no batch committed after the last kill"
+    print(f"\nkills (pid, after batch): {[(pid, b) for pid, b, _ in kills]}; "
+          f"{len(rows)} rows; {sum(m['exported_keys'] for m in balanced.metrics)} keys moved")
