@@ -17,7 +17,7 @@ a Kafka case's writer and reader busy on a broker beside it, the control for wha
 Kafka case's neighbours cost cep on shared cores), the trigger interval (cep's default,
 and 1 s), and the rates (1k, 10k, 50k events/s). The summary names, per sink and
 trigger, the highest rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
-(``local[*]``, 5 engines, ``--batch-size`` 500,000). The machine's load average is
+(``local[*]``, 5 engines, the default ``--batch-size``). The machine's load average is
 recorded with each case: latencies move with it.
 
     python bench/bench_latency.py [--rates 1000,10000,50000] [--seconds 20]

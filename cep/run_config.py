@@ -26,8 +26,14 @@ DEFAULT_ENGINES = 5
 #: half their time on that. Measured on 2 quiet cores, before the resident engines
 #: (bench/results/superseded/speed.json, no longer on docs/performance.md): flights
 #: ``#length(5)``, 3.34M events, 56 s at 100,000, 41 s at 250,000, 31 s at 500,000
-#: (Apache Flink 2.3: 41 s); FSD over 1M tweets 63, 48 and 40 s.
-DEFAULT_BATCH_SIZE = 500_000
+#: (Apache Flink 2.3: 41 s); FSD over 1M tweets 63, 48 and 40 s. With the resident
+#: engines, measured 2026-11-29 on 2 cores (load 2-4), whole ``cep run`` processes in
+#: interleaved rounds, medians: the same flights rule 13.5 s at 500,000, 12.5 s at 1M,
+#: 12.1 s at 2M and 4M; a MATCH_RECOGNIZE rule on them 13.3, 12.7 and 11.9 s; FSD over
+#: 2M tweets 30.4, 27.3 and 26.0 s, its process tree's peak 4.2, 4.1 and 4.7 GB. 1M
+#: takes most of the gain without the larger peak, and a bounded input of 3M events
+#: still gives the Balancer three batches.
+DEFAULT_BATCH_SIZE = 1_000_000
 #: Seconds MongoDB may take to be found, to connect and to answer one operation. Long
 #: enough to ride out a replica-set election (~12 s), short enough that an outage stops
 #: the run in well under a minute.
