@@ -14,16 +14,14 @@ must have committed after the last kill.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from support.cluster import cluster_spark, running_processes, spark_cluster  # noqa: F401
-from support.spark_runs import ROOT, run_and_read
+from support.spark_runs import ROOT, committed, run_and_read, run_beside, wait_for_commit
 
 from cep.servers.mongo import EmbeddedMongo
 from grammar.compile import compile_file
@@ -38,13 +36,6 @@ KILLS = ((2, 0.3), (5, 0.8), (8, 1.3), (11, 1.8))
 WAIT_S = 120.0
 
 
-def committed(metrics: Path) -> set[int]:
-    """The batches the run has committed so far, from its metrics file."""
-    if not metrics.exists():
-        return set()
-    return {json.loads(line)["batch"] for line in metrics.read_text().splitlines() if line}
-
-
 def executors_of(cluster_root: Path) -> list[int]:
     """The executor JVMs of this cluster (they run in its work dirs), oldest first."""
     return sorted(pid for pid, _, line in running_processes()
@@ -56,11 +47,7 @@ def kill_executors(cluster_root: Path, metrics: Path, record: dict) -> None:
     executor (the replacement of the last one killed, from the second kill on)."""
     try:
         for batch, delay in KILLS:
-            deadline = time.monotonic() + WAIT_S
-            while batch not in committed(metrics):
-                if record.get("ended") or time.monotonic() > deadline:
-                    raise TimeoutError(f"batch {batch} did not commit")
-                time.sleep(0.02)
+            wait_for_commit(metrics, batch, record, WAIT_S)
             time.sleep(delay)
             pids = executors_of(cluster_root)
             if not pids:
@@ -76,19 +63,12 @@ def test_executors_killed_mid_run_leave_the_events_key_grouping_s(
         spark_cluster, cluster_spark, tmp_path):  # noqa: F811
     module = compile_file(ROOT / "rules" / "fsd.epl")
     metrics, record = tmp_path / "metrics.jsonl", {}
-    killer = threading.Thread(target=kill_executors,
-                              args=(spark_cluster.root, metrics, record), daemon=True)
     with EmbeddedMongo() as mongo:
-        killer.start()
-        try:
-            balanced, rows = run_and_read(
-                module, INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
-                strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
-                metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
-        finally:
-            record["ended"] = True
-            killer.join(WAIT_S)
-    assert "error" not in record, record.get("error")
+        balanced, rows = run_beside(
+            lambda: kill_executors(spark_cluster.root, metrics, record), record, module,
+            INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
+            strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
+            metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
     _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")
     assert rows and rows == expected
     kills = record["kills"]

@@ -13,14 +13,12 @@ have died while batches were still to come, and batches must have committed afte
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from support.cluster import cluster_session
-from support.spark_runs import ROOT, run_and_read
+from support.spark_runs import ROOT, committed, run_and_read, run_beside, wait_for_commit
 
 from cep.servers.mongo import EmbeddedMongo
 from cep.spark.cluster.standalone import LocalStandaloneCluster
@@ -30,24 +28,13 @@ pytestmark = pytest.mark.slow
 
 INPUT = "tweets:n=12000,mode=default"
 BATCH = 800  # 15 batches of a second or two on two one-core workers
-CRASH_AFTER = 3  # the node dies 0.8 s after this batch commits, inside the next one
+CRASH_AFTER = 3  # the node dies 0.8 s after this batch commits (in batch 4 or 5)
 WAIT_S = 120.0
-
-
-def committed(metrics: Path) -> set[int]:
-    """The batches the run has committed so far, from its metrics file."""
-    if not metrics.exists():
-        return set()
-    return {json.loads(line)["batch"] for line in metrics.read_text().splitlines() if line}
 
 
 def crash_a_node(cluster: LocalStandaloneCluster, metrics: Path, record: dict) -> None:
     try:
-        deadline = time.monotonic() + WAIT_S
-        while CRASH_AFTER not in committed(metrics):
-            if record.get("ended") or time.monotonic() > deadline:
-                raise TimeoutError(f"batch {CRASH_AFTER} did not commit")
-            time.sleep(0.02)
+        wait_for_commit(metrics, CRASH_AFTER, record, WAIT_S)
         time.sleep(0.8)
         record["crashed"] = (cluster.crash_worker(), max(committed(metrics)), time.time())
     except BaseException as err:  # the test's thread: the assertion says what failed
@@ -59,18 +46,11 @@ def test_a_node_killed_mid_run_leaves_the_events_key_grouping_s(tmp_path):
     metrics, record = tmp_path / "metrics.jsonl", {}
     with (LocalStandaloneCluster() as cluster, cluster_session(cluster),
           EmbeddedMongo() as mongo):
-        crasher = threading.Thread(target=crash_a_node, args=(cluster, metrics, record),
-                                   daemon=True)
-        crasher.start()
-        try:
-            balanced, rows = run_and_read(
-                module, INPUT, engines=3, batch_size=BATCH, master=cluster.master_url,
-                strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
-                metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
-        finally:
-            record["ended"] = True
-            crasher.join(WAIT_S)
-        assert "error" not in record, record.get("error")
+        balanced, rows = run_beside(
+            lambda: crash_a_node(cluster, metrics, record), record, module, INPUT,
+            engines=3, batch_size=BATCH, master=cluster.master_url, strategy="dlb-l",
+            threshold=5.0, moves="always", mongo_uri=mongo.uri,
+            metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
         assert cluster.workers == 1
     _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")
     assert rows and rows == expected

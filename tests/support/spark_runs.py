@@ -3,6 +3,10 @@ reference evaluator's events for the same rules and input."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cep.engine.output import output_records
@@ -36,3 +40,37 @@ def reference(module, source) -> list[dict]:
     loaded = load_inputs(module, _specs(source), None)
     clock = log_watermark(module, loaded.clock, loaded.end_seq)
     return output_records(reference_run(module, loaded.tables, watermark=clock).output)
+
+
+def committed(metrics: Path) -> set[int]:
+    """The batches a run has committed so far, from its metrics file."""
+    if not metrics.exists():
+        return set()
+    return {json.loads(line)["batch"] for line in metrics.read_text().splitlines() if line}
+
+
+def wait_for_commit(metrics: Path, batch: int, record: dict, wait_s: float = 120.0) -> None:
+    """Return once ``batch`` committed; raise if it did not within ``wait_s`` or the run
+    ended first (``record["ended"]``, set by the test once its run returned)."""
+    deadline = time.monotonic() + wait_s
+    while batch not in committed(metrics):
+        if record.get("ended") or time.monotonic() > deadline:
+            raise TimeoutError(f"batch {batch} did not commit")
+        time.sleep(0.02)
+
+
+def run_beside(fault: Callable[[], None], record: dict, module, source,
+               wait_s: float = 120.0, **options) -> tuple[RunResult, list[dict]]:
+    """:func:`run_and_read` while ``fault`` runs in a thread of its own (it kills,
+    crashes or scales what the run stands on). ``record`` is the two threads' notes:
+    ``ended`` is set once the run returned, and a fault that failed leaves ``error``,
+    which fails the test."""
+    thread = threading.Thread(target=fault, daemon=True)
+    thread.start()
+    try:
+        result = run_and_read(module, source, **options)
+    finally:
+        record["ended"] = True
+        thread.join(wait_s)
+    assert "error" not in record, record.get("error")
+    return result
