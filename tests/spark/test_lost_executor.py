@@ -1,7 +1,9 @@
 """Executors killed with SIGKILL while a job runs on a standalone cluster: Spark runs the
 lost tasks again on the executors that remain or replace them, each engine's state comes
 back from the checkpoint's state store, and the moved keys' state from MongoDB, so the
-events are exactly key grouping's.
+events are exactly key grouping's. Where Spark cannot run the lost part again (every
+executor killed while the engines' stage runs, some of its tasks done), it stops the
+query, and cep starts it again from its checkpoint (``runtime.run_restarting``).
 
 Oracle: a key-grouping run at the same fixed engine count on ``local[2]``, row for row
 (KG at a fixed count equals the reference evaluator, tests/spark/test_differential.py).
@@ -9,7 +11,8 @@ The run under test balances with DLB-L (``--moves always``), so keys move betwee
 engines through MongoDB while executors die. So that the equality cannot hold
 vacuously, the output must be non-empty, keys must have moved, every planned kill must
 have hit a live executor of this cluster while batches were still to come, and batches
-must have committed after the last kill.
+must have committed after the last kill; in the stopped-query case, the restart's line
+must have been printed.
 """
 
 from __future__ import annotations
@@ -79,3 +82,50 @@ def test_executors_killed_mid_run_leave_the_events_key_grouping_s(
         "no batch committed after the last kill"
     print(f"\nkills (pid, after batch): {[(pid, b) for pid, b, _ in kills]}; "
           f"{len(rows)} rows; {sum(m['exported_keys'] for m in balanced.metrics)} keys moved")
+
+
+def kill_all_mid_engines_stage(spark, cluster_root: Path, metrics: Path, record: dict,
+                               engines: int) -> None:
+    """Once batch 3 committed, wait until the next batch's engines' stage (a task per
+    engine) has finished a task and runs another, then SIGKILL every executor: the map
+    output the running task needs is gone, and Spark cannot run the input stage again
+    under the finished tasks' results."""
+    try:
+        wait_for_commit(metrics, 3, record, WAIT_S)
+        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + WAIT_S
+        while not any((info := tracker.getStageInfo(stage)) is not None
+                      and info.numTasks == engines and info.numCompletedTasks >= 1
+                      and info.numActiveTasks >= 1 for stage in tracker.getActiveStageIds()):
+            if record.get("ended") or time.monotonic() > deadline:
+                raise TimeoutError("no engines' stage half done after batch 3")
+            time.sleep(0.005)
+        pids = executors_of(cluster_root)
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        record["killed"] = (pids, max(committed(metrics)), time.time())
+    except BaseException as err:  # the test's thread: the assertion says what failed
+        record["error"] = repr(err)
+
+
+def test_a_query_stopped_by_lost_executors_starts_again_with_key_grouping_s_events(
+        spark_cluster, cluster_spark, tmp_path, capfd):  # noqa: F811
+    module = compile_file(ROOT / "rules" / "fsd.epl")
+    metrics, record = tmp_path / "metrics.jsonl", {}
+    with EmbeddedMongo() as mongo:
+        balanced, rows = run_beside(
+            lambda: kill_all_mid_engines_stage(cluster_spark, spark_cluster.root, metrics,
+                                               record, 3), record, module,
+            INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
+            strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
+            metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
+    restarts = [line for line in capfd.readouterr().err.splitlines()
+                if "the query starts again from its checkpoint" in line]
+    _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")
+    assert rows and rows == expected
+    pids, after_batch, when = record["killed"]
+    assert len(pids) == 2, f"expected an executor on each worker, killed {pids}"
+    assert len(restarts) == 1, restarts
+    assert sum(m["exported_keys"] for m in balanced.metrics) > 0
+    assert any(m["wall_time"] > when for m in balanced.metrics), \
+        "no batch committed after the kill"
+    print(f"\nkilled {pids} after batch {after_batch}: {restarts[0]}; {len(rows)} rows")
