@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 from support.cluster import cluster_spark, running_processes, spark_cluster  # noqa: F401
-from support.spark_runs import ROOT, committed, run_and_read, run_beside, wait_for_commit
+from support.spark_runs import ROOT, run_and_read, run_beside, wait_for_commit
 
 from cep.servers.mongo import EmbeddedMongo
+from cep.spark.run_dir import next_batch
 from grammar.compile import compile_file
 
 pytestmark = pytest.mark.slow
@@ -45,33 +46,30 @@ def executors_of(cluster_root: Path) -> list[int]:
                   if "CoarseGrainedExecutorBackend" in line and str(cluster_root) in line)
 
 
-def kill_executors(cluster_root: Path, metrics: Path, record: dict) -> None:
+def kill_executors(cluster_root: Path, workdir: Path, record: dict) -> None:
     """After each planned batch commits, wait the planned delay and SIGKILL the newest
     executor (the replacement of the last one killed, from the second kill on)."""
-    try:
-        for batch, delay in KILLS:
-            wait_for_commit(metrics, batch, record, WAIT_S)
-            time.sleep(delay)
-            pids = executors_of(cluster_root)
-            if not pids:
-                raise AssertionError(f"no executor to kill after batch {batch}")
-            os.kill(pids[-1], signal.SIGKILL)
-            record.setdefault("kills", []).append((pids[-1], max(committed(metrics)),
-                                                   time.time()))
-    except BaseException as err:  # the test's thread: the assertion says what failed
-        record["error"] = repr(err)
+    for batch, delay in KILLS:
+        wait_for_commit(workdir, batch, record, WAIT_S)
+        time.sleep(delay)
+        pids = executors_of(cluster_root)
+        if not pids:
+            raise AssertionError(f"no executor to kill after batch {batch}")
+        os.kill(pids[-1], signal.SIGKILL)
+        record.setdefault("kills", []).append((pids[-1], next_batch(workdir) - 1,
+                                               time.time()))
 
 
 def test_executors_killed_mid_run_leave_the_events_key_grouping_s(
         spark_cluster, cluster_spark, tmp_path):  # noqa: F811
     module = compile_file(ROOT / "rules" / "fsd.epl")
-    metrics, record = tmp_path / "metrics.jsonl", {}
+    workdir, record = tmp_path / "run", {}
     with EmbeddedMongo() as mongo:
         balanced, rows = run_beside(
-            lambda: kill_executors(spark_cluster.root, metrics, record), record, module,
+            lambda: kill_executors(spark_cluster.root, workdir, record), record, module,
             INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
             strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
-            metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
+            checkpoint=str(workdir))
     _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")
     assert rows and rows == expected
     kills = record["kills"]
@@ -84,40 +82,37 @@ def test_executors_killed_mid_run_leave_the_events_key_grouping_s(
           f"{len(rows)} rows; {sum(m['exported_keys'] for m in balanced.metrics)} keys moved")
 
 
-def kill_all_mid_engines_stage(spark, cluster_root: Path, metrics: Path, record: dict,
+def kill_all_mid_engines_stage(spark, cluster_root: Path, workdir: Path, record: dict,
                                engines: int) -> None:
     """Once batch 3 committed, wait until the next batch's engines' stage (a task per
     engine) has finished a task and runs another, then SIGKILL every executor: the map
     output the running task needs is gone, and Spark cannot run the input stage again
     under the finished tasks' results."""
-    try:
-        wait_for_commit(metrics, 3, record, WAIT_S)
-        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + WAIT_S
-        while not any((info := tracker.getStageInfo(stage)) is not None
-                      and info.numTasks == engines and info.numCompletedTasks >= 1
-                      and info.numActiveTasks >= 1 for stage in tracker.getActiveStageIds()):
-            if record.get("ended") or time.monotonic() > deadline:
-                raise TimeoutError("no engines' stage half done after batch 3")
-            time.sleep(0.005)
-        pids = executors_of(cluster_root)
-        for pid in pids:
-            os.kill(pid, signal.SIGKILL)
-        record["killed"] = (pids, max(committed(metrics)), time.time())
-    except BaseException as err:  # the test's thread: the assertion says what failed
-        record["error"] = repr(err)
+    wait_for_commit(workdir, 3, record, WAIT_S)
+    tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + WAIT_S
+    while not any((info := tracker.getStageInfo(stage)) is not None
+                  and info.numTasks == engines and info.numCompletedTasks >= 1
+                  and info.numActiveTasks >= 1 for stage in tracker.getActiveStageIds()):
+        if record.get("ended") or time.monotonic() > deadline:
+            raise TimeoutError("no engines' stage half done after batch 3")
+        time.sleep(0.005)
+    pids = executors_of(cluster_root)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    record["killed"] = (pids, next_batch(workdir) - 1, time.time())
 
 
 def test_a_query_stopped_by_lost_executors_starts_again_with_key_grouping_s_events(
         spark_cluster, cluster_spark, tmp_path, capfd):  # noqa: F811
     module = compile_file(ROOT / "rules" / "fsd.epl")
-    metrics, record = tmp_path / "metrics.jsonl", {}
+    workdir, record = tmp_path / "run", {}
     with EmbeddedMongo() as mongo:
         balanced, rows = run_beside(
-            lambda: kill_all_mid_engines_stage(cluster_spark, spark_cluster.root, metrics,
+            lambda: kill_all_mid_engines_stage(cluster_spark, spark_cluster.root, workdir,
                                                record, 3), record, module,
             INPUT, engines=3, batch_size=BATCH, master=spark_cluster.master_url,
             strategy="dlb-l", threshold=5.0, moves="always", mongo_uri=mongo.uri,
-            metrics_file=str(metrics), checkpoint=str(tmp_path / "run"))
+            checkpoint=str(workdir))
     restarts = [line for line in capfd.readouterr().err.splitlines()
                 if "the query starts again from its checkpoint" in line]
     _, expected = run_and_read(module, INPUT, engines=3, batch_size=BATCH, strategy="kg")

@@ -3,7 +3,6 @@ reference evaluator's events for the same rules and input."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from cep.io.inputs import load_inputs
 from cep.reference import log_watermark, reference_run
 from cep.run import run
 from cep.run_config import Output, RunConfig, RunResult
+from cep.spark.run_dir import next_batch
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -42,18 +42,12 @@ def reference(module, source) -> list[dict]:
     return output_records(reference_run(module, loaded.tables, watermark=clock).output)
 
 
-def committed(metrics: Path) -> set[int]:
-    """The batches a run has committed so far, from its metrics file."""
-    if not metrics.exists():
-        return set()
-    return {json.loads(line)["batch"] for line in metrics.read_text().splitlines() if line}
-
-
-def wait_for_commit(metrics: Path, batch: int, record: dict, wait_s: float = 120.0) -> None:
-    """Return once ``batch`` committed; raise if it did not within ``wait_s`` or the run
-    ended first (``record["ended"]``, set by the test once its run returned)."""
+def wait_for_commit(workdir: Path, batch: int, record: dict, wait_s: float = 120.0) -> None:
+    """Return once Spark committed ``batch`` of the run in ``workdir`` (its checkpoint,
+    ``run_dir.next_batch``); raise if it did not within ``wait_s`` or the run ended
+    first (``record["ended"]``, set by :func:`run_beside` once the run returned)."""
     deadline = time.monotonic() + wait_s
-    while batch not in committed(metrics):
+    while next_batch(workdir) <= batch:
         if record.get("ended") or time.monotonic() > deadline:
             raise TimeoutError(f"batch {batch} did not commit")
         time.sleep(0.02)
@@ -63,9 +57,15 @@ def run_beside(fault: Callable[[], None], record: dict, module, source,
                wait_s: float = 120.0, **options) -> tuple[RunResult, list[dict]]:
     """:func:`run_and_read` while ``fault`` runs in a thread of its own (it kills,
     crashes or scales what the run stands on). ``record`` is the two threads' notes:
-    ``ended`` is set once the run returned, and a fault that failed leaves ``error``,
+    ``ended`` is set once the run returned, and a fault that raised leaves ``error``,
     which fails the test."""
-    thread = threading.Thread(target=fault, daemon=True)
+    def guarded() -> None:
+        try:
+            fault()
+        except BaseException as err:  # the fault's thread: the assertion below reports it
+            record["error"] = repr(err)
+
+    thread = threading.Thread(target=guarded, daemon=True)
     thread.start()
     try:
         result = run_and_read(module, source, **options)
