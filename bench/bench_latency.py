@@ -14,7 +14,10 @@ polls the output (the file's new lines every 5 ms, or the output topic with
 Cases: the sink and source (``file``: file in, file out; ``kafka``: topic in, topic out,
 on an embedded broker started here for the case; ``file+kafka-load``: the file case with
 a Kafka case's writer and reader busy on a broker beside it, the control for what the
-Kafka case's neighbours cost cep on shared cores), the trigger interval (cep's default,
+Kafka case's neighbours cost cep on shared cores; ``kafka-relay``: the Kafka case with
+``bench/kafka_relay.py`` in ``cep run``'s place, which only relays the records from topic
+to topic exactly once, a transaction per trigger: the floor of the Kafka path on this
+machine and broker), the trigger interval (cep's default,
 and 1 s), and the rates (1k, 10k, 50k events/s). The summary names, per sink and
 trigger, the highest rate at which p99 stayed under 1 s. Everything runs at cep's defaults otherwise
 (``local[*]``, 5 engines, the default ``--batch-size``). The machine's load average is
@@ -53,6 +56,7 @@ from cep.transports.kafka_send import ensure_topic
 
 RULE = ROOT / "bench" / "rules" / "latency.epl"
 BESIDE = "file+kafka-load"  # the file path with a Kafka case's neighbours beside it
+RELAY = "kafka-relay"  # bench/kafka_relay.py in cep's place: the Kafka path's floor
 KEYS = 1_000
 TICK_S = 0.01
 POLL_S = 0.005
@@ -209,11 +213,15 @@ def run_case(sink: str, rate: int, seconds: float, trigger: float | None,
             ensure_topic(bootstrap, made, 1)
         cep_input = f"kafka://{bootstrap}/{topic}"
         cep_output = f"kafka://{bootstrap}/{out_topic}"
-    command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", cep_input,
-               "--follow", "--output", cep_output, "--checkpoint", str(case_dir / "run"),
-               "--metrics", str(metrics), "--quiet"]
-    if trigger is not None:
-        command += ["--trigger-interval", str(trigger)]
+    if sink == RELAY:
+        command = [sys.executable, str(ROOT / "bench" / "kafka_relay.py"), bootstrap,
+                   topic, out_topic, "--trigger", str(trigger or DEFAULT_TRIGGER_S)]
+    else:
+        command = [sys.executable, "-m", "cep.cli", "run", str(RULE), "--input", cep_input,
+                   "--follow", "--output", cep_output, "--checkpoint",
+                   str(case_dir / "run"), "--metrics", str(metrics), "--quiet"]
+        if trigger is not None:
+            command += ["--trigger-interval", str(trigger)]
     writer = Writer(rate, seconds, send)
     reader = (FileReader(writer.total, Path(cep_output)) if sink == "file"
               else KafkaReader(writer.total, bootstrap, cep_output.rsplit("/", 1)[1]))
