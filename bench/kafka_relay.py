@@ -30,7 +30,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from cep.transports.kafka_read import EndFollower
 
 _MAX_RECORDS = 100_000
-_CHUNK = 50_000  # produce_batch's queue holds 100,000 records by default
+_CHUNK = 50_000  # at most this many queued before a chunk: the queue holds 100,000
 
 
 def relay(bootstrap: str, source: str, target: str, trigger_s: float,
@@ -68,11 +68,9 @@ def relay(bootstrap: str, source: str, target: str, trigger_s: float,
             if not values:
                 continue
             producer.begin_transaction()
-            for first in range(0, len(values), _CHUNK):
-                chunk = values[first:first + _CHUNK]
-                queued = producer.produce_batch(target, [{"value": v} for v in chunk])
-                if queued != len(chunk):
-                    raise BufferError(f"{len(chunk) - queued} of {len(chunk)} not queued")
+            for first in range(0, len(values), _CHUNK):  # as cep's writer sends
+                for value in values[first:first + _CHUNK]:
+                    producer.produce(target, value)
                 producer.poll(0)
                 if len(producer) > _CHUNK:
                     producer.flush(30)

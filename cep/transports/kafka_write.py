@@ -144,14 +144,17 @@ class TransactionalBatchWriter(Closing):
         producer, _reader = self._open()
         if self._batch is None:
             raise RuntimeError("send() outside a batch: call begin() first")
+        # produce() per record, not produce_batch(): the batch call wants a dict per
+        # record and costs more (112,000 records into a transaction on the embedded
+        # broker: 0.77 µs of wall and 0.96 of CPU per record with produce_batch, 0.47
+        # and 0.63 with this loop). A chunk of at most _CHUNK records after a queue of
+        # at most _CHUNK fits queue.buffering.max.messages, so produce() never finds
+        # the queue full (it would raise BufferError).
+        produce, topic = producer.produce, self.topic
         with self._failing(f"sending batch {self._batch}"):
             for first in range(0, len(records), _CHUNK):
-                chunk = records[first : first + _CHUNK]
-                queued = producer.produce_batch(
-                    self.topic, [{"key": k, "value": v} for k, v in chunk]
-                )
-                if queued != len(chunk):
-                    raise BufferError(f"{len(chunk) - queued} of {len(chunk)} records not queued")
+                for key, value in records[first : first + _CHUNK]:
+                    produce(topic, value, key)
                 producer.poll(0)
                 if len(producer) > _CHUNK:
                     producer.flush(self.timeout_s)
