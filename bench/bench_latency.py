@@ -370,6 +370,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--sinks", default="file,kafka")
     parser.add_argument("--triggers", default="default,1")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every case this many times, round after round")
     parser.add_argument("--out", default="latency.json")
     parser.add_argument("--keep", default=None,
                         help="keep each case's run directory (metrics, log) under this one")
@@ -381,26 +383,26 @@ def main() -> None:
     with contextlib.ExitStack() as kept:
         tmp = (args.keep if args.keep else
                kept.enter_context(tempfile.TemporaryDirectory(prefix="cep-bench-latency-")))
-        for sink in sinks:
-            for trigger in triggers:
-                for rate in rates:
-                    with contextlib.ExitStack() as stack:
-                        bootstrap, broker_pid = None, None
-                        if sink != "file":  # a fresh broker: its idle CPU grows with
-                            # the records it holds (docs/limits.md), so cases must not
-                            # inherit the earlier cases' records
-                            from cep.servers.kafka import EmbeddedKafka
-                            broker = stack.enter_context(EmbeddedKafka())
-                            bootstrap, broker_pid = broker.bootstrap, broker.pid
-                        if sink == BESIDE:
-                            stack.enter_context(kafka_beside(bootstrap, rate,
-                                                             args.seconds + 30))
-                        workdir = Path(tmp) / sink  # a directory per sink: a case's
-                        workdir.mkdir(exist_ok=True)  # own is named without BESIDE
-                        case = run_case("file" if sink == BESIDE else sink, rate,
-                                        args.seconds, trigger, workdir, bootstrap,
-                                        broker_pid)
-                        cases.append({**case, "sink": sink})
+        for round_, sink, trigger, rate in itertools.product(
+                range(1, args.rounds + 1), sinks, triggers, rates):
+            with contextlib.ExitStack() as stack:
+                bootstrap, broker_pid = None, None
+                if sink != "file":  # a fresh broker: its idle CPU grows with
+                    # the records it holds (docs/limits.md), so cases must not
+                    # inherit the earlier cases' records
+                    from cep.servers.kafka import EmbeddedKafka
+                    broker = stack.enter_context(EmbeddedKafka())
+                    bootstrap, broker_pid = broker.bootstrap, broker.pid
+                if sink == BESIDE:
+                    stack.enter_context(kafka_beside(bootstrap, rate,
+                                                     args.seconds + 30))
+                # a directory per sink and round: a case's own is named
+                workdir = Path(tmp) / f"{sink}-r{round_}"  # without BESIDE
+                workdir.mkdir(exist_ok=True)
+                case = run_case("file" if sink == BESIDE else sink, rate,
+                                args.seconds, trigger, workdir, bootstrap,
+                                broker_pid)
+                cases.append({**case, "sink": sink, "round": round_})
     result = {"rule": str(RULE.relative_to(ROOT)), "keys": KEYS, "cases": cases,
               "best_rate_p99_under_1s": best_rates(cases)}
     print(json.dumps(result["best_rate_p99_under_1s"]))

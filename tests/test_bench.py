@@ -468,3 +468,51 @@ def test_kg_started_at_the_high_count_is_compared_on_the_hi_phase_s_batches() ->
     assert got["kg_events_per_s"] == 109.5 and got["unscaled_events_per_s"] == 50.0
     assert got["kg_over_unscaled"] == 2.19 and got["scaled_over_kg"] == round(90 / 109.5, 3)
     assert bench.same_batches(kg, None, unscaled) is None
+
+
+def test_the_kafka_relay_passes_every_record_once_in_order() -> None:
+    """``bench/kafka_relay.py``, the Kafka floor of ``bench_latency.py``, on the embedded
+    broker: records written in three bursts, the last while it runs, come out on the
+    output topic read_committed, each once and in order. Oracle: the values written."""
+    import threading
+    import time
+
+    from confluent_kafka import Producer
+
+    from cep.servers.kafka import EmbeddedKafka
+    from cep.transports.kafka_read import consume_topic
+    from cep.transports.kafka_send import ensure_topic
+
+    relay = _bench_script("kafka_relay")
+    values = [b'{"id":%d}' % i for i in range(3_000)]
+    with EmbeddedKafka() as broker:
+        for topic in ("in", "out"):
+            ensure_topic(broker.bootstrap, topic, 1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+
+        def write(part: list[bytes]) -> None:
+            for value in part:
+                producer.produce("in", value)
+            producer.flush(30)
+
+        write(values[:1_000])
+        stop = threading.Event()
+        relayed: list[int] = []
+        worker = threading.Thread(target=lambda: relayed.append(
+            relay.relay(broker.bootstrap, "in", "out", 0.05, stop)))
+        worker.start()
+        try:
+            write(values[1_000:2_000])
+            time.sleep(0.3)
+            write(values[2_000:])
+            deadline = time.monotonic() + 60
+            got: list[bytes] = []
+            while len(got) < len(values) and time.monotonic() < deadline:
+                got = [m.value() for batch in consume_topic(broker.bootstrap, "out")
+                       for m in batch]
+                time.sleep(0.1)
+        finally:
+            stop.set()
+            worker.join(60)
+    assert got == values
+    assert relayed == [len(values)]

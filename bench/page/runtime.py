@@ -14,7 +14,10 @@ def latency_figures(data: dict, _name: str) -> str:
     seconds of cep, the broker and the bench's own clients over the case (they share the
     machine's cores), and the machine's 1-minute load average at each case's end
     (latencies move with it)."""
-    rows = [(c.get("sink", ""), num(c.get("trigger_s"), 1, " s"), num(c.get("rate")),
+    cases = [c for c in at(data, "cases") or [] if isinstance(c, dict)]
+    rounds = len({c.get("round") for c in cases}) > 1  # bench_latency.py --rounds
+    rows = [((num(c.get("round")),) if rounds else ())
+            + (c.get("sink", ""), num(c.get("trigger_s"), 1, " s"), num(c.get("rate")),
              f"{num(c.get('delivered'))} of {num(c.get('events'))}",
              num(c.get("p50_s"), 2), num(c.get("p95_s"), 2), num(c.get("p99_s"), 2),
              num(c.get("max_s"), 2), num(c.get("first_output_s"), 1),
@@ -23,14 +26,15 @@ def latency_figures(data: dict, _name: str) -> str:
                for part in ("cep", "broker", "bench_clients")),
              *(num(at(c, "machine_cores_busy", phase), 2) for phase in ("writing", "draining")),
              num((c.get("load_average") or [None])[0], 1))
-            for c in at(data, "cases") or [] if isinstance(c, dict)]
+            for c in cases]
     best = at(data, "best_rate_p99_under_1s") or {}
     tail = "; ".join(f"{name}: {num(rate) or 'none'}" for name, rate in best.items())
     return (f"Rule `{data.get('rule', '')}`, {num(data.get('keys'))} keys.\n\n"
-            + table(("source and sink", "trigger", "events/s", "delivered", "p50 s",
-                     "p95 s", "p99 s", "max s", "first output s", "batch every s",
-                     "cep CPU s", "broker CPU s", "writer and reader CPU s",
-                     "machine cores busy, writing", "draining", "load"), rows)
+            + table((("round",) if rounds else ())
+                    + ("source and sink", "trigger", "events/s", "delivered", "p50 s",
+                       "p95 s", "p99 s", "max s", "first output s", "batch every s",
+                       "cep CPU s", "broker CPU s", "writer and reader CPU s",
+                       "machine cores busy, writing", "draining", "load"), rows)
             + (f"\n\nHighest rate with p99 under 1 s: {tail}." if tail else ""))
 
 
