@@ -92,6 +92,7 @@ from scale_phases import (  # re-exported: tests/test_bench.py reads them here
     change_costs,
     differences,
     leave_cost,
+    newest_speedup,
     phase_bound,
     phases,
     ratio_of,
@@ -449,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     started = load_average()
     with tempfile.TemporaryDirectory(prefix="cep-bench-scale-") as tmp:
         figures = measure(args, Path(tmp))
-    bound = speedup_bound(RESULTS / "speedup.json", args.lo, args.hi, args.node_cpus)
+    bound = speedup_bound(newest_speedup(RESULTS, args.node_cpus), args.lo, args.hi,
+                          args.node_cpus)
     result = {"bench": "scale_midrun", "rules": "rules/fsd.epl",
               "input": input_spec(args), "nodes": args.nodes,
               "start_nodes": args.start_nodes, "node_cpus": args.node_cpus,

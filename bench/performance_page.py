@@ -6,7 +6,8 @@
 The page says how cep is measured, then gives one section per result file: the figures,
 the date and the machine the file records, and the command that measures them again.
 Only ``bench/results/*.json`` is read: results moved into a folder below it
-(``superseded/``: undated, or measured on a state path that is gone) are not shown.
+(``superseded/``: undated, or measured on a state path or an input grid that is gone)
+are not shown.
 Nothing on the page is typed by hand, so a figure is never without its file, and a file
 that lacks a date or a machine is shown as "not recorded": nothing is guessed.
 
@@ -45,7 +46,8 @@ How fast cep is, as the benches in `bench/` measured it. Every figure on this pa
 from a result file in `bench/results/`, with the date and the machine that file records
 ("not recorded" where it does not say), and the command that measures it again. Results
 that record no date, or that were measured on an engine state path cep no longer has
-(before the resident engines of 2026-11-26), are kept in `bench/results/superseded/` and
+(before the resident engines of 2026-11-26) or on an input grid it no longer cuts, are
+kept in `bench/results/superseded/` and
 not shown: a bench without a section here has no current figures, and its command
 measures them again.
 

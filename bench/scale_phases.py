@@ -243,12 +243,24 @@ def differences(got: list[str], want: list[str]) -> int:
     return sum(a != b for a, b in zip(got, want, strict=False)) + abs(len(got) - len(want))
 
 
-def speedup_bound(path: Path, lo: int, hi: int, node_cpus: float) -> dict | None:
+def newest_speedup(results: Path, node_cpus: float) -> Path | None:
+    """The newest ``bench_speedup.py`` result in ``results`` (by the date it records)
+    measured on nodes of ``node_cpus``: the one whose bounds a scale change is set
+    beside."""
+    dated = []
+    for path in results.glob("speedup*.json"):
+        data = json.loads(path.read_text())
+        if data.get("node_cpus") == node_cpus and data.get("date"):
+            dated.append((data["date"], path))
+    return max(dated)[1] if dated else None
+
+
+def speedup_bound(path: Path | None, lo: int, hi: int, node_cpus: float) -> dict | None:
     """The bound on throughput(hi) / throughput(lo) from ``bench_speedup.py``'s results
     at the same node size: Amdahl's bound at hi over its bound at lo (the driver's
     serial part measured on one node), its key-preserving bound likewise, and the
     measured static speedups' ratios, per strategy."""
-    if not path.exists():
+    if path is None or not path.exists():
         return None
     data = json.loads(path.read_text())
     if data.get("node_cpus") != node_cpus or not {lo, hi} <= set(data["nodes"]):

@@ -4,7 +4,20 @@ Table 1, the Balancer's gate, handing moved keys over, and the simulated strateg
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from page.figures import at, num, pct, ratio, table, yes_no
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def result_file(path: str) -> str:
+    """A result file as a result names it, or where it is now: ``superseded/`` keeps
+    the files the page no longer shows, which older results still name."""
+    moved = Path("bench/results/superseded") / Path(path).name
+    if not (_ROOT / path).exists() and (_ROOT / moved).exists():
+        return str(moved)
+    return path
 
 
 def gate_figures(data: dict, _name: str) -> str:
@@ -393,7 +406,8 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + (f"Bounds: Amdahl's from the first phase {ratio(own.get('amdahl'))} (its "
                f"nodes busy {pct(100 * own['busy_share'], 0) if own.get('busy_share') else ''}"
                " of their quota); from " if joined else "Bounds from ")
-            + f"`{bound.get('file', 'speedup.json')}` at the same node size "
+            + f"`{result_file(bound.get('file', 'bench/results/speedup.json'))}` at the same "
+            "node size "
             f"{ratio(bound.get('amdahl'))} (frame) and {ratio(bound.get('key_preserving'))} "
             "(key whole). Spark's `spark.locality.wait`: "
             f"{data.get('locality_wait') or 'its default (3s)'}. Output rows against KG's "

@@ -320,7 +320,7 @@ SECTIONS = (
             "(`cep bench --nodes N --node-cpus C`), per strategy, against KG on one node; "
             "beside the ideal line and the bounds the 1-node run allows: Amdahl's law over "
             "the driver's serial part of a batch, and a batch's heaviest key kept on one "
-            "engine. `cep report bench/results/speedup.json -o DIR` draws the figure.",
+            "engine. `cep report bench/results/FILE.json -o DIR` draws a file's figure.",
             "python bench/bench_speedup.py", speedup_figures,
             "Needs root and the cgroup v1 `cpu` controller, as `cep bench --nodes`; the "
             "per-point `cep bench` files go to `bench/results/speedup/`."),

@@ -54,8 +54,9 @@ GRID_ROWS = 65_536  # row-addressed pieces (Parquet, Kafka) at these row multipl
 # a generator's pieces are finer: a piece is a task's least unit, and a generated batch
 # of 120,000 tweets cut at 65,536 rows gave Spark two input tasks whatever the nodes;
 # cut at 16,384, FSD on 5 emulated nodes went from 1.58x (KG) and 1.81-2.02x (the
-# others) a node's rate to 2.34x and 2.50-2.86x (bench/results/speedup-sweep6.json and
-# -sweep7.json); generated rows cost nothing to address
+# others) a node's rate to 2.34x and 2.50-2.86x (bench/results/superseded/
+# speedup-sweep6.json and bench/results/speedup-sweep7.json); generated rows cost
+# nothing to address
 GRID_GENERATED_ROWS = 16_384
 _EXTENSIONS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
                ".parquet": "parquet", ".pq": "parquet"}
