@@ -329,6 +329,14 @@ def first(values: list | None):
     return values[0] if values else None
 
 
+def _kg_nodes(data: dict) -> str:
+    """Where the KG run ran: the whole cluster after the scaled run, which after a leave
+    is the nodes that stayed."""
+    if data.get("leave_after") is None:
+        return "on all the nodes"
+    return f"on the {num(data.get('start_nodes'))} nodes that stayed (run after the leave)"
+
+
 def _same_batches_text(data: dict) -> str:
     """KG started at the high count over the hi phase's batches, and where Spark ran the
     engines' tasks there (the event log), where the file has them."""
@@ -336,12 +344,14 @@ def _same_batches_text(data: dict) -> str:
     text = ""
     if same:
         batches = same.get("batches") or []
-        text = (f" KG at {num(data.get('hi'))} engines from the start over the same batches "
-                f"({num(batches[0]) if batches else ''}–{num(batches[-1]) if batches else ''})"
-                f": {num(same.get('kg_events_per_s'), 0)} events/s, "
-                f"**{ratio(same.get('kg_over_unscaled'))} the unscaled run's** (what the "
-                f"scale-out can give at most here); the scaled phase ran at "
-                f"{ratio(same.get('scaled_over_kg'))} KG's.")
+        over_unscaled = same.get("kg_over_unscaled")
+        text = (f" KG at {num(data.get('hi'))} engines from the start {_kg_nodes(data)} over "
+                f"the same batches ({num(batches[0]) if batches else ''}–"
+                f"{num(batches[-1]) if batches else ''}): "
+                f"{num(same.get('kg_events_per_s'), 0)} events/s"
+                + (f", **{ratio(over_unscaled)} the unscaled run's** (what the scale-out "
+                   "can give at most here)" if over_unscaled is not None else "")
+                + f"; the scaled phase ran at {ratio(same.get('scaled_over_kg'))} KG's.")
     for name, found in (data.get("placement") or {}).items():
         summary = (found or {}).get("summary") or {}
         if not summary or name == "unscaled":
@@ -399,7 +409,7 @@ def scale_midrun_figures(data: dict, _name: str) -> str:
             + (f": the nodes alone {ratio(ratios.get('nodes'))}, the engines on the same "
                f"nodes {ratio(ratios.get('engines'))}" if joined else "")
             + f"; back to {num(lo)}: "
-            f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines on all the nodes "
+            f"{ratio(ratios.get('in'))}. KG at a fixed {num(hi)} engines {_kg_nodes(data)} "
             f"from the start: {num(at(data, 'kg_fixed', 'events_per_s'), 0)} events/s over "
             f"its batches {num(first(at(data, 'kg_fixed', 'measured_batches')))} on, "
             f"{ratio(data.get('kg_fixed_over_first'))} the first phase's. "
