@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import importlib.resources
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -90,8 +91,27 @@ def _launch_gateway(conf, verbose: bool):
     with _no_python_data_source_lookup():
         if verbose:
             return launch_gateway(conf)
+        proxy_errors_to_log()
         with open(SPARK_LOG, "ab") as log:
             return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+
+
+def proxy_errors_to_log() -> None:
+    """Send py4j's record of an exception in a Python function the JVM calls (cep's
+    per-batch sink) to ``SPARK_LOG``, unless the application configured logging.
+
+    Why: py4j logs such an exception at ERROR, with the whole Java trace, before it hands
+    it back to the JVM; the query then stops and cep says what happened in one line, or
+    starts the query again (``runtime.run_restarting``). With no handler anywhere, Python
+    prints that record on stderr, so a lost executor put pages of trace before cep's
+    line. In the log it sits beside the JVM's own account of the same failure. An
+    application with handlers of its own (or ``--verbose``) gets the record as before."""
+    logger = logging.getLogger("py4j.clientserver")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.FileHandler(SPARK_LOG, delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
 
 
 # Not a command anywhere: the JVM's PYSPARK_DRIVER_PYTHON (see below).
