@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool
+from cep.spark.jvm.cache import jdk_tool
+from cep.user_cache import cache_dir, is_private
 
 
 def _tool(directory: Path, name: str) -> Path:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from cep.engine.text import _splitmix64, minhash_signatures
+from cep.engine import text
+from cep.engine.text import _splitmix64, minhash_kernel, minhash_signatures, token_kernel
+from cep.io.tweets.world_cache import cached_arrays
 
 VOCAB_SIZE = 8000
 WORD_ZIPF = 0.8
@@ -137,7 +140,47 @@ def n_users(n: int) -> int:
 
 @functools.lru_cache(maxsize=4)
 def world(seed: int, users: int) -> World:
-    """The world of a seed (cached: ranges of one stream in one process share it)."""
+    """The world of a seed (cached: ranges of one stream in one process share it, and
+    processes share it through the user's cache, :mod:`cep.io.tweets.world_cache`)."""
+    arrays = cached_arrays(f"tweets-world-{seed}-{users}", _BUILT_FROM,
+                           lambda: _arrays(build_world(seed, users)),
+                           lambda found: _fits(found, users))
+    return World(vocab=arrays["vocab"], lang_words=arrays["lang_words"],
+                 handles=arrays["handles"], tokens=_tokens(arrays["vocab"], arrays["handles"]),
+                 minima=(arrays["minima_0"], arrays["minima_1"]),
+                 hot_words=arrays["hot_words"])
+
+
+# what a world is built from: a change to any of these makes a new cache file
+_BUILT_FROM = [Path(__file__), Path(text.__file__), Path(minhash_kernel.__file__),
+               Path(token_kernel.__file__)]
+
+
+def _tokens(vocab: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """Token id -> string: the words, then the handles, then "rt"."""
+    return np.concatenate([vocab, handles, np.array(["rt"], dtype=object)])
+
+
+def _arrays(built: World) -> dict[str, np.ndarray]:
+    return {"vocab": built.vocab, "lang_words": built.lang_words, "handles": built.handles,
+            "minima_0": built.minima[0], "minima_1": built.minima[1],
+            "hot_words": built.hot_words}
+
+
+def _fits(arrays: dict[str, np.ndarray], users: int) -> bool:
+    """The shapes and kinds a world of ``users`` users has (a cache file that does not
+    is not used)."""
+    tokens = VOCAB_SIZE + users + 1
+    expected = {"vocab": ((VOCAB_SIZE,), "O"), "lang_words": ((len(LANGS), VOCAB_SIZE), "i"),
+                "handles": ((users,), "O"), "minima_0": ((tokens + 1,), "i"),
+                "minima_1": ((tokens + 1,), "i"), "hot_words": ((HOT_WORDS,), "i")}
+    return set(arrays) == set(expected) and all(
+        arrays[k].shape == shape and arrays[k].dtype.kind == kind
+        for k, (shape, kind) in expected.items())
+
+
+def build_world(seed: int, users: int) -> World:
+    """The world of a seed, built (what :func:`world` caches)."""
     rng = np.random.Generator(np.random.PCG64([seed, 0x574F524C44]))
     vocab = _vocabulary(rng, VOCAB_SIZE)
     # Other languages rank the same words in their own order, still mostly short first
@@ -148,7 +191,7 @@ def world(seed: int, users: int) -> World:
         + [np.argsort(length + rng.uniform(0.0, 4.0, VOCAB_SIZE)) for _ in LANGS[1:]]
     )
     handles = _handles(rng, vocab, users)
-    tokens = np.concatenate([vocab, handles, np.array(["rt"], dtype=object)])
+    tokens = _tokens(vocab, handles)
     m0, m1 = minhash_signatures(tokens, 2).astype(np.int64).T
     pad = np.int64(2**32)  # above every 32-bit min-value: empty slots never win
     # Hot words: the words whose two MinHash values are both lowest (fillers excluded),

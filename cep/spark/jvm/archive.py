@@ -25,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool, spark_jars
+from cep.spark.jvm.cache import jdk_tool, spark_jars
+from cep.user_cache import cache_dir, is_private
 
 #: JVM options that keep the class-sharing messages out of a run's output
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"

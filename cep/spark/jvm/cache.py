@@ -5,20 +5,15 @@ the JDK's tools are.
 ``~/.cache/cep``): the class-data-sharing archive (``jvm_archive.py``) and the jar of
 the checkpoint file system (``local_fs.py``). Both are code to the JVM, so both are used
 only when they and their directory belong to this user and no one else can write them
-(``is_private``). A leaf that both import: neither module imports the other.
+(``is_private``, from :mod:`cep.user_cache`). A leaf that both import: neither module
+imports the other.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 from pathlib import Path
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cep"
 
 
 def spark_jars() -> Path:
@@ -34,8 +29,3 @@ def jdk_tool(name: str) -> Path | None:
     found = Path(home) / "bin" / name if home else shutil.which(name)
     return Path(found) if found and Path(found).exists() else None
 
-
-def is_private(path: Path) -> bool:
-    """Owned by this user and writable by no one else (group and others)."""
-    info = path.stat()
-    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

@@ -16,7 +16,7 @@ POSIX file system, as the offsets, commits and state files need).
 ``cep prepare`` compiles it with the JDK's ``javac`` into the user's cache, before it
 makes the class archive, so the archive records the class path that runs will have (a
 JVM refuses an archive made with another class path, and then starts seconds slower).
-A jar is code, so it is trusted on the same terms as the archive (``jvm_cache.is_private``). No
+A jar is code, so it is trusted on the same terms as the archive (``cep.user_cache.is_private``). No
 ``javac``, no jar: runs use Hadoop's own classes, as before. Local masters only: on a
 cluster the executors would need the jar as well.
 """
@@ -30,7 +30,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from cep.spark.jvm.cache import cache_dir, is_private, jdk_tool, spark_jars
+from cep.spark.jvm.cache import jdk_tool, spark_jars
+from cep.user_cache import cache_dir, is_private
 
 SOURCE = Path(__file__).with_name("NioLocalFileSystem.java")
 FILE_SYSTEM_CLASS = "cep.hadoop.NioLocalFileSystem"
