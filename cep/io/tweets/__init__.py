@@ -4,6 +4,7 @@ This package is the generator alone, apart from the readers and sinks of :mod:`c
 that call it (``inputs.py``, ``inputlog.py``, ``kafka_produce.py``). Its modules, each
 importing only those listed before it:
 
+* ``world_cache.py``: a seed's world kept in the user's cache, so new processes load it;
 * ``world.py``: what a seed fixes: vocabulary, users, topics, MinHash values;
 * ``layout.py``: which story each row belongs to, a block of rows at a time;
 * ``render.py``: the compiled writer of a block's texts (numba);
@@ -16,7 +17,7 @@ importing only those listed before it:
 * ``calibration.py``: key grouping's load RSTD per window (the benches' and tests' measure).
 
 Of cep's code it imports ``cep.engine`` (the text functions' hashes, a sorted unique),
-and, for ``calibration.py`` only, ``migration.hashing`` and ``splitter.policies.stats``;
+``cep.user_cache`` (where the world is kept) and, for ``calibration.py`` only, ``migration.hashing`` and ``splitter.policies.stats``;
 besides those, numpy, pandas, pyarrow and numba. The design follows.
 
 First Story Detection (``rules/fsd.epl``) needs tweets in which stories are born and
