@@ -331,10 +331,11 @@ def first(values: list | None):
 
 def _kg_nodes(data: dict) -> str:
     """Where the KG run ran: the whole cluster after the scaled run, which after a leave
-    is the nodes that stayed."""
+    is the nodes still there (a node stopped late may still be)."""
     if data.get("leave_after") is None:
         return "on all the nodes"
-    return f"on the {num(data.get('start_nodes'))} nodes that stayed (run after the leave)"
+    nodes = at(data, "kg_fixed", "nodes") or data.get("start_nodes")
+    return f"on the {num(nodes)} nodes there after the leave"
 
 
 def _same_batches_text(data: dict) -> str:

@@ -17,8 +17,9 @@ importing only those listed before it:
 * ``calibration.py``: key grouping's load RSTD per window (the benches' and tests' measure).
 
 Of cep's code it imports ``cep.engine`` (the text functions' hashes, a sorted unique),
-``cep.user_cache`` (where the world is kept) and, for ``calibration.py`` only, ``migration.hashing`` and ``splitter.policies.stats``;
-besides those, numpy, pandas, pyarrow and numba. The design follows.
+``cep.user_cache`` (where the world is kept) and, for ``calibration.py`` only,
+``migration.hashing`` and ``splitter.policies.stats``; besides those, numpy, pandas,
+pyarrow and numba. The design follows.
 
 First Story Detection (``rules/fsd.epl``) needs tweets in which stories are born and
 spread, so that "is this the first tweet of its story?" has a known answer, and the DLB

@@ -142,7 +142,7 @@ def n_users(n: int) -> int:
 def world(seed: int, users: int) -> World:
     """The world of a seed (cached: ranges of one stream in one process share it, and
     processes share it through the user's cache, :mod:`cep.io.tweets.world_cache`)."""
-    arrays = cached_arrays(f"tweets-world-{seed}-{users}", _BUILT_FROM,
+    arrays = cached_arrays("tweets-world-", f"{seed}-{users}", _BUILT_FROM,
                            lambda: _arrays(build_world(seed, users)),
                            lambda found: _fits(found, users))
     return World(vocab=arrays["vocab"], lang_words=arrays["lang_words"],

@@ -39,19 +39,31 @@ Arrays = dict[str, np.ndarray]
 _UTF8, _OFFSETS = ".utf8", ".offsets"  # a text array's two stored arrays
 
 
-def cached_arrays(name: str, sources: list[Path], build: Callable[[], Arrays],
+def cached_arrays(family: str, name: str, sources: list[Path], build: Callable[[], Arrays],
                   valid: Callable[[Arrays], bool]) -> Arrays:
     """The arrays ``build`` makes, read from the cache when a file made from the same
     ``sources`` is there and ``valid``; else built, stored and returned. Object arrays
-    of ``str`` come back as object arrays of ``str``."""
-    path = _path(name, sources)
+    of ``str`` come back as object arrays of ``str``. Storing removes the ``family``'s
+    files made from other sources (an older cep's), so the cache does not grow with
+    each version."""
+    path = _path(f"{family}{name}", sources)
     found = _load(path)
     if found is not None and valid(found):
         return found
     arrays = build()
     with contextlib.suppress(OSError):  # no cache (read-only home, full disk): build only
         _store(path, arrays)
+        _prune(path, family)
     return arrays
+
+
+def _prune(kept: Path, family: str) -> None:
+    """Remove the ``family``'s files whose digest is not ``kept``'s."""
+    digest = kept.stem.rsplit("-", 1)[1]
+    for old in kept.parent.glob(f"{family}*.npz"):
+        if old.stem.rsplit("-", 1)[1] != digest:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 def _path(name: str, sources: list[Path]) -> Path:
