@@ -15,11 +15,11 @@ empty one, timed ``--rounds`` times in turns, medians in milliseconds:
   (:func:`read_kafka_range` on what :class:`KafkaFetch` holds), beside ``convert.file``:
   the file reader on the same lines in a file, the file path's own cost;
 * ``publish``: the driver's transaction of the batch's output lines
-  (:class:`KafkaPublisher`), split into ``publish.keys`` (record keys cut from the
-  lines), ``publish.marker`` (the committed-batch marker read), ``publish.send``
-  (records queued and flushed) and ``publish.commit`` (the offsets sent to the
-  transaction, and its commit), beside ``publish.file``: the same text appended to a
-  file.
+  (:class:`KafkaPublisher`), split into ``publish.keys`` (the records' keys from the
+  key texts the engines wrote beside the lines), ``publish.marker`` (the committed-batch
+  marker read), ``publish.send`` (records queued and flushed) and ``publish.commit``
+  (the offsets sent to the transaction, and its commit), beside ``publish.file``: the
+  same text appended to a file.
 
 ``plan`` runs twice: ``fresh`` (an admin client made per call, as the code did before)
 and ``kept`` (the client kept across calls by :mod:`cep.transports.kafka_clients`); the
@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 from bench_kafka_read import fill
 from bench_latency import event_lines
 from common import ROOT, load_average, write_results
@@ -65,6 +66,12 @@ def output_text(first: int, count: int) -> bytes:
     """``count`` output lines as cep writes them for the latency rule."""
     return b"".join(b'{"rule":"echo","key":%d,"seq":%d,"id":%d,"k":%d,"v":%d.5}\n'
                     % (i % 1000, i, i, i % 1000, i % 97) for i in range(first, first + count))
+
+
+def key_texts(text: bytes) -> pa.Array:
+    """Each of :func:`output_text`'s lines' key as JSON text, as the engines leave it in
+    their parts' order files."""
+    return pa.array([str(i % 1000) for i in range(len(text.splitlines()))], pa.string())
 
 
 class Stages:
@@ -120,8 +127,9 @@ def publish_stages(stages: Stages, tag: str, writer: TransactionalBatchWriter, b
     """One batch's transaction, step by step as ``KafkaPublisher.publish`` takes them."""
     began = time.perf_counter()
     lines = text.splitlines()
-    records = stages.timed("publish.keys", lambda: list(zip(record_keys(text, lines), lines,
-                                                            strict=True)))
+    keys = key_texts(text)  # what the engines' order files hold beside the lines
+    records = stages.timed("publish.keys", lambda: list(zip(record_keys(keys), lines,
+                                                                strict=True)))
     stages.timed(f"publish.marker[{tag}]", writer.last_committed_batch)
     assert stages.timed(f"publish.begin[{tag}]", lambda: writer.begin(batch_id))
     stages.timed(f"publish.send[{tag}]", lambda: writer.send(records))  # type: ignore[arg-type]

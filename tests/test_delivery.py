@@ -6,11 +6,24 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
 from pyarrow import ipc
+from support.shares import bounded, note
 
-from cep.spark.output.delivery import AppendLedger, merged_lines
-from cep.spark.output.event_parts import ORDER_SCHEMA, order_path
+from cep.engine.json_rows import object_texts
+from cep.spark.output.delivery import AppendLedger, merge_parts, merged_lines
+from cep.spark.output.event_parts import (
+    ORDER_SCHEMA,
+    EventParts,
+    event_lines,
+    order_path,
+    order_table,
+)
+from cep.transports.outputs import record_keys
 
 ORDER = {"a": 0, "b": 1}
 
@@ -48,3 +61,47 @@ def test_a_replayed_batch_replaces_its_first_attempt(tmp_path):
     again.append(1, [b"b\n", b"c\n"])  # Spark replays batch 1 (it had not committed)
     again.append(2, [b"d\n"])
     assert target.read_text() == "a\nb\nc\nd\n"
+
+
+KEYS = st.recursive(
+    st.none() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text() | st.sampled_from(["seq", ',"seq":', '","seq":', "été", '\\"', "\n"]),
+    lambda inner: st.lists(inner, max_size=3), max_leaves=5)
+
+
+@given(st.lists(st.tuples(st.sampled_from("ab"), KEYS, st.integers(0, 20), st.integers(0, 2),
+                          st.integers(0, 2)), max_size=12),
+       st.integers(1, 3))
+def _merged_keys_are_the_lines_keys(tmp_path_factory, events: list, engines: int) -> None:
+    """Engines' parts written as the engine tasks write them (``event_lines`` and
+    ``order_table`` of one frame), merged with their keys: each merged line's Kafka
+    record key (``record_keys`` of the merged key texts) is its own line's key.
+
+    Oracle: ``json.loads`` of each merged line and ``json.dumps`` of its ``key`` (the
+    standard library; nothing shared with the merge or the order files). Draws with no
+    event compare nothing: their share is measured and bounded."""
+    directory = tmp_path_factory.mktemp("parts")
+    parts = EventParts(str(directory))
+    for engine in range(engines):
+        mine = events[engine::engines]
+        frame = pd.DataFrame({
+            "rule": [r for r, *_ in mine], "seq": [s for _r, _k, s, *_ in mine],
+            "key": object_texts(np.array([k for _r, k, *_ in mine] + [None],
+                                         dtype=object))[:len(mine)],
+            "ts": np.zeros(len(mine), np.int64), "ts_null": np.ones(len(mine), bool),
+            "payload": ['{"n":1}'] * len(mine),
+            "at": [a for *_x, a, _o in mine], "origin": [o for *_x, o in mine]})
+        frame = frame.sort_values(["seq", "at", "origin"], kind="stable")  # an engine's order
+        parts.write(0, engine, event_lines(frame), order_table(frame))
+    merged = merge_parts(parts.batch_paths(0), ORDER, with_keys=True)
+    lines = merged.text.splitlines()
+    note(lines)
+    expected = [None if (k := json.loads(line)["key"]) is None else json.dumps(k).encode()
+                for line in lines]
+    assert merged.keys is not None and record_keys(merged.keys) == expected
+    assert merged.text == merged_lines(parts.batch_paths(0), ORDER)
+
+
+def test_merged_keys_are_the_lines_keys(tmp_path_factory) -> None:
+    with bounded("merged keys (no event)"):
+        _merged_keys_are_the_lines_keys(tmp_path_factory)

@@ -109,7 +109,7 @@ def kafka_stages_figures(data: dict, _name: str) -> str:
             "convert.file"),
            ("publish: the batch's transaction (keys, marker, begin, send, commit)",
             "publish[kept]", "publish.file"),
-           ("publish: record keys cut from the lines", "publish.keys", ""),
+           ("publish: record keys (from the engines' key texts)", "publish.keys", ""),
            ("publish: the committed-batch marker read", "publish.marker[kept]", ""),
            ("publish: records queued", "publish.send[kept]", ""),
            ("publish: offsets sent and the commit", "publish.commit[kept]", ""),

@@ -17,6 +17,7 @@ import io
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from cep.spark.output.event_parts import EventParts, read_order
+from cep.spark.output.event_parts import EventParts, order_columns, read_order_table
 
 _ORDER_SCHEMA = pa.schema([("rule", pa.string()), ("seq", pa.int64())])
 
@@ -73,14 +74,39 @@ class AppendLedger:
             os.fsync(fh.fileno())
 
 
+@dataclass(frozen=True)
+class MergedBatch:
+    """A batch's events as one text in the reference order and, when asked for, each
+    line's key as the JSON text the engine wrote (``keys[i]`` is line ``i``'s)."""
+
+    text: bytes
+    keys: pa.Array | None = None
+
+
 def merged_lines(parts: list[Path], rule_order: dict[str, int]) -> bytes:
+    """The JSON lines of several parts (each in reference order) as one text in the
+    reference order: :func:`merge_parts`'s text."""
+    return merge_parts(parts, rule_order).text
+
+
+def merge_parts(parts: list[Path], rule_order: dict[str, int],
+                with_keys: bool = False) -> MergedBatch:
     """The JSON lines of several parts (each in reference order) as one text in the
     reference order (``cep.engine.output.sort_output``): by ``seq``, then the time
     passed, the event that made it, the rule's place in the rule file and the key, the
-    last three read from each part's order file (``event_parts.read_order``)."""
+    last three read from each part's order file (``event_parts.read_order_table``).
+    ``with_keys``: also each line's key text, from the same order files, so that a Kafka
+    record's key need not be cut out of its line again (keying 25,000 lines of 1,000
+    distinct keys took 13.8 ms by a regular-expression pass over the text, 2.7 ms from
+    these texts)."""
     texts = [(p, t) for p in parts if (t := p.read_bytes())]
     if len(texts) <= 1:
-        return texts[0][1] if texts else b""
+        text = texts[0][1] if texts else b""
+        keys = None
+        if with_keys:
+            keys = (read_order_table(texts[0][0], text.count(b"\n")).column("key")
+                    .combine_chunks() if texts else pa.array([], pa.string()))
+        return MergedBatch(text, keys)
     blob = b"".join(t for _, t in texts)
     raw = np.frombuffer(blob, dtype=np.uint8)
     ends = np.flatnonzero(raw == ord("\n"))
@@ -88,7 +114,8 @@ def merged_lines(parts: list[Path], rule_order: dict[str, int]) -> bytes:
         explicit_schema=_ORDER_SCHEMA, unexpected_field_behavior="ignore"))
     names = pa.array(list(rule_order), pa.string())
     rank = pc.index_in(table.column("rule"), value_set=names).fill_null(-1).to_numpy()
-    places = [read_order(p, t.count(b"\n")) for p, t in texts]
+    tables = [read_order_table(p, t.count(b"\n")) for p, t in texts]
+    places = [order_columns(t) for t in tables]
     at, origin, key = (np.concatenate([place[i] for place in places]) for i in range(3))
     order = np.lexsort((key, rank, origin, at, table.column("seq").to_numpy()))
     # the lines as one Arrow binary array over the text (no copy), reordered by take:
@@ -96,11 +123,16 @@ def merged_lines(parts: list[Path], rule_order: dict[str, int]) -> bytes:
     offsets = np.concatenate([[0], ends + 1]).astype(np.int64)
     lines = pa.Array.from_buffers(pa.large_binary(), len(ends),
                                   [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
-    ordered = pc.take(lines, pa.array(order))
+    taken = pa.array(order)
+    ordered = pc.take(lines, taken)
     _, offsets_buffer, data = ordered.buffers()
     bounds = np.frombuffer(offsets_buffer, dtype=np.int64)[
         ordered.offset:ordered.offset + len(ordered) + 1]
-    return memoryview(data)[int(bounds[0]):int(bounds[-1])].tobytes()
+    keys = None
+    if with_keys:
+        keys = pc.take(pa.concat_arrays([t.column("key").combine_chunks() for t in tables]),
+                       taken)
+    return MergedBatch(memoryview(data)[int(bounds[0]):int(bounds[-1])].tobytes(), keys)
 
 
 def read_output(parts: EventParts, rule_order: dict[str, int]) -> list[dict]:

@@ -88,12 +88,17 @@ def order_table(events: pd.DataFrame) -> pa.Table:
                     schema=ORDER_SCHEMA)
 
 
-def read_order(part: Path, lines: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A part's (at, origin, key text) per line: its order file, checked to fit it."""
+def read_order_table(part: Path, lines: int) -> pa.Table:
+    """A part's order file (at, origin, key text per line), checked to fit it."""
     with ipc.open_file(str(order_path(part))) as reader:
         table = reader.read_all()
     if table.schema != ORDER_SCHEMA or table.num_rows != lines:
         raise ValueError(f"{order_path(part)} is not the order of {part.name}")
+    return table
+
+
+def order_columns(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An order table's (at, origin, key text) as arrays to sort by."""
     return (table.column("at").to_numpy(), table.column("origin").to_numpy(),
             np.asarray(table.column("key").to_pylist(), dtype=str))
 

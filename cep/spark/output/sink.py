@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from cep.io.deadletter_summary import DeadLetterSummary
-from cep.spark.output.delivery import AppendLedger, merged_lines
+from cep.spark.output.delivery import AppendLedger, merge_parts
 from cep.spark.output.event_parts import EventParts, order_path
 from cep.spark.output.latest import merge_latest
 from cep.spark.output.udf_seen import SeenFailures
@@ -127,7 +127,8 @@ class Delivery:
                                     or self.publisher):
             return
         paths = self.parts.batch_paths(batch - self.lag)
-        text = merged_lines(paths, self.rule_order)
+        merged = merge_parts(paths, self.rule_order, with_keys=self.publisher is not None)
+        text = merged.text
         if self._events is not None:
             self._events.append(batch, [text])
         if self.stdout and text:
@@ -136,7 +137,7 @@ class Delivery:
         if self.callback is not None:
             self.callback(batch, text)
         if self.publisher is not None:
-            self.publisher.publish(batch, text)
+            self.publisher.publish(batch, text, merged.keys)
         if self.transient_parts:
             for path in paths:
                 path.unlink(missing_ok=True)
