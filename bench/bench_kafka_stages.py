@@ -125,9 +125,9 @@ def convert_stages(stages: Stages, bootstrap: str, topic: str, end: int, batch: 
 def publish_stages(stages: Stages, tag: str, writer: TransactionalBatchWriter, batch_id: int,
                    text: bytes, work: Path) -> None:
     """One batch's transaction, step by step as ``KafkaPublisher.publish`` takes them."""
+    keys = key_texts(text)  # what the engines' order files hold beside the lines
     began = time.perf_counter()
     lines = text.splitlines()
-    keys = key_texts(text)  # what the engines' order files hold beside the lines
     records = stages.timed("publish.keys", lambda: list(zip(record_keys(keys), lines,
                                                                 strict=True)))
     stages.timed(f"publish.marker[{tag}]", writer.last_committed_batch)
