@@ -507,7 +507,9 @@ def _drop_run(store: StateStore) -> None:
 
 def _failure(err: Exception, store: StateStore | None, workdir: Path,
              checkpoint: str | None) -> str:
-    """One line for a failed query (Spark's message holds whole stack traces)."""
+    """One line for a failed query (Spark's message holds whole stack traces). A failure
+    of no kind cep names ends with where Spark's own log is, which holds the traces
+    (``session.proxy_errors_to_log``)."""
     line = _one_line(err)
     if line.startswith(_KAFKA_ERRORS):
         message = line.partition(": ")[2]
@@ -515,9 +517,11 @@ def _failure(err: Exception, store: StateStore | None, workdir: Path,
                  "Kafka is back" if checkpoint
                  else "with --checkpoint DIR a rerun resumes instead of starting over")
         return f"batch {next_batch(workdir)} failed: {message} ({again})"
-    if store is None or mask_uri(store.uri) not in line:
+    if store is not None and mask_uri(store.uri) in line:
+        return _store_failure(line, workdir, checkpoint)
+    if line.startswith(_CEP_ERRORS):
         return line
-    return _store_failure(line, workdir, checkpoint)
+    return f"{line} (Spark's log: {SPARK_LOG})"
 
 
 def _store_failure(line: str, workdir: Path, checkpoint: str | None) -> str:
@@ -539,8 +543,7 @@ def _one_line(err: Exception) -> str:
     worker's whole traceback, Java frames and the query's plan): cep's own errors
     first, else the last ``SomethingError: …`` line of the Python traceback."""
     text = str(err).split("=== Streaming Query ===")[0]
-    for marker in ("MongoUnavailableError", "StoreError", "MissingStateError",
-                   "MissingKeyMapError", "RuleError", *_KAFKA_ERRORS, "InputLogError"):
+    for marker in _CEP_ERRORS:
         idx = text.rfind(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0][:500]
@@ -553,4 +556,7 @@ def _one_line(err: Exception) -> str:
 
 
 _KAFKA_ERRORS = ("KafkaUnavailableError", "KafkaTransportError")
+# cep's own errors: their line says what to do, and no trace helps more
+_CEP_ERRORS = ("MongoUnavailableError", "StoreError", "MissingStateError",
+               "MissingKeyMapError", "RuleError", *_KAFKA_ERRORS, "InputLogError")
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): \S")
