@@ -25,7 +25,14 @@ import signal
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from cep.transports.kafka_read import EndFollower
 
@@ -59,6 +66,10 @@ def relay(bootstrap: str, source: str, target: str, trigger_s: float,
                 left = due - time.monotonic()
                 batch = follower.consume(_MAX_RECORDS, max(0.001, min(0.01, left)))
                 records = [m for m in batch if m.error() is None]
+                failed = [m.error() for m in batch if m.error() is not None
+                          and m.error().code() != KafkaError._PARTITION_EOF]
+                if failed:  # a lost or unreadable record must stop the relay, not vanish
+                    raise KafkaException(failed[0])
                 if records:
                     values.extend(m.value() for m in records)
                     last = records[-1].offset()
