@@ -8,12 +8,14 @@ another shape must be ignored rather than trusted.
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
 
 from cep.io.tweets import world as world_module
 from cep.io.tweets.world import World, build_world, world
+from cep.io.tweets.world_cache import STALE_S
 
 SEED, USERS = 11, 1_500
 
@@ -68,15 +70,36 @@ def test_a_cache_file_not_to_trust_is_rebuilt_over(cache, damage: str) -> None:
 
 
 def test_a_change_to_the_sources_names_another_file(cache, monkeypatch) -> None:
+    """Another version's file goes once unused for a day, and so does a temporary file a
+    killed writer left; a file another version used within the day stays (two versions
+    that run at once would otherwise remove each other's), as does a write in flight."""
     world(SEED, USERS)
+    (before,) = cache.glob(f"tweets-world-{SEED}-{USERS}-*.npz")
+    recent = before.with_name(f"tweets-world-{SEED}-{USERS}-{'0' * 16}.npz")
+    recent.write_bytes(before.read_bytes())  # another version's, used just now
+    abandoned, in_flight = cache / f"{before.stem}x.tmp", cache / f"{before.stem}y.tmp"
+    for path in (abandoned, in_flight):
+        path.write_bytes(b"half a file")
+    day_old = time.time() - STALE_S - 60
+    for path in (before, abandoned):
+        os.utime(path, (day_old, day_old))
     edited = cache / "edited.py"
     edited.write_text("# a changed builder\n")
     monkeypatch.setattr(world_module, "_BUILT_FROM", [*world_module._BUILT_FROM, edited])
-    (before,) = cache.glob(f"tweets-world-{SEED}-{USERS}-*.npz")
     world.cache_clear()
     world(SEED, USERS)
-    (after,) = cache.glob(f"tweets-world-{SEED}-{USERS}-*.npz")  # the older one removed
-    assert after != before
+    left = set(cache.glob(f"tweets-world-{SEED}-{USERS}-*"))
+    assert before not in left and abandoned not in left  # unused for a day: removed
+    assert {recent, in_flight} <= left and len(left) == 3  # and the new file
+
+
+def test_a_file_read_is_marked_used(cache) -> None:
+    world(SEED, USERS)
+    (path,) = cache.glob(f"tweets-world-{SEED}-{USERS}-*.npz")
+    os.utime(path, (1, 1))
+    world.cache_clear()
+    world(SEED, USERS)
+    assert path.stat().st_mtime > time.time() - 60
 
 
 def test_no_cache_directory_still_gives_the_world(tmp_path, monkeypatch) -> None:

@@ -17,7 +17,10 @@ and offsets, checked by Arrow when read) and read with ``allow_pickle=False``; a
 that is not this user's own, is writable by others, does not load or does not have the
 expected shapes is ignored and the world is built again. A write goes to a temporary
 name and is renamed into place, so workers that build the same world at once never read
-half a file.
+half a file. A file read is marked used (its time set to now); a store removes the files
+of other sources and the temporary files left by a killed writer once a day has passed
+since their last use, so two cep versions that run at once keep their own files while
+the cache still does not grow with each version.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,11 +48,13 @@ def cached_arrays(family: str, name: str, sources: list[Path], build: Callable[[
     """The arrays ``build`` makes, read from the cache when a file made from the same
     ``sources`` is there and ``valid``; else built, stored and returned. Object arrays
     of ``str`` come back as object arrays of ``str``. Storing removes the ``family``'s
-    files made from other sources (an older cep's), so the cache does not grow with
-    each version."""
+    files made from other sources (an older cep's) and its abandoned temporary files,
+    once unused for :data:`STALE_S`, so the cache does not grow with each version."""
     path = _path(f"{family}{name}", sources)
     found = _load(path)
     if found is not None and valid(found):
+        with contextlib.suppress(OSError):
+            os.utime(path)  # used: not stale to another version's store
         return found
     arrays = build()
     with contextlib.suppress(OSError):  # no cache (read-only home, full disk): build only
@@ -57,12 +63,19 @@ def cached_arrays(family: str, name: str, sources: list[Path], build: Callable[[
     return arrays
 
 
+STALE_S = 86_400.0  # a cache file unused this long, of other sources, goes
+
+
 def _prune(kept: Path, family: str) -> None:
-    """Remove the ``family``'s files whose digest is not ``kept``'s."""
+    """Remove the ``family``'s files whose digest is not ``kept``'s, and its temporary
+    files, unused for :data:`STALE_S`."""
     digest = kept.stem.rsplit("-", 1)[1]
-    for old in kept.parent.glob(f"{family}*.npz"):
-        if old.stem.rsplit("-", 1)[1] != digest:
-            with contextlib.suppress(OSError):
+    stale_before = time.time() - STALE_S
+    others = [old for old in kept.parent.glob(f"{family}*.npz")
+              if old.stem.rsplit("-", 1)[1] != digest]
+    for old in [*others, *kept.parent.glob(f"{family}*.tmp")]:
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < stale_before:
                 old.unlink()
 
 
