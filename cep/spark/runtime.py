@@ -84,7 +84,7 @@ from cep.spark.run_dir import (
     run_manifest,
     write_kg_maps,
 )
-from cep.spark.worker_warmup import JoinWarmer, warm_up
+from cep.spark.worker_warmup import warm_up
 from cep.transports.address import KafkaTransportError
 from cep.transports.mongo_client import StoreError, mask_uri
 from cep.transports.outputs import publisher
@@ -240,8 +240,6 @@ def run_on_spark(module: ir.CompiledModule, config: RunConfig,
         session_s = time.perf_counter() - session_started
         if is_local_master(master):
             warm_up(spark)  # workers and RocksDB, while the query plans
-        else:  # executors that join while the job runs start warm
-            cleanup.callback(JoinWarmer(spark).stop)
         # routed by key maps, the job knows the labels of MAX_ENGINES engines (engine e
         # in partition e mod P, its label the same whatever the count: stage_labels),
         # and each batch runs the engines of its map (routing.map_grouping), so a scale
