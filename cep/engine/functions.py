@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.engine.table import DTYPES, PLACEHOLDERS
+from cep.engine.table import DTYPES, PLACEHOLDERS, repeated
 from grammar import signatures
 from grammar.signatures import BUILTIN_NAMES, BUILTINS, TYPES, Signature
 
@@ -227,7 +227,7 @@ def _lsh_bucket(s: Any, n: Any) -> np.ndarray:
     if _length((s,)) is None:
         if _length((n,)) is None:
             return text_module().lsh_bucket(s, n).reshape(())
-        s = np.full(len(n), s, dtype=object)
+        s = repeated(s, len(n))  # np.full would cut a trailing NUL off the text
     return text_module().lsh_bucket(s, n)
 
 
