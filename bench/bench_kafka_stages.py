@@ -35,6 +35,7 @@ Writes bench/results/kafka_stages.json (``--out`` for another file).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
@@ -69,9 +70,11 @@ def output_text(first: int, count: int) -> bytes:
 
 
 def key_texts(text: bytes) -> pa.Array:
-    """Each of :func:`output_text`'s lines' key as JSON text, as the engines leave it in
-    their parts' order files."""
-    return pa.array([str(i % 1000) for i in range(len(text.splitlines()))], pa.string())
+    """Each line's key as JSON text, as the engines leave it in their parts' order
+    files (read from the lines themselves, so it fits whatever :func:`output_text`
+    made)."""
+    return pa.array([json.dumps(json.loads(line)["key"]) for line in text.splitlines()],
+                    pa.string())
 
 
 class Stages:

@@ -65,11 +65,13 @@ def relay(bootstrap: str, source: str, target: str, trigger_s: float,
             while True:
                 left = due - time.monotonic()
                 batch = follower.consume(_MAX_RECORDS, max(0.001, min(0.01, left)))
-                records = [m for m in batch if m.error() is None]
-                failed = [m.error() for m in batch if m.error() is not None
-                          and m.error().code() != KafkaError._PARTITION_EOF]
-                if failed:  # a lost or unreadable record must stop the relay, not vanish
-                    raise KafkaException(failed[0])
+                records = batch
+                errors = [m.error() for m in batch if m.error() is not None]
+                if errors:  # ends of partitions; anything else must stop the relay
+                    failed = [e for e in errors if e.code() != KafkaError._PARTITION_EOF]
+                    if failed:
+                        raise KafkaException(failed[0])
+                    records = [m for m in batch if m.error() is None]
                 if records:
                     values.extend(m.value() for m in records)
                     last = records[-1].offset()
