@@ -139,20 +139,22 @@ def test_the_version_round_trips_beside_the_entries():
 
 
 def test_the_bytes_an_engine_imported_since_its_base_raise_the_fold_bar(monkeypatch):
-    """The fold rule (``log.Version.folds``): deltas since the base fold once they pass
-    the base's bytes and the parcels' bytes imported since. Oracle: the sums by hand,
-    a 100-byte base, then a 150-byte delta from a batch that imported 80 bytes of
-    parcels, against which a 30-byte delta stays one and a 31-byte one folds."""
+    """The fold rule (``log.Version.folds``): deltas since the base, less the parcels'
+    bytes imported since, fold once they pass the base's bytes and those parcels'.
+    Oracle: the sums by hand, a 100-byte base, then a 150-byte delta from a batch that
+    imported 80 bytes of parcels (70 of its own), against which a 110-byte delta stays
+    one (70 + 110 = 180) and a 111-byte one folds."""
     monkeypatch.setattr(engine_log, "FOLD_FLOOR", 1)
     store = Store()
     EngineLog(store.log).append(0, "a", b"b" * 100, base=True)
     version = EngineLog(store.log).version()
     assert version.folds(101) and not version.folds(100)
-    assert not version.folds(150, moved_in=80)  # 150 <= 100 + 80: the import's own delta
+    assert not version.folds(260, moved_in=80)  # 260 - 80 <= 100 + 80
+    assert version.folds(261, moved_in=80)
     EngineLog(store.log).append(1, "b", b"d" * 150, base=False, moved_in=80)
     version = EngineLog(store.log).version()
     assert version.moved_in_bytes == 80 and version.delta_bytes == 150
-    assert not version.folds(30) and version.folds(31)  # 150 + 31 > 180
+    assert not version.folds(110) and version.folds(111)  # 150 - 80 + 111 > 180
     EngineLog(store.log).append(2, "c", b"b" * 230, base=True)  # a base: all in it
     assert EngineLog(store.log).version().moved_in_bytes == 0
 
