@@ -116,6 +116,30 @@ def test_a_copy_whose_token_the_log_does_not_have_is_rebuilt():
     assert _batch(committed, 3)[0] == "rebuilt"
 
 
+def test_an_engine_left_without_keys_writes_a_base_that_clears_its_log():
+    """An engine that hands every key over (a retired engine at a scale change) writes
+    an empty base, so that an engine started later under its label reads nothing but
+    that. Oracle: the log by hand: a base at batch 0, deltas at 1 and 2, then, once the
+    work engine's keys all left, one entry, a base at batch 3 of the empty engine's
+    bytes, and an engine rebuilt from it holds no key."""
+    store = Store()
+    for batch in range(3):
+        _batch(store, batch)
+    assert EngineLog(store.log).version().entries == (0, 1, 2)
+    log = EngineLog(store.log)
+    engine, _ = resident.take_engine(MODULE, log, "q", 0, 3)
+    work = engine.split_off([0, 1, 2])
+    work.export_keys([0, 1, 2])  # handed over: the work engine keeps none
+    saved = save(log, engine, work, [0, 1, 2], 3)
+    version = EngineLog(store.log).version()
+    assert saved["kind"] == "base" and saved["held"] == 0
+    assert version.entries == (3,) and version.base == 3
+    assert version.base_bytes == saved["bytes"] == len(engine.snapshot())
+    resident._RESIDENT.clear()
+    rebuilt, origin = resident.take_engine(MODULE, EngineLog(store.log), "q", 0, 4)
+    assert origin.kind == "rebuilt" and not rebuilt.keys()
+
+
 @pytest.mark.parametrize("planted", [b"\x80\x04K\x01.", b"{}", b'{"batch": "1"}',
                                      b'{"batch": 1, "token": "t", "base": 1, "base_bytes": 9,'
                                      b' "delta_bytes": 0, "entries": [1.5]}'])

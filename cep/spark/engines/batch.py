@@ -167,7 +167,7 @@ def run_engine_batch(p: EngineTask, changes, key, rows) -> Iterator[pd.DataFrame
     saved = save(log, engine, work, [*values, *(json.loads(k) for k in imported
                                                  if k not in load)], batch, incoming.bytes)
     keep(p.start, label, batch, saved["token"], engine)
-    held = len(engine.keys())
+    held = saved["held"]
     clock.lap("save")
     if stage == 0:
         injected_fault(batch, engine_index)
@@ -325,19 +325,28 @@ def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int,
     """Merge the work engine back into the resident one and append the batch to the
     engine's log: its change (a delta), or the whole engine (a base) where the fold
     rule says so (``engine_log.py``; ``moved_in``: the bytes of the parcels the batch
-    imported). Returns the token drawn for this processing of the batch, the kind of
-    blob and its bytes."""
+    imported) or where the engine is left holding no key. Returns the token drawn for
+    this processing of the batch, the kind of blob, its bytes and the keys held.
+
+    Why a base when no key is left: an engine that retires at a scale change hands all
+    its keys over, and its log (a base and deltas) stays behind in the checkpoint. When
+    the job later scales out again, the engine starting under that label rebuilt the
+    whole log to arrive at nothing: 'restore' took 1.18 s of task time against 0.41 in
+    the next batch on a 2 -> 4 FSD change (``bench/results/scale_midrun-importfold.json``,
+    batch 19, ``restored.rebuilt``). The base of an empty engine is a few hundred bytes
+    and clears the entries before it."""
     before = log.version()
     change = engine.merge_in(work, keys)
+    held = len(engine.keys())
     blob = codec.encode(change, "change")
     kind = "delta"
-    if (before is None or before.folds(len(blob), moved_in)
+    if (before is None or held == 0 or before.folds(len(blob), moved_in)
             or before.rules != engine.version):
         blob, kind = engine.snapshot(), "base"  # a new rule set starts a new log
     token = uuid.uuid4().hex
     log.append(batch, token, blob, base=kind == "base", rules=engine.version,
                moved_in=moved_in)
-    return {"token": token, "kind": kind, "bytes": len(blob)}
+    return {"token": token, "kind": kind, "bytes": len(blob), "held": held}
 
 
 def injected_fault(batch: int, engine: int) -> None:
