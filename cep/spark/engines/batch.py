@@ -326,7 +326,8 @@ def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int,
     engine's log: its change (a delta), or the whole engine (a base) where the fold
     rule says so (``engine_log.py``; ``moved_in``: the bytes of the parcels the batch
     imported) or where the engine is left holding no key. Returns the token drawn for
-    this processing of the batch, the kind of blob, its bytes and the keys held.
+    this processing of the batch, the kind of blob, its bytes and how many keys the
+    engine holds after it.
 
     Why a base when no key is left: an engine that retires at a scale change hands all
     its keys over, and its log (a base and deltas) stays behind in the checkpoint. When

@@ -56,10 +56,10 @@ Why the imported bytes count: an engine that takes over keys grows by their stat
 one batch, and that batch's delta holds all of it; measured against the base alone, it
 folds the whole grown engine in that batch. In a 4 -> 2 engine FSD change on 0.4-core
 nodes the staying engines' 'save' took 7-10 s against 2 s in that batch
-(``bench/results/scale_midrun-settle-2.json``, batch 25). With this bar, in 1 of 3 runs
-the change's batch wrote deltas only; in the other 2 one engine whose log was due to
-fold anyway still folded there (``scale_midrun-fold*.json``, ``state_saved``): the
-rule keeps the fold off the import's own bytes, not off the batch.
+(``bench/results/scale_midrun-settle-2.json``, batch 25). With the imports on the bar's
+side alone, in 1 of 3 runs the change's batch wrote deltas only; in the other 2 one
+engine whose log was due to fold anyway still folded there (``scale_midrun-fold*.json``,
+``state_saved``): the rule keeps the fold off the import's own bytes, not off the batch.
 
 Why the imported bytes are also left out of the deltas' side: the delta of the batch that
 imported holds the parcels' state (its change encoding took 1.001 times the parcel's
