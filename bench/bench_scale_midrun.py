@@ -450,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     started = load_average()
     with tempfile.TemporaryDirectory(prefix="cep-bench-scale-") as tmp:
         figures = measure(args, Path(tmp))
-    bound = speedup_bound(newest_speedup(RESULTS, args.node_cpus), args.lo, args.hi,
+    bound = speedup_bound(newest_speedup(RESULTS, args.node_cpus, (args.lo, args.hi),
+                                         args.batch_size), args.lo, args.hi,
                           args.node_cpus)
     result = {"bench": "scale_midrun", "rules": "rules/fsd.epl",
               "input": input_spec(args), "nodes": args.nodes,

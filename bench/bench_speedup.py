@@ -62,8 +62,10 @@ def input_spec(args: argparse.Namespace) -> str:
 
 
 def run_point(args: argparse.Namespace, nodes: int, sweep: int) -> dict:
-    """One ``cep bench`` process for ``nodes`` nodes; its figures and the machine's load."""
-    out = RAW / f"nodes{nodes}-sweep{sweep}.json"
+    """One ``cep bench`` process for ``nodes`` nodes; its figures and the machine's load.
+    Its file is named after ``--out`` (``speedup.json``'s points keep the plain names), so
+    that an invocation with other settings does not write over another's points."""
+    out = RAW / point_name(args.out, nodes, sweep)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's cep, not an installed one
     before, started = load_average(), time.time()
     done = subprocess.run(bench_command(args, nodes, out), cwd=ROOT, env=env, text=True,
@@ -79,6 +81,13 @@ def run_point(args: argparse.Namespace, nodes: int, sweep: int) -> dict:
             "seconds": seconds, "load_average_before": before, "load_average_after": after,
             "load_average_runs": [r["load_average"] for r in bench["results"]],
             "strategies": point_figures(bench)}
+
+
+def point_name(out: str, nodes: int, sweep: int) -> str:
+    """``nodes4-sweep2.json`` for ``speedup.json``; ``X-nodes4-sweep2.json`` for
+    ``speedup-X.json`` (or ``X.json``)."""
+    stem = Path(out).stem.removeprefix("speedup").removeprefix("-")
+    return f"{stem + '-' if stem else ''}nodes{nodes}-sweep{sweep}.json"
 
 
 def point_figures(bench: dict) -> dict[str, dict]:

@@ -243,16 +243,22 @@ def differences(got: list[str], want: list[str]) -> int:
     return sum(a != b for a, b in zip(got, want, strict=False)) + abs(len(got) - len(want))
 
 
-def newest_speedup(results: Path, node_cpus: float) -> Path | None:
+def newest_speedup(results: Path, node_cpus: float, nodes: tuple[int, ...] = (),
+                   batch_size: int | None = None) -> Path | None:
     """The newest ``bench_speedup.py`` result in ``results`` (by the date it records)
-    measured on nodes of ``node_cpus``: the one whose bounds a scale change is set
-    beside."""
+    measured on nodes of ``node_cpus`` at every node count in ``nodes``: the one whose
+    bounds a scale change is set beside. One at ``batch_size`` is preferred (the
+    driver's serial share, and so the bound, depends on it); without one, any.
+
+    Why the node counts: a result of 1 and 4 nodes only, the newest, gave a 2 -> 4 run
+    no bound at all (``scale_midrun-defaultbatch-2.json`` before this)."""
     dated = []
     for path in results.glob("speedup*.json"):
         data = json.loads(path.read_text())
-        if data.get("node_cpus") == node_cpus and data.get("date"):
-            dated.append((data["date"], path))
-    return max(dated)[1] if dated else None
+        if (data.get("node_cpus") == node_cpus and data.get("date")
+                and set(nodes) <= set(data.get("nodes", ()))):
+            dated.append((data.get("batch_size") == batch_size, data["date"], path))
+    return max(dated)[2] if dated else None
 
 
 def speedup_bound(path: Path | None, lo: int, hi: int, node_cpus: float) -> dict | None:

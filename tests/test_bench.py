@@ -249,6 +249,17 @@ def test_the_speedup_bound_is_amdahl_s_over_the_driver_s_serial_part() -> None:
                                  2) == [1.0, 2.25]
 
 
+def test_a_speedup_invocation_names_its_points_after_its_output() -> None:
+    """Oracle: the names written out. ``speedup.json``'s points keep the names the
+    committed results refer to; another ``--out`` gets its own, so that a run at other
+    settings (``speedup-defaultbatch.json``) cannot write over them."""
+    bench = _bench_script("bench_speedup")
+    assert bench.point_name("speedup.json", 4, 7) == "nodes4-sweep7.json"
+    assert bench.point_name("speedup-defaultbatch.json", 1, 1) == (
+        "defaultbatch-nodes1-sweep1.json")
+    assert bench.point_name("mine.json", 2, 3) == "mine-nodes2-sweep3.json"
+
+
 def test_the_cpu_meter_counts_a_process_tree_from_its_first_sample() -> None:
     """``bench/common.CpuMeter``: a child that burns CPU and its grandchild, which does
     too and ends before the meter stops, both count under the child's label; a process
