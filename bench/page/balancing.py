@@ -507,20 +507,23 @@ def _leave_cost_text(data: dict, cost: dict) -> str:
 
 def batch_parts_figures(data: dict, _name: str) -> str:
     """batch_parts.py: per case and strategy, where a batch's wall time went on the
-    emulated cluster (Spark's event log, medians over the measured batches)."""
+    emulated cluster (Spark's event log, medians over the measured batches). The node
+    count is per case: a file may compare 1 node with 4."""
     rows = []
-    for name, case in (data.get("cases") or {}).items():
+    cases = data.get("cases") or {}
+    for name, case in cases.items():
         for run in case.get("runs") or []:
             tasks = run.get("input_tasks_per_executor") or {}
             batches = len(run.get("batches") or []) or 1
-            rows.append((name, run.get("strategy", ""), num(run.get("wall_s"), 2),
+            rows.append((name, run.get("strategy", ""), num(case.get("nodes")),
+                         num(run.get("wall_s"), 2),
                          num(run.get("driver_s"), 2), num(run.get("input_span_s"), 2),
                          num(sum(tasks.values()) / batches, 1),
                          num(run.get("engines_span_s"), 2)))
-    first = next(iter((data.get("cases") or {}).values()), {})
+    first = next(iter(cases.values()), {})
     return (f"Input `{' '.join(first.get('inputs') or [])}`, batches of "
-            f"{num(first.get('batch_size'))}, {num(first.get('nodes'))} emulated nodes of "
+            f"{num(first.get('batch_size'))}, emulated nodes of "
             f"{num(first.get('cpus_per_node'), 2)} cores; medians over each run's batches "
             "but the first and the input's short tail, seconds.\n\n"
-            + table(("case", "strategy", "batch", "driver", "input stage", "input tasks",
-                     "engines' stage"), rows))
+            + table(("case", "strategy", "nodes", "batch", "driver", "input stage",
+                     "input tasks", "engines' stage"), rows))
