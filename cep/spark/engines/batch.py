@@ -339,11 +339,13 @@ def save(log: EngineLog, engine: Engine, work: Engine, keys: list, batch: int,
     before = log.version()
     change = engine.merge_in(work, keys)
     held = len(engine.keys())
-    blob = codec.encode(change, "change")
+    # a first entry, an engine left empty and a new rule set (which starts a new log)
+    # write a base whatever the delta's size: their change is not encoded at all
+    base = before is None or held == 0 or before.rules != engine.version
+    blob = b"" if base else codec.encode(change, "change")
     kind = "delta"
-    if (before is None or held == 0 or before.folds(len(blob), moved_in)
-            or before.rules != engine.version):
-        blob, kind = engine.snapshot(), "base"  # a new rule set starts a new log
+    if base or before.folds(len(blob), moved_in):
+        blob, kind = engine.snapshot(), "base"
     token = uuid.uuid4().hex
     log.append(batch, token, blob, base=kind == "base", rules=engine.version,
                moved_in=moved_in)
