@@ -208,6 +208,31 @@ class _Narrowed:
     decoder: Decoder
 
 
+def _own_values(coded: Coded) -> Coded:
+    """One engine's coded table with each coded string column's distinct values cut to
+    those its rows use, the codes renumbered. Why: a split shares the task's distinct
+    values among the engines (``take_coded``), so each engine's pickle carried all of
+    them. On text that repeats (periodic-Zipf tweets, whose text codes), 250,000 tweets
+    routed to 4 engines made 35.0 MB of payloads against 13.2 MB for one engine, and
+    every byte is copied about ten times on its way (the module's docstring)."""
+    columns, decoders = coded
+    cut_columns, cut_decoders = dict(columns), dict(decoders)
+    for name, decoder in decoders.items():
+        if decoder is None or decoder[0] != "values" or name not in columns:
+            continue
+        codes, distinct = columns[name], decoder[1]
+        used = np.zeros(len(distinct), dtype=bool)
+        used[codes] = True
+        kept = int(np.count_nonzero(used))
+        if kept == len(distinct):
+            continue
+        renumbered = np.cumsum(used, dtype=np.int64) - 1
+        narrow = np.int32 if kept > 1 << 16 else _unsigned(max(kept - 1, 0))
+        cut_columns[name] = renumbered[codes].astype(narrow)
+        cut_decoders[name] = ("values", distinct[used])
+    return cut_columns, cut_decoders
+
+
 def _in_steps(coded: Coded) -> Coded:
     """One engine's coded table with its 64-bit integer columns that travel as they are
     in steps where they mostly rise (``_deltas``). Only a table that is split already:
@@ -256,9 +281,9 @@ def pack_payload(batch: int, tables: Mapping[str, Coded], passthrough: Table | N
     the engine reads in this batch as the input task read them (``routing.map_grouping``:
     version -> encoded map), LZ4-compressed (about half the bytes, for about 25 ms of CPU
     per million rows), after their uncompressed size."""
-    raw = pickle.dumps((batch, {n: _in_steps(t) for n, t in tables.items()}, passthrough,
-                        info, truth,
-                        _narrow_parts(time_info), _narrow_parts(late), maps), protocol=5)
+    streams = {n: _in_steps(_own_values(t)) for n, t in tables.items()}
+    raw = pickle.dumps((batch, streams, passthrough, info, truth, _narrow_parts(time_info),
+                        _narrow_parts(late), maps), protocol=5)
     return _SIZE.pack(len(raw)) + pa.compress(raw, codec=CODEC, asbytes=True)
 
 
