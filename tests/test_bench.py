@@ -527,3 +527,38 @@ def test_the_kafka_relay_passes_every_record_once_in_order() -> None:
             worker.join(60)
     assert got == values
     assert relayed == [len(values)]
+
+
+def test_a_stage_lasts_its_busiest_node_s_cpu_at_its_quota() -> None:
+    """Oracle: arithmetic by hand on a hand-built event log and cgroup samples. Batch 1:
+    input stage 10.0-12.0 s, engines' stage 12.0-16.0 s; node-0 works at 0.4 cores
+    throughout, node-1 at 0.2 in the input stage and 0.1 in the engines'. One node's
+    batch of 16 s against this 6 s batch on two."""
+    bench = _bench_script("stage_cpu")
+    events = [*_job(1, "q", 1, [(10, []), (11, [10])], 9_900),
+              _task_end(10, 0, "0", 10_000, 12_000), _task_end(10, 1, "1", 10_000, 11_000),
+              _task_end(11, 0, "0", 12_000, 16_000), _task_end(11, 1, "1", 12_500, 13_000),
+              *_job(2, "other", 1, [(12, [])], 9_900), _task_end(12, 0, "3", 1_000, 90_000)]
+    spans = bench.stage_spans(events, "q")
+    assert spans == {(1, "input"): (10.0, 12.0), (1, "engines"): (12.0, 16.0)}
+
+    def used(t: float) -> dict[str, float]:
+        return {"node-0": 0.4 * t, "node-1": 0.2 * min(t, 12) + 0.1 * max(t - 12, 0)}
+    samples = [(t / 10, used(t / 10)) for t in range(90, 170)]
+    assert bench.cpu_between(samples, "node-1", 10.0, 12.0) == pytest.approx(0.4)
+    (row,) = bench.batch_rows(spans, samples, {1: 6.2}, 0.4)
+    assert row["input"]["node_cpu_s"] == [0.8, 0.4]
+    assert row["input"]["at_quota_max_s"] == 2.0 and row["input"]["at_quota_mean_s"] == 1.5
+    assert row["engines"]["node_cpu_s"] == [1.6, 0.4]
+    many = bench.summary([row])
+    assert many["engines"] == {"span_s": 4.0, "cpu_s": 2.0, "at_quota_max_s": 4.0,
+                               "at_quota_mean_s": 2.5}
+    one = {"wall_s": 16.0, "input": {"cpu_s": 1.0, "at_quota_mean_s": 2.5},
+           "engines": {"cpu_s": 4.0, "at_quota_mean_s": 10.0}}
+    got = bench.decompose(one, many, 2)
+    assert got["ideal_s"] == 8.0 and got["speedup"] == pytest.approx(16 / 6.2, abs=1e-3)
+    # input: one node's 2.5 s shared by two is 1.25 s; the nodes' mean took 1.5, the busiest 2.0
+    assert got["input"] == {"ideal_s": 1.25, "cpu_ratio": 1.2, "cpu_extra_s": 0.25,
+                            "imbalance": 1.333, "imbalance_s": 0.5}
+    assert got["engines"]["cpu_ratio"] == 0.5 and got["engines"]["imbalance_s"] == 1.5
+    assert got["rest_s"] == pytest.approx(0.2)
