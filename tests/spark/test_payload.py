@@ -9,7 +9,9 @@ from cep.engine.table import object_array
 from splitter.payload import (
     SAMPLE,
     _in_steps,
+    _narrow_parts,
     _own_values,
+    _widen_parts,
     code_table,
     decode_table,
     pack_payload,
@@ -206,3 +208,21 @@ def test_an_engine_without_rows_carries_no_values():
     columns, decoders = _own_values(take_coded(coded, slice(0, 0)))
     assert len(decoders["text"][1]) == 0 and len(columns["text"]) == 0
     assert decode_table((columns, decoders))["text"].tolist() == []
+
+
+def test_the_clock_s_rises_travel_as_steps_where_steps_are_narrower():
+    """Oracle: the arrays themselves after the round trip, and the narrow form's width.
+    Rises of a generated stream (seq +1, ts about a millisecond in µs) are 1 and 2 bytes
+    as steps, where offsets from their least value took 4; a column of scattered values
+    still travels as offsets."""
+    n = 3 * SAMPLE
+    rng = np.random.default_rng(9)
+    seq = (5 << 36) + np.arange(n, dtype=np.int64) + np.cumsum(rng.random(n) < 0.01)
+    ts = 1_700_000_000_000_000 + np.cumsum(rng.integers(500, 1_500, n))
+    scattered = rng.integers(0, 1 << 30, n)
+    parts = _narrow_parts((seq, ts, scattered))
+    assert [p.decoder[0] for p in parts] == ["delta", "delta", "offset"]
+    assert [p.values.dtype for p in parts] == [np.uint8, np.uint16, np.uint32]
+    back = _widen_parts(parts)
+    for got, want in zip(back, (seq, ts, scattered), strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
