@@ -562,3 +562,17 @@ def test_a_stage_lasts_its_busiest_node_s_cpu_at_its_quota() -> None:
                             "imbalance": 1.333, "imbalance_s": 0.5}
     assert got["engines"]["cpu_ratio"] == 0.5 and got["engines"]["imbalance_s"] == 1.5
     assert got["rest_s"] == pytest.approx(0.2)
+
+
+def test_an_a_b_of_two_trees_gives_each_strategy_s_median_ratio_over_its_rounds() -> None:
+    """Oracle: ratios worked by hand over three hand-made rounds."""
+    bench = _bench_script("nodes_ab")
+
+    def side(kg: float, elb: float) -> dict:
+        return {"kg": {"events_per_s": kg, "equal_to_kg": True},
+                "elb": {"events_per_s": elb, "equal_to_kg": True}}
+    rounds = [{"before": side(100, 80), "after": side(110, 88)},
+              {"before": side(90, 80), "after": side(90, 100)},
+              {"before": side(80, 100), "after": side(100, 90)}]
+    assert bench.ratios(rounds) == {"kg": {"rounds": [1.1, 1.0, 1.25], "median": 1.1},
+                                    "elb": {"rounds": [1.1, 1.25, 0.9], "median": 1.1}}

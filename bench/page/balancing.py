@@ -527,3 +527,35 @@ def batch_parts_figures(data: dict, _name: str) -> str:
             "but the first and the input's short tail, seconds.\n\n"
             + table(("case", "strategy", "nodes", "batch", "driver", "input stage",
                      "input tasks", "engines' stage"), rows))
+
+
+def stage_cpu_figures(data: dict, _name: str) -> str:
+    """stage_cpu.py: per strategy on N nodes, a batch against one node's: the ideal, each
+    stage's CPU over one node's and its busiest node over the mean, in seconds."""
+    rows = []
+    for run in data.get("runs") or []:
+        parts = run.get("against_one_node")
+        if not parts:
+            continue
+        stage = {s: parts.get(s) or {} for s in ("input", "engines")}
+        rows.append((run.get("strategy", ""), num(run.get("nodes")),
+                     num(parts.get("wall_s"), 2), num(parts.get("ideal_s"), 2),
+                     ratio(parts.get("speedup")),
+                     *(_ratio_and_seconds(stage[s], "cpu_ratio", "cpu_extra_s") for s in stage),
+                     *(_ratio_and_seconds(stage[s], "imbalance", "imbalance_s")
+                       for s in stage),
+                     num(parts.get("rest_s"), 2)))
+    return (f"FSD, batches of {num(data.get('batch_size'))} tweets, emulated nodes of "
+            f"{num(data.get('cpus_per_node'), 2)} cores; medians over each run's batches but "
+            "the first and the input's short tail, seconds of a batch; each side of a "
+            "stage against one node running KG.\n\n"
+            + table(("strategy", "nodes", "batch", "ideal", "speedup", "input CPU",
+                     "engines' CPU", "input busiest/mean", "engines' busiest/mean",
+                     "rest"), rows))
+
+
+def _ratio_and_seconds(stage: dict, ratio_key: str, seconds_key: str) -> str:
+    """``1.12× (+0.46 s)``: a ratio and the seconds of a batch it costs."""
+    seconds = stage.get(seconds_key)
+    return (f"{ratio(stage.get(ratio_key))} ({'+' if (seconds or 0) >= 0 else ''}"
+            f"{num(seconds, 2)} s)")

@@ -135,3 +135,24 @@ def state_before_figures(data: dict, _name: str) -> str:
     state = data.get("state")
     return _state_table(state) if isinstance(state, dict) else ""
 
+
+
+def nodes_ab_figures(data: dict, _name: str) -> str:
+    """nodes_ab.py: two trees on the emulated cluster in interleaved rounds, each
+    strategy's throughput per round and the after/before ratio."""
+    rows = []
+    for strategy, found in (data.get("after_over_before") or {}).items():
+        before = [r["before"][strategy]["events_per_s"] for r in data.get("rounds") or []]
+        after = [r["after"][strategy]["events_per_s"] for r in data.get("rounds") or []]
+        equal = all(r[s][strategy].get("equal_to_kg") for r in data.get("rounds") or []
+                    for s in ("before", "after"))
+        rows.append((strategy, ", ".join(num(x) for x in before),
+                     ", ".join(num(x) for x in after),
+                     ", ".join(ratio(x) for x in found.get("rounds") or []),
+                     ratio(found.get("median")), yes_no(equal)))
+    return (f"Before `{data.get('before', '')}`, after `{data.get('after', '')}`: "
+            f"{num(data.get('nodes'))} emulated nodes of {num(data.get('cpus_per_node'), 2)} "
+            f"cores, {num(data.get('n'))} tweets in batches of {num(data.get('batch_size'))}; "
+            "events/s per round.\n\n"
+            + table(("strategy", "before", "after", "after/before per round",
+                     "median", "= KG"), rows))

@@ -24,10 +24,12 @@ from page.balancing import (
     scale_midrun_figures,
     speedup_figures,
     splitter_figures,
+    stage_cpu_figures,
     table1_figures,
 )
 from page.compare import (
     flink_patterns_figures,
+    nodes_ab_figures,
     speed_figures,
     state_before_figures,
     state_path_figures,
@@ -337,6 +339,25 @@ SECTIONS = (
             "mode=zipf-periodic,rate=1000 --nodes 5 --node-cpus 0.4 --batch-size 120000 "
             "--warm-up 1 --strategies kg,dlb-l --json RUN.json (per tree), then python "
             "bench/batch_parts.py NAME=DIR:RUN.json ...", batch_parts_figures),
+    Section("stage-cpu*.json", "Where N nodes lose against one, stage by stage",
+            "One `cep bench --nodes N` per node count, with Spark's event log on while "
+            "`bench/stage_cpu.py` samples every node's cgroup every 0.1 s: per batch, "
+            "the input stage's and the engines' stage's span and each node's CPU seconds "
+            "in it. A stage lasts at least its busiest node's CPU over the node's quota; "
+            "against one node, a batch on N splits into the ideal (one node's batch over "
+            "N), each stage's extra CPU for the same events, its busiest node over the "
+            "mean, and the rest ([docs/balancing.md](balancing.md#speedup-as-the-nodes-grow)).",
+            "python bench/stage_cpu.py --nodes 1,4 --out stage-cpu-defaultbatch.json",
+            stage_cpu_figures,
+            "Needs root and the cgroup v1 `cpu` and `cpuacct` controllers, as `cep bench "
+            "--nodes`."),
+    Section("*-ab-*nodes.json", "Two trees side by side on the emulated cluster",
+            "The same `cep bench --nodes N` of FSD from two checkouts, in interleaved "
+            "rounds, each side a whole process of its own tree; each strategy's "
+            "throughput of the later tree over the earlier, per round and their median.",
+            "python bench/nodes_ab.py BEFORE_TREE AFTER_TREE --nodes 4 --rounds 3 --out "
+            "payload-ab-4nodes.json", nodes_ab_figures,
+            "Each side's `cep bench` files go to `bench/results/speedup/`."),
     Section("scale_midrun*.json", "Scaling out and in mid-run on the emulated cluster",
             "An FSD job over a backlog it reads at its own pace, on emulated nodes: "
             "2 engines on 2 nodes, 2 more nodes joining while it runs, `cep scale RUN_DIR "
