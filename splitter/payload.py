@@ -10,12 +10,12 @@ pickle. Its size is what costs: on its way Spark's JVM copies every byte about t
 took about as long as reading the file. So each column travels in the narrowest form
 that gives it back exactly:
 
-- a string column with few distinct values, as codes into its distinct values (uint8,
-  uint16 or int32 by how many there are). Pickling an object array writes and reads
-  every ``str`` on its own, which cost more CPU than reading the file; codes are split
-  with an int take, and the engine task rebuilds the column with one gather (the rebuilt
-  column holds equal strings, shared objects; a ``str`` subclass equal to a plain
-  ``str`` may come back as that ``str``);
+- a string column with few distinct values, as codes into the distinct values the
+  engine's rows use (uint8, uint16 or int32 by how many there are). Pickling an object
+  array writes and reads every ``str`` on its own, which cost more CPU than reading the
+  file; codes are split with an int take, and the engine task rebuilds the column with
+  one gather (the rebuilt column holds equal strings, shared objects; a ``str`` subclass
+  equal to a plain ``str`` may come back as that ``str``);
 - an integer column whose values span less than 2**32 (sequence numbers, the all-zero
   sub-sequence), as unsigned offsets from its least value;
 - a 64-bit integer column whose steps from row to row are mostly less than 2**32 (a
