@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench_speedup import bench_command
 from common import RESULTS, write_results
 
 from cep.provenance import load_average
@@ -36,15 +37,11 @@ def tree_commit(tree: Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def run_side(tree: Path, args: argparse.Namespace, out: Path) -> dict[str, float]:
-    """One ``cep bench --nodes`` of ``tree``: strategy -> events/s, and whether its
-    events equalled KG's."""
-    command = [sys.executable, "-m", "cep.cli", "bench", "rules/fsd.epl", "--input",
-               f"tweets:n={args.n},mode=zipf-periodic,rate={args.rate}",
-               "--nodes", str(args.nodes), "--node-cpus", str(args.node_cpus),
-               "--batch-size", str(args.batch_size), "--warm-up", "1",
-               "--strategies", args.strategies, "--json", str(out)]
-    subprocess.run(command, check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+def run_side(tree: Path, args: argparse.Namespace, out: Path) -> dict[str, dict]:
+    """One ``cep bench --nodes`` of ``tree`` (the speedup bench's command line): strategy
+    -> its events/s and whether its events equalled KG's."""
+    subprocess.run(bench_command(args, args.nodes, out), check=True, cwd=tree,
+                   env={**os.environ, "PYTHONPATH": str(tree)})
     results = json.loads(out.read_text())["results"]
     return {r["strategy"]: {"events_per_s": r["events_per_s"], "equal_to_kg": r["equal_to_kg"]}
             for r in results}
@@ -67,17 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--node-cpus", type=float, default=0.4)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", dest="ab_rounds", type=int, default=3,
+                        help="A/B rounds (each cep bench runs its strategies once)")
     parser.add_argument("--n", type=int, default=4_000_000)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--batch-size", type=int, default=1_000_000)
     parser.add_argument("--strategies", default="kg,dlb-l,elb")
     parser.add_argument("--out", default="nodes-ab.json")
+    parser.set_defaults(rounds=1)  # cep bench's own --rounds, which bench_command passes
     args = parser.parse_args(argv)
     started, load = time.strftime("%Y-%m-%dT%H:%M:%S%z"), load_average()
     stem = Path(args.out).stem
     rounds = []
-    for number in range(1, args.rounds + 1):
+    for number in range(1, args.ab_rounds + 1):
         sides = {}
         for side, tree in (("before", args.before), ("after", args.after)):
             raw = RESULTS / "speedup" / f"{stem}-{side}-{number}.json"

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 import scale_tasks
+from bench_speedup import bench_command
 from common import RESULTS, ROOT, write_results
 
 from cep.provenance import load_average
@@ -169,11 +170,7 @@ def run_point(args: argparse.Namespace, nodes: int) -> list[dict]:
         conf = scale_tasks.event_log_conf(Path(log_dir))
         env = {**os.environ, "PYSPARK_SUBMIT_ARGS": " ".join(
             [*(f"--conf {k}={v}" for k, v in conf.items()), "pyspark-shell"])}
-        command = [sys.executable, "-m", "cep.cli", "bench", "rules/fsd.epl", "--input",
-                   f"tweets:n={args.n},mode=zipf-periodic,rate={args.rate}",
-                   "--nodes", str(nodes), "--node-cpus", str(args.node_cpus),
-                   "--batch-size", str(args.batch_size), "--warm-up", "1",
-                   "--strategies", args.strategies, "--json", str(raw)]
+        command = bench_command(args, nodes, raw)
         sampler = NodeSampler()
         sampler.start()
         try:
@@ -207,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=1_000_000)
     parser.add_argument("--strategies", default="kg,dlb-l,elb")
     parser.add_argument("--out", default="stage-cpu.json")
+    parser.set_defaults(rounds=1)  # one run per strategy and N (bench_command passes it)
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.nodes.split(",")]
     started, load = time.strftime("%Y-%m-%dT%H:%M:%S%z"), load_average()

@@ -136,7 +136,6 @@ def state_before_figures(data: dict, _name: str) -> str:
     return _state_table(state) if isinstance(state, dict) else ""
 
 
-
 def nodes_ab_figures(data: dict, _name: str) -> str:
     """nodes_ab.py: two trees on the emulated cluster in interleaved rounds, each
     strategy's throughput per round and the after/before ratio."""
