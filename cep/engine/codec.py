@@ -23,8 +23,12 @@ and ``str``; every other value is a one-key JSON object whose key is a tag:
  b    bytes ``buffer``                    r  the n-th tagged value again (shared)
  n    numpy scalar ``[dtype, value]``     c  registered class ``[name, [fields]]``
  a    numeric numpy array ``[dtype, shape, buffer]`` (raw little-endian)
+ z    integer numpy array ``[dtype, shape, base, narrow dtype, buffer]``: each item
+      minus ``base`` as an unsigned integer of the narrow dtype (u1, u2 or u4)
  A    object array of str or bytes with None ``[str|bytes, shape, nulls, 3 buffers]``
-      (an Arrow large_string / large_binary array)
+      (an Arrow large_string / large_binary array); bytes without None may add a
+      fifth item, the dtype of the offsets' buffer when it holds each item's length
+      instead (u1, u2 or u4)
  I    object array of only int, float or bool ``[dtype, shape, buffer]``
  o    any other object array ``[shape, [items]]``, and a short one of only str or None
       (at most ``SMALL_TEXT`` items: inline JSON costs less than an Arrow array there)
@@ -58,6 +62,14 @@ VERSION = 1
 _ALIGN = 8
 SMALL_TEXT = 64  # object arrays of at most this many str/None items go as JSON text
 SMALL_COPY = 4096  # numeric arrays of at most this many items are copied out, not viewed
+# Integer arrays of more items than SMALL_COPY travel narrowed (tag ``z``), and the
+# offsets of a bytes array as lengths of the narrowest width. Why: every byte of state
+# costs again in Spark's state store (an executor copies a state value about six times
+# on its way to RocksDB) and in MongoDB's parcels. FSD's window (seq, sub, ts, key,
+# time, norm, terms) went from 113 to 81 bytes a row: see ``_narrowed``.
+_NARROW = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<u4"))
+_NARROW_NAMES = {d.str: d for d in _NARROW}
+_LENGTH_NAMES = {**_NARROW_NAMES, "<i8": np.dtype("<i8")}  # lengths of a bytes array
 _PREFIX = struct.Struct("<HB")
 _SIZES = struct.Struct("<IQ")  # number of buffers, header length
 # dtypes a raw buffer may carry: bool, ints, floats, complex, datetimes, fixed-width text
@@ -191,6 +203,11 @@ class _Writer:
         shape = list(x.shape)
         if x.dtype != object:
             dtype = _stored_dtype(x.dtype)
+            narrowed = _narrowed(x) if x.size > SMALL_COPY else None
+            if narrowed is not None:
+                base, small = narrowed
+                return self.tagged(x, "z", [dtype.str, shape, base, small.dtype.str,
+                                            self.buffer(_bytes_of(small))])
             if x.size <= SMALL_COPY:  # one copy beats four views for a key's few rows
                 raw: bytes | memoryview = x.astype(dtype, copy=False).tobytes()
             else:
@@ -205,8 +222,10 @@ class _Writer:
             # Arrow array's fixed cost (measured: a 5-row head encodes 4x faster)
             return self.tagged(x, "o", [shape, flat.tolist()])
         if types == {bytes} and not has_none:
-            return self.tagged(x, "A", ["bytes", shape, 0, [None, *map(self.buffer,
-                                                                   _binary_buffers(flat))]])
+            lengths, data = _binary_buffers(flat)
+            return self.tagged(x, "A", ["bytes", shape, 0, [None, self.buffer(_bytes_of(lengths)),
+                                                            self.buffer(data)],
+                                        lengths.dtype.str])
         if types <= {str} or types == {bytes}:
             text = "bytes" if types == {bytes} else "str"
             arrow = _arrow_column(flat, _ARROW_TYPES[text])
@@ -251,13 +270,33 @@ def _le(dtype: np.dtype) -> np.dtype:
     return dtype.newbyteorder("<") if dtype.str[0] == ">" else dtype
 
 
-def _binary_buffers(flat: np.ndarray) -> tuple[bytes, bytes]:
-    """The offsets and data buffers of an Arrow large_binary array without nulls, built
-    directly: ``pa.array``'s fixed cost was most of encoding a key's few term vectors."""
+def _binary_buffers(flat: np.ndarray) -> tuple[np.ndarray, bytes]:
+    """The items' lengths, in the narrowest of ``_NARROW`` that holds them, and the data
+    buffer of an Arrow large_binary array without nulls, built directly: ``pa.array``'s
+    fixed cost was most of encoding a key's few term vectors. The reader sums the
+    lengths into the array's offsets."""
     items = flat.tolist()
-    offsets = np.zeros(len(items) + 1, dtype="<i8")
-    np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=offsets[1:])
-    return offsets.tobytes(), b"".join(items)
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    longest = int(lengths.max()) if len(items) else 0
+    narrow = next((d for d in _NARROW if longest <= np.iinfo(d).max), np.dtype("<i8"))
+    return lengths.astype(narrow), b"".join(items)
+
+
+def _narrowed(x: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """``(base, items - base)`` with the differences in the narrowest unsigned dtype of
+    ``_NARROW`` narrower than ``x``'s, or None where none holds them (or ``x`` is not
+    of integers). A window's sequence numbers, keys and microsecond times span far less
+    than 64 bits: an FSD engine that ran 2,160,000 tweets (1.31M window rows) snapshots
+    to 106 MB narrowed against 148 MB raw, in the same CPU time (measured in process)."""
+    if x.dtype.kind not in "iu" or x.dtype.itemsize == 1:
+        return None
+    flat = x.reshape(-1)
+    low, high = int(flat.min()), int(flat.max())
+    for small in _NARROW:
+        if small.itemsize < x.dtype.itemsize and high - low <= np.iinfo(small).max:
+            # each difference lies in 0..high-low, so x's own dtype holds it
+            return low, (flat - x.dtype.type(low)).astype(small)
+    return None
 
 
 def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
@@ -398,6 +437,32 @@ def _build_array(reader: _Reader, payload: object) -> np.ndarray:
     return _raw(reader, np.dtype(dtype), reader.shape(shape), index)
 
 
+def _build_narrowed(reader: _Reader, payload: object) -> np.ndarray:
+    if type(payload) is not list or len(payload) != 5:
+        raise reader.fail("has a malformed narrowed array")
+    dtype, shape, base, small, index = payload
+    if type(dtype) is not str or not _INTEGER.fullmatch(dtype) or type(base) is not int \
+            or small not in _NARROW_NAMES:
+        raise reader.fail("has a malformed narrowed array")
+    wide = np.dtype(dtype)
+    if not np.iinfo(wide).min <= base <= np.iinfo(wide).max:
+        raise reader.fail("has a narrowed array whose base its dtype cannot hold")
+    out = _view(reader, _NARROW_NAMES[small], reader.shape(shape), index).astype(wide)
+    out += wide.type(base)  # as written: each item minus base fitted (damage wraps)
+    return out
+
+
+def _offsets(reader: _Reader, lengths: memoryview, dtype: object, n: int) -> bytes:
+    """The int64 offsets of a large_binary array whose buffer holds its items' lengths
+    in ``dtype`` (see ``_binary_buffers``)."""
+    width = _LENGTH_NAMES.get(dtype) if type(dtype) is str else None  # type: ignore[arg-type]
+    if width is None or len(lengths) != n * width.itemsize:
+        raise reader.fail("has a text array whose lengths do not match it")
+    offsets = np.zeros(n + 1, dtype="<i8")
+    np.cumsum(np.frombuffer(lengths, dtype=width), out=offsets[1:])
+    return offsets.tobytes()
+
+
 def _build_plain_objects(reader: _Reader, payload: object) -> np.ndarray:
     dtype, shape, index = _triple(reader, payload)
     if dtype not in _PLAIN_NAMES:
@@ -406,23 +471,31 @@ def _build_plain_objects(reader: _Reader, payload: object) -> np.ndarray:
 
 
 def _raw(reader: _Reader, dtype: np.dtype, shape: tuple[int, ...], index: object) -> np.ndarray:
+    return _view(reader, dtype, shape, index).copy()
+
+
+def _view(reader: _Reader, dtype: np.dtype, shape: tuple[int, ...], index: object) -> np.ndarray:
+    """The array a buffer holds, read-only over the blob (callers copy it out)."""
     data = reader.buffer(index)
     if len(data) != math.prod(shape) * dtype.itemsize or not dtype.itemsize:
         raise reader.fail("has an array whose buffer does not match its shape")
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
 def _build_arrow(reader: _Reader, payload: object) -> np.ndarray:
-    if type(payload) is not list or len(payload) != 4:
+    if type(payload) is not list or len(payload) not in (4, 5):
         raise reader.fail("has a malformed text array")
-    kind, shape, null_count, indices = payload
+    kind, shape, null_count, indices = payload[:4]
     arrow_type = _ARROW_TYPES.get(kind)
     if arrow_type is None or type(indices) is not list or len(indices) != 3 \
-            or type(null_count) is not int:
+            or type(null_count) is not int \
+            or (len(payload) == 5 and (kind != "bytes" or null_count or indices[0] is not None)):
         raise reader.fail("has a malformed text array")
     shape = reader.shape(shape)
     n = math.prod(shape)
     buffers = [None if i is None else pa.py_buffer(reader.buffer(i)) for i in indices]
+    if len(payload) == 5:  # the offsets' buffer holds lengths
+        buffers[1] = pa.py_buffer(_offsets(reader, reader.buffer(indices[1]), payload[4], n))
     arrow = pa.Array.from_buffers(arrow_type, n, buffers, null_count=null_count)
     arrow.validate(full=True)  # offsets within the data, valid UTF-8: before any read
     return arrow.to_numpy(zero_copy_only=False).reshape(shape)
@@ -462,12 +535,13 @@ def _malformed(reader: _Reader, payload: object) -> object:
 
 
 _SCALAR = re.compile(r"[<|](b1|[iu][1248]|f[248]|U\d{1,9})")
+_INTEGER = re.compile(r"<[iu][248]")
 _PLAIN_NAMES = {np.dtype(t).str for t in _PLAIN_DTYPES.values()}
 _ARROW_TYPES = {"str": pa.large_string(), "bytes": pa.large_binary()}
 _BUILDERS: dict[str, Callable[[_Reader, Any], object]] = {
     "l": _malformed, "t": _malformed, "d": _malformed,  # well-formed ones: inline in hook
     "S": _sequence(set), "F": _sequence(frozenset), "c": _build_class,
     "b": lambda reader, index: bytes(reader.buffer(index)),
-    "n": _build_scalar, "a": _build_array, "I": _build_plain_objects,
+    "n": _build_scalar, "a": _build_array, "z": _build_narrowed, "I": _build_plain_objects,
     "A": _build_arrow, "o": _build_objects,
 }
