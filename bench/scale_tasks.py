@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 QUERY_ID = "sql.streaming.queryId"
@@ -64,50 +65,63 @@ def query_between(found: dict[str, dict], start_s: float, end_s: float) -> str |
                  if start_s * 1000 <= t["first_ms"] <= end_s * 1000), None)
 
 
-def task_breakdown(events: list[dict], query: str) -> list[dict]:
-    """One row per batch of ``query``: ``jobs_s`` (first job submitted to last job
-    done), and per stage kind (``input``: a stage without a parent in its job, the
-    source's read, route and shuffle write; ``engines``: a stage that reads a shuffle,
-    the stateful operator): its tasks, its span (first launch to last finish), per
-    executor the tasks and their seconds, and for the engines each partition's
-    executor, locality, seconds, run seconds and wait (stage submitted to the task's
-    launch: a slot or a locality wait)."""
-    jobs: dict[int, dict] = {}  # job id -> batch, stages
-    stage_job: dict[int, int] = {}
-    stage_info: dict[int, dict] = {}
-    tasks: dict[int, list[dict]] = {}
+@dataclass
+class QueryStages:
+    """A query's jobs, stages and finished tasks in an event log, one walk of it."""
+
+    jobs: dict[int, dict] = field(default_factory=dict)  # job id -> batch, start, end, stages
+    stages: dict[int, dict] = field(default_factory=dict)  # stage id -> batch, kind, times
+    tasks: dict[int, list[dict]] = field(default_factory=dict)  # stage id -> :func:`_task`s
+
+
+def query_stages(events: Iterable[dict], query: str) -> QueryStages:
+    """``query``'s batches in the event log. A stage's ``kind``: ``input`` for a stage
+    without a parent in its job (the source's read, route and shuffle write),
+    ``engines`` for one that reads a shuffle (the stateful operator)."""
+    found = QueryStages()
     for e in events:
         kind = e.get("Event")
         if kind == "SparkListenerJobStart":
             props = e.get("Properties") or {}
             if props.get(QUERY_ID) != query or props.get(BATCH_ID) is None:
                 continue
-            jobs[e["Job ID"]] = {"batch": int(props[BATCH_ID]), "start": e["Submission Time"],
-                                 "end": None, "stages": e.get("Stage IDs", [])}
+            batch = int(props[BATCH_ID])
+            found.jobs[e["Job ID"]] = {"batch": batch, "start": e["Submission Time"],
+                                       "end": None, "stages": e.get("Stage IDs", [])}
             parents = {s["Stage ID"]: s.get("Parent IDs", []) for s in e.get("Stage Infos", [])}
             for stage in e.get("Stage IDs", []):
-                stage_job[stage] = e["Job ID"]
-                stage_info.setdefault(stage, {})["parents"] = parents.get(stage, [])
-        elif kind == "SparkListenerJobEnd" and e["Job ID"] in jobs:
-            jobs[e["Job ID"]]["end"] = e["Completion Time"]
+                found.stages.setdefault(stage, {}).update(
+                    batch=batch, kind="engines" if parents.get(stage) else "input")
+        elif kind == "SparkListenerJobEnd" and e["Job ID"] in found.jobs:
+            found.jobs[e["Job ID"]]["end"] = e["Completion Time"]
         elif kind == "SparkListenerStageCompleted":
             info = e["Stage Info"]
-            if info["Stage ID"] in stage_job:
-                stage_info[info["Stage ID"]].update(
+            if info["Stage ID"] in found.stages:
+                found.stages[info["Stage ID"]].update(
                     submitted=info.get("Submission Time"), completed=info.get("Completion Time"),
                     tasks=info.get("Number of Tasks"))
-        elif kind == "SparkListenerTaskEnd" and e.get("Stage ID") in stage_job:
-            tasks.setdefault(e["Stage ID"], []).append(_task(e))
+        elif kind == "SparkListenerTaskEnd" and e.get("Stage ID") in found.stages:
+            found.tasks.setdefault(e["Stage ID"], []).append(_task(e))
+    return found
+
+
+def task_breakdown(events: list[dict], query: str) -> list[dict]:
+    """One row per batch of ``query``: ``jobs_s`` (first job submitted to last job
+    done), and per stage kind (:func:`query_stages`): its tasks, its span (first launch
+    to last finish), per executor the tasks and their seconds, and for the engines each
+    partition's executor, locality, seconds, run seconds and wait (stage submitted to
+    the task's launch: a slot or a locality wait)."""
+    found = query_stages(events, query)
     by_batch: dict[int, dict] = {}
-    for job in jobs.values():
+    for job in found.jobs.values():
         row = by_batch.setdefault(job["batch"], {"batch": job["batch"], "jobs": 0,
                                                  "start": job["start"], "end": job["end"],
                                                  "stages": []})
         row["jobs"] += 1
         row["start"] = min(row["start"], job["start"])
         row["end"] = max(filter(None, (row["end"], job["end"])), default=None)
-        row["stages"] += [s for s in job["stages"] if s in tasks]
-    return [_batch_row(by_batch[b], stage_info, tasks) for b in sorted(by_batch)]
+        row["stages"] += [s for s in job["stages"] if s in found.tasks]
+    return [_batch_row(by_batch[b], found.stages, found.tasks) for b in sorted(by_batch)]
 
 
 def _task(e: dict) -> dict:
@@ -124,8 +138,8 @@ def _batch_row(row: dict, stage_info: dict[int, dict], tasks: dict[int, list[dic
     out = {"batch": row["batch"], "jobs": row["jobs"],
            "jobs_s": round((row["end"] - row["start"]) / 1000, 3) if row["end"] else None}
     for stage in sorted(row["stages"]):
-        info, done = stage_info.get(stage, {}), tasks[stage]
-        kind = "engines" if info.get("parents") else "input"
+        info, done = stage_info[stage], tasks[stage]
+        kind = info["kind"]
         first, last = min(t["launch"] for t in done), max(t["finish"] for t in done)
         executors: dict[str, list] = {}
         for t in done:

@@ -72,13 +72,15 @@ class NodeSampler(threading.Thread):
             self.stop.wait(self.period)
 
 
-def cpu_between(samples: Samples, node: str, t0: float, t1: float) -> float:
-    """The node's CPU seconds between two times, linear between the samples."""
-    return _usage_at(samples, node, t1) - _usage_at(samples, node, t0)
+def cpu_between(samples: Samples, node: str, t0: float, t1: float,
+                times: list[float] | None = None) -> float:
+    """The node's CPU seconds between two times, linear between the samples.
+    ``times``: the samples' times, when the caller has them (one list for many calls)."""
+    times = [s[0] for s in samples] if times is None else times
+    return _usage_at(samples, times, node, t1) - _usage_at(samples, times, node, t0)
 
 
-def _usage_at(samples: Samples, node: str, t: float) -> float:
-    times = [s[0] for s in samples]
+def _usage_at(samples: Samples, times: list[float], node: str, t: float) -> float:
     i = min(max(bisect.bisect_left(times, t), 1), len(samples) - 1)
     (ta, a), (tb, b) = samples[i - 1], samples[i]
     ua = a.get(node, 0.0)
@@ -88,24 +90,16 @@ def _usage_at(samples: Samples, node: str, t: float) -> float:
 
 
 def stage_spans(events: list[dict], query: str) -> dict[tuple[int, str], tuple[float, float]]:
-    """(batch, stage) -> (first task's launch, last task's finish) in seconds since the
-    epoch, for ``query``'s jobs; a stage with a parent in its job is the engines'."""
-    kinds: dict[int, tuple[int, str]] = {}
+    """(batch, stage kind) -> (first task's launch, last task's finish) in seconds since
+    the epoch, for ``query``'s jobs (kinds as :func:`scale_tasks.query_stages` has them)."""
+    found = scale_tasks.query_stages(events, query)
     spans: dict[tuple[int, str], tuple[float, float]] = {}
-    for e in events:
-        if e.get("Event") == "SparkListenerJobStart":
-            props = e.get("Properties") or {}
-            if props.get(scale_tasks.QUERY_ID) != query or props.get(scale_tasks.BATCH_ID) is None:
-                continue
-            parents = {s["Stage ID"]: s.get("Parent IDs", []) for s in e.get("Stage Infos", [])}
-            for stage in e.get("Stage IDs", []):
-                kinds[stage] = (int(props[scale_tasks.BATCH_ID]),
-                                "engines" if parents.get(stage) else "input")
-        elif e.get("Event") == "SparkListenerTaskEnd" and e.get("Stage ID") in kinds:
-            info, key = e["Task Info"], kinds[e["Stage ID"]]
-            t0, t1 = info["Launch Time"] / 1000, info["Finish Time"] / 1000
-            old = spans.get(key, (t0, t1))
-            spans[key] = (min(old[0], t0), max(old[1], t1))
+    for stage, done in found.tasks.items():
+        key = (found.stages[stage]["batch"], found.stages[stage]["kind"])
+        t0 = min(t["launch"] for t in done) / 1000
+        t1 = max(t["finish"] for t in done) / 1000
+        old = spans.get(key, (t0, t1))
+        spans[key] = (min(old[0], t0), max(old[1], t1))
     return spans
 
 
@@ -115,6 +109,7 @@ def batch_rows(spans: dict, samples: Samples, walls: dict[int, float], cpus: flo
     every node's CPU seconds in it and the stage at the busiest node's and the mean
     node's quota."""
     nodes = sorted({n for _, usage in samples for n in usage})
+    times = [t for t, _ in samples]
     rows = []
     for batch, wall in sorted(walls.items()):
         row: dict = {"batch": batch, "wall_s": round(wall, 3)}
@@ -122,7 +117,7 @@ def batch_rows(spans: dict, samples: Samples, walls: dict[int, float], cpus: flo
             if (batch, stage) not in spans:
                 continue
             t0, t1 = spans[(batch, stage)]
-            cpu = [cpu_between(samples, n, t0, t1) for n in nodes]
+            cpu = [cpu_between(samples, n, t0, t1, times) for n in nodes]
             row[stage] = {"span_s": round(t1 - t0, 3), "node_cpu_s": [round(c, 3) for c in cpu],
                           "at_quota_max_s": round(max(cpu) / cpus, 3),
                           "at_quota_mean_s": round(statistics.fmean(cpu) / cpus, 3)}
