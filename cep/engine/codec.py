@@ -5,7 +5,8 @@ other people can write. A pickle from there would run whatever its author put in
 state is written in this format instead and anything else is refused with
 :class:`StateFormatError` (a ``ValueError``) before a byte of it is interpreted.
 
-Layout of a blob (all integers little-endian)::
+Layout of a blob (all integers little-endian; one of 64 KiB or more is then compressed,
+:mod:`cep.engine.compressed`)::
 
     b"CEPSTATE"  u16 version  u8 len(kind)  kind (ascii)  u32 n  u64 len(header)
     n × u64 buffer length  header (JSON)  padding to 8 bytes  n buffers, each padded to 8
@@ -56,6 +57,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from cep.engine import compressed
 
 MAGIC = b"CEPSTATE"
 VERSION = 1
@@ -138,7 +141,7 @@ def encode(value: object, kind: str) -> bytes:
     parts: list[bytes | memoryview] = [head, _pad(len(head))]
     for buf in writer.buffers:
         parts += (buf, _pad(len(buf)))
-    return b"".join(parts)
+    return compressed.pack(b"".join(parts))
 
 
 def _pad(n: int) -> bytes:
@@ -316,6 +319,11 @@ def decode(blob: bytes | memoryview, kind: str, what: str) -> Any:
     snapshot", "key state parcel"). Raises :class:`StateFormatError` for
     anything that is not such a blob, without interpreting it further."""
     view = memoryview(blob).cast("B")
+    if compressed.is_packed(view):
+        try:
+            view = compressed.unpack(view)
+        except compressed.DamagedBlob as exc:
+            raise StateFormatError(f"{what} is damaged ({exc}); refusing to load it") from None
     if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:
         if len(view) >= 2 and view[0] == 0x80 and 2 <= view[1] <= 5:
             raise StateFormatError(

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from support.samples import EXAMPLES
 
+from cep.engine import compressed
 from cep.engine.engine import Engine
 from cep.engine.output import output_records
 from cep.engine.patterns.rule import PatternOperator
@@ -144,9 +145,9 @@ def test_a_pattern_without_within_runs_as_if_it_had_within_ttl() -> None:
 
 
 def _pattern_state_bytes(ttl: int | None, batches: int) -> list[int]:
-    """Bytes of the engine's snapshot (one key, one pattern rule: that key's pattern
-    state) after each batch: x = 1 starts a partial match that only x = 3 completes, and
-    there never is one."""
+    """Bytes of the engine's snapshot before compression (one key, one pattern rule:
+    that key's pattern state) after each batch: x = 1 starts a partial match that only
+    x = 3 completes, and there never is one."""
     module = compile_text(SCHEMA + UNBOUNDED, "<test>", state_ttl_us=ttl)
     engine = Engine(module)
     (_, op), = engine.operators
@@ -159,7 +160,7 @@ def _pattern_state_bytes(ttl: int | None, batches: int) -> list[int]:
         part = {name: col[b * 100:(b + 1) * 100] for name, col in tables.items()}
         run_batch(module, engine, {"T": part}, clocks[b])
         assert engine.keys() == {"k0"} or b == batches - 1  # the end frees what expires
-        sizes.append(len(engine.snapshot()))
+        sizes.append(compressed.raw_length(engine.snapshot()))
     return sizes
 
 
