@@ -155,3 +155,27 @@ def nodes_ab_figures(data: dict, _name: str) -> str:
             "events/s per round.\n\n"
             + table(("strategy", "before", "after", "after/before per round",
                      "median", "= KG"), rows))
+
+
+def scale_ab_figures(data: dict, _name: str) -> str:
+    """scale_ab.py: two trees on a mid-run scale change in interleaved rounds, what each
+    change moved and cost."""
+    rows = []
+    for number, sides in enumerate(data.get("rounds") or [], 1):
+        for side in ("before", "after"):
+            run = sides.get(side) or {}
+            for change in run.get("changes") or []:
+                rows.append((f"{number} {side}", f"{change['from']} → {change['to']}",
+                             num(change.get("mb"), 1), num(change.get("extra_over_normal"), 2),
+                             num(change.get("export_s"), 2), num(change.get("import_s"), 2),
+                             num(change.get("save_s"), 2), num(run.get("hi_events_per_s")),
+                             yes_no(run.get("events_equal_kg"))))
+    reused = (f" The runs were written from {data['first_run_written']} on and summarised "
+              "later (`--reuse`)." if data.get("first_run_written") else "")
+    return (f"Before `{data.get('before', '')}`, after `{data.get('after', '')}`.{reused} Per "
+            "round, side and change: MB handed over, the change's extra time in normal "
+            "batches, the engines' task seconds summed of export (the batch that hands "
+            "over) and of import and save (the first batch at the new count), the 4-engine "
+            "phase's events/s.\n\n"
+            + table(("round", "change", "MB", "extra (batches)", "export s", "import s",
+                     "save s", "4-engine events/s", "= KG"), rows))

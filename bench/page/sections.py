@@ -30,6 +30,7 @@ from page.balancing import (
 from page.compare import (
     flink_patterns_figures,
     nodes_ab_figures,
+    scale_ab_figures,
     speed_figures,
     state_before_figures,
     state_path_figures,
@@ -358,6 +359,14 @@ SECTIONS = (
             "python bench/nodes_ab.py BEFORE_TREE AFTER_TREE --nodes 4 --rounds 3 --out "
             "payload-ab-4nodes.json", nodes_ab_figures,
             "Each side's `cep bench` files go to `bench/results/speedup/`."),
+    Section("scale-ab*.json", "A scale change's cost, two trees side by side",
+            "`bench_scale_midrun.py --no-unscaled` from two checkouts in interleaved "
+            "rounds, each side a whole process of its own tree: what the scale-out (2 → 4 "
+            "engines) and the scale-in (4 → 2) handed over and what they cost.",
+            "python bench/scale_ab.py BEFORE_TREE AFTER_TREE --rounds 2 --out "
+            "scale-ab-narrow.json", scale_ab_figures,
+            "Each run's file goes to `bench/results/scale_ab/`. Needs root and the cgroup "
+            "v1 `cpu` controller, as `cep bench --nodes`."),
     Section("scale_midrun*.json", "Scaling out and in mid-run on the emulated cluster",
             "An FSD job over a backlog it reads at its own pace, on emulated nodes: "
             "2 engines on 2 nodes, 2 more nodes joining while it runs, `cep scale RUN_DIR "
