@@ -69,7 +69,10 @@ SMALL_COPY = 4096  # numeric arrays of at most this many items are copied out, n
 # offsets of a bytes array as lengths of the narrowest width. Why: every byte of state
 # costs again in Spark's state store (an executor copies a state value about six times
 # on its way to RocksDB) and in MongoDB's parcels. FSD's window (seq, sub, ts, key,
-# time, norm, terms) went from 113 to 81 bytes a row: see ``_narrowed``.
+# time, norm, terms) went from 113 to 81 bytes a row (see ``_narrowed``), and on the
+# emulated cluster a 2 -> 4 engine change handed over 58 MB instead of 82 MB and took
+# 0.73 normal batches more instead of 1.23 (medians of two interleaved rounds,
+# ``bench/results/scale-ab-narrow.json``).
 _NARROW = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<u4"))
 _NARROW_NAMES = {d.str: d for d in _NARROW}
 _LENGTH_NAMES = {**_NARROW_NAMES, "<i8": np.dtype("<i8")}  # lengths of a bytes array
