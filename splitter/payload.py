@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from cep.engine.table import Table, take
+from cep.engine.table import Table, narrowest_unsigned, offsets_from_least, take
 
 CODEC = "lz4"
 _SIZE = struct.Struct("<Q")  # the pickle's size, before its compressed bytes
@@ -96,11 +96,10 @@ def _narrow(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = No
         if known is None and not _repeats(column[:SAMPLE]):
             return None  # not worth a factorize
         return _string_codes(column, known)
-    if column.dtype.kind in "iu":
-        least, most = int(column.min()), int(column.max())
-        if most - least < 1 << 32:
-            offsets = (column - column.dtype.type(least)).astype(_unsigned(most - least))
-            return offsets, ("offset", least, column.dtype.str)
+    found = offsets_from_least(column)
+    if found is not None:
+        least, offsets = found
+        return offsets, ("offset", least, column.dtype.str)
     return None
 
 
@@ -120,7 +119,7 @@ def _deltas(column: np.ndarray) -> tuple[np.ndarray, Decoder] | None:
         return None
     whole = steps[wide]
     steps[wide] = 0
-    narrow = steps.astype(_unsigned(int(steps.max())))
+    narrow = steps.astype(narrowest_unsigned(int(steps.max())))
     return narrow, ("delta", int(words[0]), column.dtype.str, wide, whole)
 
 
@@ -167,13 +166,8 @@ def _string_codes(column: np.ndarray, known: tuple[np.ndarray, np.ndarray] | Non
     codes, distinct = found
     if len(distinct) > len(column) // 2 or any(type(v) is not str for v in distinct):
         return None
-    narrow = np.int32 if len(distinct) > 1 << 16 else _unsigned(len(distinct) - 1)
+    narrow = np.int32 if len(distinct) > 1 << 16 else narrowest_unsigned(len(distinct) - 1)
     return codes.astype(narrow), ("values", np.asarray(distinct, dtype=object))
-
-
-def _unsigned(most: int) -> type:
-    """The narrowest unsigned integer type that holds 0..most."""
-    return np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.uint32
 
 
 def take_coded(coded: Coded, index: np.ndarray | slice) -> Coded:
@@ -228,7 +222,7 @@ def _own_values(coded: Coded) -> Coded:
         if kept == len(distinct):
             continue
         renumbered = np.cumsum(used, dtype=np.int64) - 1
-        narrow = np.int32 if kept > 1 << 16 else _unsigned(max(kept - 1, 0))
+        narrow = np.int32 if kept > 1 << 16 else narrowest_unsigned(max(kept - 1, 0))
         cut_columns[name] = renumbered[codes].astype(narrow)
         cut_decoders[name] = ("values", distinct[used])
     return cut_columns, cut_decoders

@@ -59,6 +59,7 @@ import numpy as np
 import pyarrow as pa
 
 from cep.engine import compressed
+from cep.engine.table import narrowest_unsigned, offsets_from_least
 
 MAGIC = b"CEPSTATE"
 VERSION = 1
@@ -69,12 +70,12 @@ SMALL_COPY = 4096  # numeric arrays of at most this many items are copied out, n
 # offsets of a bytes array as lengths of the narrowest width. Why: every byte of state
 # costs again in Spark's state store (an executor copies a state value about six times
 # on its way to RocksDB) and in MongoDB's parcels. FSD's window (seq, sub, ts, key,
-# time, norm, terms) went from 113 to 81 bytes a row (see ``_narrowed``), and on the
+# time, norm, terms) went from 113 to 81 bytes a row (an FSD engine that ran 2,160,000
+# tweets snapshots to 106 MB narrowed against 148 MB raw, in the same CPU), and on the
 # emulated cluster a 2 -> 4 engine change handed over 58 MB instead of 82 MB and took
 # 0.73 normal batches more instead of 1.23 (medians of two interleaved rounds,
 # ``bench/results/scale-ab-narrow.json``).
-_NARROW = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<u4"))
-_NARROW_NAMES = {d.str: d for d in _NARROW}
+_NARROW_NAMES = {d.str: d for d in map(np.dtype, ("u1", "<u2", "<u4"))}  # a reader's check
 _LENGTH_NAMES = {**_NARROW_NAMES, "<i8": np.dtype("<i8")}  # lengths of a bytes array
 _PREFIX = struct.Struct("<HB")
 _SIZES = struct.Struct("<IQ")  # number of buffers, header length
@@ -209,7 +210,8 @@ class _Writer:
         shape = list(x.shape)
         if x.dtype != object:
             dtype = _stored_dtype(x.dtype)
-            narrowed = _narrowed(x) if x.size > SMALL_COPY else None
+            narrowed = (offsets_from_least(x.reshape(-1), narrower=True)
+                        if x.size > SMALL_COPY else None)
             if narrowed is not None:
                 base, small = narrowed
                 return self.tagged(x, "z", [dtype.str, shape, base, small.dtype.str,
@@ -277,32 +279,15 @@ def _le(dtype: np.dtype) -> np.dtype:
 
 
 def _binary_buffers(flat: np.ndarray) -> tuple[np.ndarray, bytes]:
-    """The items' lengths, in the narrowest of ``_NARROW`` that holds them, and the data
+    """The items' lengths, in the narrowest unsigned dtype that holds them, and the data
     buffer of an Arrow large_binary array without nulls, built directly: ``pa.array``'s
     fixed cost was most of encoding a key's few term vectors. The reader sums the
     lengths into the array's offsets."""
     items = flat.tolist()
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
     longest = int(lengths.max()) if len(items) else 0
-    narrow = next((d for d in _NARROW if longest <= np.iinfo(d).max), np.dtype("<i8"))
+    narrow = narrowest_unsigned(longest) if longest < 1 << 32 else np.dtype("<i8")
     return lengths.astype(narrow), b"".join(items)
-
-
-def _narrowed(x: np.ndarray) -> tuple[int, np.ndarray] | None:
-    """``(base, items - base)`` with the differences in the narrowest unsigned dtype of
-    ``_NARROW`` narrower than ``x``'s, or None where none holds them (or ``x`` is not
-    of integers). A window's sequence numbers, keys and microsecond times span far less
-    than 64 bits: an FSD engine that ran 2,160,000 tweets (1.31M window rows) snapshots
-    to 106 MB narrowed against 148 MB raw, in the same CPU time (measured in process)."""
-    if x.dtype.kind not in "iu" or x.dtype.itemsize == 1:
-        return None
-    flat = x.reshape(-1)
-    low, high = int(flat.min()), int(flat.max())
-    for small in _NARROW:
-        if small.itemsize < x.dtype.itemsize and high - low <= np.iinfo(small).max:
-            # each difference lies in 0..high-low, so x's own dtype holds it
-            return low, (flat - x.dtype.type(low)).astype(small)
-    return None
 
 
 def _arrow_column(flat: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:

@@ -279,3 +279,29 @@ def code_order(codes: np.ndarray) -> np.ndarray:
     if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
         return np.argsort(codes.astype(np.uint16), kind="stable")
     return np.argsort(codes, kind="stable")
+
+
+def narrowest_unsigned(most: int) -> np.dtype:
+    """The narrowest of uint8, uint16 and uint32 that holds 0..``most`` (uint32 for any
+    more: callers keep ``most`` under 2**32)."""
+    return np.dtype(np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.uint32)
+
+
+def offsets_from_least(column: np.ndarray, *, narrower: bool = False
+                       ) -> tuple[int, np.ndarray] | None:
+    """``(least, column - least)`` in :func:`narrowest_unsigned` of the span, for a
+    non-empty 1-d integer column whose values span less than 2**32; else None. With
+    ``narrower``, also None where that dtype is no narrower than the column's. Why:
+    sequence numbers, keys and microsecond times span far less than 64 bits, and each
+    byte of them is copied again on its way through Spark (``splitter/payload.py``) and
+    into the engines' state (``cep/engine/codec.py``)."""
+    if column.dtype.kind not in "iu":
+        return None
+    least, most = int(column.min()), int(column.max())
+    if most - least >= 1 << 32:
+        return None
+    small = narrowest_unsigned(most - least)
+    if narrower and small.itemsize >= column.dtype.itemsize:
+        return None
+    # each difference lies in 0..most-least, so the column's own dtype holds it
+    return least, (column - column.dtype.type(least)).astype(small)
